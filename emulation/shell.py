@@ -1,0 +1,279 @@
+"""A small POSIX-like shell for the emulated phone: what the bench sends, answered like toybox/mksh.
+
+Supports `;`, `&&`, `||`, quoting, `$?`, and redirection of stdout to a file (`>`), plus a
+registry so the runtime and other device parts add their own commands.
+"""
+from __future__ import annotations
+
+import hashlib
+import shlex
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from emulation.device import EmulatedPhone
+
+
+@dataclass
+class CommandResult:
+    stdout: bytes = b""
+    stderr: bytes = b""
+    status: int = 0
+
+
+@dataclass
+class ShellContext:
+    phone: "EmulatedPhone"
+    env: dict[str, str] = field(default_factory=dict)
+
+
+Command = Callable[[list[str], ShellContext], CommandResult]
+
+
+class DaemonKilled(Exception):
+    """Raised inside a command to make the emulated adbd drop every connection (fault injection)."""
+
+
+def _split_sequence(line: str) -> list[tuple[str, str]]:
+    """Split on ;, && and || outside quotes. Returns [(operator_before, segment)]."""
+    parts: list[tuple[str, str]] = []
+    op, buf, quote, i = ";", [], None, 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            buf.append(ch)
+            if ch == quote:
+                quote = None
+            elif ch == "\\" and quote == '"' and i + 1 < len(line):
+                buf.append(line[i + 1])
+                i += 1
+        elif ch in "'\"":
+            quote = ch
+            buf.append(ch)
+        elif ch == "\\" and i + 1 < len(line):
+            buf.append(line[i:i + 2])
+            i += 1
+        elif line.startswith("&&", i) or line.startswith("||", i):
+            parts.append((op, "".join(buf)))
+            op, buf = line[i:i + 2], []
+            i += 1
+        elif ch in ";\n":
+            parts.append((op, "".join(buf)))
+            op, buf = ";", []
+        else:
+            buf.append(ch)
+        i += 1
+    parts.append((op, "".join(buf)))
+    return [(o, s) for o, s in parts if s.strip()]
+
+
+def _expand_status(segment: str, status: int) -> str:
+    """Replace $? outside single quotes."""
+    out, quote, i = [], None, 0
+    while i < len(segment):
+        ch = segment[i]
+        if ch == "'" and quote != '"':
+            quote = None if quote == "'" else "'"
+        elif ch == '"' and quote != "'":
+            quote = None if quote == '"' else '"'
+        if quote != "'" and segment.startswith("$?", i):
+            out.append(str(status))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+class Shell:
+    def __init__(self, phone: "EmulatedPhone") -> None:
+        self.phone = phone
+        self.commands: dict[str, Command] = {}
+        for name, fn in _BUILTINS.items():
+            self.commands[name] = fn
+
+    def register(self, name: str, command: Command) -> None:
+        self.commands[name] = command
+
+    def execute(self, line: str) -> CommandResult:
+        ctx = ShellContext(self.phone)
+        out, err, status = bytearray(), bytearray(), 0
+        for op, segment in _split_sequence(line):
+            if (op == "&&" and status != 0) or (op == "||" and status == 0):
+                continue
+            result = self._run_segment(_expand_status(segment, status), ctx)
+            out += result.stdout
+            err += result.stderr
+            status = result.status
+            if status == -1:  # `exit`
+                status = int(result.stdout or 0)
+                break
+        return CommandResult(bytes(out), bytes(err), status)
+
+    def _run_segment(self, segment: str, ctx: ShellContext) -> CommandResult:
+        try:
+            argv = shlex.split(segment)
+        except ValueError as exc:
+            return CommandResult(stderr=f"sh: syntax error: {exc}\n".encode(), status=2)
+        redirect, append = None, False
+        for token in (">>", ">"):
+            if token in argv:
+                idx = argv.index(token)
+                if idx + 1 >= len(argv):
+                    return CommandResult(stderr=b"sh: syntax error: unexpected newline\n", status=2)
+                redirect, append = argv[idx + 1], token == ">>"
+                argv = argv[:idx] + argv[idx + 2:]
+                break
+        if argv and argv[0] == "exit":
+            return CommandResult(stdout=(argv[1] if len(argv) > 1 else "0").encode(), status=-1)
+        name = argv[0].rsplit("/", 1)[-1] if argv else ""
+        command = self.commands.get(name)
+        if command is None:
+            return CommandResult(stderr=f"/system/bin/sh: {argv[0]}: not found\n".encode(), status=127)
+        if name in self.phone.kill_on_commands:
+            raise DaemonKilled(name)
+        result = command(argv, ctx)
+        if redirect is not None:
+            old = self.phone.fs.read(redirect) if append and self.phone.fs.exists(redirect) else b""
+            self.phone.fs.write(redirect, old + result.stdout)
+            result = CommandResult(b"", result.stderr, result.status)
+        return result
+
+
+# --- builtins -------------------------------------------------------------------------------
+def _ok(text: str = "") -> CommandResult:
+    return CommandResult(stdout=text.encode())
+
+
+def _fail(name: str, message: str, status: int = 1) -> CommandResult:
+    return CommandResult(stderr=f"{name}: {message}\n".encode(), status=status)
+
+
+def _echo(argv: list[str], ctx: ShellContext) -> CommandResult:
+    args = argv[1:]
+    newline = True
+    if args and args[0] == "-n":
+        newline, args = False, args[1:]
+    return _ok(" ".join(args) + ("\n" if newline else ""))
+
+
+def _cat(argv: list[str], ctx: ShellContext) -> CommandResult:
+    out = bytearray()
+    for path in argv[1:]:
+        try:
+            out += ctx.phone.fs.read(path)
+        except IsADirectoryError:
+            return CommandResult(bytes(out), f"cat: {path}: Is a directory\n".encode(), 1)
+        except FileNotFoundError:
+            return CommandResult(bytes(out), f"cat: {path}: No such file or directory\n".encode(), 1)
+    return CommandResult(bytes(out))
+
+
+def _ls(argv: list[str], ctx: ShellContext) -> CommandResult:
+    paths = [a for a in argv[1:] if not a.startswith("-")] or ["/"]
+    lines = []
+    for path in paths:
+        matches = ctx.phone.fs.glob(path) if any(c in path for c in "*?[") else [path]
+        if not matches:
+            return _fail("ls", f"{path}: No such file or directory")
+        for match in matches:
+            st = ctx.phone.fs.stat(match)
+            if st is None:
+                return _fail("ls", f"{match}: No such file or directory")
+            lines.extend(ctx.phone.fs.listdir(match) if st.is_dir and len(matches) == 1 else [match])
+    return _ok("".join(f"{line}\n" for line in lines))
+
+
+def _rm(argv: list[str], ctx: ShellContext) -> CommandResult:
+    force = any(a.startswith("-") and "f" in a for a in argv[1:])
+    for path in (a for a in argv[1:] if not a.startswith("-")):
+        try:
+            ctx.phone.fs.remove(path)
+        except FileNotFoundError:
+            if not force:
+                return _fail("rm", f"{path}: No such file or directory")
+        except OSError as exc:
+            return _fail("rm", f"{path}: {exc}")
+    return _ok()
+
+
+def _mkdir(argv: list[str], ctx: ShellContext) -> CommandResult:
+    for path in (a for a in argv[1:] if not a.startswith("-")):
+        ctx.phone.fs.mkdir(path)
+    return _ok()
+
+
+def _mv(argv: list[str], ctx: ShellContext) -> CommandResult:
+    args = [a for a in argv[1:] if not a.startswith("-")]
+    if len(args) != 2:
+        return _fail("mv", "needs 2 arguments")
+    try:
+        ctx.phone.fs.rename(*args)
+    except FileNotFoundError:
+        return _fail("mv", f"{args[0]}: No such file or directory")
+    return _ok()
+
+
+def _sha256sum(argv: list[str], ctx: ShellContext) -> CommandResult:
+    lines = []
+    for path in argv[1:]:
+        try:
+            lines.append(f"{hashlib.sha256(ctx.phone.fs.read(path)).hexdigest()}  {path}\n")
+        except (FileNotFoundError, IsADirectoryError):
+            return CommandResult("".join(lines).encode(), f"sha256sum: {path}: No such file or directory\n".encode(), 1)
+    return _ok("".join(lines))
+
+
+def _getprop(argv: list[str], ctx: ShellContext) -> CommandResult:
+    props = ctx.phone.props
+    if len(argv) > 1:
+        return _ok(props.get(argv[1], argv[2] if len(argv) > 2 else "") + "\n")
+    return _ok("".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())))
+
+
+def _sleep(argv: list[str], ctx: ShellContext) -> CommandResult:
+    try:
+        seconds = float(argv[1])
+    except (IndexError, ValueError):
+        return _fail("sleep", "invalid number")
+    ctx.phone.world.wait(seconds)
+    return _ok()
+
+
+def _dumpsys(argv: list[str], ctx: ShellContext) -> CommandResult:
+    service = argv[1] if len(argv) > 1 else ""
+    renderer = ctx.phone.dumpsys.get(service)
+    if renderer is None:
+        return _ok(f"Can't find service: {service}\n")
+    return _ok(renderer())
+
+
+def _stat(argv: list[str], ctx: ShellContext) -> CommandResult:
+    # toybox: stat -c '%s %Y' path -> size mtime
+    paths = [a for a in argv[1:] if not a.startswith("-") and "%" not in a]
+    lines = []
+    for path in paths:
+        st = ctx.phone.fs.stat(path)
+        if st is None:
+            return _fail("stat", f"'{path}': No such file or directory")
+        lines.append(f"{st.size} {st.mtime}\n")
+    return _ok("".join(lines))
+
+
+_BUILTINS: dict[str, Command] = {
+    "echo": _echo,
+    "true": lambda argv, ctx: _ok(),
+    "false": lambda argv, ctx: CommandResult(status=1),
+    "cat": _cat,
+    "ls": _ls,
+    "rm": _rm,
+    "mkdir": _mkdir,
+    "mv": _mv,
+    "sha256sum": _sha256sum,
+    "getprop": _getprop,
+    "sleep": _sleep,
+    "dumpsys": _dumpsys,
+    "stat": _stat,
+    "id": lambda argv, ctx: _ok("uid=2000(shell) gid=2000(shell) groups=2000(shell)\n"),
+    "uname": lambda argv, ctx: _ok("Linux\n"),
+}
