@@ -1,0 +1,43 @@
+"""What a test can do with a DUT, whatever the transport (ADB over TCP or USB)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+from bench.errors import CommandFailed
+
+
+@dataclass
+class ShellResult:
+    device: str
+    command: str
+    output: str
+    exit_code: int
+
+    def check(self) -> "ShellResult":
+        if self.exit_code != 0:
+            raise CommandFailed(
+                f"{self.device}: `{self.command}` exited {self.exit_code}: {self.output.strip()[-300:]}",
+                hint="run the same command with `adb shell` to see the device's side")
+        return self
+
+
+@runtime_checkable
+class Device(Protocol):
+    """One DUT. `name` names it in every error (serial or address)."""
+
+    name: str
+
+    def shell(self, command: str | Sequence[str], timeout_s: float | None = None) -> ShellResult:
+        """Run a shell command; a sequence is quoted argument by argument."""
+
+    def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
+        """shell() that raises CommandFailed on a non-zero exit; returns the output."""
+
+    def push_bytes(self, data: bytes, remote: str, mode: int = 0o644) -> None: ...
+
+    def pull_bytes(self, remote: str) -> bytes: ...
+
+    def getprop(self, key: str) -> str: ...
+
+    def close(self) -> None: ...
