@@ -35,7 +35,9 @@ class PhoneSpec:
     build_fingerprint: str = "phonebench/pbemu/pbemu:15/AP3A.241105.008/12345678:user/release-keys"
     npu_persona: str = "SM8650-MP"          # which microcode build the emulated NPU runs
     sla_persona: str = "nominal"            # behaviour persona for SLA checks (slow, jittery, hot, ...)
-    faults: list[str] = field(default_factory=list)  # injected faults, e.g. "kill-on:llmrt"
+    # Injected faults: "kill-on:<command>" (adbd dies when it runs), "no-runtime", "low-battery",
+    # "skin-sensor-drift", and those the runtime and world understand.
+    faults: list[str] = field(default_factory=list)
     seed: int = 0
 
     def props(self) -> dict[str, str]:
@@ -69,9 +71,12 @@ class EmulatedPhone:
         for d in ("/data/local/tmp", "/sdcard", "/system/bin", "/data/vendor/llm"):
             self.fs.mkdir(d)
         self._install_sysfs()
-        # Local import: the runtime builds on this class.
-        from emulation import runtime
-        runtime.install(self)
+        if "low-battery" in spec.faults:
+            self.world.supply_v = 3.1
+        if "no-runtime" not in spec.faults:
+            from emulation import runtime  # local import: the runtime builds on this class
+
+            runtime.install(self)
 
     @property
     def banner(self) -> bytes:
@@ -92,11 +97,16 @@ class EmulatedPhone:
         skin = self.world.temperatures()["skin"]
         return sum(1 for limit in SKIN_STATUS_THRESHOLDS_C if skin >= limit)
 
+    def _sysfs_celsius(self, index: int) -> float:
+        name, _type, celsius = self.thermal_zones()[index]
+        # Fault: a skin sensor whose sysfs node drifted away from what the thermal HAL reports.
+        return celsius + (6.0 if name == "skin" and "skin-sensor-drift" in self.spec.faults else 0.0)
+
     def _install_sysfs(self) -> None:
         for index, (name, _type, _c) in enumerate(self.thermal_zones()):
             base = f"/sys/class/thermal/thermal_zone{index}"
             self.fs.provide(f"{base}/type", lambda name=name: f"{name}\n".encode())
-            self.fs.provide(f"{base}/temp", lambda index=index: f"{round(self.thermal_zones()[index][2] * 1000)}\n".encode())
+            self.fs.provide(f"{base}/temp", lambda index=index: f"{round(self._sysfs_celsius(index) * 1000)}\n".encode())
         bat = "/sys/class/power_supply/battery"
         state = self.world.battery_state
         self.fs.provide(f"{bat}/voltage_now", lambda: f"{round(state().voltage_v * 1e6)}\n".encode())

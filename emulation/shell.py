@@ -30,6 +30,9 @@ class ShellContext:
 Command = Callable[[list[str], ShellContext], CommandResult]
 
 
+_EXIT = -1  # internal: the segment was `exit N` (N carried in stdout)
+
+
 class DaemonKilled(Exception):
     """Raised inside a command to make the emulated adbd drop every connection (fault injection)."""
 
@@ -102,13 +105,21 @@ class Shell:
             if (op == "&&" and status != 0) or (op == "||" and status == 0):
                 continue
             result = self._run_segment(_expand_status(segment, status), ctx)
+            if result.status == _EXIT:
+                status = int(result.stdout or 0)
+                break
             out += result.stdout
             err += result.stderr
             status = result.status
-            if status == -1:  # `exit`
-                status = int(result.stdout or 0)
-                break
         return CommandResult(bytes(out), bytes(err), status)
+
+    def _expand_globs(self, argv: list[str]) -> list[str]:
+        # Like sh: a pattern with no match stays literal (quoting is not tracked: good enough here).
+        out = []
+        for arg in argv:
+            matches = self.phone.fs.glob(arg) if any(c in arg for c in "*?[") else []
+            out.extend(matches or [arg])
+        return out
 
     def _run_segment(self, segment: str, ctx: ShellContext) -> CommandResult:
         try:
@@ -124,8 +135,10 @@ class Shell:
                 redirect, append = argv[idx + 1], token == ">>"
                 argv = argv[:idx] + argv[idx + 2:]
                 break
+        argv = self._expand_globs(argv)
         if argv and argv[0] == "exit":
-            return CommandResult(stdout=(argv[1] if len(argv) > 1 else "0").encode(), status=-1)
+            code = argv[1] if len(argv) > 1 and argv[1].isdigit() else "0"
+            return CommandResult(stdout=code.encode(), status=_EXIT)
         name = argv[0].rsplit("/", 1)[-1] if argv else ""
         command = self.commands.get(name)
         if command is None:
@@ -231,6 +244,24 @@ def _getprop(argv: list[str], ctx: ShellContext) -> CommandResult:
     return _ok("".join(f"[{k}]: [{v}]\n" for k, v in sorted(props.items())))
 
 
+def _grep(argv: list[str], ctx: ShellContext) -> CommandResult:
+    """`grep PATTERN FILE...` with a fixed-string pattern ("." matches any non-empty line)."""
+    if len(argv) < 3:
+        return _fail("grep", "usage: grep PATTERN FILE...", 2)
+    pattern, files = argv[1], argv[2:]
+    lines, status = [], 1
+    for path in files:
+        try:
+            text = ctx.phone.fs.read(path).decode(errors="replace")
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        for line in text.splitlines():
+            if line and (pattern == "." or pattern in line):
+                lines.append(f"{path}:{line}\n" if len(files) > 1 else f"{line}\n")
+                status = 0
+    return CommandResult("".join(lines).encode(), status=status)
+
+
 def _sleep(argv: list[str], ctx: ShellContext) -> CommandResult:
     try:
         seconds = float(argv[1])
@@ -272,6 +303,7 @@ _BUILTINS: dict[str, Command] = {
     "sha256sum": _sha256sum,
     "getprop": _getprop,
     "sleep": _sleep,
+    "grep": _grep,
     "dumpsys": _dumpsys,
     "stat": _stat,
     "id": lambda argv, ctx: _ok("uid=2000(shell) gid=2000(shell) groups=2000(shell)\n"),

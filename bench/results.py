@@ -1,0 +1,157 @@
+"""A run's record on disk: reports/<run-id>/results.json, rewritten atomically after every test,
+so a crash or a kill loses nothing already measured; raw data files beside it."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import re
+import secrets
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "phonebench.results/1"
+
+
+def new_run_id() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def code_version() -> str:
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                             timeout=5, cwd=Path(__file__).resolve().parent.parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+@dataclass
+class TestRecord:
+    nodeid: str
+    dut: str | None
+    outcome: str  # passed, failed, error, skipped
+    duration_s: float
+    message: str = ""
+    markers: list[str] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodeid": self.nodeid, "dut": self.dut, "outcome": self.outcome,
+                "duration_s": round(self.duration_s, 4), "message": self.message,
+                "markers": self.markers, "verdicts": [v.to_dict() for v in self.verdicts]}
+
+
+class RunRecorder:
+    """Owns one run folder. Everything recorded is on disk before the next test starts."""
+
+    def __init__(self, results_dir: Path, station: dict[str, Any], run_id: str | None = None) -> None:
+        self.run_id = run_id or new_run_id()
+        self.results_dir = Path(results_dir)
+        self.run_dir = self.results_dir / self.run_id
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.data: dict[str, Any] = {
+            "schema": SCHEMA, "run_id": self.run_id, "status": "running", "started": _now(),
+            "finished": None, "code_version": code_version(), "station": station,
+            "duts": {}, "instruments": {}, "tests": [], "summary": {},
+        }
+        self._write()
+        self._point_latest()
+
+    @property
+    def results_path(self) -> Path:
+        return self.run_dir / "results.json"
+
+    def add_dut(self, name: str, identity: dict[str, Any]) -> None:
+        self.data["duts"][name] = identity
+        self._write()
+
+    def add_instrument(self, role: str, record: dict[str, Any]) -> None:
+        self.data["instruments"][role] = record
+        self._write()
+
+    def add_test(self, record: TestRecord) -> None:
+        self.data["tests"].append(record.to_dict())
+        self.data["summary"] = self._summary()
+        self._write()
+
+    def save_raw(self, test_slug: str, name: str, data: Any) -> str:
+        """Save raw data (numpy arrays -> .npz, anything else -> .json); returns the relative path."""
+        folder = self.run_dir / "raw" / _slug(test_slug)
+        folder.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, dict) and data and all(isinstance(v, np.ndarray) for v in data.values()):
+            path = folder / f"{_slug(name)}.npz"
+            np.savez_compressed(path, **data)
+        elif isinstance(data, np.ndarray):
+            path = folder / f"{_slug(name)}.npz"
+            np.savez_compressed(path, data=data)
+        else:
+            path = folder / f"{_slug(name)}.json"
+            path.write_text(json.dumps(data, indent=1, default=_json_default))
+        return str(path.relative_to(self.run_dir))
+
+    def finish(self, status: str = "complete") -> None:
+        self.data["status"] = status
+        self.data["finished"] = _now()
+        self.data["summary"] = self._summary()
+        self._write()
+
+    def _summary(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for test in self.data["tests"]:
+            counts[test["outcome"]] = counts.get(test["outcome"], 0) + 1
+        counts["verdicts_failed"] = sum(1 for t in self.data["tests"] for v in t["verdicts"]
+                                        if v["outcome"] not in ("pass", "info"))
+        return counts
+
+    def _write(self) -> None:
+        text = json.dumps(self.data, indent=1, default=_json_default)
+        fd, tmp = tempfile.mkstemp(dir=self.run_dir, prefix=".results-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.results_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _point_latest(self) -> None:
+        latest = self.results_dir / "latest"
+        try:
+            if latest.is_symlink() or latest.exists():
+                latest.unlink()
+            latest.symlink_to(self.run_id, target_is_directory=True)
+        except OSError as exc:  # e.g. a filesystem without symlinks: the run folder is still complete
+            log.warning("could not update %s: %s", latest, exc)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120] or "item"
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    raise TypeError(f"cannot store {type(obj).__name__} in results.json")

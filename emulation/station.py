@@ -1,0 +1,103 @@
+"""The embedded emulated station: phones behind real ADB daemons, instruments behind real
+SCPI/serial servers, all on ephemeral loopback ports, each phone in its own simulated world."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from emulation.device import EmulatedPhone, PhoneSpec
+from emulation.world import World
+
+if TYPE_CHECKING:
+    from bench.station import EmulatedConfig, StationConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EmulatedDut:
+    phone: EmulatedPhone
+    daemon: Any  # emulation.adbd.AdbDaemon
+
+    @property
+    def name(self) -> str:
+        return self.phone.spec.serial
+
+
+@dataclass
+class EmulatedStation:
+    config: "EmulatedConfig"
+    duts: list[EmulatedDut] = field(default_factory=list)
+    instruments: dict[str, Any] = field(default_factory=dict)  # role -> InstrumentServer
+
+    def _specs(self) -> list[PhoneSpec]:
+        from emulation import npu_personas
+
+        if not self.config.phones:
+            return npu_personas.default_fleet()
+        specs = []
+        for phone in self.config.phones:
+            overrides = dict(sla_persona=phone.sla_persona, faults=list(phone.faults), seed=phone.seed)
+            if phone.npu_persona:
+                specs.append(npu_personas.phone_spec(phone.npu_persona, phone.serial, **overrides))
+            else:
+                specs.append(dataclasses.replace(PhoneSpec(), serial=phone.serial, **overrides))
+        return specs
+
+    def start(self) -> "EmulatedStation":
+        from emulation.adbd import AdbDaemon, AuthPolicy
+
+        auth = None if self.config.auth == "none" else AuthPolicy(
+            accept_any=self.config.auth == "any", allowed_keys=list(self.config.allowed_keys))
+        try:
+            for spec in self._specs():
+                phone = EmulatedPhone(spec, World(seed=spec.seed))
+                daemon = AdbDaemon(phone, auth=auth)
+                daemon.start()
+                self.duts.append(EmulatedDut(phone, daemon))
+                log.info("emulated phone %s (%s %s) at %s", spec.serial, spec.soc_manufacturer,
+                         spec.soc_model, daemon.address)
+            if self.config.instruments and self.duts:
+                self._start_instruments(self.duts[0].phone.world)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_instruments(self, world: World) -> None:
+        from emulation.instruments.awg import AwgServer
+        from emulation.instruments.power_analyzer import PowerAnalyzerServer
+        from emulation.instruments.scope import ScopeServer
+        from emulation.instruments.thermal_probe import ThermalProbeServer
+
+        for role, server in (("scope", ScopeServer(world)), ("supply", PowerAnalyzerServer(world)),
+                             ("thermal", ThermalProbeServer(world)), ("stimulus", AwgServer(world))):
+            server.start()
+            self.instruments[role] = server
+            log.info("emulated %s (%s) at %s", role, server.family, server.address)
+
+    def stop(self) -> None:
+        for server in self.instruments.values():
+            server.stop()
+        for dut in self.duts:
+            dut.daemon.stop()
+        self.instruments.clear()
+        self.duts.clear()
+
+    def __enter__(self) -> "EmulatedStation":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def merge_into(self, config: "StationConfig") -> "StationConfig":
+        """The station config a bench uses to reach this emulated station (DUTs and instruments)."""
+        from bench.station import DutConfig, InstrumentConfig
+
+        duts = [DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name) for d in self.duts]
+        attached = duts[0].name if duts else None
+        instruments = {role: InstrumentConfig(role=role, family=s.family, address=s.address, attached_to=attached)
+                       for role, s in self.instruments.items()}
+        return dataclasses.replace(config, duts=duts, instruments=instruments, emulated_station=self)
