@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -42,6 +42,8 @@ def code_version() -> str:
 
 @dataclass
 class TestRecord:
+    __test__ = False  # not a pytest test class
+
     nodeid: str
     dut: str | None
     outcome: str  # passed, failed, error, skipped
@@ -56,10 +58,20 @@ class TestRecord:
                 "markers": self.markers, "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
+class ResultSink(Protocol):
+    """Somewhere else a run's record goes as it grows (e.g. the results database)."""
+
+    def run_updated(self, data: dict[str, Any], event: str, payload: Any) -> None:
+        """Called after each change; event is start, dut, instrument, test or finish."""
+
+
 class RunRecorder:
     """Owns one run folder. Everything recorded is on disk before the next test starts."""
 
-    def __init__(self, results_dir: Path, station: dict[str, Any], run_id: str | None = None) -> None:
+    def __init__(self, results_dir: Path, station: dict[str, Any], run_id: str | None = None,
+                 sinks: list[ResultSink] | None = None) -> None:
+        self.sinks = list(sinks or [])
+        self.sink_errors: list[str] = []
         self.run_id = run_id or new_run_id()
         self.results_dir = Path(results_dir)
         self.run_dir = self.results_dir / self.run_id
@@ -69,7 +81,7 @@ class RunRecorder:
             "finished": None, "code_version": code_version(), "station": station,
             "duts": {}, "instruments": {}, "tests": [], "summary": {},
         }
-        self._write()
+        self._write("start", None)
         self._point_latest()
 
     @property
@@ -78,16 +90,16 @@ class RunRecorder:
 
     def add_dut(self, name: str, identity: dict[str, Any]) -> None:
         self.data["duts"][name] = identity
-        self._write()
+        self._write("dut", name)
 
     def add_instrument(self, role: str, record: dict[str, Any]) -> None:
         self.data["instruments"][role] = record
-        self._write()
+        self._write("instrument", role)
 
     def add_test(self, record: TestRecord) -> None:
         self.data["tests"].append(record.to_dict())
         self.data["summary"] = self._summary()
-        self._write()
+        self._write("test", self.data["tests"][-1])
 
     def save_raw(self, test_slug: str, name: str, data: Any) -> str:
         """Save raw data (numpy arrays -> .npz, anything else -> .json); returns the relative path."""
@@ -108,7 +120,7 @@ class RunRecorder:
         self.data["status"] = status
         self.data["finished"] = _now()
         self.data["summary"] = self._summary()
-        self._write()
+        self._write("finish", status)
 
     def _summary(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -118,7 +130,17 @@ class RunRecorder:
                                         if v["outcome"] not in ("pass", "info"))
         return counts
 
-    def _write(self) -> None:
+    def _write(self, event: str, payload: Any) -> None:
+        self._write_file()
+        for sink in self.sinks:
+            try:
+                sink.run_updated(self.data, event, payload)
+            except Exception as exc:  # a sink failing must not lose the local record
+                message = f"{type(sink).__name__}: {exc}"
+                log.error("results sink failed on %s: %s (results.json is complete)", event, message)
+                self.sink_errors.append(message)
+
+    def _write_file(self) -> None:
         text = json.dumps(self.data, indent=1, default=_json_default)
         fd, tmp = tempfile.mkstemp(dir=self.run_dir, prefix=".results-", suffix=".json")
         try:
