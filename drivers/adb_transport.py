@@ -1,0 +1,178 @@
+"""What adb-shell 0.4.4 gets wrong on TCP, fixed underneath it (see docs/field-notes.md, ADB).
+
+- HardenedTcpTransport: TCP_NODELAY (stock: Nagle + delayed ACK cost ~40-90 ms per command),
+  writes loop until every byte is out (stock ignores partial non-blocking sends and
+  desynchronises the stream), EOF raises DeviceDisconnected at once (stock spins until its
+  read timeout), socket errors become DeviceDisconnected / DeviceUnreachable.
+- HardenedIOManager: header and payload in one write on TCP, payload checksums with numpy
+  (stock sums bytes in Python: ~2.5 ms per 256 KiB, a ~100 MB/s ceiling).
+
+Both plug into adb-shell's private I/O layer; adb-shell is pinned (==0.4.4) and unmaintained,
+so that layer does not move.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+
+import numpy as np
+from adb_shell import constants, exceptions
+from adb_shell.adb_device import AdbDevice, _AdbIOManager
+from adb_shell.transport.base_transport import BaseTransport
+from adb_shell.transport.tcp_transport import TcpTransport
+
+from bench.errors import DeviceDisconnected, DeviceUnreachable
+
+_HEADER = struct.Struct(constants.MESSAGE_FORMAT.decode())
+_COALESCE_MAX = 64 * 1024  # above this, two sends cost less than concatenating
+_VIEW_MIN = 4096           # sync messages at least this big are handed out as views, not copies
+
+
+def fast_checksum(data: bytes | bytearray | memoryview) -> int:
+    """ADB payload checksum (byte sum mod 2**32), vectorised for large payloads."""
+    if len(data) < 512:
+        return sum(data) & 0xFFFFFFFF
+    # uint32 accumulation wraps mod 2**32: exactly the checksum, at twice the speed of uint64
+    return int(np.frombuffer(data, dtype=np.uint8).sum(dtype=np.uint32))
+
+
+class HardenedTcpTransport(TcpTransport):
+    """adb-shell TCP transport with the fixes above (errors say what; the driver says who)."""
+
+    def __init__(self, host: str, port: int, connect_timeout_s: float = 10.0) -> None:
+        super().__init__(host, port)
+        self.connect_timeout_s = connect_timeout_s
+        self._timeout: float | None = None
+
+    def connect(self, transport_timeout_s: float | None) -> None:
+        try:
+            sock = socket.create_connection((self._host, self._port), timeout=self.connect_timeout_s)
+        except OSError as exc:
+            reason = "timed out" if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
+            raise DeviceUnreachable(f"TCP connect to {self._host}:{self._port} failed: {reason}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._connection = sock
+        self._timeout = None
+        self._set_timeout(transport_timeout_s)
+
+    def _set_timeout(self, timeout_s: float | None) -> socket.socket:
+        if self._connection is None:
+            raise DeviceDisconnected("not connected")
+        if timeout_s != self._timeout:  # settimeout costs two fcntl calls: only on change
+            self._connection.settimeout(timeout_s)
+            self._timeout = timeout_s
+        return self._connection
+
+    def _lost(self, exc: OSError) -> DeviceDisconnected:
+        return DeviceDisconnected(f"connection lost: {exc.strerror or exc}")
+
+    def bulk_read(self, numbytes: int, transport_timeout_s: float | None) -> bytes:
+        sock = self._set_timeout(transport_timeout_s)
+        try:
+            data = sock.recv(numbytes)
+        except socket.timeout:
+            raise exceptions.TcpTimeoutException(
+                f"Reading from {self._host}:{self._port} timed out ({transport_timeout_s} seconds)") from None
+        except OSError as exc:
+            raise self._lost(exc) from None
+        if not data:
+            raise DeviceDisconnected("connection closed by the device")
+        return data
+
+    def read_exact(self, numbytes: int, transport_timeout_s: float | None) -> bytearray:
+        """Exactly numbytes, straight into one buffer (transport_timeout_s bounds each silence)."""
+        sock = self._set_timeout(transport_timeout_s)
+        buf = bytearray(numbytes)
+        view, got = memoryview(buf), 0
+        try:
+            while got < numbytes:
+                n = sock.recv_into(view[got:])
+                if n == 0:
+                    raise DeviceDisconnected("connection closed by the device")
+                got += n
+        except socket.timeout:
+            raise exceptions.TcpTimeoutException(
+                f"Reading from {self._host}:{self._port} timed out ({transport_timeout_s} seconds)") from None
+        except OSError as exc:
+            raise self._lost(exc) from None
+        return buf
+
+    def bulk_write(self, data: bytes | bytearray | memoryview, transport_timeout_s: float | None) -> int:
+        """Send every byte (looping over partial sends); returns len(data)."""
+        sock = self._set_timeout(transport_timeout_s)
+        view = memoryview(data)
+        try:
+            while view:
+                sent = sock.send(view)
+                view = view[sent:]
+        except socket.timeout:
+            raise exceptions.TcpTimeoutException(
+                f"Sending data to {self._host}:{self._port} timed out after {transport_timeout_s} seconds") from None
+        except OSError as exc:
+            raise self._lost(exc) from None
+        return len(data)
+
+
+class HardenedIOManager(_AdbIOManager):
+    """adb-shell's packet layer with fast checksums; on TCP, one write per packet."""
+
+    def __init__(self, transport: BaseTransport) -> None:
+        super().__init__(transport)
+        self._tcp = isinstance(transport, HardenedTcpTransport)
+
+    def _send(self, msg, adb_info) -> None:  # type: ignore[no-untyped-def]
+        data = msg.data
+        header = _HEADER.pack(msg.command, msg.arg0, msg.arg1, len(data), fast_checksum(data), msg.magic)
+        timeout = adb_info.transport_timeout_s
+        if self._tcp and len(data) <= _COALESCE_MAX:
+            self._transport.bulk_write(header + bytes(data), timeout)
+            return
+        # USB needs header and payload as separate transfers; big TCP payloads aren't copied.
+        self._transport.bulk_write(header, timeout)
+        if data:
+            self._transport.bulk_write(data, timeout)
+
+    def _read_bytes_from_device(self, length, adb_info) -> bytes | bytearray:  # type: ignore[no-untyped-def]
+        if self._tcp:
+            return self._transport.read_exact(length, adb_info.transport_timeout_s)
+        return super()._read_bytes_from_device(length, adb_info)
+
+    def _read_packet_from_device(self, adb_info):  # type: ignore[no-untyped-def]
+        header = self._read_bytes_from_device(constants.MESSAGE_SIZE, adb_info)
+        cmd, arg0, arg1, length, check, _magic = _HEADER.unpack(header)
+        command = constants.WIRE_TO_ID.get(cmd)
+        if not command:
+            raise exceptions.InvalidCommandError(f"Unknown command: {cmd:#x} (arg0 = {arg0}, arg1 = {arg1})")
+        if length == 0:
+            return command, arg0, arg1, b""
+        data = self._read_bytes_from_device(length, adb_info)
+        if fast_checksum(data) != check:
+            raise exceptions.InvalidChecksumError(f"Received checksum {fast_checksum(data)} != {check}")
+        return command, arg0, arg1, data
+
+
+class HardenedAdbDevice(AdbDevice):
+    """adb-shell's AdbDevice over any transport, with the hardened I/O manager."""
+
+    def __init__(self, transport: BaseTransport, default_transport_timeout_s: float | None = None) -> None:
+        super().__init__(transport, default_transport_timeout_s)
+        self._io_manager = HardenedIOManager(transport)
+
+    def _filesync_read_buffered(self, size, adb_info, filesync_info):  # type: ignore[no-untyped-def]
+        # Stock appends every packet to one buffer and re-slices it per sync message (two
+        # copies of everything pulled). Here a message that fits in the current packet is a
+        # view into it (packets are fresh buffers, never reused); only small messages (headers,
+        # names, FAIL texts, which adb-shell decodes) and those straddling packets are copied.
+        view = getattr(filesync_info, "unread", None) or memoryview(b"")
+        if len(view) >= size:
+            filesync_info.unread = view[size:]
+            return view[:size] if size >= _VIEW_MIN else bytearray(view[:size])
+        assembled = bytearray(view)
+        while len(assembled) < size:
+            _, data = self._read_until([constants.WRTE], adb_info)
+            packet = memoryview(data)
+            need = size - len(assembled)
+            assembled += packet[:need]
+            view = packet[need:]
+        filesync_info.unread = view
+        return assembled

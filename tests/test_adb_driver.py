@@ -1,0 +1,490 @@
+"""AdbPhone against the emulated daemon, and each hardening over stock adb-shell."""
+from __future__ import annotations
+
+import logging
+import random
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from adb_shell import exceptions as adb_exc
+from adb_shell.adb_message import checksum as stock_checksum
+from adb_shell.auth.keygen import keygen
+from adb_shell.transport.tcp_transport import TcpTransport
+
+from bench.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
+                          DeviceUnreachable)
+from drivers.adb import AdbPhone, _split_marker, quote_command
+from drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport, fast_checksum
+from drivers.device import Device
+from emulation.adb_auth import AuthPolicy
+from emulation.adbd import AdbDaemon
+from emulation.device import EmulatedPhone, PhoneSpec
+from emulation.shell import CommandResult, DaemonKilled
+
+WAIT_S = 30.0  # generous: a hang fails the test rather than blocking it; never asserted on
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("adbkeys")
+    first, second = folder / "adbkey", folder / "otherkey"
+    keygen(str(first))
+    keygen(str(second))
+    return first, second
+
+
+@pytest.fixture
+def phone() -> EmulatedPhone:
+    return EmulatedPhone(PhoneSpec(serial="EMU-DRV-1"))
+
+
+@pytest.fixture
+def daemon(phone: EmulatedPhone):
+    daemon = AdbDaemon(phone, auth=AuthPolicy(accept_any=True))
+    daemon.start()
+    yield daemon
+    daemon.stop()
+
+
+@pytest.fixture
+def adb_phone(daemon: AdbDaemon, keys: tuple[Path, Path]):
+    with AdbPhone(daemon.address, key_path=keys[0], name="dut1", connect_timeout_s=WAIT_S) as dut:
+        yield dut
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _register_blocking(phone: EmulatedPhone, name: str) -> threading.Event:
+    release = threading.Event()
+
+    def run(argv: list[str], ctx: object) -> CommandResult:
+        release.wait(WAIT_S)
+        return CommandResult(b"done waiting\n")
+
+    phone.shell.register(name, run)
+    return release
+
+
+# --- shell ---------------------------------------------------------------------------------------------
+def test_is_a_device(adb_phone: AdbPhone) -> None:
+    assert isinstance(adb_phone, Device)
+    assert adb_phone.name == "dut1"
+
+
+@pytest.mark.parametrize("command, output, status", [
+    ("echo hello", "hello\n", 0),
+    ("false", "", 1),
+    ("cat /nope", "cat: /nope: No such file or directory\n", 1),
+    ("frobnicate --now", "/system/bin/sh: frobnicate: not found\n", 127),
+    ("echo -n partial", "partial", 0),
+])
+def test_shell_output_and_exit_status(adb_phone: AdbPhone, command: str, output: str, status: int) -> None:
+    result = adb_phone.shell(command)
+    assert (result.output, result.exit_code, result.device, result.command) == (output, status, "dut1", command)
+
+
+def test_run_raises_command_failed_naming_device_and_command(adb_phone: AdbPhone) -> None:
+    assert adb_phone.run("echo fine") == "fine\n"
+    with pytest.raises(CommandFailed, match=r"dut1: `cat /nope` exited 1"):
+        adb_phone.run("cat /nope")
+
+
+def test_awkward_arguments_are_quoted(adb_phone: AdbPhone) -> None:
+    args = ["two words", "it's", 'say "hi"', "$HOME", "a;b", "&&", "back\\slash", ""]
+    result = adb_phone.shell(["echo", *args])
+    assert result.exit_code == 0
+    assert result.output == " ".join(args) + "\n"
+
+
+def test_quote_command() -> None:
+    assert quote_command("ls -l; echo $x") == "ls -l; echo $x"
+    assert quote_command(["ls", "a b", "$x"]) == "ls 'a b' '$x'"
+
+
+def test_output_after_the_marker_is_kept() -> None:
+    # A v1 shell may deliver the command's stderr after the marker line.
+    assert _split_marker(b"out\nMARK1\nerr\n", b"MARK") == (b"out\nerr\n", 1)
+    assert _split_marker(b"no marker here", b"MARK") == (b"no marker here", None)
+
+
+def test_exit_status_is_unknown_when_the_command_exits(adb_phone: AdbPhone, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="drivers.adb"):
+        result = adb_phone.shell("echo bye; exit 3")
+    assert (result.output, result.exit_code) == ("bye\n", -1)
+    assert "no exit status" in caplog.text
+
+
+def test_getprop_and_serial(adb_phone: AdbPhone) -> None:
+    assert adb_phone.getprop("ro.product.model") == "PB-Emu Pro"
+    assert adb_phone.getprop("ro.no.such.prop") == ""
+    assert adb_phone.serial == "EMU-DRV-1"
+
+
+def test_calls_from_two_threads_on_one_connection_are_serialised(adb_phone: AdbPhone) -> None:
+    errors: list[BaseException] = []
+
+    def work(tag: str) -> None:
+        try:
+            for index in range(15):
+                assert adb_phone.run(["echo", f"{tag}{index}"]) == f"{tag}{index}\n"
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(tag,)) for tag in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert not errors
+
+
+def test_forks_run_concurrently(phone: EmulatedPhone, adb_phone: AdbPhone) -> None:
+    release = _register_blocking(phone, "longjob")
+    results: dict[str, str] = {}
+
+    def long_activity() -> None:
+        with adb_phone.fork() as own:
+            results["long"] = own.run("longjob")
+
+    worker = threading.Thread(target=long_activity)
+    worker.start()
+    with adb_phone.fork() as other:  # proceeds while the first fork's command is still running
+        results["serial"] = other.getprop("ro.serialno")
+        other.push_bytes(b"side by side", "/data/local/tmp/side")
+        results["pulled"] = other.pull_bytes("/data/local/tmp/side").decode()
+    release.set()
+    worker.join(WAIT_S)
+    assert results == {"long": "done waiting\n", "serial": "EMU-DRV-1", "pulled": "side by side"}
+
+
+# --- files ------------------------------------------------------------------------------------------
+def test_push_pull_bytes_identical(adb_phone: AdbPhone, phone: EmulatedPhone) -> None:
+    data = random.Random(5).randbytes(5 * 1024 * 1024)
+    adb_phone.push_bytes(data, "/data/local/tmp/blob.bin", mode=0o600)
+    assert phone.fs.read("/data/local/tmp/blob.bin") == data
+    assert adb_phone.pull_bytes("/data/local/tmp/blob.bin") == data
+    st = adb_phone.stat("/data/local/tmp/blob.bin")
+    assert st is not None and (st.size, st.mode & 0o777, st.is_dir) == (len(data), 0o600, False)
+
+
+def test_push_pull_files_identical(adb_phone: AdbPhone, tmp_path: Path) -> None:
+    source, back = tmp_path / "model.bin", tmp_path / "back.bin"
+    source.write_bytes(random.Random(6).randbytes(3 * 1024 * 1024 + 17))
+    source.chmod(0o640)
+    adb_phone.push(source, "/data/vendor/llm/model.bin")
+    adb_phone.pull("/data/vendor/llm/model.bin", back)
+    assert back.read_bytes() == source.read_bytes()
+    assert adb_phone.stat("/data/vendor/llm/model.bin").mode & 0o777 == 0o640  # type: ignore[union-attr]
+
+
+def test_stat_and_listdir(adb_phone: AdbPhone) -> None:
+    adb_phone.push_bytes(b"1", "/data/local/tmp/list/a")
+    adb_phone.push_bytes(b"22", "/data/local/tmp/list/b")
+    assert adb_phone.listdir("/data/local/tmp/list") == ["a", "b"]
+    assert adb_phone.listdir("/no/such/dir") == []
+    assert adb_phone.stat("/data/local/tmp/list").is_dir  # type: ignore[union-attr]
+    assert adb_phone.stat("/no/such/file") is None
+
+
+def test_file_errors_are_clear_and_leave_the_link_usable(adb_phone: AdbPhone, tmp_path: Path) -> None:
+    with pytest.raises(CommandFailed, match=r"dut1 \(127\.0\.0\.1:\d+\): pull /nope failed: open failed: No such file"):
+        adb_phone.pull_bytes("/nope")
+    with pytest.raises(CommandFailed, match="pull /nope"):
+        adb_phone.pull("/nope", tmp_path / "x")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.part").exists()
+    with pytest.raises(CommandFailed, match="push to /data/local/tmp failed: couldn't create file"):
+        adb_phone.push_bytes(b"x", "/data/local/tmp")  # a directory
+    with pytest.raises(ConfigError, match="not a file"):
+        adb_phone.push(tmp_path / "missing.bin", "/data/local/tmp/m")
+    assert adb_phone.run("echo still here") == "still here\n"
+
+
+# --- connection, auth, errors -----------------------------------------------------------------------
+def test_tcp_nodelay_on_the_client_socket(adb_phone: AdbPhone) -> None:
+    adb_phone.connect()
+    sock = adb_phone._device._io_manager._transport._connection  # type: ignore[union-attr]
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    stock = TcpTransport("127.0.0.1", int(adb_phone.address.rsplit(":", 1)[1]))  # negative control
+    stock.connect(5)
+    assert not stock._connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    stock.close()
+
+
+def test_listed_key_accepted(phone: EmulatedPhone, keys: tuple[Path, Path]) -> None:
+    policy = AuthPolicy(accept_any=False, allowed_keys=[Path(f"{keys[0]}.pub")])
+    with AdbDaemon(phone, auth=policy) as daemon, AdbPhone(daemon.address, key_path=keys[0]) as dut:
+        assert dut.serial == "EMU-DRV-1"
+
+
+def test_unlisted_key_refused_names_the_key_file(phone: EmulatedPhone, keys: tuple[Path, Path]) -> None:
+    policy = AuthPolicy(accept_any=False, allowed_keys=[Path(f"{keys[0]}.pub")])
+    with AdbDaemon(phone, auth=policy) as daemon:
+        dut = AdbPhone(daemon.address, key_path=keys[1], name="dut9", connect_timeout_s=WAIT_S)
+        with pytest.raises(AuthRefused) as refused:
+            dut.connect()
+    message = str(refused.value)
+    assert "dut9" in message and str(keys[1]) in message
+    assert "Allow USB debugging" in message and "allowed keys" in message
+
+
+def test_unreachable_port_is_a_clear_error(keys: tuple[Path, Path]) -> None:
+    port = _closed_port()
+    dut = AdbPhone(f"127.0.0.1:{port}", key_path=keys[0], name="bench-a", retries=2, connect_timeout_s=WAIT_S)
+    with pytest.raises(DeviceUnreachable) as unreachable:
+        dut.shell("true")
+    message = str(unreachable.value)
+    assert f"bench-a (127.0.0.1:{port}): cannot connect (3 attempts" in message
+    assert "Connection refused" in message
+    assert "adb tcpip 5555" in message and "host:port" in message
+
+
+class FakeTime:
+    """Simulated clock for the retry loop: sleeping advances it; nothing waits."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(round(seconds, 9))
+        self.now += seconds
+
+
+@pytest.mark.parametrize("retries, budget_s, sleeps, attempts", [
+    (3, 30.0, [0.1, 0.2, 0.4], 4),   # exponential backoff, `retries` retries
+    (10, 0.25, [0.1, 0.15], 2),      # never longer than connect_timeout_s in total
+])
+def test_connect_retries_back_off_within_the_connect_timeout(keys: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+                                                             retries: int, budget_s: float, sleeps: list[float],
+                                                             attempts: int) -> None:
+    fake = FakeTime()
+    monkeypatch.setattr("drivers.adb.time", fake)
+    dut = AdbPhone(f"127.0.0.1:{_closed_port()}", key_path=keys[0], retries=retries, connect_timeout_s=budget_s)
+    with pytest.raises(DeviceUnreachable, match=f"{attempts} attempts in {budget_s:g} s"):
+        dut.connect()
+    assert fake.sleeps == sleeps
+
+
+def test_daemon_death_mid_command_is_a_disconnect_and_the_next_call_reconnects(keys: tuple[Path, Path]) -> None:
+    phone = EmulatedPhone(PhoneSpec(serial="EMU-KILL", faults=["kill-on:llmrt"]))
+    with AdbDaemon(phone) as daemon:
+        dut = AdbPhone(daemon.address, key_path=keys[0], name="dutk", connect_timeout_s=WAIT_S, retries=1)
+        assert dut.run("echo up") == "up\n"
+        with pytest.raises(DeviceDisconnected, match=r"dutk .*lost the connection during `llmrt generate`"):
+            dut.shell("llmrt generate", timeout_s=WAIT_S)
+        with pytest.raises(DeviceUnreachable):  # the daemon is dead: nothing listens
+            dut.shell("true")
+        daemon.revive()
+        assert dut.run("echo back") == "back\n"
+
+
+def test_a_command_cut_by_a_drop_is_not_re_run(phone: EmulatedPhone, daemon: AdbDaemon, adb_phone: AdbPhone) -> None:
+    runs: list[int] = []
+
+    def count_then_die(argv: list[str], ctx: object) -> CommandResult:
+        runs.append(1)
+        raise DaemonKilled("counter")
+
+    phone.shell.register("counter", count_then_die)
+    with pytest.raises(DeviceDisconnected):
+        adb_phone.shell("counter", timeout_s=WAIT_S)
+    daemon.revive()
+    assert adb_phone.run("echo next") == "next\n"
+    assert runs == [1]
+
+
+def test_long_silent_command_within_the_configured_timeout(phone: EmulatedPhone, daemon: AdbDaemon,
+                                                           keys: tuple[Path, Path]) -> None:
+    release = _register_blocking(phone, "quietjob")
+    timer = threading.Timer(0.6, release.set)  # silent for 0.6 s, well inside the 20 s configured
+    with AdbPhone(daemon.address, key_path=keys[0], command_timeout_s=20.0) as dut:
+        timer.start()
+        try:
+            assert dut.run("quietjob") == "done waiting\n"
+        finally:
+            timer.cancel()
+
+
+def test_timeouts_are_passed_to_adb_shell_explicitly(adb_phone: AdbPhone, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, object]] = []
+    original = HardenedAdbDevice.shell
+
+    def spy(self, command, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(kwargs)
+        return original(self, command, **kwargs)
+
+    monkeypatch.setattr(HardenedAdbDevice, "shell", spy)
+    adb_phone.command_timeout_s = 321.0
+    adb_phone.shell("true")
+    adb_phone.shell("true", timeout_s=45.0)
+    assert [(k["transport_timeout_s"], k["read_timeout_s"], k["timeout_s"]) for k in seen] == [
+        (321.0, 321.0, 321.0), (45.0, 45.0, 45.0)]
+
+
+def test_command_timeout_names_device_command_and_timeout(phone: EmulatedPhone, adb_phone: AdbPhone) -> None:
+    release = _register_blocking(phone, "stuckjob")
+    try:
+        with pytest.raises(CommandTimeout, match=r"dut1 .*`stuckjob --all` did not finish within 0.3 s"):
+            adb_phone.shell("stuckjob --all", timeout_s=0.3)
+    finally:
+        release.set()
+    assert adb_phone.run("echo recovered") == "recovered\n"  # a fresh connection
+
+
+def test_adb_shell_errors_never_escape(adb_phone: AdbPhone) -> None:
+    cases = [(adb_exc.AdbTimeoutError("slow"), CommandTimeout), (adb_exc.TcpTimeoutException("slow"), CommandTimeout),
+             (adb_exc.InvalidChecksumError("bad"), DeviceDisconnected),
+             (adb_exc.InvalidResponseError("odd"), DeviceDisconnected),
+             (adb_exc.InvalidCommandError("odd"), DeviceDisconnected),
+             (adb_exc.AdbConnectionError("gone"), DeviceDisconnected),
+             (adb_exc.PushFailedError(bytearray(b"nope")), CommandFailed),
+             (KeyError(0x12345678), DeviceDisconnected),  # adb-shell on an unknown sync id
+             (BrokenPipeError(32, "Broken pipe"), DeviceDisconnected),
+             (ConnectionResetError(104, "Connection reset by peer"), DeviceDisconnected)]
+
+    class Failing:
+        def __init__(self, exc: BaseException) -> None:
+            self.exc = exc
+
+        def shell(self, *args: object, **kwargs: object) -> None:
+            raise self.exc
+
+        def close(self) -> None:
+            pass
+
+    for raw, expected in cases:
+        adb_phone._device = Failing(raw)  # type: ignore[assignment]
+        with pytest.raises(expected) as caught:
+            adb_phone.shell("true")
+        assert "dut1" in str(caught.value) and caught.value.hint
+
+
+# --- hardened transport ---------------------------------------------------------------------------
+class TrickleSocket:
+    """A socket that accepts at most 3 bytes per send, and reads from a script."""
+
+    def __init__(self, incoming: list[bytes] | None = None, error: OSError | None = None) -> None:
+        self.sent = bytearray()
+        self.incoming = list(incoming or [])
+        self.error = error
+
+    def settimeout(self, timeout: float | None) -> None:
+        pass
+
+    def send(self, data: memoryview | bytes) -> int:
+        if self.error:
+            raise self.error
+        self.sent += bytes(data[:3])
+        return min(3, len(data))
+
+    def recv(self, size: int) -> bytes:
+        if self.error:
+            raise self.error
+        return self.incoming.pop(0) if self.incoming else b""
+
+    def recv_into(self, view: memoryview) -> int:
+        data = self.recv(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+
+def _transport_with(sock: TrickleSocket) -> HardenedTcpTransport:
+    transport = HardenedTcpTransport("127.0.0.1", 5555)
+    transport._connection = sock  # type: ignore[assignment]
+    return transport
+
+
+def test_bulk_write_loops_over_partial_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+    sock = TrickleSocket()
+    payload = bytes(range(256)) * 40
+    assert _transport_with(sock).bulk_write(payload, 1.0) == len(payload)
+    assert bytes(sock.sent) == payload
+    # Negative control: stock adb-shell sends once and drops the rest on the floor.
+    stock, short = TcpTransport("127.0.0.1", 5555), TrickleSocket()
+    stock._connection = short  # type: ignore[assignment]
+    monkeypatch.setattr("adb_shell.transport.tcp_transport.select.select", lambda r, w, x, t: (r, w, x))
+    assert stock.bulk_write(payload, 1.0) == 3
+    assert len(short.sent) == 3
+
+
+def test_eof_is_a_disconnect_at_once() -> None:
+    with pytest.raises(DeviceDisconnected, match="closed by the device"):
+        _transport_with(TrickleSocket()).bulk_read(24, 10.0)
+    with pytest.raises(DeviceDisconnected, match="closed by the device"):
+        _transport_with(TrickleSocket([b"partial"])).read_exact(24, 10.0)
+    assert _transport_with(TrickleSocket([b"abc", b"def"])).read_exact(6, 1.0) == b"abcdef"
+
+
+@pytest.mark.parametrize("error", [ConnectionResetError(104, "Connection reset by peer"),
+                                   BrokenPipeError(32, "Broken pipe")])
+def test_socket_errors_are_disconnects(error: OSError) -> None:
+    with pytest.raises(DeviceDisconnected, match=error.strerror):
+        _transport_with(TrickleSocket(error=error)).bulk_write(b"abc", 1.0)
+    with pytest.raises(DeviceDisconnected, match=error.strerror):
+        _transport_with(TrickleSocket(error=error)).read_exact(4, 1.0)
+
+
+def test_connect_refused_is_unreachable() -> None:
+    with pytest.raises(DeviceUnreachable, match="Connection refused"):
+        HardenedTcpTransport("127.0.0.1", _closed_port(), connect_timeout_s=5).connect(5)
+
+
+def test_fast_checksum_matches_adb_shell() -> None:
+    rng = random.Random(7)
+    for size in (0, 1, 511, 512, 4096, 300_000):
+        data = rng.randbytes(size)
+        assert fast_checksum(data) == stock_checksum(data)
+    assert fast_checksum(b"\xff" * (17 * 1024 * 1024)) == (255 * 17 * 1024 * 1024) & 0xFFFFFFFF
+
+
+# --- keys and addresses ------------------------------------------------------------------------------
+def test_missing_default_key_is_generated(daemon: AdbDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="drivers.adb"):
+        with AdbPhone(daemon.address) as dut:
+            assert dut.run("echo hi") == "hi\n"
+    key = tmp_path / ".android" / "adbkey"
+    assert key.exists() and (tmp_path / ".android" / "adbkey.pub").exists()
+    assert f"generated a new one" in caplog.text and str(key) in caplog.text
+
+
+def test_missing_explicit_key_names_the_path(daemon: AdbDaemon, tmp_path: Path) -> None:
+    missing = tmp_path / "keys" / "station_key"
+    with pytest.raises(ConfigError, match=f"ADB key file {missing} does not exist"):
+        AdbPhone(daemon.address, key_path=missing).connect()
+    assert not missing.exists()
+
+
+def test_missing_public_half_is_rebuilt(daemon: AdbDaemon, tmp_path: Path) -> None:
+    key = tmp_path / "lonely"
+    keygen(str(key))
+    Path(f"{key}.pub").unlink()
+    with AdbPhone(daemon.address, key_path=key) as dut:
+        assert dut.run("echo ok") == "ok\n"
+    assert Path(f"{key}.pub").exists()
+
+
+@pytest.mark.parametrize("address", ["nohostport", "host:", ":5555", "host:99999", "host:abc"])
+def test_bad_address_is_a_config_error(address: str) -> None:
+    with pytest.raises(ConfigError, match="not host:port"):
+        AdbPhone(address)
+
+
+def test_usb_address_constructs_and_fails_clearly_without_a_device(keys: tuple[Path, Path]) -> None:
+    dut = AdbPhone("usb:R5CT00000", key_path=keys[0], retries=0, connect_timeout_s=5)
+    assert dut.name == "usb:R5CT00000" and not dut.connected
+    with pytest.raises(DeviceUnreachable) as unreachable:
+        dut.connect()
+    assert "no USB ADB device with serial R5CT00000" in str(unreachable.value)
+    assert "USB debugging" in str(unreachable.value)
+    assert isinstance(unreachable.value, BenchError)

@@ -1,0 +1,91 @@
+"""`bench run` end to end against the embedded emulated station (real ADB on loopback), with the
+faults that must turn its checks red."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+IDENTITY_SUITE = str(REPO / "suites" / "test_identity.py")
+
+
+def bench(tmp_path: Path, *args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, dict | None]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("PHONEBENCH_STATION", None)
+    proc = subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    results = tmp_path / "reports" / "latest" / "results.json"
+    return proc, (json.loads(results.read_text()) if results.exists() else None)
+
+
+def one_phone_station(tmp_path: Path, faults: list[str] = (), name: str = "station.toml") -> str:
+    path = tmp_path / name
+    path.write_text("[emulated]\ninstruments = false\n[[emulated.phone]]\nserial = \"EMU-T1\"\n"
+                    f"faults = {json.dumps(list(faults))}\n")
+    return str(path)
+
+
+def verdict(data: dict, name: str) -> dict:
+    return next(v for t in data["tests"] for v in t["verdicts"] if v["name"] == name)
+
+
+def test_identity_suite_passes_and_writes_the_run_folder(tmp_path):
+    proc, data = bench(tmp_path, "run", "--station", one_phone_station(tmp_path), IDENTITY_SUITE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert data["status"] == "complete"
+    assert data["duts"]["EMU-T1"]["serial"] == "EMU-T1"
+    assert data["duts"]["EMU-T1"]["runtime_version"]
+    assert all(t["outcome"] == "passed" for t in data["tests"])
+    assert "passed=4" in proc.stdout
+    run_dir = tmp_path / "reports" / data["run_id"]
+    junit = ET.parse(run_dir / "junit.xml")
+    props = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert props["dut.serial"] == "EMU-T1"
+    assert list((run_dir / "raw").rglob("*.json"))  # raw data kept beside results.json
+
+
+@pytest.mark.parametrize("fault, failing", [
+    ("no-runtime", "runtime_contract_supported"),
+    ("skin-sensor-drift", "thermal_zone_vs_hal_max_diff"),
+    ("low-battery", "battery_voltage_min"),
+])
+def test_faulty_phone_fails_the_matching_check(tmp_path, fault, failing):
+    proc, data = bench(tmp_path, "run", "--station", one_phone_station(tmp_path, [fault]), IDENTITY_SUITE)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert verdict(data, failing)["outcome"] == "fail"
+    assert "FAIL" in proc.stdout
+
+
+def test_daemon_dying_mid_command_errors_that_test_and_keeps_the_rest(tmp_path):
+    proc, data = bench(tmp_path, "run", "--station", one_phone_station(tmp_path, ["kill-on:dumpsys"]), IDENTITY_SUITE)
+    assert proc.returncode == 1
+    outcomes = {t["nodeid"].split("::")[-1].split("[")[0]: t for t in data["tests"]}
+    dead = outcomes["test_thermal_zones_agree_with_thermal_service"]
+    assert dead["outcome"] in ("failed", "error") and "EMU-T1" in dead["message"]
+    assert outcomes["test_identity_is_complete"]["outcome"] == "passed"  # measured before the death: kept
+    assert data["status"] == "complete" and len(data["tests"]) == 4
+
+
+def test_unreachable_dut_is_a_clear_error(tmp_path):
+    station = tmp_path / "lab.toml"
+    station.write_text('[[dut]]\nname = "bay1"\nadb = "127.0.0.1:9"\n')
+    proc, data = bench(tmp_path, "run", "--station", str(station), IDENTITY_SUITE)
+    assert proc.returncode == 1
+    assert data["duts"]["bay1"]["error"]
+    assert "127.0.0.1:9" in data["duts"]["bay1"]["error"]
+    assert all(t["outcome"] == "error" for t in data["tests"])
+
+
+def test_malformed_station_file_gives_no_traceback(tmp_path):
+    station = tmp_path / "bad.toml"
+    station.write_text('[[dut]]\nname = "bay1"\nadb = "nowhere"\n')
+    proc, _ = bench(tmp_path, "run", "--station", str(station), IDENTITY_SUITE)
+    assert proc.returncode == 2
+    assert "bad.toml: [[dut]] #1.adb: expected" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
