@@ -44,3 +44,7 @@ class InstrumentError(BenchError):
 
 class InvalidMeasurement(BenchError):
     """A reading exists but cannot be trusted (clipped, NaN, 9.9E37, probe fault)."""
+
+
+class UnsupportedCapability(BenchError):
+    """The DUT's runtime does not offer what a check needs: the check is skipped with this reason."""

@@ -1,0 +1,1 @@
+ed25519 c9a94056d0087e60 Q9Qc2PwxNdCoDGSkJDFgkeGcaohtfdFuuGfxMINg9xesjQBDvAsTeu9nPjBUUym16m3m1jCeb+c/qZ+eYdLyAg==

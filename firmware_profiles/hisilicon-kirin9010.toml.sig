@@ -1,0 +1,1 @@
+ed25519 c9a94056d0087e60 wyCXtSzB6BThrFNFVxoa9roCP+6TVzUlSB2rq9hzjKFjmpShUBy/DBpDfj81oplGaBUAafWbaVInJmBvv2ZjDw==

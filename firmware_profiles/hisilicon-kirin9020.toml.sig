@@ -1,0 +1,1 @@
+ed25519 c9a94056d0087e60 MEaxO/RCmkgwKevzmtdJuaBq1TEqeUftrLhyEftyHHd7LsS2NpfGxK3nRqeebVSZ9oSzmGUKtkbNWgm6QMdpDA==

@@ -1,0 +1,1 @@
+ed25519 c9a94056d0087e60 UesxjkXBwsxTtvWLOyNxFBYYhTytqmftX0gKSdq3jNF+Xxs/npog5YzOJPk1Z/vG9I9Z8V/ZKZh4WhyMMtMpBg==

@@ -1,0 +1,1 @@
+ed25519 c9a94056d0087e60 6JsrgkJ//1weHi8IyG7yLSGhIrNoTUPoFpZ/aYH2VWmz7ufD9sKvIXsaI8jsyUFaw6pCcftxuFoYZcZNbPvyBQ==

@@ -1,0 +1,1 @@
+ed25519 c9a94056d0087e60 3Jaiet5srUYthEcpK/wA3jAxos8pqiOVPJnFUbbk+L3QwYQM4ZNGS9wUGIaEzj9GXUelb45dYVbLjlc5xsuxDg==

@@ -1,0 +1,1 @@
+ed25519 c9a94056d0087e60 ZZVsqWav4qhm4CCbjvL4wmkVdfeve5epMRiUnPv/whrHLCrCzoUIfGSON6HWWHyfalWGX+KGvyBDpHAoIwzjCw==

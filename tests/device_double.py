@@ -1,0 +1,115 @@
+"""An in-process Device (drivers.device protocol) over an EmulatedPhone: no ADB, same shell.
+
+Output is merged like ADB shell v1 (stdout then stderr). Also a pytest plugin so the HIL
+numerics suite runs against in-process phones without the station:
+
+    python -m pytest -p tests.device_double suites/test_numerics.py --double-persona SM8650-ES
+
+(the `dut` and `record` fixtures here stand in for the phonebench plugin's).
+"""
+from __future__ import annotations
+
+import shlex
+from typing import Any, Callable, Sequence
+
+import pytest
+
+from bench.verdict import Verdict, compare
+from drivers.device import ShellResult
+from emulation.device import EmulatedPhone
+from emulation.npu_personas import default_fleet, phone_spec
+
+PushHook = Callable[[str, bytes], bytes]
+
+
+class PhoneDevice:
+    """Device protocol over an in-process EmulatedPhone. `push_hook` may alter pushed bytes
+    (fault injection: a corrupted transfer); `log` keeps every command sent."""
+
+    def __init__(self, phone: EmulatedPhone, name: str | None = None, push_hook: PushHook | None = None) -> None:
+        self.phone = phone
+        self.name = name or phone.spec.serial
+        self.push_hook = push_hook
+        self.log: list[str] = []
+
+    def shell(self, command: str | Sequence[str], timeout_s: float | None = None) -> ShellResult:
+        line = command if isinstance(command, str) else " ".join(shlex.quote(a) for a in command)
+        self.log.append(line)
+        result = self.phone.shell.execute(line)
+        output = (result.stdout + result.stderr).decode("utf-8", errors="replace")
+        return ShellResult(self.name, line, output, result.status)
+
+    def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
+        return self.shell(command, timeout_s).check().output
+
+    def push_bytes(self, data: bytes, remote: str, mode: int = 0o644) -> None:
+        self.log.append(f"push {remote}")
+        self.phone.fs.write(remote, self.push_hook(remote, data) if self.push_hook else data, mode)
+
+    def pull_bytes(self, remote: str) -> bytes:
+        return self.phone.fs.read(remote)
+
+    def getprop(self, key: str) -> str:
+        return self.phone.props.get(key, "")
+
+    def close(self) -> None:
+        pass
+
+
+def make_device(persona: str, serial: str = "EMU-T1", **overrides: Any) -> PhoneDevice:
+    return PhoneDevice(EmulatedPhone(phone_spec(persona, serial, **overrides)))
+
+
+# --- pytest plugin: `-p tests.device_double` ---------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--double-persona", action="append", default=[],
+                     help="in-process phone persona for the dut fixture (repeatable; default: the fleet)")
+    parser.addoption("--double-fault", action="append", default=[], help="fault injected into each phone")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "dut" in metafunc.fixturenames:
+        personas = metafunc.config.getoption("--double-persona") or [s.npu_persona for s in default_fleet()]
+        metafunc.parametrize("dut", personas, indirect=True, ids=personas)
+
+
+@pytest.fixture
+def dut(request: pytest.FixtureRequest) -> PhoneDevice:
+    faults = request.config.getoption("--double-fault")
+    return make_device(request.param, f"EMU-{request.param}", faults=list(faults))
+
+
+class _Record:
+    """The phonebench plugin's `record`: verdicts and raw data; a failing verdict fails the test."""
+
+    def __init__(self) -> None:
+        self.verdicts: list[Verdict] = []
+        self.raw_data: dict[str, Any] = {}
+
+    def __call__(self, verdict: Verdict) -> Verdict:
+        self.verdicts.append(verdict)
+        return verdict
+
+    def check(self, name: str, value: float | None, unit: str, limit: float | None, comparator: str = "<=",
+              **kwargs: Any) -> Verdict:
+        return self(compare(name, value, unit, limit, comparator, **kwargs))
+
+    def raw(self, name: str, data: Any) -> str:
+        self.raw_data[name] = data
+        return f"raw/{name}"
+
+
+@pytest.fixture
+def record() -> _Record:
+    return _Record()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    result = yield
+    rec = getattr(item, "funcargs", {}).get("record")
+    failing = [v for v in rec.verdicts if not v.passed] if isinstance(rec, _Record) else []
+    if failing:
+        pytest.fail("verdicts failed:\n  " + "\n  ".join(f"{v.name}: {v.value} vs {v.comparator} {v.limit} "
+                                                          f"[{v.detail}]" for v in failing), pytrace=False)
+    return result

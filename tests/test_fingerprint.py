@@ -1,0 +1,137 @@
+"""Fingerprinting every persona: verdicts, measured signatures, call budget, stubs, and the
+bench-side reference model against the emulated NPU."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.errors import UnsupportedCapability
+from bench.fingerprint import (INCONSISTENT, KNOWN, MISMATCH, UNKNOWN, fingerprint, fingerprint_verdict, fit,
+                               predict, probe_plan)
+from bench.profiles import Signature, load_library
+from bench.verdict import Outcome
+from device_double import make_device
+from drivers.runtime import ProbeResult
+from emulation.npu import Accumulator, dot_runs
+from emulation.npu_personas import PERSONAS
+from emulation.runtime import parse_vector
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CALL_BUDGET = 20
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def library():
+    return load_library()
+
+
+def _expected_verdict(name: str) -> str:
+    return {"SM8650-MP2": UNKNOWN, "MT6989-ES-RELABEL": MISMATCH}.get(name, KNOWN)
+
+
+@pytest.mark.parametrize("name", sorted(PERSONAS))
+def test_every_persona(library, name):
+    persona = PERSONAS[name]
+    report = fingerprint(make_device(name), library)
+    acc = persona.accumulator
+    assert report.measured == Signature(acc.bits, acc.rule.value)
+    assert report.verdict == _expected_verdict(name), report.detail
+    assert report.soc_model == persona.soc.model and report.microcode == persona.microcode
+    assert report.runtime_calls <= CALL_BUDGET and report.device_calls <= CALL_BUDGET
+    assert len(report.probes) == len(probe_plan())
+    if report.verdict == KNOWN:
+        assert report.trusted and report.adapter == report.profile.adapter
+    else:
+        assert not report.trusted and report.adapter is None
+
+
+def test_unknown_build_gets_a_reviewable_stub(library):
+    report = fingerprint(make_device("SM8650-MP2"), library)
+    stub = tomllib.loads(report.stub)["build"][0]
+    assert stub["microcode"] == PERSONAS["SM8650-MP2"].microcode
+    assert (stub["accumulator_bits"], stub["overflow"]) == (17, "saturate-each-step")
+    assert library.adapters[stub["adapter"]].protects(17)
+    verdict = fingerprint_verdict(report)
+    assert verdict.outcome is Outcome.INFO and "unknown" in verdict.detail
+
+
+def test_mismatch_is_flagged_and_never_trusted(library):
+    report = fingerprint(make_device("MT6989-ES-RELABEL"), library)
+    assert report.expected == Signature(16, "clamp-at-end") and report.measured == Signature(16, "wrap")
+    assert "claims" in report.detail and "MDLA5.0 fw 4.2.0-ES1" in report.detail  # behaves like the ES build
+    assert fingerprint_verdict(report).outcome is Outcome.FAIL
+
+
+def test_erratic_npu_is_inconsistent_and_raw_results_are_kept(library):
+    report = fingerprint(make_device("SM8650-MP", faults=["npu-erratic"]), library)
+    assert report.verdict == INCONSISTENT and report.measured is None
+    assert len(report.probes) == len(probe_plan()) and all("result" in p for p in report.probes)
+    assert fingerprint_verdict(report).outcome is Outcome.FAIL
+
+
+def test_known_verdict_passes(library):
+    assert fingerprint_verdict(fingerprint(make_device("SM8650-MP"), library)).outcome is Outcome.PASS
+
+
+def _device_results(acc: Accumulator | None) -> list[ProbeResult]:
+    """What the emulated NPU returns for the plan (device side), without a phone."""
+    return [ProbeResult(p.probe.id, 0, dot_runs(parse_vector(p.probe.a), parse_vector(p.probe.b), acc))
+            for p in probe_plan()]
+
+
+@pytest.mark.parametrize("bits", [12, 13, 16, 20, 23, 28, 32])
+def test_the_plan_identifies_width_and_rule_uniquely(bits):
+    plan = probe_plan()
+    for rule in ("wrap", "saturate-each-step", "clamp-at-end"):
+        observed = _device_results(Accumulator(bits, rule))
+        assert [predict(p, Signature(bits, rule)) for p in plan] == [r.result for r in observed]
+        assert fit(plan, observed) == [Signature(bits, rule)]
+
+
+def test_an_accumulator_wider_than_32_bits_reads_as_wide():
+    assert fit(probe_plan(), _device_results(Accumulator(40, "wrap"))) == [Signature(None, "none")]
+    assert fit(probe_plan(), _device_results(None)) == [Signature(None, "none")]
+
+
+def test_results_from_no_overflow_model_fit_nothing():
+    """A register that saturates at 30000 (not a power of two) matches no model."""
+    plan = probe_plan()
+    observed = [ProbeResult(p.probe.id, 0, int(np.clip(p.exact, -30001, 30000))) for p in plan]
+    assert fit(plan, observed) == []
+
+
+def test_a_runtime_without_probe_is_unsupported(library, monkeypatch):
+    monkeypatch.setattr("emulation.runtime.CAPABILITIES", ["identity", "status", "generate"])
+    with pytest.raises(UnsupportedCapability, match="no `probe` capability"):
+        fingerprint(make_device("SM8650-MP"), library)
+
+
+def test_bench_fingerprint_command_on_an_emulated_station(tmp_path):
+    """`bench fingerprint` over real ADB: one row per phone, stub for the unknown build, exit 1
+    because a mismatch is flagged, the known build's adapter applied with --apply."""
+    station = tmp_path / "station.toml"
+    station.write_text("[emulated]\ninstruments = false\nauth = \"none\"\n" + "".join(
+        f'[[emulated.phone]]\nserial = "{serial}"\nnpu_persona = "{persona}"\n'
+        for serial, persona in (("P1", "SM8650-ES"), ("P2", "SM8650-MP2"), ("P3", "MT6989-ES-RELABEL"))))
+    report_dir = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "bench.cli", "fingerprint", "--station", str(station), "--apply",
+                           "--report-dir", str(report_dir)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("P")}
+    assert "16-bit wrap" in rows["P1"] and "KNOWN" in rows["P1"] and "tile-k-256" in rows["P1"]
+    assert "UNKNOWN" in rows["P2"] and "MISMATCH" in rows["P3"]
+    data = json.loads((report_dir / "fingerprint.json").read_text())
+    assert [d["verdict"] for d in data] == ["known", "unknown", "mismatch"]
+    assert "adapter activated" in data[0]["detail"]
+    stub = tomllib.loads((report_dir / "profile-stubs" / "SM8650-P2.toml").read_text())
+    assert stub["build"][0]["accumulator_bits"] == 17
