@@ -72,6 +72,8 @@ class RunRecorder:
                  sinks: list[ResultSink] | None = None) -> None:
         self.sinks = list(sinks or [])
         self.sink_errors: list[str] = []
+        self.write_errors: list[str] = []
+        self._tests_on_disk = 0
         self.run_id = run_id or new_run_id()
         self.results_dir = Path(results_dir)
         self.run_dir = self.results_dir / self.run_id
@@ -119,6 +121,9 @@ class RunRecorder:
     def finish(self, status: str = "complete") -> None:
         self.data["status"] = status
         self.data["finished"] = _now()
+        problems = list(dict.fromkeys(self.write_errors + self.sink_errors))
+        if problems:
+            self.data["problems"] = problems
         self.data["summary"] = self._summary()
         self._write("finish", status)
 
@@ -131,7 +136,16 @@ class RunRecorder:
         return counts
 
     def _write(self, event: str, payload: Any) -> None:
-        self._write_file()
+        try:
+            self._write_file()
+        except OSError as exc:  # e.g. disk full: keep measuring, keep the record in memory and the sinks
+            message = f"{self.results_path}: {exc.strerror or exc}"
+            if message not in self.write_errors:
+                log.error("cannot write %s; the last complete copy on disk has %d tests", message,
+                          self._tests_on_disk)
+            self.write_errors.append(message)
+        else:
+            self._tests_on_disk = len(self.data["tests"])
         for sink in self.sinks:
             try:
                 sink.run_updated(self.data, event, payload)

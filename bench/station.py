@@ -66,6 +66,7 @@ class StationConfig:
     results_dir: Path = Path("reports")
     sla_profile: str = "default"
     location: str = ""
+    database: str | None = None  # results store URL; None = <results_dir>/results.sqlite
     duts: list[DutConfig] = field(default_factory=list)
     instruments: dict[str, InstrumentConfig] = field(default_factory=dict)
     emulated: EmulatedConfig | None = None
@@ -138,7 +139,7 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
     top = _Reader(origin, data, "")
     top.check_unknown({"station", "dut", "instruments", "emulated"})
     st = _Reader(origin, top.get("station", dict, {}), "[station].")
-    st.check_unknown({"name", "results_dir", "sla_profile", "location"})
+    st.check_unknown({"name", "results_dir", "sla_profile", "location", "database"})
     base = source.parent if source else Path.cwd()
     results = Path(st.get("results_dir", str, "reports"))
     config = StationConfig(
@@ -147,6 +148,7 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
         results_dir=results if results.is_absolute() else (base / results),
         sla_profile=st.get("sla_profile", str, "default"),
         location=st.get("location", str, ""),
+        database=_database_url(st.get("database", str, None), base),
     )
     for index, table in enumerate(top.get("dut", list, [], expected="an array of [[dut]] tables")):
         if not isinstance(table, dict):
@@ -170,6 +172,14 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
         raise ConfigError(f"{origin}: no [[dut]] and no [emulated] table",
                           hint="add a [[dut]] with adb = \"host:port\", or an [emulated] table")
     return config
+
+
+def _database_url(url: str | None, base: Path) -> str | None:
+    """A relative SQLite path is relative to the station file, like results_dir."""
+    prefix = "sqlite:///"
+    if url and url.startswith(prefix) and not url[len(prefix):].startswith("/"):
+        return prefix + str(base / url[len(prefix):])
+    return url
 
 
 def _parse_dut(r: _Reader, base: Path) -> DutConfig:

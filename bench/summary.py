@@ -36,9 +36,11 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
             n = f" n={v['n']}" if v.get("n") is not None else ""
             lines.append(f"          {v['outcome']:>6}  {v['name']}: {v['statistic']} {_fmt(v['value'])} "
                          f"{v['unit']}{bound} {limit}{n}")
-        if test["outcome"] in ("failed", "error") and test["message"]:
+        if test["outcome"] in ("failed", "error", "skipped") and test["message"]:
             lines.append(f"          {test['message'].splitlines()[0][:200]}")
     s = data["summary"]
+    for problem in data.get("problems", []):
+        lines.append(f"  problem: {problem.splitlines()[0][:300]}")
     lines.append("")
     lines.append(" ".join(f"{k}={s[k]}" for k in ("passed", "failed", "error", "skipped", "verdicts_failed") if k in s))
     return lines

@@ -1,0 +1,151 @@
+"""`bench runs`, `bench report`, `bench matrix`, `bench store-import`: the results store from the
+command line."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BenchError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("runs", help="list the runs in the results store")
+    _store_args(p)
+    p.add_argument("--limit", type=int, default=30, help="newest N runs (0: all; default 30)")
+    p.add_argument("--station-name", help="only runs of this station")
+    p.set_defaults(func=runs)
+
+    p = subparsers.add_parser("report", help="render a run's HTML report (from the store, or a run folder)")
+    _store_args(p)
+    p.add_argument("run", help='a run id from `bench runs`, "latest", or a run folder holding results.json')
+    p.add_argument("--output", help="where to write it (default: report.html in the run folder)")
+    p.set_defaults(func=report)
+
+    p = subparsers.add_parser("matrix", help="the microcode compatibility matrix across stored runs")
+    _store_args(p)
+    p.add_argument("--against", metavar="FILE|DATE",
+                   help="mark regressions and new rows against an earlier matrix (CSV/Markdown) or a date")
+    p.add_argument("--format", choices=("md", "csv", "html"),
+                   help="output format (default: from --output's suffix, else md)")
+    p.add_argument("--output", help="write to this file instead of printing")
+    p.set_defaults(func=matrix)
+
+    p = subparsers.add_parser("store-import", help="import run folders (results.json) into the results store")
+    _store_args(p)
+    p.add_argument("folders", nargs="+", help="run folders, or folders holding run folders (e.g. reports/)")
+    p.set_defaults(func=store_import)
+
+
+def _store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--database", help="store URL or SQLite path (default: $PHONEBENCH_DATABASE, the station's "
+                                      "`database`, else <results-dir>/results.sqlite)")
+    p.add_argument("--station", help="station file whose results store to use")
+    p.add_argument("--results-dir", help="results folder (default: the station's, ./reports)")
+
+
+def database_url(args: argparse.Namespace) -> str:
+    from bench.store import resolve_database_url
+    from bench.store.db import to_url
+
+    if args.database:
+        return to_url(args.database)
+    configured, results_dir = None, Path(args.results_dir or "reports")
+    if args.station:
+        from bench.station import load_station
+
+        station = load_station(args.station)
+        configured = getattr(station, "database", None)
+        results_dir = Path(args.results_dir) if args.results_dir else station.results_dir
+    return resolve_database_url(configured, results_dir)
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from bench.store import open_store
+
+    return open_store(database_url(args))
+
+
+def runs(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        found = store.list_runs(limit=args.limit or None, station=args.station_name)
+    if not found:
+        print("no runs in the results store")
+        return 0
+    header = ("run", "started", "station", "status", "passed", "failed", "error", "skipped", "DUTs")
+    table = [header] + [(r.run_id, (r.started or "-")[:19].replace("T", " "), r.station or "-", r.status,
+                         *(str(r.summary.get(k, 0)) for k in ("passed", "failed", "error", "skipped")),
+                         ", ".join(r.duts) or "-") for r in found]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def report(args: argparse.Namespace) -> int:
+    from bench.report import render_data, render_run
+
+    folder = Path(args.run)
+    if (folder / "results.json").is_file():
+        path = render_run(folder, args.output)
+    else:
+        with _open(args) as store:
+            stored = store.load_run(args.run)
+        run_dir = stored.run_dir if stored.run_dir and stored.run_dir.is_dir() else None
+        if run_dir is None:
+            print(f"run folder {stored.run_dir or '(not recorded)'} is gone: plots of raw data are left out",
+                  file=sys.stderr)
+        if args.output:
+            output = Path(args.output)
+        else:
+            output = run_dir / "report.html" if run_dir else Path(f"report-{stored.data['run_id']}.html")
+        path = render_data(stored.data, run_dir, output)
+    print(path)
+    return 0
+
+
+def matrix(args: argparse.Namespace) -> int:
+    from bench import matrix as mx
+
+    fmt = args.format or (Path(args.output).suffix.lstrip(".").replace("markdown", "md") if args.output else "md")
+    if fmt not in mx.FORMATS:
+        raise BenchError(f"--output {args.output}: cannot tell the format from the suffix",
+                         hint="add --format md, csv or html")
+    earlier_rows, before = None, None
+    if args.against:
+        before = mx.parse_date(args.against)
+        if before is None:
+            earlier_rows = mx.load_matrix_file(Path(args.against))
+    with _open(args) as store:
+        current = mx.build_matrix(store)
+        if before is not None:
+            earlier = mx.build_matrix(store, before=before)
+            earlier_rows = [r.values() for r in earlier.rows]
+    if earlier_rows is not None:
+        mx.compare(current, earlier_rows, args.against)
+    text = mx.FORMATS[fmt](current)
+    if args.output:
+        from bench.report.render import write_atomically
+
+        write_atomically(Path(args.output), text)
+        print(f"{args.output}: {len(current.rows)} rows"
+              + (f", {len(current.regressions)} regressed" if current.against else ""))
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def store_import(args: argparse.Namespace) -> int:
+    failed = 0
+    with _open(args) as store:
+        for folder in args.folders:
+            try:
+                results = store.import_folder(folder)
+            except BenchError as exc:
+                print(f"bench: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            for r in results:
+                print(f"{r.run_id}: {r.tests_stored} tests ({r.tests_added} new)")
+    return 1 if failed else 0

@@ -1,0 +1,178 @@
+"""reports/<run-id>/report.html: one self-contained file (inline CSS and SVG, no script, no URL)
+from results.json and the raw data beside it. Every string is escaped by Jinja2's autoescape."""
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from bench.errors import BenchError
+from bench.report.plots import Plot, plot_for
+
+log = logging.getLogger(__name__)
+
+VERDICT_OUTCOMES = ("pass", "fail", "insufficient-samples", "invalid", "info")
+TEST_OUTCOMES = ("passed", "failed", "error", "skipped")
+
+
+class ReportError(BenchError):
+    """A report could not be read or written."""
+
+
+@dataclass
+class DutSummary:
+    name: str
+    identity: dict[str, Any]
+    tests: Counter = field(default_factory=Counter)
+    verdicts: Counter = field(default_factory=Counter)
+
+    @property
+    def ok(self) -> bool:
+        return not self.identity.get("error") and not (self.tests["failed"] or self.tests["error"]) \
+            and not any(self.verdicts[o] for o in ("fail", "insufficient-samples", "invalid"))
+
+
+@dataclass
+class CheckSummary:
+    name: str
+    unit: str
+    outcomes: Counter = field(default_factory=Counter)
+    per_dut: dict[str, str] = field(default_factory=dict)  # DUT -> worst outcome
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.outcomes[o] for o in ("fail", "insufficient-samples", "invalid"))
+
+
+_WORST = {o: i for i, o in enumerate(("info", "pass", "insufficient-samples", "invalid", "fail"))}
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("bench.report", "templates"),
+                             autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = format_number
+    env.filters["pct"] = lambda v: "" if v is None else f"{v:.0%}"
+    return env
+
+
+def format_number(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def summarize(data: dict[str, Any]) -> tuple[list[DutSummary], list[CheckSummary]]:
+    duts: dict[str, DutSummary] = {name: DutSummary(name, ident) for name, ident in data.get("duts", {}).items()}
+    checks: dict[str, CheckSummary] = {}
+    for test in data.get("tests", []):
+        dut = test.get("dut") or "(no DUT)"
+        summary = duts.setdefault(dut, DutSummary(dut, {}))
+        summary.tests[test["outcome"]] += 1
+        for v in test.get("verdicts", []):
+            summary.verdicts[v["outcome"]] += 1
+            check = checks.setdefault(v["name"], CheckSummary(v["name"], v.get("unit") or ""))
+            check.outcomes[v["outcome"]] += 1
+            previous = check.per_dut.get(dut)
+            if previous is None or _WORST.get(v["outcome"], 0) > _WORST.get(previous, 0):
+                check.per_dut[dut] = v["outcome"]
+    return list(duts.values()), sorted(checks.values(), key=lambda c: (c.ok, c.name))
+
+
+def fingerprint_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per DUT that has a fingerprint verdict, with its bit-exactness verdict."""
+    from bench.matrix import FINGERPRINT_NAMES, column_of, fingerprint_fields
+
+    rows: dict[str, dict[str, Any]] = {}
+    bit_exact: dict[str, str] = {}
+    for test in data.get("tests", []):
+        for v in test.get("verdicts", []):
+            dut = test.get("dut") or "(no DUT)"
+            if v["name"] in FINGERPRINT_NAMES:
+                ident = data.get("duts", {}).get(dut, {})
+                fp = fingerprint_fields(v.get("extra") or {}, v["outcome"])
+                rows[dut] = {**fp, "dut": dut, "soc": fp["soc"] or ident.get("soc_model"),
+                             "microcode": fp["microcode"] or ident.get("microcode"), "outcome": v["outcome"]}
+            elif column_of(v["name"]) == "bit_exact":
+                bit_exact[dut] = v["outcome"]
+    for dut, row in rows.items():
+        row["bit_exact"] = bit_exact.get(dut, "not measured")
+    return list(rows.values())
+
+
+def build_context(data: dict[str, Any], run_dir: Path | None) -> dict[str, Any]:
+    duts, checks = summarize(data)
+    plot_index = 0
+    tests = []
+    for index, test in enumerate(data.get("tests", [])):
+        verdicts = []
+        for v in test.get("verdicts", []):
+            plot: Plot | None = plot_for(v, run_dir, salt=f"p{plot_index}")
+            plot_index += plot is not None
+            verdicts.append({"v": v, "plot": plot})
+        tests.append({"index": index, "t": test, "verdicts": verdicts})
+    summary = data.get("summary") or {}
+    return {"run": data, "station": data.get("station") or {}, "duts": duts, "checks": checks,
+            "fingerprints": fingerprint_rows(data), "tests": tests,
+            "instruments": data.get("instruments") or {},
+            "test_counts": [(o, summary.get(o, 0)) for o in TEST_OUTCOMES],
+            "verdicts_failed": summary.get("verdicts_failed", 0),
+            "plots": plot_index, "verdict_outcomes": VERDICT_OUTCOMES,
+            "ok": data.get("status") == "complete" and all(d.ok for d in duts) and all(c.ok for c in checks)}
+
+
+def render_html(data: dict[str, Any], run_dir: Path | None) -> str:
+    return _environment().get_template("report.html.j2").render(build_context(data, run_dir))
+
+
+def render_data(data: dict[str, Any], run_dir: Path | None, output: Path) -> Path:
+    """Render a results.json-shaped record (raw files under run_dir) to `output`, atomically."""
+    html = render_html(data, run_dir)
+    write_atomically(output, html)
+    log.info("report written: %s", output)
+    return output
+
+
+def render_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
+    """Read <run_dir>/results.json (and raw data), write <run_dir>/report.html; returns its path."""
+    run_dir = Path(run_dir)
+    results = run_dir / "results.json"
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(f"{results} does not exist", hint="give a run folder, e.g. reports/latest") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{results} cannot be read: {exc}") from None
+    return render_data(data, run_dir, Path(output) if output else run_dir / "report.html")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """All of the report or none of it: a full disk leaves the previous file (or none), and says so."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".report-", suffix=".html")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ReportError(f"disk full writing {path}: it was not written ({len(text.encode()) // 1024} KiB "
+                              f"needed); everything else is unchanged (results.json, raw data, an earlier copy)",
+                              hint="free space, then run the command again (`bench report RUN_ID` re-renders "
+                                   "a run's report)") from None
+        raise ReportError(f"cannot write {path}: {exc}") from None

@@ -1,0 +1,50 @@
+"""`bench store-import`: results.json folders into the store (runs made while it was unreachable)."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from bench.store.db import StoreError
+
+log = logging.getLogger(__name__)
+
+
+def run_folders(folder: Path) -> list[Path]:
+    """The folder itself if it holds results.json, else its sub-folders that do (not `latest`)."""
+    if (folder / "results.json").is_file():
+        return [folder]
+    if not folder.is_dir():
+        raise StoreError(f"{folder} is not a folder", hint="give a run folder (reports/<run-id>) or reports/")
+    found = sorted(p.parent for p in folder.glob("*/results.json") if not p.parent.is_symlink())
+    if not found:
+        raise StoreError(f"{folder} has no results.json, nor any run folder with one",
+                         hint="give a run folder (reports/<run-id>) or the folder holding run folders")
+    return found
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(f"{path}: cannot read results: {exc}") from None
+    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("phonebench.results/") \
+            or "run_id" not in data:
+        raise StoreError(f"{path}: not a phonebench results.json (no schema/run_id)")
+    return data
+
+
+def import_folder(store: Any, folder: Path) -> list[Any]:
+    results = []
+    for run_dir in run_folders(folder):
+        data = read_results(run_dir / "results.json")
+        if data.get("status") == "running":  # no recorder feeds an imported run: it was killed (or still
+            data = {**data, "status": "incomplete"}  # runs, and its own sink will set the status again)
+        try:
+            results.append(store.sync_run(data, run_dir=run_dir))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StoreError(f"{run_dir / 'results.json'}: malformed record ({type(exc).__name__}: {exc}); "
+                             f"nothing of it was stored") from None
+        log.info("imported %s: %d tests (%d new)", data["run_id"], results[-1].tests_stored, results[-1].tests_added)
+    return results

@@ -1,0 +1,184 @@
+"""The results store's tables (SQLAlchemy 2.x declarative). Change them only with a migration in
+migrations/versions/ (tests/test_store.py checks the two agree).
+
+Physical things (stations, DUT units, instruments) are rows of their own; what they were in one run
+(build, microcode, firmware, calibration, fingerprint) is kept per run, because it changes.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import DateTime
+
+# JSONB on PostgreSQL (indexable, compact), JSON text elsewhere.
+Json = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Station(Base):
+    __tablename__ = "stations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(Text, unique=True)
+    host: Mapped[str | None] = mapped_column(Text)
+    location: Mapped[str | None] = mapped_column(Text)
+
+
+class DutUnit(Base):
+    """One physical phone, known by its serial number."""
+
+    __tablename__ = "dut_units"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    serial: Mapped[str] = mapped_column(Text, unique=True)
+    soc_manufacturer: Mapped[str | None] = mapped_column(Text)
+    soc_model: Mapped[str | None] = mapped_column(Text)
+    product_model: Mapped[str | None] = mapped_column(Text)
+
+
+class InstrumentUnit(Base):
+    """One physical instrument, known by manufacturer, model and serial (*IDN?)."""
+
+    __tablename__ = "instrument_units"
+    __table_args__ = (UniqueConstraint("manufacturer", "model", "serial", name="uq_instrument_units_idn"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    manufacturer: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(Text)
+    serial: Mapped[str] = mapped_column(Text)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[str] = mapped_column(Text, unique=True)
+    station_id: Mapped[int | None] = mapped_column(ForeignKey("stations.id"))
+    status: Mapped[str] = mapped_column(String(40))  # running (or killed: incomplete) | complete | incomplete
+    started: Mapped[dt.datetime | None] = mapped_column(DateTime, index=True)  # naive UTC
+    finished: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    updated: Mapped[dt.datetime] = mapped_column(DateTime)
+    code_version: Mapped[str | None] = mapped_column(Text)
+    run_dir: Mapped[str | None] = mapped_column(Text)  # where results.json and raw data live
+    recorder_host: Mapped[str | None] = mapped_column(Text)
+    recorder_pid: Mapped[int | None] = mapped_column(Integer)
+    station_record: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    summary: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+
+    station: Mapped[Station | None] = relationship()
+    duts: Mapped[list[RunDut]] = relationship(back_populates="run", cascade="all, delete-orphan",
+                                              order_by="RunDut.id")
+    instruments: Mapped[list[RunInstrument]] = relationship(back_populates="run", cascade="all, delete-orphan",
+                                                            order_by="RunInstrument.id")
+    tests: Mapped[list[TestResult]] = relationship(back_populates="run", cascade="all, delete-orphan",
+                                                   order_by="TestResult.seq")
+
+
+class RunDut(Base):
+    """A DUT as it was in one run: identity read at the edge, fingerprint measured by the run."""
+
+    __tablename__ = "run_duts"
+    __table_args__ = (UniqueConstraint("run_pk", "name", name="uq_run_duts_name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    unit_id: Mapped[int | None] = mapped_column(ForeignKey("dut_units.id"), index=True)
+    name: Mapped[str] = mapped_column(Text)
+    address: Mapped[str | None] = mapped_column(Text)
+    serial: Mapped[str | None] = mapped_column(Text)
+    soc_manufacturer: Mapped[str | None] = mapped_column(Text)
+    soc_model: Mapped[str | None] = mapped_column(Text)
+    build_fingerprint: Mapped[str | None] = mapped_column(Text)
+    runtime_version: Mapped[str | None] = mapped_column(Text)
+    microcode: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    identity: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)  # the whole record, as read
+    fingerprint: Mapped[dict[str, Any] | None] = mapped_column(Json)  # the "fingerprint" verdict's extra
+
+    run: Mapped[Run] = relationship(back_populates="duts")
+
+
+class RunInstrument(Base):
+    """An instrument as it was in one run: role, address, firmware, calibration state."""
+
+    __tablename__ = "run_instruments"
+    __table_args__ = (UniqueConstraint("run_pk", "role", name="uq_run_instruments_role"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    unit_id: Mapped[int | None] = mapped_column(ForeignKey("instrument_units.id"), index=True)
+    role: Mapped[str] = mapped_column(String(40))
+    family: Mapped[str | None] = mapped_column(Text)
+    address: Mapped[str | None] = mapped_column(Text)
+    attached_to: Mapped[str | None] = mapped_column(Text)
+    firmware: Mapped[str | None] = mapped_column(Text)
+    identity: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    calibration: Mapped[dict[str, Any] | None] = mapped_column(Json)
+
+    run: Mapped[Run] = relationship(back_populates="instruments")
+
+
+class TestResult(Base):
+    __tablename__ = "tests"
+    __table_args__ = (UniqueConstraint("run_pk", "seq", name="uq_tests_seq"),)
+    __test__ = False  # not a pytest test class
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)  # position in results.json "tests"
+    nodeid: Mapped[str] = mapped_column(Text)
+    dut: Mapped[str | None] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(20))
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    message: Mapped[str | None] = mapped_column(Text)
+    markers: Mapped[list[str]] = mapped_column(Json, default=list)
+
+    run: Mapped[Run] = relationship(back_populates="tests")
+    measurements: Mapped[list[Measurement]] = relationship(back_populates="test", cascade="all, delete-orphan",
+                                                           order_by="Measurement.seq")
+
+
+class Measurement(Base):
+    """One verdict: value, unit, limit, bound, confidence, n, outcome, and its raw-data files."""
+
+    __tablename__ = "measurements"
+    __table_args__ = (Index("ix_measurements_run_name", "run_pk", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    test_pk: Mapped[int] = mapped_column(ForeignKey("tests.id", ondelete="CASCADE"), index=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))  # for cross-run queries
+    dut: Mapped[str | None] = mapped_column(Text)
+    seq: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(Text, index=True)
+    value: Mapped[float | None] = mapped_column(Float)
+    unit: Mapped[str | None] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(40))
+    limit: Mapped[float | None] = mapped_column("limit_value", Float)
+    comparator: Mapped[str | None] = mapped_column(String(4))
+    statistic: Mapped[str | None] = mapped_column(Text)
+    bound: Mapped[float | None] = mapped_column(Float)
+    confidence: Mapped[float | None] = mapped_column(Float)
+    n: Mapped[int | None] = mapped_column(Integer)
+    n_required: Mapped[int | None] = mapped_column(Integer)
+    detail: Mapped[str | None] = mapped_column(Text)
+    extra: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+
+    test: Mapped[TestResult] = relationship(back_populates="measurements")
+    raw_refs: Mapped[list[RawRef]] = relationship(cascade="all, delete-orphan", order_by="RawRef.id")
+
+
+class RawRef(Base):
+    """A raw-data file (relative to the run folder); the file itself stays on disk."""
+
+    __tablename__ = "raw_refs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    measurement_pk: Mapped[int] = mapped_column(ForeignKey("measurements.id", ondelete="CASCADE"), index=True)
+    path: Mapped[str] = mapped_column(Text)

@@ -1,0 +1,75 @@
+"""The store as a RunRecorder sink: every recorder event brings the stored run up to date in one
+transaction, so each test is committed when it ends and a killed run keeps what it finished."""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.store.db import StoreError, describe
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 60.0  # an unreachable database is not retried on every test (each try can take seconds)
+
+
+class StoreSink:
+    """bench.results.ResultSink writing to the results store.
+
+    `target` is an open Store, or a URL/path opened on the first event, so an unreachable
+    database fails the sink (the recorder logs it and keeps results.json) and never the run.
+    Raw data stays in the run folder, <results_dir>/<run_id>; the store keeps that location.
+    """
+
+    def __init__(self, target: Any, results_dir: str | Path | None = None,
+                 retry_after_s: float = RETRY_AFTER_S) -> None:
+        self._target = target
+        self._store: Any = None if isinstance(target, (str, Path)) else target
+        self.results_dir = Path(results_dir) if results_dir is not None else None
+        self.retry_after_s = retry_after_s
+        self._down_since: float | None = None
+        self._down_error: StoreError | None = None
+        self.stored_tests = 0
+
+    def run_updated(self, data: dict[str, Any], event: str, payload: Any) -> None:
+        store = self._open()
+        run_dir = self.results_dir / data["run_id"] if self.results_dir is not None else None
+        try:
+            result = store.sync_run(data, run_dir=run_dir, recorder=(socket.gethostname(), os.getpid()))
+        except StoreError as exc:
+            self._mark_down(exc)
+            folder = run_dir or data["run_id"]
+            raise StoreError(f"{exc.args[0].splitlines()[0]}; the store has {self.stored_tests} of this run's "
+                             f"{len(data.get('tests') or [])} tests, {folder}/results.json has them all",
+                             hint=f"`bench store-import {folder}` adds the rest once the store works") from None
+        if self._down_since is not None:
+            log.warning("results store %s is back: caught up to %d tests", describe(store.url), result.tests_stored)
+        self._down_since = self._down_error = None
+        self.stored_tests = result.tests_stored
+
+    def _open(self) -> Any:
+        if self._down_since is not None and time.monotonic() - self._down_since < self.retry_after_s:
+            raise StoreError(f"results store still unavailable (not retried for {self.retry_after_s:.0f} s): "
+                             f"{self._down_error}")
+        if self._store is None:
+            from bench.store.store import open_store
+
+            try:
+                self._store = open_store(self._target)
+            except StoreError as exc:
+                self._mark_down(exc)
+                raise
+        return self._store
+
+    def _mark_down(self, exc: StoreError) -> None:
+        if self._down_since is None:
+            self._down_error = exc
+        self._down_since = time.monotonic()
+
+    def close(self) -> None:
+        if self._store is not None and self._store is not self._target:
+            self._store.close()
+        self._store = None

@@ -1,0 +1,424 @@
+"""The results store: runs written as they grow (one transaction per test), read back as
+results.json-shaped records, listed, and queried across runs for the compatibility matrix."""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from sqlalchemy import Engine, func, insert, or_, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from bench.matrix import FINGERPRINT_NAMES
+from bench.store import db
+from bench.store.models import (
+    DutUnit,
+    InstrumentUnit,
+    Measurement,
+    RawRef,
+    Run,
+    RunDut,
+    RunInstrument,
+    Station,
+    TestResult,
+)
+
+log = logging.getLogger(__name__)
+
+STALE_AFTER = dt.timedelta(hours=6)  # a "running" run not updated for this long was killed
+
+
+def open_store(url_or_path: str | Path) -> Store:
+    """Open (creating or migrating if needed) the store at a URL or SQLite path.
+
+    Raises StoreError, naming the database and what to do, when it is unreachable, corrupt, not a
+    phonebench store or from a newer phonebench; a database that is not ours is never written to.
+    """
+    url = db.to_url(url_or_path)
+    engine = db.create_store_engine(url)
+    parsed = make_url(db.engine_url(url))
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        path = Path(parsed.database)
+        tables, current = db.inspect_sqlite_file(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise db.StoreError(f"cannot create the folder for results database {path}: {exc}") from None
+    else:
+        tables, current = db.inspect_database(engine, url)
+    try:
+        db.prepare_schema(engine, url, tables, current)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Store(engine, url)
+
+
+def utc(text: str | None) -> dt.datetime | None:
+    """An ISO timestamp as naive UTC (how the store keeps time on every database)."""
+    if not text:
+        return None
+    stamp = dt.datetime.fromisoformat(text)
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return stamp
+
+
+def iso(stamp: dt.datetime | None) -> str | None:
+    return None if stamp is None else stamp.replace(tzinfo=dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def effective_status(status: str, host: str | None, pid: int | None, updated: dt.datetime | None,
+                     now: dt.datetime | None = None) -> str:
+    """"running" as stored is only true while the recording process lives; otherwise the run was
+    killed and is incomplete (everything committed before the kill is kept)."""
+    if status != "running":
+        return status
+    if host is not None and pid is not None and host == socket.gethostname():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "incomplete"
+        except PermissionError:
+            return "running"  # alive, owned by someone else
+        return "running"
+    if updated is None or (now or _now()) - updated > STALE_AFTER:
+        return "incomplete"
+    return "running"
+
+
+@dataclass
+class SyncResult:
+    run_id: str
+    tests_added: int
+    measurements_added: int
+    tests_stored: int
+
+
+@dataclass
+class RunInfo:
+    run_id: str
+    station: str | None
+    status: str  # effective: running, complete, incomplete
+    started: str | None
+    finished: str | None
+    duts: list[str]
+    summary: dict[str, int]
+    run_dir: str | None
+
+
+@dataclass
+class StoredRun:
+    data: dict[str, Any]  # the results.json shape
+    run_dir: Path | None
+
+
+@dataclass
+class DutSighting:
+    """One DUT in one run, for the matrix."""
+
+    run_id: str
+    started: dt.datetime | None
+    dut: str
+    serial: str | None
+    soc: str
+    microcode: str | None
+
+
+@dataclass
+class VerdictFact:
+    """One matrix-relevant verdict of one DUT in one run."""
+
+    run_id: str
+    started: dt.datetime | None
+    dut: str
+    name: str
+    outcome: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Store:
+    """One results database. Thread-compatible, not thread-safe: one Store per thread."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self.engine = engine
+        self.url = url
+
+    def __repr__(self) -> str:
+        return f"Store({db.describe(self.url)})"
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def sink(self, results_dir: str | Path | None = None) -> Any:
+        from bench.store.sink import StoreSink
+
+        return StoreSink(self, results_dir)
+
+    # --- writing ----------------------------------------------------------------------------
+    def sync_run(self, data: dict[str, Any], run_dir: str | Path | None = None,
+                 recorder: tuple[str, int] | None = None) -> SyncResult:
+        """Bring the stored run up to date with a results.json record in one transaction: run,
+        station, DUTs and instruments upserted, tests not stored yet appended. Idempotent, so a
+        sink that missed events (database briefly down) catches up on the next one."""
+        for attempt in (1, 2):
+            try:
+                with Session(self.engine, expire_on_commit=False) as session, session.begin():
+                    return self._sync(session, data, run_dir, recorder)
+            except IntegrityError as exc:
+                if attempt == 2:
+                    raise db.database_error(exc, self.url) from None
+                log.debug("concurrent insert of a shared row (station, unit); retrying")  # another station won
+            except DBAPIError as exc:
+                raise db.database_error(exc, self.url) from None
+        raise AssertionError("unreachable")
+
+    def _sync(self, s: Session, data: dict[str, Any], run_dir: str | Path | None,
+              recorder: tuple[str, int] | None) -> SyncResult:
+        run = s.scalar(select(Run).where(Run.run_id == data["run_id"]))
+        station = data.get("station") or {}
+        station_row = self._station(s, station) if station.get("name") else None
+        if run is None:
+            run = Run(run_id=data["run_id"])
+            s.add(run)
+        run.station = station_row
+        run.status = data.get("status") or "running"
+        run.started = utc(data.get("started"))
+        run.finished = utc(data.get("finished"))
+        run.code_version = data.get("code_version")
+        run.station_record = station
+        run.summary = data.get("summary") or {}
+        run.updated = _now()
+        if run_dir is not None:
+            run.run_dir = str(Path(run_dir).resolve())
+        if recorder is not None:
+            run.recorder_host, run.recorder_pid = recorder
+        s.flush()
+        duts = self._sync_duts(s, run, data.get("duts") or {})
+        self._sync_instruments(s, run, data.get("instruments") or {})
+        stored = s.scalar(select(func.count()).select_from(TestResult).where(TestResult.run_pk == run.id)) or 0
+        tests = data.get("tests") or []
+        added_measurements = 0
+        for seq in range(stored, len(tests)):
+            added_measurements += self._add_test(s, run, seq, tests[seq], duts)
+        return SyncResult(run.run_id, len(tests) - stored, added_measurements, len(tests))
+
+    def _station(self, s: Session, record: dict[str, Any]) -> Station:
+        station = s.scalar(select(Station).where(Station.name == record["name"]))
+        if station is None:
+            station = Station(name=record["name"])
+            s.add(station)
+        station.host = record.get("host")
+        station.location = record.get("location")
+        return station
+
+    def _sync_duts(self, s: Session, run: Run, duts: dict[str, Any]) -> dict[str, RunDut]:
+        existing = {d.name: d for d in s.scalars(select(RunDut).where(RunDut.run_pk == run.id))}
+        for name, ident in duts.items():
+            row = existing.get(name)
+            if row is not None and row.identity == ident:
+                continue
+            if row is None:
+                row = existing[name] = RunDut(run_pk=run.id, name=name)
+                s.add(row)
+            serial = ident.get("serial") or None
+            row.identity = ident
+            row.address = ident.get("address")
+            row.serial = serial
+            row.soc_manufacturer = ident.get("soc_manufacturer")
+            row.soc_model = ident.get("soc_model")
+            row.build_fingerprint = ident.get("build_fingerprint")
+            row.runtime_version = ident.get("runtime_version")
+            row.microcode = ident.get("microcode")
+            row.error = ident.get("error")
+            row.unit_id = self._dut_unit(s, ident).id if serial else None
+        return existing
+
+    def _dut_unit(self, s: Session, ident: dict[str, Any]) -> DutUnit:
+        unit = s.scalar(select(DutUnit).where(DutUnit.serial == ident["serial"]))
+        if unit is None:
+            unit = DutUnit(serial=ident["serial"])
+            s.add(unit)
+        unit.soc_manufacturer = ident.get("soc_manufacturer")
+        unit.soc_model = ident.get("soc_model")
+        unit.product_model = ident.get("product_model")
+        s.flush()
+        return unit
+
+    def _sync_instruments(self, s: Session, run: Run, instruments: dict[str, Any]) -> None:
+        existing = {i.role: i for i in s.scalars(select(RunInstrument).where(RunInstrument.run_pk == run.id))}
+        for role, record in instruments.items():
+            row = existing.get(role)
+            ident = record.get("identity") or {}
+            if row is not None and row.identity == ident and row.calibration == record.get("calibration") \
+                    and row.address == record.get("address"):
+                continue
+            if row is None:
+                row = RunInstrument(run_pk=run.id, role=role)
+                s.add(row)
+            row.family = record.get("family")
+            row.address = record.get("address")
+            row.attached_to = record.get("attached_to")
+            row.identity = ident
+            row.firmware = ident.get("firmware")
+            row.calibration = record.get("calibration")
+            row.unit_id = None
+            if ident.get("manufacturer") and ident.get("model") and ident.get("serial"):
+                row.unit_id = self._instrument_unit(s, ident).id
+
+    def _instrument_unit(self, s: Session, ident: dict[str, Any]) -> InstrumentUnit:
+        key = (ident["manufacturer"], ident["model"], ident["serial"])
+        unit = s.scalar(select(InstrumentUnit).where(InstrumentUnit.manufacturer == key[0],
+                                                     InstrumentUnit.model == key[1],
+                                                     InstrumentUnit.serial == key[2]))
+        if unit is None:
+            unit = InstrumentUnit(manufacturer=key[0], model=key[1], serial=key[2])
+            s.add(unit)
+            s.flush()
+        return unit
+
+    def _add_test(self, s: Session, run: Run, seq: int, test: dict[str, Any], duts: dict[str, RunDut]) -> int:
+        # Bulk inserts, not ORM objects: a test can carry thousands of verdicts and the sink
+        # writes each test inside the run's critical path.
+        test_pk = s.scalar(insert(TestResult).returning(TestResult.id), [{
+            "run_pk": run.id, "seq": seq, "nodeid": test["nodeid"], "dut": test.get("dut"),
+            "outcome": test["outcome"], "duration_s": test.get("duration_s"), "message": test.get("message") or "",
+            "markers": list(test.get("markers") or [])}])
+        verdicts = test.get("verdicts") or []
+        if not verdicts:
+            return 0
+        rows = [{"test_pk": test_pk, "run_pk": run.id, "dut": test.get("dut"), "seq": index, "name": v["name"],
+                 "value": v.get("value"), "unit": v.get("unit"), "outcome": v["outcome"], "limit": v.get("limit"),
+                 "comparator": v.get("comparator"), "statistic": v.get("statistic"), "bound": v.get("bound"),
+                 "confidence": v.get("confidence"), "n": v.get("n"), "n_required": v.get("n_required"),
+                 "detail": v.get("detail") or "", "extra": v.get("extra") or {}} for index, v in enumerate(verdicts)]
+        ids = s.scalars(insert(Measurement).returning(Measurement.id, sort_by_parameter_order=True), rows).all()
+        raw = [{"measurement_pk": pk, "path": path} for pk, v in zip(ids, verdicts) for path in v.get("raw") or []]
+        if raw:
+            s.execute(insert(RawRef), raw)
+        for v in verdicts:
+            if v["name"] in FINGERPRINT_NAMES and test.get("dut") in duts:
+                duts[test["dut"]].fingerprint = v.get("extra") or {}
+        return len(rows)
+
+    def import_folder(self, folder: str | Path) -> list[SyncResult]:
+        """Import a run folder (with results.json), or every run folder inside a folder."""
+        from bench.store.importer import import_folder
+
+        return import_folder(self, Path(folder))
+
+    # --- reading ----------------------------------------------------------------------------
+    def list_runs(self, limit: int | None = 50, station: str | None = None) -> list[RunInfo]:
+        with Session(self.engine) as s:
+            query = select(Run).options(selectinload(Run.duts), selectinload(Run.station)) \
+                .order_by(Run.started.desc(), Run.id.desc())
+            if station:
+                query = query.join(Station).where(Station.name == station)
+            if limit:
+                query = query.limit(limit)
+            try:
+                runs = list(s.scalars(query))
+            except DBAPIError as exc:
+                raise db.database_error(exc, self.url) from None
+            now = _now()
+            return [RunInfo(run_id=r.run_id, station=r.station.name if r.station else None,
+                            status=effective_status(r.status, r.recorder_host, r.recorder_pid, r.updated, now),
+                            started=iso(r.started), finished=iso(r.finished), duts=[d.name for d in r.duts],
+                            summary=dict(r.summary or {}), run_dir=r.run_dir) for r in runs]
+
+    def load_run(self, run_id: str) -> StoredRun:
+        """A stored run in the results.json shape; run_id "latest" is the newest run."""
+        with Session(self.engine) as s:
+            query = select(Run).options(
+                selectinload(Run.duts), selectinload(Run.instruments),
+                selectinload(Run.tests).selectinload(TestResult.measurements).selectinload(Measurement.raw_refs))
+            if run_id == "latest":
+                query = query.order_by(Run.started.desc(), Run.id.desc()).limit(1)
+            else:
+                query = query.where(Run.run_id == run_id)
+            try:
+                run = s.scalar(query)
+            except DBAPIError as exc:
+                raise db.database_error(exc, self.url) from None
+            if run is None:
+                raise db.StoreError(f"no run {run_id!r} in results store {db.describe(self.url)}",
+                                    hint="`bench runs` lists the stored runs; `bench store-import FOLDER` adds a "
+                                         "run recorded while the store was unreachable")
+            return StoredRun(data=_run_record(run), run_dir=Path(run.run_dir) if run.run_dir else None)
+
+    def dut_sightings(self, before: dt.datetime | None = None) -> list[DutSighting]:
+        query = select(Run.run_id, Run.started, RunDut.name, RunDut.serial, RunDut.soc_manufacturer,
+                       RunDut.soc_model, RunDut.microcode).join(Run, RunDut.run_pk == Run.id) \
+            .where(RunDut.error.is_(None)).order_by(Run.started, Run.id)
+        if before is not None:
+            query = query.where(Run.started < before)
+        rows = self._rows(query)
+        return [DutSighting(run_id=r[0], started=r[1], dut=r[2], serial=r[3], soc=_soc(r[4], r[5]), microcode=r[6])
+                for r in rows]
+
+    def verdict_facts(self, exact: Iterable[str], prefixes: Iterable[str],
+                      before: dt.datetime | None = None) -> list[VerdictFact]:
+        """Verdicts named exactly one of `exact` or starting with one of `prefixes`, oldest run first."""
+        names = [Measurement.name.in_(list(exact))] + [Measurement.name.startswith(p, autoescape=True)
+                                                        for p in prefixes]
+        query = select(Run.run_id, Run.started, Measurement.dut, Measurement.name, Measurement.outcome,
+                       Measurement.extra).join(Run, Measurement.run_pk == Run.id) \
+            .where(Measurement.dut.is_not(None), or_(*names)).order_by(Run.started, Run.id)
+        if before is not None:
+            query = query.where(Run.started < before)
+        return [VerdictFact(run_id=r[0], started=r[1], dut=r[2], name=r[3], outcome=r[4], extra=r[5] or {})
+                for r in self._rows(query)]
+
+    def _rows(self, query: Any) -> list[Any]:
+        try:
+            with self.engine.connect() as conn:
+                return list(conn.execute(query))
+        except DBAPIError as exc:
+            raise db.database_error(exc, self.url) from None
+
+
+def _soc(manufacturer: str | None, model: str | None) -> str:
+    return " ".join(p for p in (manufacturer, model) if p) or "(unknown SoC)"
+
+
+def _run_record(run: Run) -> dict[str, Any]:
+    from bench.results import SCHEMA
+
+    return {
+        "schema": SCHEMA, "run_id": run.run_id,
+        "status": effective_status(run.status, run.recorder_host, run.recorder_pid, run.updated),
+        "started": iso(run.started), "finished": iso(run.finished), "code_version": run.code_version,
+        "station": dict(run.station_record or {}),
+        "duts": {d.name: dict(d.identity or {}) for d in run.duts},
+        "instruments": {i.role: {"family": i.family, "address": i.address, "attached_to": i.attached_to,
+                                 "identity": dict(i.identity or {}),
+                                 **({"calibration": i.calibration} if i.calibration is not None else {})}
+                        for i in run.instruments},
+        "tests": [{"nodeid": t.nodeid, "dut": t.dut, "outcome": t.outcome, "duration_s": t.duration_s,
+                   "message": t.message or "", "markers": list(t.markers or []),
+                   "verdicts": [_verdict_record(m) for m in t.measurements]} for t in run.tests],
+        "summary": dict(run.summary or {}),
+    }
+
+
+def _verdict_record(m: Measurement) -> dict[str, Any]:
+    return {"name": m.name, "value": m.value, "unit": m.unit, "outcome": m.outcome, "limit": m.limit,
+            "comparator": m.comparator, "statistic": m.statistic, "bound": m.bound, "confidence": m.confidence,
+            "n": m.n, "n_required": m.n_required, "detail": m.detail or "", "raw": [r.path for r in m.raw_refs],
+            "extra": dict(m.extra or {})}

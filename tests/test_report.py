@@ -1,0 +1,168 @@
+"""report.html: summary first, per-check statistics and plots drawn from the raw data with the
+limit and bound, one self-contained file, every device or instrument string escaped."""
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.report import ReportError, render_html, render_run
+from bench.report.example import ExampleDut, ExampleRun, write_example_run
+from bench.results import RunRecorder, TestRecord
+from bench.store import open_store
+from bench.verdict import compare
+
+XSS_DUT = "<script>alert(1)</script>"
+XSS_MICROCODE = 'mc "quoted" & <b>amp</b> \'single\''
+XSS_INSTRUMENT = '<img src=x onerror="alert(2)">'
+
+
+class Page(HTMLParser):
+    """Every tag and attribute of a page, and its text, as a browser's parser would see them."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def count(self, tag: str) -> int:
+        return sum(1 for t, _ in self.tags if t == tag)
+
+    @property
+    def all_text(self) -> str:
+        return "".join(self.text)
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("reports")
+    duts = [ExampleDut(), ExampleDut(name=XSS_DUT, serial="EMU2", microcode=XSS_MICROCODE, fingerprint="mismatch",
+                                     rule="wrap", latency_ok=False)]
+    rec = write_example_run(folder, "r1", ExampleRun(duts=duts))
+    data = json.loads(rec.results_path.read_text())
+    data["instruments"]["scope"]["identity"]["model"] = XSS_INSTRUMENT
+    rec.results_path.write_text(json.dumps(data))
+    render_run(rec.run_dir)
+    return rec.run_dir
+
+
+def test_summary_comes_first_with_counts_per_dut_and_check(hostile_run):
+    html = (hostile_run / "report.html").read_text()
+    assert html.index('id="summary"') < html.index('id="checks"') < html.index('id="fingerprints"') \
+        < html.index('id="tests"')
+    assert "Checks failed" in html
+    text = Page(html).all_text
+    assert "Per DUT" in text and "Per check" in text
+    assert "voice_latency_p99" in text and "power_sustained_mean" in text
+
+
+def test_every_plot_is_drawn_inline_with_its_limit_and_bound(hostile_run):
+    html = (hostile_run / "report.html").read_text()
+    page = Page(html)
+    figures = [a.get("class", "") for t, a in page.tags if t == "figure"]
+    assert sorted(figures) == sorted(["plot plot-samples", "plot plot-trace", "plot plot-trace", "plot plot-sweep"] * 2)
+    assert page.count("svg") == 8
+    assert "limit &lt;= 410 ms" in html  # the latency limit in the samples plot's legend
+    assert "bound @ 95%" in html
+    assert "sustained average" in html
+    assert "redundancy on" in html
+    assert "hotspot A" in html and "hotspot B" in html
+    ids = [a["id"] for _, a in page.tags if a.get("id")]
+    assert len(ids) == len(set(ids)), "SVG ids must not collide between plots"
+
+
+def test_the_report_is_self_contained(hostile_run):
+    html = (hostile_run / "report.html").read_text()
+    page = Page(html)
+    assert page.count("script") == 0 and page.count("link") == 0 and page.count("img") == 0
+    for tag, attrs in page.tags:
+        for name in ("src", "href", "xlink:href"):
+            value = attrs.get(name)
+            assert value is None or value.startswith("#"), f"<{tag} {name}={value!r}> loads something"
+    assert "http://" not in html and "https://" not in html
+    assert html.count("url(") == html.count("url(#")  # only references inside the page
+    assert any(a.get("http-equiv") == "Content-Security-Policy" for t, a in page.tags if t == "meta")
+
+
+def test_device_and_instrument_strings_are_escaped(hostile_run):
+    html = (hostile_run / "report.html").read_text()
+    page = Page(html)
+    assert XSS_DUT not in html and XSS_INSTRUMENT not in html and XSS_MICROCODE not in html
+    assert page.count("script") == 0 and page.count("img") == 0 and page.count("b") == 0
+    assert not [a for _, attrs in page.tags for a in attrs if a.startswith("on")]
+    text = page.all_text
+    assert XSS_DUT in text and XSS_MICROCODE in text and XSS_INSTRUMENT in text  # shown, literally
+
+
+def test_fingerprint_table_shows_rule_width_profile_adapter_and_bit_exactness(hostile_run):
+    html = (hostile_run / "report.html").read_text()
+    section = html[html.index('id="fingerprints"'):html.index('id="station"')]
+    text = Page(section).all_text
+    for expected in ("saturate", "wrap", "20 bits", "npu-mc 4.2.1-MP", "known", "mismatch", "pass"):
+        assert expected in text
+
+
+def test_an_unfinished_run_says_so(tmp_path):
+    rec = write_example_run(tmp_path, "r1", ExampleRun(finish=False))
+    html = render_run(rec.run_dir).read_text()
+    assert "did not finish (running)" in html
+
+
+def test_missing_or_misplaced_raw_data_is_named_not_fatal(tmp_path):
+    rec = RunRecorder(tmp_path, {"name": "s"}, run_id="r1")
+    outside = tmp_path / "outside.npz"
+    np.savez(outside, samples=np.arange(10.0))
+    rec.add_test(TestRecord("t::a", None, "passed", 0.1, verdicts=[
+        compare("voice_latency_p99", 1.0, "ms", 2.0, raw=["raw/gone.npz"], extra={"plot": "samples"}),
+        compare("x", 1.0, "ms", 2.0, raw=["../outside.npz"], extra={"plot": "samples"}),
+        compare("y", 1.0, "ms", 2.0, extra={"plot": "spiral"}),
+    ]))
+    rec.finish()
+    html = render_run(rec.run_dir).read_text()
+    assert "raw/gone.npz (missing)" in html
+    assert "../outside.npz (outside the run folder, not read)" in html
+    assert "unknown plot kind &#39;spiral&#39;" in html
+    assert "<svg" not in html
+
+
+def test_long_traces_are_thinned_but_keep_their_peaks(tmp_path):
+    rec = RunRecorder(tmp_path, {"name": "s"}, run_id="r1")
+    t = np.arange(200_000) / 5000.0
+    y = np.full(t.size, 4.0)
+    y[123_457] = 9.75  # one spike in 200 k samples: the envelope must keep it
+    raw = rec.save_raw("t::a", "power", {"t": t, "y": y})
+    rec.add_test(TestRecord("t::a", None, "passed", 0.1, verdicts=[
+        compare("power_peak", 9.75, "W", 10.0, raw=[raw], extra={"plot": "trace"})]))
+    rec.finish()
+    html = render_run(rec.run_dir).read_text()
+    assert len(html) < 400_000
+    from bench.report.plots import _envelope
+    _, kept = _envelope(t, y)
+    assert kept.max() == 9.75 and kept.size <= 2000
+
+
+def test_the_store_renders_the_same_report_as_the_folder(tmp_path):
+    store = open_store(tmp_path / "r.sqlite")
+    rec = write_example_run(tmp_path, "r1", ExampleRun(duts=[ExampleDut(), ExampleDut(name="bay2", serial="B")]),
+                            sinks=[store.sink(tmp_path)])
+    stored = store.load_run("r1")
+    from_folder = render_html(json.loads(rec.results_path.read_text()), rec.run_dir)
+    assert render_html(stored.data, stored.run_dir) == from_folder
+
+
+def test_a_run_folder_without_results_is_a_clear_error(tmp_path):
+    with pytest.raises(ReportError, match="results.json does not exist"):
+        render_run(tmp_path)
+    (tmp_path / "results.json").write_text("{not json")
+    with pytest.raises(ReportError, match="cannot be read"):
+        render_run(tmp_path)

@@ -1,0 +1,176 @@
+"""The results store on a real PostgreSQL server: a private cluster started for these tests
+(bench.store.testing.ScratchPostgres: initdb + pg_ctl from Debian's `postgresql` package) on a
+unix socket in a temporary folder."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine, text
+
+from bench.matrix import build_matrix
+from bench.report.example import ExampleDut, ExampleRun, write_example_run
+from bench.results import RunRecorder, TestRecord
+from bench.store import StoreError, StoreSink, open_store
+from bench.store.db import VERSION_TABLE
+from bench.store.models import Base
+from bench.store.testing import ScratchPostgres, postgres_bindir
+from bench.verdict import compare
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ScratchPostgres]:
+    if postgres_bindir() is None:
+        if os.environ.get("CI"):  # CI installs it (make system-deps): absent there is a failure, not a skip
+            pytest.fail("PostgreSQL server binaries absent on CI: `make system-deps` should have installed them")
+        pytest.skip("PostgreSQL server binaries absent (Debian package `postgresql`; `make system-deps` installs it)")
+    with ScratchPostgres() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(cluster: ScratchPostgres, request: pytest.FixtureRequest) -> str:
+    return cluster.create_database(request.node.name.replace("[", "_").replace("]", "")[:60])
+
+
+def test_a_recorded_run_reads_back_exactly(pg_url, tmp_path):
+    with open_store(pg_url) as store:
+        duts = [ExampleDut(), ExampleDut(name="<script>alert(1)</script>", serial="E2",
+                                         microcode='mc "q" & <x>', fingerprint="mismatch")]
+        rec = write_example_run(tmp_path, "run-pg", ExampleRun(duts=duts, extra_checks=3),
+                                sinks=[store.sink(tmp_path)])
+        assert rec.sink_errors == []
+        assert store.load_run("run-pg").data == json.loads(rec.results_path.read_text())
+        assert [r.run_id for r in store.list_runs()] == ["run-pg"]
+
+
+def test_migrations_match_the_models_on_postgresql(pg_url):
+    with open_store(pg_url) as store, store.engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True, "version_table": VERSION_TABLE})
+        assert compare_metadata(context, Base.metadata) == []
+    with open_store(pg_url) as again:  # opening a current store changes nothing
+        assert again.list_runs() == []
+
+
+KILLED_RUN = textwrap.dedent("""
+    import sys, time
+    from bench.results import RunRecorder, TestRecord
+    from bench.store import StoreSink
+    from bench.verdict import compare
+    url, folder = sys.argv[1], sys.argv[2]
+    rec = RunRecorder(folder, {"name": "rack"}, run_id="killed", sinks=[StoreSink(url, folder)])
+    rec.add_dut("bay1", {"name": "bay1", "serial": "S1", "soc_model": "SM8650", "microcode": "mc"})
+    for i in range(3):
+        rec.add_test(TestRecord(f"t::{i}", "bay1", "passed", 0.1, verdicts=[compare("power_mean", 4.0, "W", 4.2)]))
+    assert not rec.sink_errors, rec.sink_errors
+    print("ready", flush=True)
+    time.sleep(120)  # killed here, mid-run
+""")
+
+
+def test_a_killed_run_keeps_its_finished_tests_and_shows_incomplete(pg_url, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, pg_url, str(tmp_path)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
+    with open_store(pg_url) as store:
+        [info] = store.list_runs()
+        stored = store.load_run("killed")
+    assert info.status == "incomplete" and stored.data["status"] == "incomplete"
+    assert [t["nodeid"] for t in stored.data["tests"]] == ["t::0", "t::1", "t::2"]
+
+
+def test_matrix_from_postgresql(pg_url, tmp_path):
+    with open_store(pg_url) as store:
+        write_example_run(tmp_path, "r1", ExampleRun(duts=[ExampleDut(), ExampleDut(
+            name="bay2", serial="E2", microcode="mc-X", fingerprint="unknown")]), sinks=[store.sink(tmp_path)])
+        matrix = build_matrix(store)
+    assert [(r.microcode, r.fingerprint) for r in matrix.rows] == [("mc-X", "unknown"), ("npu-mc 4.2.1-MP", "known")]
+    assert matrix.rows[1].cells["latency"].outcome == "pass"
+
+
+def test_concurrent_stations_share_one_database(pg_url, tmp_path):
+    """Two recorders (two stations' runs) writing at once: shared rows (station, DUT unit) race."""
+    import threading
+
+    errors: list[str] = []
+
+    def record(run_id: str) -> None:
+        with open_store(pg_url) as store:
+            rec = write_example_run(tmp_path, run_id, sinks=[store.sink(tmp_path)])
+            errors.extend(rec.sink_errors)
+
+    threads = [threading.Thread(target=record, args=(f"r{i}",)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    with open_store(pg_url) as store:
+        assert sorted(r.run_id for r in store.list_runs()) == ["r0", "r1", "r2"]
+
+
+def test_a_foreign_postgresql_database_is_refused_untouched(cluster, pg_url):
+    engine = create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://"))
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE invoices (id integer primary key, total real)"))
+        conn.execute(text("INSERT INTO invoices VALUES (1, 9.5)"))
+    with pytest.raises(StoreError, match="not a phonebench store .*invoices"):
+        open_store(pg_url)
+    with engine.connect() as conn:
+        tables = set(conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars())
+    engine.dispose()
+    assert tables == {"invoices"}
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_postgresql_is_a_clear_error(tmp_path):
+    url = f"postgresql://bench:secret@127.0.0.1:{_closed_port()}/bench"
+    with pytest.raises(StoreError) as err:
+        open_store(url)
+    message = str(err.value)
+    assert "cannot use PostgreSQL results store" in message and "127.0.0.1" in message
+    assert "secret" not in message  # the password is never printed
+    assert "bench store-import" in message
+
+
+def test_unreachable_postgresql_costs_the_run_nothing(tmp_path):
+    sink = StoreSink(f"postgresql://bench@127.0.0.1:{_closed_port()}/bench", tmp_path)
+    rec = RunRecorder(tmp_path, {"name": "s"}, run_id="r1", sinks=[sink])
+    rec.add_dut("bay1", {"name": "bay1", "serial": "X"})
+    rec.add_test(TestRecord("t::a", "bay1", "passed", 0.1, verdicts=[compare("v", 1.0, "ms", 2.0)]))
+    rec.finish()
+    data = json.loads(rec.results_path.read_text())
+    assert data["status"] == "complete" and len(data["tests"]) == 1
+    assert "cannot use PostgreSQL results store" in rec.sink_errors[0]
+    assert all("not retried" in e for e in rec.sink_errors[1:])
+
+
+def test_runs_made_while_postgresql_was_down_are_imported(pg_url, tmp_path):
+    rec = write_example_run(tmp_path, "offline")
+    with open_store(pg_url) as store:
+        [result] = store.import_folder(rec.run_dir)
+        assert result.tests_added == 5
+        assert store.load_run("offline").data == json.loads(rec.results_path.read_text())
