@@ -1,0 +1,408 @@
+"""Statistics for verdicts: each one decides on a confidence bound, never on a bare estimate.
+
+Decision rules (field notes, "Statistics for verdicts"):
+
+- percentile: distribution-free order-statistic bound, the MLPerf LoadGen early-stopping rule.
+  "p of the population meets the limit" holds at confidence c when the number of samples beyond
+  the limit is at most t, the largest integer with P[Binomial(N, 1 - p) <= t] <= 1 - c.
+- std: chi-square upper (or lower) bound, normal assumption: sigma <= s * sqrt((n-1) / chi2_{1-c, n-1}).
+- mean: one-sided Student-t bound.
+- proportion: exact one-sided Clopper-Pearson bound.
+- too few samples to ever pass at this confidence -> Outcome.INSUFFICIENT, never a pass.
+
+Autocorrelated samples (token latencies within a run drift together) are not N independent
+trials. We use an *effective sample size* from the measured autocorrelation instead of a block
+bootstrap: it is deterministic (a verdict recomputed from the raw data is identical), it costs
+one FFT, it falls back to exactly the independent-sample rule on white noise, and the effective
+count n_eff slots straight into the same chi-square / t / binomial rules, so "how sure" is
+reported in one number a reader can check. For a mean n_eff = N / (1 + 2 sum rho_k); for a
+percentile the same, with rho measured on the indicator "sample beyond the p-quantile" (what
+the binomial rule counts); for a variance n_eff = N / (1 + 2 sum rho_k^2) (Bartlett's formula
+for a Gaussian process); the sums run over the lags before the autocorrelation first drops
+inside the white-noise band 2/sqrt(N). With ``independence="run"`` the samples come as a list
+of runs: the autocorrelation is pooled within runs around the grand mean, so run-to-run level
+shifts lower n_eff towards the number of runs; a mean uses the run means themselves (t over
+runs). On AR(1) series (tests/test_stats.py) the naive 95 % bounds cover the truth ~70 % of
+the time, these ~92-96 %.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import signal
+from scipy import stats as sps
+
+from bench.verdict import COMPARATORS, Outcome, Verdict
+
+log = logging.getLogger(__name__)
+
+Independence = Literal["sample", "block", "run"]
+INDEPENDENCE: tuple[str, ...] = ("sample", "block", "run")
+Samples = ArrayLike | Sequence[ArrayLike]  # one series, or a list of runs
+MIN_RUNS = 5  # fewer runs cannot show run-to-run variation
+
+
+# --------------------------------------------------------------------------- sample counts
+
+@lru_cache(maxsize=4096)
+def max_exceedances(n: int, p: float, confidence: float) -> int:
+    """Largest t with P[Binomial(n, 1 - p) <= t] <= 1 - confidence; -1 when even 0 is too many."""
+    _check_fraction("p", p)
+    _check_fraction("confidence", confidence)
+    if n <= 0:
+        return -1
+    alpha = 1.0 - confidence
+    k = int(sps.binom.ppf(alpha, n, 1.0 - p))  # smallest k with cdf(k) >= alpha
+    while k >= 0 and sps.binom.cdf(k, n, 1.0 - p) > alpha:
+        k -= 1
+    while k + 1 <= n and sps.binom.cdf(k + 1, n, 1.0 - p) <= alpha:
+        k += 1
+    return k
+
+
+@lru_cache(maxsize=256)
+def min_samples_percentile(p: float, confidence: float, exceedances: int = 0) -> int:
+    """Smallest N at which a percentile claim can pass with `exceedances` samples beyond the limit."""
+    _check_fraction("p", p)
+    _check_fraction("confidence", confidence)
+    lo, hi = 0, 1  # max_exceedances is non-decreasing in n: bracket, then bisect
+    while max_exceedances(hi, p, confidence) < exceedances:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if max_exceedances(mid, p, confidence) >= exceedances else (mid, hi)
+    return hi
+
+
+def std_bound_factor(n: float, confidence: float, side: Literal["upper", "lower"] = "upper") -> float:
+    """sigma bound / s for n (effective) samples: sqrt((n-1) / chi2 quantile); 1.134 at n=100, 95 %."""
+    _check_fraction("confidence", confidence)
+    if n < 2:
+        return math.inf if side == "upper" else 0.0
+    q = 1.0 - confidence if side == "upper" else confidence
+    return math.sqrt((n - 1) / sps.chi2.ppf(q, n - 1))
+
+
+def min_samples_std(ratio: float, confidence: float) -> int:
+    """Smallest n whose upper std bound factor is <= ratio (= limit / the sigma you expect)."""
+    if ratio <= 1.0:
+        raise ValueError(f"ratio must be > 1 (limit / expected sigma), got {ratio}")
+    n = 2
+    while std_bound_factor(n * 2, confidence) > ratio:
+        n *= 2
+    lo, hi = n, n * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if std_bound_factor(mid, confidence) <= ratio else (mid, hi)
+    return hi if std_bound_factor(lo, confidence) > ratio else lo
+
+
+def clopper_pearson(successes: int, n: int, confidence: float,
+                    side: Literal["lower", "upper"] = "lower") -> float:
+    """Exact one-sided Clopper-Pearson bound on a success probability."""
+    _check_fraction("confidence", confidence)
+    if n <= 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n > 0, got {successes}/{n}")
+    alpha = 1.0 - confidence
+    if side == "lower":
+        return 0.0 if successes == 0 else float(sps.beta.ppf(alpha, successes, n - successes + 1))
+    return 1.0 if successes == n else float(sps.beta.ppf(confidence, successes + 1, n - successes))
+
+
+@lru_cache(maxsize=256)
+def min_samples_proportion(limit: float, confidence: float, comparator: str = ">=") -> int:
+    """Smallest n at which a flawless record (all successes, or no failures) passes."""
+    _check_fraction("limit", limit)
+    side = _side(comparator)
+    n = max(1, math.floor(math.log(1.0 - confidence) / math.log(limit if side == "lower" else 1.0 - limit)) - 1)
+    while True:
+        bound = clopper_pearson(n if side == "lower" else 0, n, confidence, side)
+        if COMPARATORS[comparator](bound, limit):
+            return n
+        n += 1
+
+
+# --------------------------------------------------------------------------- independence
+
+@dataclass(frozen=True)
+class EffectiveSize:
+    """How many independent samples a series is worth."""
+
+    n: int  # samples given
+    n_eff: float  # independent samples they are worth
+    tau: float  # n / n_eff (1 for independent samples)
+    lags: int  # autocorrelation lags summed
+    runs: int  # runs given (1 for a single series)
+    method: str
+
+
+def effective_sample_size(samples: Samples, kind: Literal["mean", "variance"] = "mean",
+                          independence: Independence = "block") -> EffectiveSize:
+    """Effective sample size of one series ("block") or of a list of runs ("run").
+
+    kind="mean" applies to means and exceedance fractions, kind="variance" to a standard
+    deviation. independence="sample" trusts the samples as independent (n_eff = n).
+    """
+    flat, runs = _normalise(samples)
+    n = flat.size
+    if independence == "sample" or n < 3:
+        return EffectiveSize(n, float(n), 1.0, 0, len(runs), "independent samples")
+    if independence not in INDEPENDENCE:
+        raise ValueError(f"independence must be one of {INDEPENDENCE}, got {independence!r}")
+    if independence == "block":
+        runs = [flat]
+    grand = flat.mean()
+    longest = max(r.size for r in runs)
+    acov = np.zeros(longest)
+    for r in runs:
+        rc = r - grand
+        acov[:r.size] += signal.correlate(rc, rc, mode="full", method="fft")[r.size - 1:]
+    if acov[0] <= 0:  # constant data: nothing to correlate
+        return EffectiveSize(n, float(n), 1.0, 0, len(runs), "constant samples")
+    rho = acov[1:] / acov[0]
+    inside = np.nonzero(rho < 2.0 / math.sqrt(n))[0]  # first lag inside the white-noise band
+    lags = int(inside[0]) if inside.size else rho.size
+    head = rho[:lags]
+    tau = 1.0 + 2.0 * float(np.sum(head if kind == "mean" else head * head))
+    method = f"autocorrelation over {lags} lags"
+    if independence == "run":
+        method += f", pooled within {len(runs)} runs"
+    return EffectiveSize(n, max(1.0, n / tau), max(1.0, tau), lags, len(runs), method)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+def percentile_verdict(name: str, samples: Samples, *, p: float, limit: float | None, unit: str,
+                       confidence: float = 0.95, comparator: str = "<=", min_samples: int = 0,
+                       independence: Independence = "sample", min_runs: int = MIN_RUNS) -> Verdict:
+    """Fraction p of the population meets the limit: for "<=" the p-quantile is <= limit.
+
+    For ">=" / ">" the (1 - p)-quantile is >= limit (p of the samples are at least the limit).
+    +inf (a timeout) counts as beyond an upper limit; NaN makes the verdict INVALID.
+    """
+    side = _side(comparator)
+    statistic = _percentile_label(p)
+    flat, runs = _normalise(samples)
+    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic,
+                confidence=confidence, n=int(flat.size))
+    if np.isnan(flat).any():
+        return _invalid(base, f"{int(np.isnan(flat).sum())} NaN samples")
+    if side == "upper" and np.isneginf(flat).any() or side == "lower" and np.isposinf(flat).any():
+        return _invalid(base, "infinite samples on the good side of the limit")
+    # Mirror a lower-side claim onto the upper side: the rule then reads the same for both.
+    sign = 1.0 if side == "upper" else -1.0
+    ordered = np.sort(sign * flat)
+    q = float(np.quantile(ordered, p, method="inverted_cdf"))
+    # Independence that matters here is that of "beyond the p-quantile" events, so the
+    # autocorrelation is measured on that indicator (it works for timeouts, too).
+    indicator = [(sign * r > q).astype(float) for r in runs]
+    eff = effective_sample_size(indicator if len(runs) > 1 else indicator[0], "mean", independence)
+    n_min = min_samples_percentile(p, confidence)
+    n_required = max(min_samples, math.ceil(n_min * eff.tau))
+    value = sign * q
+    n_eff = int(math.floor(eff.n_eff))
+    t_eff = max_exceedances(n_eff, p, confidence)
+    allowed = -1 if t_eff < 0 else int(math.floor(t_eff * eff.tau + 1e-9))
+    bound = None
+    if 0 <= allowed < flat.size:
+        bound = sign * float(ordered[flat.size - 1 - allowed])
+    beyond = None if limit is None else int(np.sum(~COMPARATORS[comparator](flat, limit)))
+    extra = {"p": p, "exceedances": beyond, "allowed_exceedances": allowed, "n_eff": eff.n_eff,
+             "independence": independence, "runs": eff.runs}
+    detail = (f"{statistic} {comparator} {limit} {unit} at {confidence:.0%} confidence: "
+              f"{beyond} of {flat.size} samples beyond the limit, at most {allowed} allowed")
+    if eff.tau > 1.0:
+        detail += f" (autocorrelated: worth {eff.n_eff:.0f} independent samples, {eff.method})"
+    return _decide(base, value, bound, n_required, detail, extra, runs=eff.runs,
+                   min_runs=min_runs if independence == "run" else 0)
+
+
+def std_verdict(name: str, samples: Samples, *, limit: float | None, unit: str, confidence: float = 0.95,
+                comparator: str = "<=", min_samples: int = 0, independence: Independence = "sample",
+                min_runs: int = MIN_RUNS) -> Verdict:
+    """Standard deviation against a limit, decided on its chi-square bound (normal assumption)."""
+    side = _side(comparator)
+    flat, runs = _normalise(samples)
+    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic="std",
+                confidence=confidence, n=int(flat.size))
+    if not np.isfinite(flat).all():
+        return _invalid(base, f"{int((~np.isfinite(flat)).sum())} non-finite samples")
+    n_required = max(min_samples, 2)
+    if flat.size < 2:
+        return _decide(base, None, None, n_required, "fewer than 2 samples", {})
+    s = float(np.std(flat, ddof=1))
+    eff = effective_sample_size(samples, "variance", independence)
+    tau_mean = effective_sample_size(samples, "mean", independence).tau if eff.tau > 1.0 else 1.0
+    # s^2 is biased low by the mean's own correlation: E[s^2] = sigma^2 (N - tau) / (N - 1).
+    s_unbiased = s * math.sqrt((flat.size - 1) / max(flat.size - tau_mean, 1.0))
+    bound = s_unbiased * std_bound_factor(eff.n_eff, confidence, side)
+    extra = {"n_eff": eff.n_eff, "bound_factor": bound / s if s > 0 else None,
+             "independence": independence, "runs": eff.runs}
+    detail = (f"s = {s:.4g} {unit}, {confidence:.0%} chi-square {side} bound {bound:.4g} {unit} "
+              f"from {eff.n_eff:.0f} effective samples")
+    if eff.tau > 1.0:
+        detail += f" ({eff.method})"
+        n_required = max(n_required, math.ceil(2 * eff.tau))
+    return _decide(base, s, bound, n_required, detail, extra, runs=eff.runs,
+                   min_runs=min_runs if independence == "run" else 0)
+
+
+def mean_verdict(name: str, samples: Samples, *, limit: float | None, unit: str, confidence: float = 0.95,
+                 comparator: str = "<=", min_samples: int = 0, independence: Independence = "sample",
+                 min_runs: int = MIN_RUNS) -> Verdict:
+    """Mean against a limit, decided on a one-sided Student-t bound.
+
+    independence="run": the run means are the samples (t over runs); "block": the standard
+    error uses the effective sample size of the series.
+    """
+    side = _side(comparator)
+    flat, runs = _normalise(samples)
+    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic="mean",
+                confidence=confidence, n=int(flat.size))
+    if not np.isfinite(flat).all():
+        return _invalid(base, f"{int((~np.isfinite(flat)).sum())} non-finite samples")
+    n_required = max(min_samples, 2)
+    if independence == "run":
+        units = np.array([r.mean() for r in runs if r.size])
+        n_eff = float(units.size)
+        spread = float(np.std(units, ddof=1)) if units.size > 1 else math.nan
+        how = f"t over {units.size} run means"
+    else:
+        eff = effective_sample_size(samples, "mean", independence)
+        n_eff = eff.n_eff
+        spread = float(np.std(flat, ddof=1)) if flat.size > 1 else math.nan
+        how = f"t over {n_eff:.0f} effective samples" + (f" ({eff.method})" if eff.tau > 1 else "")
+    if flat.size < 2 or n_eff < 2:
+        return _decide(base, float(flat.mean()) if flat.size else None, None, n_required,
+                       "fewer than 2 independent units", {"n_eff": n_eff}, runs=len(runs),
+                       min_runs=min_runs if independence == "run" else 0)
+    mean = float(flat.mean()) if independence != "run" else float(units.mean())
+    t = float(sps.t.ppf(confidence, n_eff - 1))
+    half = t * spread / math.sqrt(n_eff)
+    bound = mean + half if side == "upper" else mean - half
+    detail = f"mean {mean:.4g} {unit}, {confidence:.0%} {side} bound {bound:.4g} {unit}, {how}"
+    return _decide(base, mean, bound, n_required, detail,
+                   {"n_eff": n_eff, "independence": independence, "runs": len(runs)}, runs=len(runs),
+                   min_runs=min_runs if independence == "run" else 0)
+
+
+def proportion_verdict(name: str, successes: int, n: int, *, limit: float | None, confidence: float = 0.95,
+                       comparator: str = ">=", min_samples: int = 0, unit: str = "fraction") -> Verdict:
+    """Success (or failure) rate against a limit, decided on the exact Clopper-Pearson bound."""
+    side = _side(comparator)
+    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic="rate",
+                confidence=confidence, n=int(n))
+    if n < 0 or not 0 <= successes <= max(n, 0):
+        return _invalid(base, f"impossible count {successes} of {n}")
+    n_required = max(min_samples, 1)
+    if limit is not None and 0.0 < limit < 1.0:
+        n_required = max(n_required, min_samples_proportion(limit, confidence, comparator))
+    if n == 0:
+        return _decide(base, None, None, n_required, "no trials", {})
+    bound = clopper_pearson(successes, n, confidence, side)
+    detail = (f"{successes}/{n} = {successes / n:.4%}, exact {confidence:.0%} {side} bound {bound:.4%}")
+    return _decide(base, successes / n, bound, n_required, detail, {"successes": int(successes)})
+
+
+def extreme_verdict(name: str, samples: ArrayLike, *, limit: float | None, unit: str, comparator: str = "<=",
+                    min_samples: int = 0, statistic: Literal["max", "min"] = "max") -> Verdict:
+    """Every sample within the limit (max <= limit, or min >= limit). No confidence: it is a census."""
+    flat, _ = _normalise(samples)
+    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic,
+                n=int(flat.size))
+    if np.isnan(flat).any():
+        return _invalid(base, f"{int(np.isnan(flat).sum())} NaN samples")
+    if flat.size == 0:
+        return _decide(base, None, None, max(min_samples, 1), "no samples", {})
+    value = float(flat.max() if statistic == "max" else flat.min())
+    return _decide(base, value, value, max(min_samples, 1), f"{statistic} of {flat.size} samples", {})
+
+
+def count_verdict(name: str, count: int | ArrayLike, *, limit: float | None, unit: str = "events",
+                  comparator: str = "<=", min_samples: int = 0, trials: int | None = None) -> Verdict:
+    """A number of events (errors, kills) against a limit; an array is summed (one count per trial)."""
+    counts = np.asarray(count, dtype=float).ravel()
+    n = int(trials if trials is not None else counts.size)
+    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic="count", n=n)
+    if np.isnan(counts).any():
+        return _invalid(base, "NaN counts")
+    total = float(counts.sum())
+    return _decide(base, total, total, max(min_samples, 1), f"{total:g} {unit} in {n} trials", {})
+
+
+def value_verdict(name: str, value: float | None, *, limit: float | None, unit: str, comparator: str = "<=",
+                  tolerance: float | None = None, statistic: str = "value") -> Verdict:
+    """One measured value; with comparator "==" a tolerance makes it |value - limit| <= tolerance."""
+    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic, n=1)
+    if value is None or not math.isfinite(value):
+        return _invalid(base, f"no valid value ({value})")
+    if comparator == "==" and tolerance is not None and limit is not None:
+        ok = abs(value - limit) <= tolerance
+        return Verdict(**base, value=value, bound=value, outcome=Outcome.PASS if ok else Outcome.FAIL,
+                       detail=f"|{value:g} - {limit:g}| {'<=' if ok else '>'} {tolerance:g} {unit}",
+                       extra={"tolerance": tolerance})
+    return _decide(base, value, value, 1, "", {})
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _decide(base: dict, value: float | None, bound: float | None, n_required: int, detail: str,
+            extra: dict, runs: int = 1, min_runs: int = 0) -> Verdict:
+    n = base["n"]
+    if n < n_required or runs < min_runs:
+        outcome = Outcome.INSUFFICIENT
+        why = (f"{n} samples, {n_required} needed" if n < n_required else f"{runs} runs, {min_runs} needed")
+        detail = f"insufficient: {why}; {detail}" if detail else f"insufficient: {why}"
+    elif base["limit"] is None:
+        outcome = Outcome.INFO
+    elif bound is None or (isinstance(bound, float) and math.isnan(bound)):
+        outcome = Outcome.INSUFFICIENT
+        detail = f"insufficient: no confidence bound at this sample size; {detail}"
+    else:
+        outcome = Outcome.PASS if COMPARATORS[base["comparator"]](bound, base["limit"]) else Outcome.FAIL
+    return Verdict(**base, value=value, bound=bound, n_required=n_required, outcome=outcome,
+                   detail=detail, extra=extra)
+
+
+def _invalid(base: dict, why: str) -> Verdict:
+    return Verdict(**base, value=None, outcome=Outcome.INVALID, detail=f"invalid: {why}")
+
+
+def _normalise(samples: Samples) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(all samples flat, list of runs): a 1-D array is one run; a 2-D array or list of arrays, runs."""
+    if isinstance(samples, np.ndarray):
+        if samples.ndim <= 1:
+            flat = samples.astype(float, copy=False).ravel()
+            return flat, [flat]
+        runs = [np.asarray(r, dtype=float).ravel() for r in samples]
+    elif isinstance(samples, Sequence) and samples and all(np.ndim(r) >= 1 for r in samples):
+        runs = [np.asarray(r, dtype=float).ravel() for r in samples]
+    else:
+        flat = np.asarray(samples, dtype=float).ravel()
+        return flat, [flat]
+    flat = np.concatenate(runs) if runs else np.empty(0)
+    return flat, runs
+
+
+def _side(comparator: str) -> Literal["upper", "lower"]:
+    if comparator in ("<=", "<"):
+        return "upper"
+    if comparator in (">=", ">"):
+        return "lower"
+    raise ValueError(f"a sampled statistic needs a one-sided comparator (<=, <, >=, >), got {comparator!r}")
+
+
+def _percentile_label(p: float) -> str:
+    return f"p{100 * p:.10g}"
+
+
+def _check_fraction(what: str, x: float) -> None:
+    if not 0.0 < x < 1.0:
+        raise ValueError(f"{what} must be strictly between 0 and 1, got {x}")
