@@ -16,13 +16,15 @@ install: $(STAMP)
 
 # Debian packages the tests use, installed only when missing: the stock adb client
 # (interoperability tests), a PostgreSQL server (the results store's PostgreSQL tests start a
-# private cluster) and Chromium with its driver (the HTML report's headless-browser tests).
+# private cluster), Chromium with its driver (the HTML report's headless-browser tests) and
+# veritysetup (reference dm-verity trees for the Merkle tests).
 system-deps:
 	@missing=""; \
 	command -v adb >/dev/null 2>&1 || missing="$$missing adb"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	command -v veritysetup >/dev/null 2>&1 || missing="$$missing cryptsetup-bin"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "note: install Debian's$$missing (sudo apt-get install$$missing) for the tests that use them"; fi; \
