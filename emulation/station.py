@@ -53,7 +53,7 @@ class EmulatedStation:
             accept_any=self.config.auth == "any", allowed_keys=list(self.config.allowed_keys))
         try:
             for spec in self._specs():
-                phone = EmulatedPhone(spec, World(seed=spec.seed))
+                phone = EmulatedPhone(spec, World(seed=spec.seed, persona=spec.sla_persona))
                 daemon = AdbDaemon(phone, auth=auth)
                 daemon.start()
                 self.duts.append(EmulatedDut(phone, daemon))

@@ -1,0 +1,472 @@
+"""Emulated 4-channel oscilloscope: Keysight InfiniiVision X or Rigol DS1000Z command set.
+
+The scope samples the world's audio fixture: stimulus on channel 1, the phone's answer on
+channel 2. A single acquisition arms at the world time of :SINGle and triggers at the first
+edge crossing of the trigger source; status polls (:TER?, :TRIGger:STATus?) and *OPC? after
+:DIGitize wait in simulated time, so a trial takes simulated seconds, not wall seconds.
+Waveforms are encoded exactly as the real instruments do (preamble + IEEE block of codes).
+"""
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from emulation.instruments.scpi import (
+    ILLEGAL_VALUE,
+    OUT_OF_RANGE,
+    SETTINGS_CONFLICT,
+    Call,
+    Handler,
+    ScpiError,
+    ieee_block,
+)
+from emulation.instruments.server import InstrumentServer
+from emulation.world import World
+
+log = logging.getLogger(__name__)
+
+POLL_QUANTUM_S = 0.05  # simulated time one status poll takes while nothing is due to trigger
+AUTO_TRIGGER_S = 0.04  # AUTO sweep forces a trigger this long after arming
+DIGITIZE_MAX_WAIT_S = 30.0  # *OPC? after :DIGitize gives up (stays silent) after this long
+INVALID = 9.9e37  # what a scope returns for a measurement it cannot make
+DESKEW_LIMIT_S = 100e-9
+MEASURE_POINTS = 100_000
+KEYSIGHT_RAW_POINTS = 4_000_000  # acquisition record in RAW/MAX points mode (3000T: 4 Mpts)
+KEYSIGHT_NORMAL_POINTS = 62_500
+RIGOL_SCREEN_POINTS = 1200
+RIGOL_DEPTHS = (12_000, 120_000, 1_200_000, 12_000_000, 24_000_000)
+RIGOL_AUTO_DEPTH = 1_200_000
+RIGOL_BATCH = {"BYTE": 250_000, "WORD": 125_000}
+
+IDN = {
+    "keysight": "KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50.2021102830",
+    "rigol": "RIGOL TECHNOLOGIES,DS1104Z,DS1ZA201234567,00.04.04.SP4",
+}
+
+
+@dataclass
+class ChannelSetup:
+    scale_v: float = 1.0
+    offset_v: float = 0.0
+    coupling: str = "DC"
+    probe: float = 1.0
+    display: bool = True
+    skew_s: float = 0.0
+
+
+@dataclass
+class Acquisition:
+    id: int
+    t_trigger: float  # world time of the trigger
+    x_origin: float  # first sample, relative to the trigger
+    span_s: float
+    records: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    blocks: dict[tuple, bytes] = field(default_factory=dict)  # encoded transfers, reused on re-reads
+
+
+class ScopeServer(InstrumentServer):
+    FAULTS = InstrumentServer.FAULTS | {"garbage_block", "truncated_block", "wrong_preamble",
+                                        "invalid_measure", "holes"}
+
+    def __init__(self, world: World, dialect: str = "keysight", port: int = 0) -> None:
+        if dialect not in IDN:
+            raise ValueError(f"unknown scope dialect {dialect!r}; known: {sorted(IDN)}")
+        super().__init__(port)
+        self.world = world
+        self.dialect = dialect
+        self.family = "keysight-infiniivision" if dialect == "keysight" else "rigol-ds1000z"
+        self.idn = IDN[dialect]
+        self._acq_count = 0
+        self.reset()
+        (self._register_keysight if dialect == "keysight" else self._register_rigol)()
+
+    # --- state ----------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.channels = {n: ChannelSetup(display=n <= 2) for n in range(1, 5)}
+        self.tb_scale = 1e-3
+        self.tb_position = 0.0
+        self.tb_reference = "CENTER"
+        self.trig_source = 1
+        self.trig_level = 0.0
+        self.trig_rising = True
+        self.trig_sweep = "AUTO"
+        self.state = "RUN"
+        self.arm_time = 0.0
+        self.acq: Acquisition | None = None
+        self._digitize_pending = False
+        self._ter = False
+        self.wav_source = 1
+        self.wav_format = "BYTE"
+        self.wav_unsigned = True
+        self.wav_lsb_first = True
+        self.wav_points_mode = "NORMAL"
+        self.wav_points = KEYSIGHT_NORMAL_POINTS if self.dialect == "keysight" else RIGOL_SCREEN_POINTS
+        self.rigol_mode = "NORMAL"
+        self.rigol_depth: int | None = None  # None = AUTO
+        self.rigol_start, self.rigol_stop = 1, RIGOL_SCREEN_POINTS
+
+    def _window(self) -> tuple[float, float]:
+        """(first sample relative to trigger, span) of the acquisition window."""
+        if self.dialect == "keysight":
+            span = 10 * self.tb_scale
+            reference = {"LEFT": 0.1, "CENTER": 0.5, "RIGHT": 0.9}[self.tb_reference]
+            return self.tb_position - reference * span, span
+        span = 12 * self.tb_scale
+        return self.tb_position - span / 2, span
+
+    def _find_trigger(self, t_from: float) -> float | None:
+        audio = self.world.audio
+        if abs(self.trig_level) < 4 * audio.noise_rms_v(self.trig_source):
+            return t_from  # the level sits in the noise: the scope triggers on noise at once
+        return audio.first_crossing(self.trig_source, self.trig_level, t_from, self.trig_rising)
+
+    def _arm(self) -> None:
+        self.state = "ARMED"
+        self.arm_time = self.world.clock.now()
+        self._ter = False
+
+    def _resolve(self, poll: bool) -> bool:
+        """Finish an armed acquisition if its trigger is due; a poll waits a quantum otherwise."""
+        if self.state != "ARMED":
+            return self.state == "DONE"
+        t_trigger = self._find_trigger(self.arm_time)
+        if t_trigger is None and self.trig_sweep == "AUTO":
+            t_trigger = self.arm_time + AUTO_TRIGGER_S
+        if t_trigger is None:
+            if poll:
+                self.world.wait(POLL_QUANTUM_S)
+            return False
+        x_origin, span = self._window()
+        self._acq_count += 1
+        self.acq = Acquisition(self._acq_count, t_trigger, x_origin, span)
+        self.world.wait_until(t_trigger + x_origin + span)  # the record fills in simulated time
+        self.state = "DONE"
+        self._ter = True
+        log.debug("%s triggered at %.6f (acquisition %d)", self.family, t_trigger, self._acq_count)
+        return True
+
+    def _current_acquisition(self) -> Acquisition:
+        """The acquisition the data commands read; a running scope shows its latest sweep."""
+        if self.state in ("RUN", "ARMED") or self.acq is None:
+            x_origin, span = self._window()
+            self._acq_count += 1
+            self.acq = Acquisition(self._acq_count, self.world.clock.now() - x_origin - span, x_origin, span)
+        return self.acq
+
+    def complete_pending(self) -> bool:
+        if not self._digitize_pending:
+            return True
+        deadline = self.world.clock.now() + DIGITIZE_MAX_WAIT_S
+        while not self._resolve(poll=True):
+            if self.world.clock.now() >= deadline:
+                log.warning("%s: :DIGitize never triggered; *OPC? stays silent like the real scope", self.family)
+                return False
+        self._digitize_pending = False
+        return True
+
+    # --- signal -----------------------------------------------------------------------------
+    def _record(self, acq: Acquisition, channel: int, points: int) -> np.ndarray:
+        """Volts at the probe tip as the scope displays them (probe factor, coupling, skew)."""
+        key = (channel, points)
+        if key not in acq.records:
+            setup = self.channels[channel]
+            xinc = acq.span_s / points
+            offsets = acq.x_origin + np.arange(points) * xinc + setup.skew_s
+            rng = np.random.default_rng([self.world.seed, zlib.crc32(self.family.encode()), acq.id, channel])
+            volts = self.world.audio.acquire(channel, acq.t_trigger, offsets, rng) * setup.probe
+            if setup.coupling == "GND":
+                volts[:] = 0.0
+            if len(acq.records) > 8:
+                acq.records.clear()
+            acq.records[key] = volts
+        return acq.records[key]
+
+    def _scaling(self, channel: int, bits: int) -> tuple[float, float, float]:
+        """(yinc, yorigin, yref) of this dialect's unsigned codes for a channel's setup."""
+        setup = self.channels[channel]
+        full = 1 << bits
+        if self.dialect == "keysight":
+            return 8 * setup.scale_v / full, setup.offset_v, float(full // 2)
+        wide = 256 if bits == 16 else 1
+        yinc = setup.scale_v / 25 / wide
+        return yinc, float(np.rint(setup.offset_v / yinc)), float(127 * wide)
+
+    def _codes(self, volts: np.ndarray, channel: int, bits: int) -> np.ndarray:
+        yinc, yorigin, yref = self._scaling(channel, bits)
+        full = 1 << bits
+        dtype = np.uint16 if bits == 16 else np.uint8
+        if self.dialect == "keysight":
+            # 0 = hole; 1 and the top code = clipped low / high.
+            return np.clip(np.rint((volts - yorigin) / yinc) + yref, 1, full - 1).astype(dtype)
+        return np.clip(np.rint(volts / yinc + yorigin + yref), 0, full - 1).astype(dtype)
+
+    # --- waveform transfer --------------------------------------------------------------------
+    def _selection(self) -> tuple[int, int, int]:
+        """(record points, first index, count) the next :WAV:DATA? returns."""
+        if self.dialect == "keysight":
+            limit = KEYSIGHT_NORMAL_POINTS if self.wav_points_mode == "NORMAL" else KEYSIGHT_RAW_POINTS
+            points = min(self.wav_points, limit)
+            return points, 0, points
+        record = RIGOL_SCREEN_POINTS if self.rigol_mode == "NORMAL" else (self.rigol_depth or RIGOL_AUTO_DEPTH)
+        start, stop = self.rigol_start, min(self.rigol_stop, record)
+        if start > stop:
+            raise ScpiError(SETTINGS_CONFLICT, f"start {start} after stop {stop}")
+        count = stop - start + 1
+        if self.rigol_mode != "NORMAL" and count > RIGOL_BATCH[self.wav_format]:
+            raise ScpiError(OUT_OF_RANGE, f"{count} points in one read; at most {RIGOL_BATCH[self.wav_format]}")
+        return record, start - 1, count
+
+    def _preamble(self, acq: Acquisition) -> str:
+        record, first, count = self._selection()
+        bits = 16 if self.wav_format == "WORD" else 8
+        yinc, yorigin, yref = self._scaling(self.wav_source, bits)
+        xinc = acq.span_s / record
+        xorigin = acq.x_origin + first * xinc
+        fmt_code = 1 if bits == 16 else 0
+        if self.dialect == "keysight":
+            if not self.wav_unsigned:
+                yref -= 1 << (bits - 1)
+            return (f"+{fmt_code},+0,+{count},+1,{xinc:+.8E},{xorigin:+.8E},+0,"
+                    f"{yinc:+.8E},{yorigin:+.8E},{int(yref):+d}")
+        type_code = {"NORMAL": 0, "MAXIMUM": 1, "RAW": 2}[self.rigol_mode]
+        return f"{fmt_code},{type_code},{count},1,{xinc:.6e},{xorigin:.6e},0,{yinc:.6e},{int(yorigin)},{int(yref)}"
+
+    def _payload(self, acq: Acquisition) -> bytes:
+        record, first, count = self._selection()
+        bits = 16 if self.wav_format == "WORD" else 8
+        key = ("block", self.wav_source, record, first, count, bits, self.wav_unsigned, self.wav_lsb_first)
+        if key not in acq.blocks:
+            volts = self._record(acq, self.wav_source, record)[first:first + count]
+            codes = self._codes(volts, self.wav_source, bits)
+            if self.dialect == "keysight" and not self.wav_unsigned:
+                codes = (codes.astype(np.int32) - (1 << (bits - 1))).astype(np.int16 if bits == 16 else np.int8)
+            little = self.wav_lsb_first or self.dialect == "rigol"
+            acq.blocks.clear()
+            acq.blocks[key] = codes.astype(codes.dtype.newbyteorder("<" if little else ">")).tobytes()
+        return acq.blocks[key]
+
+    def _wav_data(self, call: Call) -> bytes:
+        payload = self._payload(self._current_acquisition())
+        if self.take_fault("holes") and len(payload) > 100:
+            hole = bytearray(payload)
+            hole[len(hole) // 3: len(hole) // 3 + len(hole) // 50] = bytes(len(hole) // 50)
+            payload = bytes(hole)
+        if self.take_fault("garbage_block"):
+            return b"\x00\x13garbage instead of a block"
+        block = ieee_block(payload)
+        if self.take_fault("truncated_block"):
+            return block[:len(block) // 2]
+        return block
+
+    def _wav_preamble(self, call: Call) -> str:
+        preamble = self._preamble(self._current_acquisition())
+        if self.take_fault("wrong_preamble"):
+            return ",".join(preamble.split(",")[:7])
+        return preamble
+
+    # --- measurements ---------------------------------------------------------------------------
+    def _edge_time(self, acq: Acquisition, channel: int) -> float | None:
+        """First rising crossing of half the peak, on the displayed (screen-limited) trace."""
+        setup = self.channels[channel]
+        volts = self._record(acq, channel, MEASURE_POINTS)
+        volts = np.clip(volts, setup.offset_v - 4 * setup.scale_v, setup.offset_v + 4 * setup.scale_v)
+        peak = float(np.max(volts))
+        if peak < 5 * self.world.audio.noise_rms_v(channel) * setup.probe:
+            return None
+        index = np.flatnonzero(volts >= peak / 2)
+        return acq.x_origin + index[0] * acq.span_s / MEASURE_POINTS
+
+    def _delay(self, source_a: int, source_b: int) -> str:
+        acq = self._current_acquisition()
+        t_a, t_b = self._edge_time(acq, source_a), self._edge_time(acq, source_b)
+        if self.take_fault("invalid_measure") or t_a is None or t_b is None:
+            value = INVALID
+        else:
+            value = t_b - t_a
+        return f"{value:+.8E}" if self.dialect == "keysight" else f"{value:.6e}"
+
+    # --- command tables ---------------------------------------------------------------------------
+    def _channel_commands(self, skew_node: str) -> None:
+        t = self.tree
+
+        def chan(call: Call) -> ChannelSetup:
+            n = call.suffixes[0]
+            if n not in self.channels:
+                raise ScpiError(ILLEGAL_VALUE, f"channel {n}")
+            return self.channels[n]
+
+        def setter(attr: str, convert: Callable[[Call], object]) -> Handler:
+            return lambda c: setattr(chan(c), attr, convert(c))
+
+        t.add(":CHANnel<n>:SCALe", setter("scale_v", lambda c: c.number(0, 1e-3, 10.0)))
+        t.add(":CHANnel<n>:SCALe?", lambda c: f"{chan(c).scale_v:+.8E}")
+        t.add(":CHANnel<n>:OFFSet", setter("offset_v", lambda c: c.number(0, -40.0, 40.0)))
+        t.add(":CHANnel<n>:OFFSet?", lambda c: f"{chan(c).offset_v:+.8E}")
+        t.add(":CHANnel<n>:COUPling", setter("coupling", lambda c: c.choice(0, "DC", "AC", "GND")))
+        t.add(":CHANnel<n>:COUPling?", lambda c: chan(c).coupling)
+        t.add(":CHANnel<n>:PROBe", setter("probe", lambda c: c.number(0, 0.001, 10000.0)))
+        t.add(":CHANnel<n>:PROBe?", lambda c: f"{chan(c).probe:+.8E}")
+        t.add(":CHANnel<n>:DISPlay", setter("display", lambda c: c.boolean(0)))
+        t.add(":CHANnel<n>:DISPlay?", lambda c: "1" if chan(c).display else "0")
+        t.add(skew_node, setter("skew_s", lambda c: c.number(0, -DESKEW_LIMIT_S, DESKEW_LIMIT_S)))
+        t.add(skew_node + "?", lambda c: f"{chan(c).skew_s:+.8E}")
+
+    def _trigger_commands(self, edge: str) -> None:
+        t = self.tree
+
+        def source(call: Call) -> None:
+            word = call.arg(0).upper()
+            digits = "".join(ch for ch in word if ch.isdigit())
+            if not word.startswith("CHAN") or not digits or int(digits) not in self.channels:
+                raise ScpiError(ILLEGAL_VALUE, f"trigger source {word}")
+            self.trig_source = int(digits)
+
+        def slope(call: Call) -> None:
+            self.trig_rising = call.choice(0, "POSitive", "NEGative") == "POSITIVE"
+
+        def mode(call: Call) -> None:
+            call.choice(0, "EDGE")  # only edge triggering is emulated
+
+        t.add(":TRIGger:MODE", mode)
+        t.add(":TRIGger:MODE?", lambda c: "EDGE")
+        t.add(f":TRIGger[:{edge}]:SOURce", source)
+        t.add(f":TRIGger[:{edge}]:SOURce?", lambda c: f"CHAN{self.trig_source}")
+        t.add(f":TRIGger[:{edge}]:LEVel", lambda c: setattr(self, "trig_level", c.number(0, -100.0, 100.0)))
+        t.add(f":TRIGger[:{edge}]:LEVel?", lambda c: f"{self.trig_level:+.8E}")
+        t.add(f":TRIGger[:{edge}]:SLOPe", slope)
+        t.add(f":TRIGger[:{edge}]:SLOPe?", lambda c: "POS" if self.trig_rising else "NEG")
+
+    def _register_keysight(self) -> None:
+        t = self.tree
+        self._channel_commands(":CHANnel<n>:PROBe:SKEW")
+        self._trigger_commands("EDGE")
+
+        def digitize(call: Call) -> None:
+            self._arm()
+            self._digitize_pending = True
+
+        def ter(call: Call) -> str:
+            self._resolve(poll=True)
+            fired, self._ter = self._ter, False  # reading the event register clears it
+            return "+1" if fired else "+0"
+
+        def reference(call: Call) -> None:
+            self.tb_reference = call.choice(0, "LEFT", "CENTer", "RIGHt")
+
+        def delay(call: Call) -> str:
+            return self._delay(_chan_number(call.arg(0)), _chan_number(call.arg(1)))
+
+        def points(call: Call) -> None:
+            self.wav_points = int(call.number(0, 100, KEYSIGHT_RAW_POINTS))
+
+        t.add(":TRIGger:SWEep", lambda c: setattr(self, "trig_sweep", c.choice(0, "AUTO", "NORMal")))
+        t.add(":TRIGger:SWEep?", lambda c: self.trig_sweep[:4])
+        t.add(":TIMebase:SCALe", lambda c: setattr(self, "tb_scale", c.number(0, 1e-9, 50.0)))
+        t.add(":TIMebase:SCALe?", lambda c: f"{self.tb_scale:+.8E}")
+        t.add(":TIMebase:RANGe", lambda c: setattr(self, "tb_scale", c.number(0, 1e-8, 500.0) / 10))
+        t.add(":TIMebase:RANGe?", lambda c: f"{10 * self.tb_scale:+.8E}")
+        t.add(":TIMebase:POSition", lambda c: setattr(self, "tb_position", c.number(0, -500.0, 500.0)))
+        t.add(":TIMebase:POSition?", lambda c: f"{self.tb_position:+.8E}")
+        t.add(":TIMebase:REFerence", reference)
+        t.add(":TIMebase:REFerence?", lambda c: self.tb_reference[:4])
+        t.add(":SINGle", lambda c: self._arm())
+        t.add(":RUN", lambda c: setattr(self, "state", "RUN"))
+        t.add(":STOP", lambda c: setattr(self, "state", "STOP" if self.state != "DONE" else "DONE"))
+        t.add(":DIGitize", digitize)
+        t.add(":TER?", ter)
+        t.add(":ACQuire:POINts?", lambda c: f"+{KEYSIGHT_RAW_POINTS}")
+        t.add(":WAVeform:SOURce", lambda c: setattr(self, "wav_source", _chan_number(c.arg(0))))
+        t.add(":WAVeform:SOURce?", lambda c: f"CHAN{self.wav_source}")
+        t.add(":WAVeform:FORMat", lambda c: setattr(self, "wav_format", c.choice(0, "BYTE", "WORD")))
+        t.add(":WAVeform:FORMat?", lambda c: self.wav_format)
+        t.add(":WAVeform:UNSigned", lambda c: setattr(self, "wav_unsigned", c.boolean(0)))
+        t.add(":WAVeform:UNSigned?", lambda c: "1" if self.wav_unsigned else "0")
+        t.add(":WAVeform:BYTeorder", lambda c: setattr(
+            self, "wav_lsb_first", c.choice(0, "LSBFirst", "MSBFirst") == "LSBFIRST"))
+        t.add(":WAVeform:BYTeorder?", lambda c: "LSBF" if self.wav_lsb_first else "MSBF")
+        t.add(":WAVeform:POINts:MODE", lambda c: setattr(
+            self, "wav_points_mode", c.choice(0, "NORMal", "MAXimum", "RAW")))
+        t.add(":WAVeform:POINts:MODE?", lambda c: self.wav_points_mode[:4])
+        t.add(":WAVeform:POINts", points)
+        t.add(":WAVeform:POINts?", lambda c: f"+{self._selection()[2]}")
+        t.add(":WAVeform:PREamble?", self._wav_preamble)
+        t.add(":WAVeform:DATA?", self._wav_data)
+        t.add(":MEASure:DELay?", delay)
+
+    def _register_rigol(self) -> None:
+        t = self.tree
+        self._channel_commands(":CHANnel<n>:TCALibrate")
+        self._trigger_commands("EDGe")
+
+        def sweep(call: Call) -> None:
+            self.trig_sweep = call.choice(0, "AUTO", "NORMal", "SINGle")
+            if self.trig_sweep == "SINGLE":
+                self.trig_sweep = "NORMAL"
+                self._arm()
+
+        def status(call: Call) -> str:
+            if self.state == "ARMED":
+                return "STOP" if self._resolve(poll=True) else "WAIT"
+            return {"RUN": "AUTO" if self.trig_sweep == "AUTO" else "RUN"}.get(self.state, "STOP")
+
+        def depth(call: Call) -> None:
+            text = call.arg(0).strip().upper()
+            if text == "AUTO":
+                self.rigol_depth = None
+                return
+            value = int(call.number(0))
+            if value not in RIGOL_DEPTHS:
+                raise ScpiError(ILLEGAL_VALUE, f"memory depth {value}; allowed AUTO or {RIGOL_DEPTHS}")
+            self.rigol_depth = value
+
+        def item(call: Call) -> str:
+            name = call.arg(0).strip().upper()
+            if name not in ("RDELAY", "RDEL", "FDELAY", "FDEL"):
+                raise ScpiError(ILLEGAL_VALUE, f"measurement item {name} not emulated")
+            return self._delay(_chan_number(call.arg(1)), _chan_number(call.arg(2)))
+
+        def wav_mode(call: Call) -> None:
+            self.rigol_mode = call.choice(0, "NORMal", "MAXimum", "RAW")
+
+        t.add(":TRIGger:SWEep", sweep)
+        t.add(":TRIGger:SWEep?", lambda c: self.trig_sweep[:4])
+        t.add(":TRIGger:STATus?", status)
+        t.add(":TIMebase[:MAIN]:SCALe", lambda c: setattr(self, "tb_scale", c.number(0, 5e-9, 50.0)))
+        t.add(":TIMebase[:MAIN]:SCALe?", lambda c: f"{self.tb_scale:.6e}")
+        t.add(":TIMebase[:MAIN]:OFFSet", lambda c: setattr(self, "tb_position", c.number(0, -500.0, 500.0)))
+        t.add(":TIMebase[:MAIN]:OFFSet?", lambda c: f"{self.tb_position:.6e}")
+        def single(call: Call) -> None:
+            self.trig_sweep = "NORMAL"
+            self._arm()
+
+        t.add(":SINGle", single)
+        t.add(":RUN", lambda c: setattr(self, "state", "RUN"))
+        t.add(":STOP", lambda c: setattr(self, "state", "STOP" if self.state != "DONE" else "DONE"))
+        t.add(":ACQuire:MDEPth", depth)
+        t.add(":ACQuire:MDEPth?", lambda c: str(self.rigol_depth) if self.rigol_depth else "AUTO")
+        t.add(":ACQuire:SRATe?", lambda c: f"{(self.rigol_depth or RIGOL_AUTO_DEPTH) / self._window()[1]:.6e}")
+        t.add(":WAVeform:SOURce", lambda c: setattr(self, "wav_source", _chan_number(c.arg(0))))
+        t.add(":WAVeform:SOURce?", lambda c: f"CHAN{self.wav_source}")
+        t.add(":WAVeform:MODE", wav_mode)
+        t.add(":WAVeform:MODE?", lambda c: self.rigol_mode[:4])
+        t.add(":WAVeform:FORMat", lambda c: setattr(self, "wav_format", c.choice(0, "BYTE", "WORD")))
+        t.add(":WAVeform:FORMat?", lambda c: self.wav_format)
+        t.add(":WAVeform:STARt", lambda c: setattr(self, "rigol_start", int(c.number(0, 1, RIGOL_DEPTHS[-1]))))
+        t.add(":WAVeform:STARt?", lambda c: str(self.rigol_start))
+        t.add(":WAVeform:STOP", lambda c: setattr(self, "rigol_stop", int(c.number(0, 1, RIGOL_DEPTHS[-1]))))
+        t.add(":WAVeform:STOP?", lambda c: str(self.rigol_stop))
+        t.add(":WAVeform:PREamble?", self._wav_preamble)
+        t.add(":WAVeform:DATA?", self._wav_data)
+        t.add(":MEASure:ITEM?", item)
+
+
+def _chan_number(word: str) -> int:
+    text = word.strip().upper()
+    digits = "".join(ch for ch in text if ch.isdigit())
+    if not text.startswith("CHAN") or not digits or not 1 <= int(digits) <= 4:
+        raise ScpiError(ILLEGAL_VALUE, f"source {word!r}")
+    return int(digits)

@@ -1,0 +1,97 @@
+"""Instrument sanity and the bench's basic closed loop, on whatever station is configured.
+
+An utterance fired from the audio source reaches scope channel 1 and the phone, whose spoken
+answer appears on channel 2; the power analyzer digitizes the same dialog; the probes on the
+back cover warm under load and cool at idle. The same code runs on the emulated station and on
+real instruments. The stimulus clip (suites/data/utterance.wav) is a 0.3 s synthetic voiced
+utterance (emulation.audio.synth_speech, seed 2024); a lab may replace it with a recording.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.onset import measure_latency
+from drivers.stimulus import read_wav
+
+pytestmark = pytest.mark.regression
+
+CLIP = Path(__file__).parent / "data" / "utterance.wav"
+SUPPLY_V = 3.85  # nominal Li-ion voltage the battery emulator holds
+SUPPLY_R_OHM = 0.08  # emulated cell's internal resistance
+DIGITIZER_INTERVAL_S = 10.24e-6  # 97.7 kS/s with current and voltage
+DIALOG_LIMIT_S = 3.8  # the product's whole-dialog claim, as a sanity bound for one trial
+LOAD_RUNS = 3  # generate calls of ~10 s of decode each
+REST_S = 900
+
+
+def _power_up(supply) -> None:
+    supply.battery_emulation(True)
+    supply.set_voltage(SUPPLY_V)
+    supply.set_current_limit(3.0)
+    supply.set_output_resistance(SUPPLY_R_OHM)
+    supply.output(True)
+
+
+@pytest.mark.parametrize("role", [pytest.param(r, marks=pytest.mark.needs(r))
+                                  for r in ("scope", "supply", "thermal", "stimulus")])
+def test_instrument_identifies_itself(request, role, record):
+    identity = request.getfixturevalue(role).identity
+    record.raw(f"{role}-identity", identity.as_dict())
+    assert identity.manufacturer and identity.model, f"{role} gave no usable identity: {identity}"
+
+
+@pytest.mark.needs("scope", "stimulus", "supply")
+def test_dialog_on_both_scope_channels_and_its_power_trace(dut, scope, stimulus, supply, record):
+    _power_up(supply)
+    samples, rate = read_wav(CLIP)
+    stimulus.load_clip(samples, rate, amplitude_vpp=1.0)
+    stimulus.arm()
+    scope.configure_channel(1, 0.2)
+    scope.configure_channel(2, 0.1)
+    scope.set_timebase(0.4, 1.6)  # -0.4 s .. 3.6 s around the utterance onset (10 divisions)
+    scope.set_edge_trigger(1, 0.05)
+    scope.single()
+    supply.arm_digitizer(400_000, DIGITIZER_INTERVAL_S, pretrigger_points=20_000)
+
+    stimulus.fire()
+    supply.trigger()
+    scope.wait_triggered(timeout_s=30)
+    ch1 = scope.read_waveform(1, points=200_000)
+    ch2 = scope.read_waveform(2, points=200_000)
+    trace = supply.fetch()
+    record.raw("scope", {"t": ch1.t, "ch1": ch1.volts, "ch2": ch2.volts})
+    record.raw("power", {"t": trace.t, "current_a": trace.current_a, "voltage_v": trace.voltage_v})
+
+    latency = measure_latency(ch1.volts, ch2.volts, 1.0 / ch1.sample_interval_s, t0=float(ch1.t[0]))
+    assert latency.valid, f"no answer found on channel 2: {latency.reason}"
+    record.check("dialog.answer_latency_one_trial", latency.latency_s, "s", DIALOG_LIMIT_S)
+    assert latency.latency_s > 0
+
+    power = trace.require_valid().power_w()
+    record.check("dialog.digitizer_rate", trace.sample_rate_hz, "Hz", 50_000, ">=")
+    record.check("dialog.energy", trace.energy_j(), "J", None, statistic="sum")
+    before, during = power[trace.t < 0].mean(), power[(trace.t > 0) & (trace.t < 3.0)].mean()
+    record.check("dialog.power_rise", during / before, "x", 2.0, ">=", detail=f"{before:.2f} W -> {during:.2f} W")
+
+
+@pytest.mark.needs("thermal")
+def test_probes_warm_under_load_and_cool_at_idle(dut, thermal, record):
+    before = thermal.read()
+    for _ in range(LOAD_RUNS):
+        dut.run(["llmrt", "generate", "--prompt-tokens", "16", "--max-tokens", "224"], timeout_s=600)
+    loaded = thermal.read()
+    dut.run(["sleep", str(REST_S)], timeout_s=REST_S + 60)
+    rested = thermal.read()
+    record.raw("probes", {"before": before.celsius, "loaded": loaded.celsius, "rested": rested.celsius,
+                          "faults": {**before.faults, **loaded.faults, **rested.faults}})
+    channels = [c for c in before.channels if c in before.celsius and c in loaded.celsius and c in rested.celsius]
+    assert channels, f"every probe channel reported a fault: {loaded.faults}"
+    rise = {c: loaded[c] - before[c] for c in channels}
+    hottest = max(rise, key=rise.get)
+    record.check("thermal.rise_under_load", rise[hottest], "°C", 0.75, ">=", detail=f"channel {hottest}")
+    record.check("thermal.fall_at_idle", loaded[hottest] - rested[hottest], "°C", 0.75, ">=",
+                 detail=f"channel {hottest}")
+    assert np.isfinite(list(rested.celsius.values())).all()

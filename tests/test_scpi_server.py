@@ -1,0 +1,113 @@
+"""The emulated instruments' SCPI layer: parsing, command matching, error queue, blocks, transport."""
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from emulation.instruments.scpi import CommandTree, ScpiError, find_message_end, ieee_block, split_units
+from emulation.instruments.server import InstrumentServer
+
+
+def test_long_and_short_forms_match_the_same_command():
+    tree = CommandTree()
+    tree.add(":WAVeform:POINts:MODE", lambda c: "mode")
+    tree.add(":CHANnel<n>:PROBe:SKEW?", lambda c: c.suffixes)
+    tree.add(":TRIGger[:EDGE]:SOURce", lambda c: "src")
+    for words in (["WAV", "POIN", "MODE"], ["waveform", "points", "mode"], ["WAVEFORM", "POIN", "MODE"]):
+        assert tree.lookup(words, False) is not None
+    assert tree.lookup(["WAVE", "POIN", "MODE"], False) is None  # neither short nor long
+    handler, suffixes = tree.lookup(["CHAN3", "PROB", "SKEW"], True)
+    assert suffixes == (3,)
+    assert tree.lookup(["TRIG", "SOUR"], False) is not None  # optional node left out
+    assert tree.lookup(["TRIG", "EDGE", "SOUR"], False) is not None
+    assert tree.lookup(["CHAN3", "PROB", "SKEW"], False) is None  # only the query exists
+
+
+def test_units_arguments_channel_lists_and_blocks_are_split():
+    units = split_units(b':WAV:SOUR CHAN1;:WAV:DATA?;VOLT 3.8,(@1,2);DATA:ARB:DAC UTT,#14a;b\n;*IDN?')
+    assert units == [(":WAV:SOUR", ["CHAN1"]), (":WAV:DATA?", []), ("VOLT", ["3.8", "(@1,2)"]),
+                     ("DATA:ARB:DAC", ["UTT", b"a;b\n"]), ("*IDN?", [])]
+
+
+def test_message_end_skips_newlines_inside_blocks_and_waits_for_incomplete_ones():
+    assert find_message_end(b"DATA #14a\nbc\nNEXT") == 12
+    assert find_message_end(b"DATA #14a\nb") is None  # block incomplete
+    assert find_message_end(b'SAY "a\nb"\n') == 9  # newline inside a string
+    assert ieee_block(b"xyz") == b"#13xyz"
+
+
+class _Echo(InstrumentServer):
+    family = "echo"
+    idn = "phonebench,ECHO,1,1"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.value = 0.0
+        self.tree.add(":SOURce:VALue", lambda c: setattr(self, "value", c.number(0, 0, 10)))
+        self.tree.add(":SOURce:VALue?", lambda c: f"{self.value:g}")
+        self.tree.add(":SOURce:LEVel", lambda c: None)
+
+
+@pytest.fixture()
+def echo():
+    with _Echo() as server:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=2)
+        reader = sock.makefile("rb")
+
+        def ask(text: str) -> str:
+            sock.sendall(text.encode() + b"\n")
+            return reader.readline().decode().strip()
+
+        yield server, sock, ask
+        sock.close()
+
+
+def test_error_queue_reports_undefined_headers_then_no_error(echo):
+    server, _, ask = echo
+    assert ask("*IDN?") == "phonebench,ECHO,1,1"
+    assert ask(":NOPE:NOT 1;:SYST:ERR?").startswith('-113,"Undefined header')
+    assert ask("SYST:ERR?") == '+0,"No error"'
+    assert ask(":SOUR:VAL 99;:SYST:ERR?").startswith('-222,"Data out of range')
+    assert ask(":SOURCE:VALUE 2.5;:SOUR:VAL?") == "2.5"
+    # A relative header continues the previous path: LEV is :SOURce:LEVel.
+    assert ask(":SOUR:VAL 1;LEV 3;:SYST:ERR?") == '+0,"No error"'
+    assert ask("*OPC?") == "1"
+
+
+def test_error_queue_overflows_like_a_real_instrument(echo):
+    server, sock, ask = echo
+    sock.sendall(b";".join([b":BAD"] * 40) + b"\n")
+    entries = [ask("SYST:ERR?") for _ in range(31)]
+    # 30 entries deep: 29 errors, then -350 in the last place, then an empty queue.
+    assert entries[28].startswith("-113") and entries[29].startswith("-350") and entries[30] == '+0,"No error"'
+
+
+def test_cls_clears_the_queue_and_several_queries_share_one_answer_line(echo):
+    server, sock, ask = echo
+    sock.sendall(b":BAD;*CLS\n")  # no query, no answer
+    assert ask("SYST:ERR?;*IDN?") == '+0,"No error";phonebench,ECHO,1,1'
+
+
+def test_unknown_fault_name_is_refused():
+    with pytest.raises(ValueError, match="known"):
+        _Echo().inject_fault("melt")
+
+
+def test_server_stops_with_clients_connected():
+    server = _Echo()
+    server.start()
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=2)
+    server.stop()
+    sock.settimeout(2)
+    try:
+        assert sock.recv(10) == b""  # the server closed our connection
+    except ConnectionResetError:
+        pass  # closed with our bytes unread: a reset, also fine
+    sock.close()
+    with pytest.raises(RuntimeError, match="not started"):
+        _ = server.address
+
+
+def test_scpi_error_entry_format():
+    assert ScpiError((-113, "Undefined header")).entry() == '-113,"Undefined header"'
