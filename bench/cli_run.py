@@ -30,7 +30,9 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-id", help="name of the run folder")
     p.add_argument("--persona", help="emulated station: SLA behaviour persona for every phone")
     p.add_argument("--fault", action="append", default=[], help="emulated station: inject a fault (repeatable)")
-    p.add_argument("--verbose-tests", action="store_true", help="pytest's per-test lines")
+    p.add_argument("--verbose-tests", action="store_true", help="pytest's own per-test lines")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="for CI logs: no live lines or progress bars; the summary lists only what failed")
 
 
 def results_dir(args: argparse.Namespace) -> Path:
@@ -46,7 +48,9 @@ def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
     out = [*suites, "-p", "fixtures.plugin", "--rootdir", str(REPO), "-p", "no:cacheprovider",
            "--results-dir", str(run_dir.parent), "--run-id", run_dir.name,
            "--junitxml", str(run_dir / "junit.xml"), "-o", "junit_family=xunit2",
-           "-v" if args.verbose_tests else "-q"]
+           "-v" if args.verbose_tests else "-qq"]
+    if not args.quiet and not args.verbose_tests:
+        out.append("--live")
     if args.station:
         out += ["--station", args.station]
     for name in args.dut:
@@ -69,7 +73,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench: no results in {run_dir} (pytest exit code {int(code)})")
         return int(code) or 1
     data = json.loads(results.read_text())
-    print_summary(data, results)
+    print_summary(data, results, quiet=args.quiet)
+    report = run_dir / "report.html"
+    if report.exists():
+        print(f"report:  {report}")
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
     if code == pytest.ExitCode.OK and bad == 0:
         return 0

@@ -15,7 +15,14 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def summary_lines(data: dict[str, Any]) -> list[str]:
+def verdict_text(v: dict[str, Any]) -> str:
+    limit = f" {v['comparator']} {_fmt(v['limit'])}" if v["limit"] is not None else ""
+    bound = f" (bound {_fmt(v['bound'])} @ {v['confidence']})" if v.get("bound") is not None else ""
+    n = f" n={v['n']}" if v.get("n") is not None else ""
+    return f"{v['outcome']}: {v['name']} {v['statistic']} {_fmt(v['value'])} {v['unit']}{bound}{limit}{n}"
+
+
+def summary_lines(data: dict[str, Any], quiet: bool = False) -> list[str]:
     lines = [f"run {data['run_id']} on station {data['station']['name']} ({data['status']})"]
     for name, ident in data["duts"].items():
         if "error" in ident:
@@ -28,15 +35,15 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
         lines.append(f"  {role}: {ident.get('manufacturer', '?')} {ident.get('model', '?')} @ {inst['address']}")
     lines.append("")
     for test in data["tests"]:
+        bad = test["outcome"] in ("failed", "error")
+        if quiet and not bad:
+            continue
         mark = OUTCOME_MARK.get(test["outcome"], test["outcome"])
         lines.append(f"  {mark:5} {test['nodeid']}")
         for v in test["verdicts"]:
-            limit = f"{v['comparator']} {_fmt(v['limit'])}" if v["limit"] is not None else ""
-            bound = f" (bound {_fmt(v['bound'])} @ {v['confidence']})" if v.get("bound") is not None else ""
-            n = f" n={v['n']}" if v.get("n") is not None else ""
-            lines.append(f"          {v['outcome']:>6}  {v['name']}: {v['statistic']} {_fmt(v['value'])} "
-                         f"{v['unit']}{bound} {limit}{n}")
-        if test["outcome"] in ("failed", "error", "skipped") and test["message"]:
+            if not quiet or v["outcome"] not in ("pass", "info"):
+                lines.append(f"          {verdict_text(v)}")
+        if (bad or test["outcome"] == "skipped") and test["message"]:
             lines.append(f"          {test['message'].splitlines()[0][:200]}")
     s = data["summary"]
     for problem in data.get("problems", []):
@@ -46,6 +53,6 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def print_summary(data: dict[str, Any], results_path: Path) -> None:
-    print("\n".join(summary_lines(data)))
+def print_summary(data: dict[str, Any], results_path: Path, quiet: bool = False) -> None:
+    print("\n".join(summary_lines(data, quiet)))
     print(f"results: {results_path}")
