@@ -16,7 +16,15 @@ NOISE_RMS_V = {1: 0.0015, 2: 0.004}  # preamp + room noise at each scope input
 HUM_V = {1: 0.0, 2: 0.002}  # 50 Hz pickup on the microphone cable
 HUM_HZ = 50.0
 SPEED_OF_SOUND_M_S = 343.0
-MIC_DISTANCE_M = 0.02  # measurement mic to phone speaker: 58 µs of air, a fixture delay
+# Fixture geometry. The stimulus speaker faces the phone's microphone, the measurement mic the
+# phone's speaker; the fixture's acoustic delay (what calibration measures and the latency
+# check subtracts) is the sum of both paths: 10 cm of air, 291.5 µs.
+SPEAKER_TO_PHONE_M = 0.08
+MIC_DISTANCE_M = 0.02  # measurement mic to phone speaker: 58 µs of air
+FIXTURE_PATH_M = SPEAKER_TO_PHONE_M + MIC_DISTANCE_M
+# With the phone out of the fixture (loopback) the measurement mic hears the stimulus speaker
+# over the same 10 cm, at this fraction of the stimulus voltage.
+LOOPBACK_GAIN = 0.4
 KEEP_S = 600.0
 
 
@@ -119,11 +127,18 @@ class AudioScene:
     def acquire(self, channel: int, t0: float, offsets: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """What the scope input sees at t0 + offsets: the clips plus noise and hum."""
         volts = self.clean(channel, t0, offsets)
-        volts += rng.normal(0.0, NOISE_RMS_V.get(channel, 0.002), offsets.shape)
+        # Noise and hum in float32 (half the cost); the scope quantises to 8 or 16 bits anyway.
+        noise = rng.standard_normal(offsets.shape, dtype=np.float32)
+        noise *= np.float32(NOISE_RMS_V.get(channel, 0.002))
+        volts += noise
         hum = HUM_V.get(channel, 0.0)
         if hum:
-            phase = 2 * np.pi * HUM_HZ * (t0 % (1.0 / HUM_HZ))
-            volts += hum * np.sin(2 * np.pi * HUM_HZ * offsets + phase)
+            # Offsets span seconds: in float32 the phase is still good to 1e-4 rad.
+            phase = np.float32(2 * np.pi * HUM_HZ * (t0 % (1.0 / HUM_HZ)))
+            angle = offsets.astype(np.float32)
+            angle *= np.float32(2 * np.pi * HUM_HZ)
+            angle += phase
+            volts += np.float32(hum) * np.sin(angle)
         return volts
 
     def noise_rms_v(self, channel: int) -> float:

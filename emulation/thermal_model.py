@@ -26,7 +26,7 @@ LINKS_W_PER_K = (
     ("board", "cover_a", 0.55),
     ("board", "battery", 0.30),
     ("battery", "cover_b", 0.45),
-    ("cover_a", "cover_b", 0.12),
+    ("cover_a", "cover_b", 0.30),  # the graphite heat spreader under the back cover
 )
 
 # Conductances to ambient, W/K (convection + radiation from each surface).
@@ -40,15 +40,22 @@ HEAT_SPLIT = {
     "decode": {"npu": 0.70, "cpu": 0.12, "board": 0.18},
     "speak": {"npu": 0.58, "cpu": 0.14, "board": 0.28},
     "cpu_decode": {"npu": 0.05, "cpu": 0.75, "board": 0.20},
+    "npu_awake": {"npu": 0.60, "cpu": 0.10, "board": 0.30},
 }
 
 
 @dataclass(frozen=True)
 class Cooling:
-    """How well the phone sheds heat; `hot` personas and cases scale the cover's loss to air."""
+    """How well the phone sheds and spreads heat.
+
+    `cover_scale` / `board_scale` scale the loss to air (a thick case, a poor cover material);
+    `link_scales` scale internal conductances, e.g. a delaminated spreader:
+    ``(("cover_a", "cover_b", 0.0), ("board", "cover_a", 1.45))``.
+    """
 
     cover_scale: float = 1.0
     board_scale: float = 1.0
+    link_scales: tuple[tuple[str, str, float], ...] = ()
 
 
 class ThermalModel:
@@ -58,7 +65,12 @@ class ThermalModel:
         self.ambient_c = ambient_c
         n = len(NODES)
         g = np.zeros((n, n))
+        scales = {(a, b): factor for a, b, factor in cooling.link_scales}
+        unknown = set(scales) - {(a, b) for a, b, _ in LINKS_W_PER_K}
+        if unknown:
+            raise ValueError(f"no thermal links {sorted(unknown)}; links: {[(a, b) for a, b, _ in LINKS_W_PER_K]}")
         for a, b, conductance in LINKS_W_PER_K:
+            conductance *= scales.get((a, b), 1.0)
             i, j = _INDEX[a], _INDEX[b]
             g[i, j] -= conductance
             g[j, i] -= conductance
@@ -79,6 +91,7 @@ class ThermalModel:
         self._splits = {phase: self._vector(split) for phase, split in HEAT_SPLIT.items()}
         self._units = {node: self._vector({node: 1.0}) for node in NODES}
         self.time_constants_s = tuple(sorted(1.0 / rates))
+        self._propagators: dict[float, np.ndarray] = {}
         self.t = self.steady_state(np.zeros(n))
 
     @staticmethod
@@ -103,8 +116,13 @@ class ThermalModel:
 
     def step(self, q: np.ndarray, dt: float) -> None:
         ss = self.steady_state(q)
-        # Modal form of exp(A dt) (T - T_ss): no matrix is built per step, any dt is exact.
-        self.t = ss + self._left @ (np.exp(-self._rates * dt) * (self._right @ (self.t - ss)))
+        # exp(A dt) from the modal form, built once per step length (the clock's steps repeat).
+        propagator = self._propagators.get(dt)
+        if propagator is None:
+            if len(self._propagators) > 64:
+                self._propagators.clear()
+            propagator = self._propagators[dt] = self._left @ (np.exp(-self._rates * dt)[:, None] * self._right)
+        self.t = ss + propagator @ (self.t - ss)
 
     def settle(self, q: np.ndarray) -> None:
         """Jump to the steady state for heat q (a phone that has sat in this state for an hour)."""

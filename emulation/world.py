@@ -8,6 +8,37 @@ the probes and the device's own thermal zones read, and the scope hears stimulus
 Time moves only through `work`, `wait` and `wait_until` (device work, and instruments or hosts
 that wait); physics integrates on every clock step. Everything is deterministic given the seed
 and the sequence of calls.
+
+SLA personas (PhoneSpec.sla_persona, `SLA_PERSONAS_WORLD`) change the physics: "slow" and
+"jittery" voice latency, "power-hungry" (NPU draws 20 % more and stays awake 90 s after each
+answer), "hot" (poor heat loss: cover over 41.7 °C), "uneven-heat" (no spreader: hotspots more
+than 3 °C apart). Any other name (the runtime's personas) leaves the world nominal.
+
+Hooks for calibration and the production line (the real fixture's equivalents in brackets):
+
+- `set_fixture_loopback(True)` [phone out, loopback coupler in]: the stimulus reaches both scope
+  channels and no phone answers. path="acoustic" (default): channel 2 through the measurement
+  mic over the fixture's 10 cm of air (`fixture_delay_s()` = 291.5 µs), the delay the latency
+  check subtracts. path="electrical" [BNC tee into both inputs]: channel 2 gets the same
+  voltage as channel 1 at once, so only the scope's channel skew remains. The emulated scope's
+  channel 2 input lags by `emulation.instruments.scope.INPUT_DELAY_S[2]` (35 ns, inside the
+  ±100 ns that `:CHANnel2:PROBe:SKEW` accepts on the real scope); deskew +35 ns removes it.
+  Measure it on the electrical path with a fast edge (an arb step at >= 100 MSa/s, 20 ns/div,
+  `:MEASure:DELay?` or both waveforms), then the acoustic delay on the acoustic path.
+- Instrument errors to calibrate out: the power analyzer reads current with a +1.8 mA zero
+  offset (`power_analyzer.CURRENT_ZERO_OFFSET_A`, visible with the output off); the generic
+  probe board's thermocouples read T1 +0.4 °C, T2 -0.3 °C, T3 +0.1 °C off. Its `REF` channel is
+  a reference-grade sensor (no offset, 0.01 °C) taped beside one thermocouple:
+  `place_reference_probe("cover_b")` moves it [the operator moves it]; it starts beside T1
+  ("cover_a"). A Fluke/Hart server (dialect "fluke") is a second, reference thermometer.
+- Production line: build the next phone on this world and load it, instruments stay attached::
+
+      phone = EmulatedPhone(spec, world=world)   # spec.seed and spec.sla_persona apply
+      world.load_phone(phone)                    # ambient temperature, fresh battery, no loopback
+      AdbDaemon(phone).start()                   # the previous unit's daemon is stopped first
+
+  The clock keeps running (time is monotonic across units); the activity and sound of the
+  previous unit are gone; the battery emulator's settings stay, as on a real fixture.
 """
 from __future__ import annotations
 
@@ -19,7 +50,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emulation.audio import AudioEvent, AudioScene
+from emulation.audio import (
+    FIXTURE_PATH_M,
+    LOOPBACK_GAIN,
+    SPEAKER_TO_PHONE_M,
+    SPEED_OF_SOUND_M_S,
+    AudioEvent,
+    AudioScene,
+)
 from emulation.clock import SimClock
 from emulation.supply import DEFAULT_RIPPLE_HZ, Supply
 from emulation.thermal_model import Cooling, ThermalModel
@@ -36,15 +74,41 @@ PHASE_POWER_W = {
     "decode": 3.9,
     "speak": 4.1,  # streaming decode while the speaker plays the answer
     "cpu_decode": 4.4,  # layers migrated to the CPU near the NPU trip point
+    "npu_awake": 2.6,  # NPU clocked but idle: a unit that misses its power gating
 }
 # Phases whose draw follows the NPU clock (dynamic power ~ f * V^2, V roughly follows f).
-NPU_PHASES = frozenset({"prefill", "decode", "speak"})
+NPU_PHASES = frozenset({"prefill", "decode", "speak", "npu_awake"})
 NPU_NOMINAL_MHZ = 1100.0
+FRESH_CAPACITY_PCT = 87.0  # state of charge of a unit entering the fixture
+BATTERY_CAPACITY_WH = 18.5  # 4800 mAh at 3.85 V
+
+
+@dataclass(frozen=True)
+class PowerProfile:
+    npu_scale: float = 1.0  # NPU phases draw idle + scale x (nominal - idle)
+    awake_tail_s: float = 0.0  # NPU left awake after each spoken answer
+
 
 # Personas (PhoneSpec.sla_persona) that change the physics; others leave it nominal.
-THERMAL_PERSONAS = {"hot": Cooling(cover_scale=0.55, board_scale=0.7)}
+THERMAL_PERSONAS = {
+    "hot": Cooling(cover_scale=0.55, board_scale=0.7),
+    # Delaminated spreader: the hotspots decouple and the SoC's heat goes straight up.
+    "uneven-heat": Cooling(link_scales=(("cover_a", "cover_b", 0.0), ("board", "cover_a", 1.45),
+                                        ("battery", "cover_b", 0.67))),
+}
+POWER_PERSONAS = {"power-hungry": PowerProfile(npu_scale=1.2, awake_tail_s=90.0)}
+SLA_PERSONAS_WORLD: set[str] = {"nominal", *VOICE_BEHAVIOURS, *THERMAL_PERSONAS, *POWER_PERSONAS}
+LOOPBACK_PATHS = ("acoustic", "electrical")
 
 Observer = Callable[[float], None]  # called with the world time after each physics step
+
+
+@dataclass
+class Fixture:
+    """What the bench's fixture does around the phone (see the module docstring)."""
+
+    loopback: str | None = None  # None: the phone is in the fixture; else a LOOPBACK_PATHS entry
+    reference_point: str = "cover_a"  # where the reference probe (REF) is taped
 
 
 @dataclass
@@ -64,12 +128,15 @@ class World:
         self._lock = threading.RLock()
         self.phase = "idle"  # what the runtime is doing right now (inside work())
         self.npu_freq_mhz = NPU_NOMINAL_MHZ
-        self.capacity_pct = 87.0
-        self.battery_capacity_wh = 18.5
+        self.capacity_pct = FRESH_CAPACITY_PCT
+        self.battery_capacity_wh = BATTERY_CAPACITY_WH
         self.timeline = Timeline()
         self.supply = Supply()
         self.audio = AudioScene()
+        self.fixture = Fixture()
+        self.phone: object | None = None  # the unit loaded with load_phone (None: built with it)
         self.persona = "nominal"
+        self.power_profile = PowerProfile()
         self.thermal = ThermalModel(ambient_c)
         self.voice = VoiceAssistant(self, "nominal", self.rng("voice"))
         self.apply_persona(persona)
@@ -84,13 +151,65 @@ class World:
         return np.random.default_rng([self.seed, zlib.crc32(stream.encode())])
 
     def apply_persona(self, name: str) -> None:
-        """Apply an SLA persona's physics: voice behaviour (slow, jittery) and cooling (hot)."""
+        """Apply an SLA persona's physics: voice behaviour, power draw and cooling.
+
+        Names the world does not model (the runtime's personas) leave its physics nominal.
+        """
         with self._lock:
             self.persona = name
+            if name not in SLA_PERSONAS_WORLD:
+                log.debug("persona %r changes nothing in the world's physics", name)
             self.voice.set_behaviour(name if name in VOICE_BEHAVIOURS else "nominal")
+            self.power_profile = POWER_PERSONAS.get(name, PowerProfile())
             previous = self.thermal.t.copy()
             self.thermal = ThermalModel(self.ambient_c, THERMAL_PERSONAS.get(name, Cooling()))
             self.thermal.t = previous
+
+    # --- fixture and production line ----------------------------------------------------------
+    def set_fixture_loopback(self, on: bool, path: str = "acoustic") -> None:
+        """Phone out, loopback in (on) or the phone back in the fixture (off); see the module doc."""
+        if path not in LOOPBACK_PATHS:
+            raise ValueError(f"unknown loopback path {path!r}; known: {', '.join(LOOPBACK_PATHS)}")
+        with self._lock:
+            self.fixture.loopback = path if on else None
+
+    @staticmethod
+    def fixture_delay_s() -> float:
+        """The fixture's true acoustic delay (stimulus speaker -> phone, phone -> measurement mic)."""
+        return FIXTURE_PATH_M / SPEED_OF_SOUND_M_S
+
+    def place_reference_probe(self, point: str) -> None:
+        """Tape the reference probe (the generic probe board's REF channel) beside `point`."""
+        known = set(self.thermal.temperatures()) | {"ambient"}
+        if point not in known:
+            raise ValueError(f"no probe point {point!r}; points: {', '.join(sorted(known))}")
+        with self._lock:
+            self.fixture.reference_point = point
+
+    def load_phone(self, phone: object) -> None:
+        """A new unit enters the fixture: its seed and persona, ambient temperature, fresh battery.
+
+        The phone must have been built on this world (EmulatedPhone(spec, world=world)), so its
+        sensors and runtime read this world. Instruments stay attached; the supply keeps its
+        settings; the previous unit's activity, sound and answers are gone.
+        """
+        if getattr(phone, "world", None) is not self:
+            raise ValueError("load_phone: the phone was built on another world; "
+                             "create it with EmulatedPhone(spec, world=<this world>)")
+        spec = phone.spec  # type: ignore[attr-defined]
+        with self._lock:
+            self.phone = phone
+            self.seed = int(spec.seed)
+            self.timeline = Timeline()
+            self.audio = AudioScene()
+            self.fixture.loopback = None
+            self.capacity_pct = FRESH_CAPACITY_PCT
+            self.npu_freq_mhz = NPU_NOMINAL_MHZ
+            self.voice = VoiceAssistant(self, "nominal", self.rng("voice"))
+            self.apply_persona(spec.sla_persona)
+            self.thermal.t = self.thermal.steady_state(np.zeros_like(self.thermal.t))  # at ambient
+        log.info("unit %s (seed %d, persona %s) loaded into the fixture", getattr(spec, "serial", "?"),
+                 self.seed, self.persona)
 
     def _idle_heat(self) -> np.ndarray:
         return self.thermal.heat("idle", self.phase_power_w("idle"))
@@ -107,7 +226,8 @@ class World:
             raise ValueError(f"unknown phone activity {phase!r}; known: {sorted(PHASE_POWER_W)}") from None
         if phase in NPU_PHASES:
             idle = PHASE_POWER_W["idle"]
-            power = idle + (power - idle) * (self.npu_freq_mhz / NPU_NOMINAL_MHZ) ** 2
+            scale = self.power_profile.npu_scale * (self.npu_freq_mhz / NPU_NOMINAL_MHZ) ** 2
+            power = idle + (power - idle) * scale
         return power
 
     def add_observer(self, observer: Observer) -> None:
@@ -169,7 +289,8 @@ class World:
         """Every node a bench probe can be taped to, plus ambient, °C."""
         with self._lock:
             points = self.thermal.temperatures()
-        points["ambient"] = self.ambient_c
+            points["ambient"] = self.ambient_c
+            points["reference"] = points[self.fixture.reference_point]
         return points
 
     def battery_state(self) -> BatteryState:
@@ -225,13 +346,21 @@ class World:
     # --- sound ----------------------------------------------------------------------------
     def play_stimulus(self, samples: np.ndarray, sample_rate: float, peak_v: float,
                       t0: float | None = None) -> Dialog | None:
-        """The audio source plays a clip: it appears on scope channel 1 and the phone hears it."""
+        """The audio source plays a clip: it appears on scope channel 1 and the phone hears it
+        over the fixture's speaker path (in loopback, channel 2 hears it instead; no answer)."""
         with self._lock:
             onset = self.clock.now() if t0 is None else t0
             event = AudioEvent(1, onset, np.asarray(samples, dtype=float), sample_rate, peak_v, label="stimulus")
             self.audio.play(event)
+            if self.fixture.loopback == "acoustic":
+                self.audio.play(AudioEvent(2, onset + self.fixture_delay_s(), event.samples, sample_rate,
+                                           peak_v * LOOPBACK_GAIN, label="loopback"))
+                return None
+            if self.fixture.loopback == "electrical":
+                self.audio.play(AudioEvent(2, onset, event.samples, sample_rate, peak_v, label="loopback"))
+                return None
             heard_v = peak_v * float(np.max(np.abs(event.samples))) if event.samples.size else 0.0
-            return self.voice.hear(onset, event.t1 - event.t0, heard_v)
+            return self.voice.hear(onset + SPEAKER_TO_PHONE_M / SPEED_OF_SOUND_M_S, event.t1 - event.t0, heard_v)
 
     # --- physics --------------------------------------------------------------------------
     def _step(self, t: float, dt: float) -> None:

@@ -9,7 +9,7 @@ from instrument_helpers import ScriptedResource
 
 from bench.errors import ConfigError, InstrumentError
 from drivers.stimulus import AudioStimulus, Keysight33500B, read_wav
-from emulation.audio import synth_speech
+from emulation.audio import SPEAKER_TO_PHONE_M, SPEED_OF_SOUND_M_S, synth_speech
 from emulation.instruments.awg import AwgServer
 from emulation.world import World
 
@@ -59,7 +59,9 @@ def test_fire_puts_the_utterance_into_the_world_at_that_instant(bench):
     assert event.t0 == fired_at and event.peak_v == pytest.approx(0.5)  # 1 Vpp into high impedance
     assert event.samples == pytest.approx(CLIP, abs=1e-4)
     dialog = world.voice.dialogs[-1]
-    assert dialog.utterance_onset == fired_at and dialog.answer_onset > fired_at
+    # The phone hears it after the fixture's speaker-to-phone air path.
+    assert dialog.utterance_onset == pytest.approx(fired_at + SPEAKER_TO_PHONE_M / SPEED_OF_SOUND_M_S, abs=1e-6)
+    assert dialog.answer_onset > fired_at
     assert server.arbs["UTTERANCE"].samples.size == CLIP.size
 
 

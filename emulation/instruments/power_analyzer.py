@@ -34,6 +34,7 @@ MODULE = "N6781A"
 TINT_STEP_S = 5.12e-6  # sample interval resolution; also the minimum for one parameter
 MAX_POINTS = 1 << 20  # emulator's digitizer buffer per parameter
 CURRENT_NOISE_A = 0.4e-3
+CURRENT_ZERO_OFFSET_A = 1.8e-3  # uncorrected zero error of the current meter (read it with no load)
 VOLTAGE_NOISE_V = 0.3e-3
 MEAS_POINTS = 1024  # MEAS:CURR? / MEAS:VOLT? average one short sweep
 
@@ -154,7 +155,8 @@ class PowerAnalyzerServer(InstrumentServer):
             self._sweeps += 1
             rng = np.random.default_rng([self.world.seed, zlib.crc32(b"n6705c"), self._sweeps])
             sweep.data = {"VOLT": (volts + rng.normal(0, VOLTAGE_NOISE_V, times.shape)).astype(np.float32),
-                          "CURR": (amps + rng.normal(0, CURRENT_NOISE_A, times.shape)).astype(np.float32)}
+                          "CURR": (amps + CURRENT_ZERO_OFFSET_A
+                                   + rng.normal(0, CURRENT_NOISE_A, times.shape)).astype(np.float32)}
             if self.take_fault("overload"):
                 sweep.data["CURR"][sweep.points // 2:sweep.points // 2 + 5] = 9.91e37
         return sweep.data[function]

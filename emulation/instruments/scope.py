@@ -33,7 +33,10 @@ POLL_QUANTUM_S = 0.05  # simulated time one status poll takes while nothing is d
 AUTO_TRIGGER_S = 0.04  # AUTO sweep forces a trigger this long after arming
 DIGITIZE_MAX_WAIT_S = 30.0  # *OPC? after :DIGitize gives up (stays silent) after this long
 INVALID = 9.9e37  # what a scope returns for a measurement it cannot make
-DESKEW_LIMIT_S = 100e-9
+DESKEW_LIMIT_S = 100e-9  # the real scopes accept deskew values within ±100 ns
+# Static input delay per channel (probe, cable and front end): what deskew calibrates out.
+# A channel's deskew of +d shows its signal d earlier, so deskew = +INPUT_DELAY_S[n] removes it.
+INPUT_DELAY_S = {1: 0.0, 2: 35e-9, 3: 0.0, 4: 0.0}
 MEASURE_POINTS = 100_000
 KEYSIGHT_RAW_POINTS = 4_000_000  # acquisition record in RAW/MAX points mode (3000T: 4 Mpts)
 KEYSIGHT_NORMAL_POINTS = 62_500
@@ -175,7 +178,7 @@ class ScopeServer(InstrumentServer):
         if key not in acq.records:
             setup = self.channels[channel]
             xinc = acq.span_s / points
-            offsets = acq.x_origin + np.arange(points) * xinc + setup.skew_s
+            offsets = acq.x_origin + np.arange(points) * xinc + (setup.skew_s - INPUT_DELAY_S[channel])
             rng = np.random.default_rng([self.world.seed, zlib.crc32(self.family.encode()), acq.id, channel])
             volts = self.world.audio.acquire(channel, acq.t_trigger, offsets, rng) * setup.probe
             if setup.coupling == "GND":

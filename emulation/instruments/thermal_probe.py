@@ -9,7 +9,9 @@ Two dialects:
   `t: 25.587 C`, `READ? <ch>` waits one sample period first, `SENS:APER <s>` sets the period.
 
 Probes are taped to points of the world's thermal model (back-cover hotspots, ambient, ...);
-each channel has its own offset error, noise and resolution. Streams are paced by simulated
+each channel has its own offset error, noise and resolution. The generic board's `REF` input is
+a reference-grade sensor (4-wire PT100, no offset) taped beside one thermocouple
+(`World.place_reference_probe`), the reference for calibrating the thermocouples' offsets. Streams are paced by simulated
 time: a line is emitted for every sample period the world's clock passes.
 """
 from __future__ import annotations
@@ -40,9 +42,10 @@ class ProbeChannel:
 
 
 GENERIC_CHANNELS = {
-    "T1": ProbeChannel("cover_a", 0.30, 0.08, 0.25),  # back cover over the SoC
-    "T2": ProbeChannel("cover_b", -0.20, 0.08, 0.25),  # back cover over the battery
+    "T1": ProbeChannel("cover_a", 0.40, 0.08, 0.25),  # back cover over the SoC
+    "T2": ProbeChannel("cover_b", -0.30, 0.08, 0.25),  # back cover over the battery
     "T3": ProbeChannel("ambient", 0.10, 0.08, 0.25),
+    "REF": ProbeChannel("reference", 0.0, 0.005, 0.01),  # wherever the fixture tapes it
 }
 FLUKE_CHANNELS = {
     "1": ProbeChannel("cover_a", 0.012, 0.003, 0.001),

@@ -1,0 +1,201 @@
+"""Claim 7: back-cover temperature in sustained use, and how evenly the heat spreads.
+
+Thermocouples sit on the back cover at the hotspots (T1 over the SoC, T2 over the battery; T3
+reads the room). The phone runs a sustained dialog loop: the stimulus asks a question every
+`period_s` and the phone answers. After each dialog the bench reads the probes and the phone's
+own view (`dumpsys thermalservice`: thermal status and zones). The loop first warms the phone
+up: at least `warmup_s`, then until the hottest cover probe rose less than `stable_c` over the
+last `stable_window_s` (steady state; the cover's time constant is minutes), at most
+`max_warmup_s`. Then `samples` readings are the measurement:
+
+- cover temperature: the hottest cover probe of every reading, against the limit (a census:
+  every reading counts), with the room temperature shown to be in the profile's range;
+- spread: hottest minus coolest cover probe per reading ("heat spread evenly");
+- device thermal status and zones over the same time, recorded (no target in the claim).
+
+Time here is the bench's: the sum of the waits it asked the phone for (`sleep` on the phone,
+which on real hardware takes that long too and, on the emulated station, moves its clock).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from bench.checks.voice import arm_stimulus
+from bench.device_state import read_thermal_status
+from bench.errors import InvalidMeasurement
+from bench.sla import SlaEntry, SlaProfile
+from bench.verdict import Verdict, compare
+from drivers.device import Device
+from drivers.stimulus import AudioStimulus
+from drivers.thermal import ThermalProbe
+
+log = logging.getLogger(__name__)
+
+COVER_MAX = "back_cover_temperature_max"
+COVER_SPREAD = "cover_temp_spread"
+STABLE_AVERAGE = 5  # readings averaged at each end of the stability window
+
+
+@dataclass(frozen=True)
+class ThermalSetup:
+    cover_channels: tuple[str, ...] = ("T1", "T2")
+    ambient_channel: str | None = "T3"
+    period_s: float = 3.0  # one dialog per period: the phone talks most of the time
+    warmup_s: float = 600.0
+    stable_c: float = 0.3
+    stable_window_s: float = 300.0
+    max_warmup_s: float = 3600.0
+
+
+@dataclass
+class ThermalRun:
+    """Every reading of the loop (warm-up included); `measure_from` starts the measurement."""
+
+    setup: ThermalSetup
+    t_s: list[float] = field(default_factory=list)
+    probes: dict[str, list[float]] = field(default_factory=dict)  # channel -> °C, NaN on a probe fault
+    status: list[int] = field(default_factory=list)  # the phone's THERMAL_STATUS per reading
+    zones: dict[str, list[float]] = field(default_factory=dict)  # the phone's own sensors, °C
+    measure_from: int = 0
+    stable: bool = False
+
+    def channel(self, name: str) -> np.ndarray:
+        return np.asarray(self.probes.get(name, [math.nan] * len(self.t_s)), dtype=float)
+
+    def cover(self) -> np.ndarray:
+        """Readings x cover channels, °C."""
+        return np.column_stack([self.channel(c) for c in self.setup.cover_channels])
+
+    @property
+    def hottest(self) -> np.ndarray:
+        return self.cover().max(axis=1)
+
+    @property
+    def spread(self) -> np.ndarray:
+        cover = self.cover()
+        return cover.max(axis=1) - cover.min(axis=1)
+
+    def raw(self) -> dict[str, np.ndarray]:
+        """Trace arrays (t, y = first cover probe, y2 = second) plus every series of the loop."""
+        channels = self.setup.cover_channels
+        out = {"t": np.asarray(self.t_s), "y": self.channel(channels[0]),
+               "measure_from": np.asarray(self.measure_from)}
+        if len(channels) > 1:
+            out["y2"] = self.channel(channels[1])
+        for name in self.probes:
+            out[f"probe_{name}"] = self.channel(name)
+        out["thermal_status"] = np.asarray(self.status)
+        for name, values in self.zones.items():
+            out[f"zone_{name}"] = np.asarray(values, dtype=float)
+        return out
+
+    def raw_spread(self) -> dict[str, np.ndarray]:
+        return {"t": np.asarray(self.t_s), "y": self.spread}
+
+
+def run_dialog_loop(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, samples: int,
+                    setup: ThermalSetup = ThermalSetup()) -> ThermalRun:
+    """Warm up in a sustained dialog loop, then take `samples` readings (stimulus loaded and armed)."""
+    missing = [c for c in (*setup.cover_channels, setup.ambient_channel) if c and c not in thermal.channels]
+    if missing:
+        raise InvalidMeasurement(f"thermal probe has no channel(s) {missing}; it has {thermal.channels}",
+                                 hint="name the cover and ambient channels of this station's probe")
+    run = ThermalRun(setup)
+    window = max(1, int(round(setup.stable_window_s / setup.period_s)))
+    elapsed, measured = 0.0, 0
+    while measured < samples:
+        stimulus.fire()
+        device.run(["sleep", f"{setup.period_s:g}"])
+        elapsed += setup.period_s
+        _read(run, thermal, device, elapsed)
+        if run.measure_from or (run.stable and elapsed >= setup.warmup_s):
+            measured = len(run.t_s) - run.measure_from
+            continue
+        hottest = run.hottest
+        if len(hottest) > window + STABLE_AVERAGE:
+            rise = np.nanmean(hottest[-STABLE_AVERAGE:]) - np.nanmean(hottest[-window - STABLE_AVERAGE:-window])
+            run.stable = bool(rise < setup.stable_c)
+        if elapsed >= setup.warmup_s and (run.stable or elapsed >= setup.max_warmup_s):
+            run.measure_from = len(run.t_s)
+            log.info("warm-up done after %.0f s (%s); measuring %d readings", elapsed,
+                     "steady" if run.stable else "not steady", samples)
+    return run
+
+
+def _read(run: ThermalRun, thermal: ThermalProbe, device: Device, elapsed: float) -> None:
+    reading = thermal.read()
+    run.t_s.append(elapsed)
+    for name in reading.channels:
+        run.probes.setdefault(name, [math.nan] * (len(run.t_s) - 1)).append(reading.celsius.get(name, math.nan))
+    for name, values in run.probes.items():  # a channel missing from this reading
+        if len(values) < len(run.t_s):
+            values.append(math.nan)
+    report = read_thermal_status(device)
+    run.status.append(report.status)
+    for name, (_type, celsius) in report.temperatures.items():
+        run.zones.setdefault(name, [math.nan] * (len(run.t_s) - 1)).append(celsius)
+    for values in run.zones.values():
+        if len(values) < len(run.t_s):
+            values.append(math.nan)
+
+
+def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
+    """Cover maximum and spread from the profile; the phone's thermal status as a record."""
+    part = slice(run.measure_from, None)
+    context = {}
+    if run.setup.ambient_channel:
+        context["ambient_c"] = float(np.nanmean(run.channel(run.setup.ambient_channel)[part]))
+    warmup = (f"measured after {run.t_s[run.measure_from - 1] if run.measure_from else 0:.0f} s of warm-up "
+              f"({'steady' if run.stable else 'NOT steady: the warm-up limit ended it'}), "
+              f"dialog every {run.setup.period_s:g} s")
+    verdicts = []
+    if COVER_MAX in profile:
+        entry = profile.get(COVER_MAX)
+        v = _named(entry.evaluate(run.hottest[part], **context), "cover_temp_max", entry)
+        v.detail += f"; hottest of {', '.join(run.setup.cover_channels)} per reading, {warmup}"
+        v.extra.update(labels=[f"{c}" for c in run.setup.cover_channels], y_label="degC", steady=run.stable)
+        verdicts.append(v)
+    if COVER_SPREAD in profile:
+        entry = profile.get(COVER_SPREAD)
+        v = _named(entry.evaluate(run.spread[part], **context), "cover_temp_spread", entry)
+        v.detail += f"; hottest minus coolest of {', '.join(run.setup.cover_channels)} per reading, {warmup}"
+        v.extra.update(labels=["spread"], y_label="degC", steady=run.stable)
+        verdicts.append(v)
+    status = np.asarray(run.status[part])
+    skin = run.zones.get("skin")
+    counts = {int(k): int(n) for k, n in zip(*np.unique(status, return_counts=True))}
+    detail = f"the phone's THERMAL_STATUS during the measurement (status: readings): {counts}"
+    if skin:
+        detail += f"; phone's skin sensor up to {np.nanmax(skin[part]):.1f} degC"
+    verdicts.append(compare("thermal_status_max", float(status.max()) if status.size else None, "status", None,
+                            statistic="max", n=int(status.size), detail=detail,
+                            extra={"claim": 7}))
+    return verdicts
+
+
+def _named(verdict: Verdict, name: str, entry: SlaEntry) -> Verdict:
+    verdict.name = name
+    verdict.extra.update(metric=entry.metric, plot="trace")
+    return verdict
+
+
+def check_cover_temperature(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
+                            samples: int | None = None, setup: ThermalSetup | None = None,
+                            cover_channels: Sequence[str] | None = None,
+                            clip: tuple[np.ndarray, float] | None = None) -> tuple[list[Verdict], ThermalRun]:
+    """Claim 7 with the profile's limits; warm-up and sample count default to the profile's."""
+    entry = profile.get(COVER_MAX)
+    arm_stimulus(stimulus, clip=clip)
+    if setup is None:
+        setup = ThermalSetup(warmup_s=float(entry.parameters.get("warmup_s", ThermalSetup.warmup_s)))
+    if cover_channels is not None:
+        setup = replace(setup, cover_channels=tuple(cover_channels))
+    needed = [profile.get(m).n_required for m in (COVER_MAX, COVER_SPREAD) if m in profile]
+    count = samples if samples is not None else max(needed)
+    run = run_dialog_loop(thermal, stimulus, device, count, setup)
+    return thermal_verdicts(run, profile), run

@@ -1,0 +1,266 @@
+"""Claims 1 and 2: end-to-end voice latency and full dialog time, from two scope channels.
+
+One trial: arm the scope (single, edge trigger on channel 1), fire the stimulus, read both
+channels, find the stimulus onset on channel 1 and the phone's answer on channel 2 with the
+envelope onset detector (threshold from each channel's measured noise floor, hysteresis, hold
+time), and the end of the answer as the onset of the time-reversed record. The fixture's
+acoustic delay (speaker -> phone, phone -> measurement mic) comes from the calibration record
+and is subtracted; without one it is 0 and every verdict says so.
+
+Per trial: latency = answer onset - stimulus onset - fixture delay; dialog = end of the answer's
+speech - stimulus onset - fixture delay. A trial without an answer counts as an infinitely late
+one (beyond any limit); an answer still playing when the record ends gives an infinite dialog
+time (the record is longer than the dialog limit, so it is beyond it); a trial whose record
+cannot support an onset (clipped quiet window, holes, no stimulus) is invalid and left out,
+counted in the verdict.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from bench import stats
+from bench.onset import Onset, OnsetDetector, OnsetStatus
+from bench.sla import SlaEntry, SlaProfile
+from bench.verdict import Verdict
+from drivers.device import Device
+from drivers.scope import Oscilloscope, Waveform
+from drivers.stimulus import AudioStimulus, read_wav
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CLIP = Path(__file__).resolve().parents[2] / "suites" / "data" / "utterance.wav"
+METRICS = {"latency_p99": "voice_latency_p99", "latency_std": "voice_latency_std", "dialog_p99": "dialog_time_p99"}
+UNIT_SCALE = {"s": 1.0, "ms": 1e3, "us": 1e6}
+
+
+@dataclass(frozen=True)
+class VoiceSetup:
+    """How a trial is recorded. The record must outlast the dialog limit (3.8 s) with margin."""
+
+    pre_s: float = 0.1  # before the trigger: the noise floor of both channels
+    post_s: float = 4.5  # after the trigger: the whole answer
+    sample_rate_hz: float = 10_000.0  # speech energy lies below 5 kHz; envelopes of 5 ms need no more
+    ch1_v_div: float = 0.2  # stimulus, 0.5 V peak
+    ch2_v_div: float = 0.1  # measurement microphone
+    trigger_v: float = 0.05
+    amplitude_vpp: float = 1.0
+    min_latency_s: float = 0.05  # search the answer this long after the stimulus onset
+    settle_s: float = 5.0  # extra wait after a trial whose answer outlasted the record
+    trigger_timeout_s: float = 30.0
+    detector: OnsetDetector = OnsetDetector(k=6.0, quiet_s=0.05, envelope_s=0.005, hold_s=0.01)
+
+    @property
+    def points(self) -> int:
+        return int(round((self.pre_s + self.post_s) * self.sample_rate_hz))
+
+
+@dataclass
+class VoiceTrials:
+    """Onset times per trial, relative to each trial's trigger (s): the raw series behind the verdicts."""
+
+    fixture_delay_s: float
+    fixture_calibrated: bool
+    sample_rate_hz: float
+    stimulus_onset_s: list[float] = field(default_factory=list)  # NaN: invalid trial
+    answer_onset_s: list[float] = field(default_factory=list)  # inf: no answer; NaN: invalid
+    answer_end_s: list[float] = field(default_factory=list)  # inf: still speaking at the record's end
+    status: list[str] = field(default_factory=list)  # "ok", "no-answer", "open-ended", "invalid: ..."
+    waveforms: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+    @property
+    def latency_s(self) -> np.ndarray:
+        return np.asarray(self.answer_onset_s) - np.asarray(self.stimulus_onset_s) - self.fixture_delay_s
+
+    @property
+    def dialog_s(self) -> np.ndarray:
+        return np.asarray(self.answer_end_s) - np.asarray(self.stimulus_onset_s) - self.fixture_delay_s
+
+    @property
+    def invalid(self) -> int:
+        return sum(s.startswith("invalid") for s in self.status)
+
+    def raw(self) -> dict[str, np.ndarray]:
+        """Every trial's onsets: enough to recompute every verdict (waveforms: see raw_waveforms)."""
+        return {"stimulus_onset_s": np.asarray(self.stimulus_onset_s),
+                "answer_onset_s": np.asarray(self.answer_onset_s), "answer_end_s": np.asarray(self.answer_end_s),
+                "status": np.asarray(self.status), "fixture_delay_s": np.asarray(self.fixture_delay_s)}
+
+    def raw_waveforms(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for index, (t, ch1, ch2) in sorted(self.waveforms.items()):
+            out[f"trial{index}_t"], out[f"trial{index}_ch1"], out[f"trial{index}_ch2"] = t, ch1, ch2
+        return out
+
+
+@dataclass
+class VoiceResult:
+    verdicts: list[Verdict]
+    trials: VoiceTrials
+
+
+def arm_stimulus(stimulus: AudioStimulus, setup: VoiceSetup = VoiceSetup(),
+                 clip: tuple[np.ndarray, float] | None = None) -> None:
+    """Load the utterance (default: suites/data/utterance.wav) and wait for fire()."""
+    samples, rate = clip if clip is not None else read_wav(DEFAULT_CLIP)
+    stimulus.load_clip(samples, rate, amplitude_vpp=setup.amplitude_vpp)
+    stimulus.arm()
+
+
+def configure(scope: Oscilloscope, stimulus: AudioStimulus, setup: VoiceSetup,
+              clip: tuple[np.ndarray, float] | None = None) -> None:
+    """Load and arm the stimulus; both channels, the window and the edge trigger on channel 1."""
+    arm_stimulus(stimulus, setup, clip)
+    scope.configure_channel(1, setup.ch1_v_div)
+    scope.configure_channel(2, setup.ch2_v_div)
+    span = setup.pre_s + setup.post_s
+    scope.set_timebase(span / 10, (setup.post_s - setup.pre_s) / 2)
+    scope.set_edge_trigger(1, setup.trigger_v)
+
+
+def run_voice_trials(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, trials: int, *,
+                     fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
+                     setup: VoiceSetup = VoiceSetup(), clip: tuple[np.ndarray, float] | None = None,
+                     keep_invalid: int = 2) -> VoiceTrials:
+    """`trials` independent stimulus -> answer trials. Keeps the waveforms of the first trial, the
+    slowest answered one and up to `keep_invalid` invalid ones (evidence, not the whole run)."""
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials}")
+    configure(scope, stimulus, setup, clip)
+    calibrated = fixture_calibrated if fixture_calibrated is not None else fixture_delay_s != 0.0
+    result = VoiceTrials(fixture_delay_s, calibrated, setup.sample_rate_hz)
+    slowest, slowest_latency = None, -math.inf
+    for index in range(trials):
+        scope.single()
+        stimulus.fire()
+        scope.wait_triggered(timeout_s=setup.trigger_timeout_s)
+        ch1, ch2 = scope.read_waveform(1, setup.points), scope.read_waveform(2, setup.points)
+        stim, answer, end, status = analyse_trial(ch1, ch2, setup)
+        result.stimulus_onset_s.append(stim)
+        result.answer_onset_s.append(answer)
+        result.answer_end_s.append(end)
+        result.status.append(status)
+        latency = answer - stim
+        invalid_kept = sum(result.status[k].startswith("invalid") for k in result.waveforms)
+        keep = index == 0 or (status.startswith("invalid") and invalid_kept < keep_invalid)
+        if not keep and math.isfinite(latency) and latency > slowest_latency:
+            if slowest is not None:
+                result.waveforms.pop(slowest, None)
+            slowest, keep = index, True
+        if math.isfinite(latency):
+            slowest_latency = max(slowest_latency, latency)
+        if keep:
+            result.waveforms[index] = (ch1.t.astype(np.float32), ch1.volts, ch2.volts)
+        if status == "open-ended":  # the phone is still talking: let it finish before the next trial
+            device.run(["sleep", f"{setup.settle_s:g}"])
+        log.debug("voice trial %d: %s, latency %.1f ms", index, status, 1e3 * latency)
+    return result
+
+
+def analyse_trial(ch1: Waveform, ch2: Waveform, setup: VoiceSetup = VoiceSetup()) -> tuple[float, float, float, str]:
+    """(stimulus onset, answer onset, answer end, status) of one two-channel record, seconds re trigger."""
+    nan = math.nan
+    if ch1.holes or ch2.holes:
+        return nan, nan, nan, f"invalid: {ch1.holes + ch2.holes} holes in the record"
+    fs = 1.0 / ch1.sample_interval_s
+    t0 = float(ch1.t[0])
+    stim = _detector(setup, ch1).detect(ch1.volts, fs, t0=t0)
+    if not stim.found:
+        return nan, nan, nan, f"invalid: stimulus {stim.status.value}: {stim.reason}"
+    detector = _detector(setup, ch2)
+    answer = detector.detect(ch2.volts, fs, t0=t0, not_before_s=stim.time_s + setup.min_latency_s)
+    if answer.status is OnsetStatus.INVALID:
+        return nan, nan, nan, f"invalid: answer: {answer.reason}"
+    if not answer.found:
+        return float(stim.time_s), math.inf, math.inf, "no-answer"
+    end = _end_of_sound(detector, ch2, fs)
+    if end is None or end.time_s is None:
+        return float(stim.time_s), float(answer.time_s), math.inf, "open-ended"
+    answer_end = float(ch2.t[-1]) - float(end.time_s)  # reversed axis: seconds back from the last sample
+    return float(stim.time_s), float(answer.time_s), max(answer_end, float(answer.time_s)), "ok"
+
+
+def _detector(setup: VoiceSetup, wave: Waveform) -> OnsetDetector:
+    # A few ADC codes: an 8-bit channel whose noise hides inside one code still needs a floor.
+    floor = 4 * wave.preamble.yincrement
+    return replace(setup.detector, min_threshold=max(setup.detector.min_threshold, floor))
+
+
+def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float) -> Onset | None:
+    """The last sound in the record: the first onset of the time-reversed record (None: the record
+    ends in sound, so its quiet window is not quiet)."""
+    reverse = detector.detect(wave.volts[::-1], fs, t0=0.0)
+    return reverse if reverse.found else None
+
+
+def voice_verdicts(trials: VoiceTrials, profile: SlaProfile) -> list[Verdict]:
+    """p99 and std of the latency (claim 1) and p99 of the dialog time (claim 2), from the profile."""
+    verdicts = []
+    for key, samples_s in (("latency_p99", trials.latency_s), ("latency_std", trials.latency_s),
+                           ("dialog_p99", trials.dialog_s)):
+        if METRICS[key] not in profile:
+            continue
+        verdicts.append(_verdict(profile.get(METRICS[key]), samples_s, trials))
+    return verdicts
+
+
+def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Verdict:
+    scale = UNIT_SCALE.get(entry.unit)
+    if scale is None:
+        raise ValueError(f"{entry.metric}: unit {entry.unit!r} is not a time unit ({', '.join(UNIT_SCALE)})")
+    valid = samples_s[~np.isnan(samples_s)]  # invalid trials are left out (and counted)
+    if entry.statistic == "std":
+        valid = valid[np.isfinite(valid)]  # unanswered trials fail the percentile, not the spread
+    verdict = entry.evaluate(valid * scale)
+    unanswered = sum(s == "no-answer" for s in trials.status)
+    notes = [f"{len(trials)} trials", f"{trials.invalid} invalid (left out)", f"{unanswered} unanswered"]
+    if trials.fixture_calibrated:
+        notes.append(f"fixture delay {1e6 * trials.fixture_delay_s:.1f} us subtracted (calibration)")
+    else:
+        notes.append("no fixture calibration applied: acoustic delay not subtracted")
+    verdict.detail = f"{verdict.detail}; {', '.join(notes)}"
+    verdict.extra.update(metric=entry.metric, plot="samples", trials=len(trials), invalid_trials=trials.invalid,
+                         unanswered=unanswered, fixture_delay_s=trials.fixture_delay_s,
+                         fixture_calibration="applied" if trials.fixture_calibrated else "none applied",
+                         sample_rate_hz=trials.sample_rate_hz, x_label=f"{entry.metric} ({entry.unit})")
+    return verdict
+
+
+def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int = 2) -> list[Verdict]:
+    """A line's short check: every one of a few trials within the latency and the dialog limit
+    (the maximum of a census, no claim about a percentile), at most `max_invalid` left out."""
+    verdicts = []
+    for key, samples_s, name in (("latency_p99", trials.latency_s, "voice_latency_sanity_max"),
+                                 ("dialog_p99", trials.dialog_s, "dialog_time_sanity_max")):
+        entry = profile.get(METRICS[key])
+        scaled = samples_s[~np.isnan(samples_s)] * UNIT_SCALE[entry.unit]
+        verdict = stats.extreme_verdict(name, scaled, limit=entry.limit, unit=entry.unit,
+                                        comparator=entry.comparator, min_samples=len(trials) - max_invalid)
+        verdict.detail += (f"; every one of {len(trials)} trials ({trials.invalid} invalid) within "
+                           f"{entry.metric}'s limit")
+        verdict.extra.update(metric=entry.metric, plot="samples", claim=entry.claim,
+                             fixture_calibration="applied" if trials.fixture_calibrated else "none applied")
+        verdicts.append(verdict)
+    return verdicts
+
+
+def trials_needed(profile: SlaProfile) -> int:
+    """Trials the profile's voice metrics need (the largest of their required sample counts)."""
+    return max((profile.get(m).n_required for m in METRICS.values() if m in profile), default=1)
+
+
+def check_voice(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
+                trials: int | None = None, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
+                setup: VoiceSetup = VoiceSetup(), clip: tuple[np.ndarray, float] | None = None) -> VoiceResult:
+    """Claims 1 and 2 with the profile's limits; `trials` defaults to what the profile needs."""
+    count = trials if trials is not None else trials_needed(profile)
+    result = run_voice_trials(scope, stimulus, device, count, fixture_delay_s=fixture_delay_s,
+                              fixture_calibrated=fixture_calibrated, setup=setup, clip=clip)
+    return VoiceResult(voice_verdicts(result, profile), result)
