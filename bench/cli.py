@@ -14,7 +14,7 @@ log = logging.getLogger("bench")
 
 REPO = Path(__file__).resolve().parent.parent
 # Modules adding their own subcommands: each has register(subparsers).
-SUBCOMMAND_MODULES = ["bench.cli_run", "bench.cli_emulate", "bench.cli_numerics", "bench.cli_results"]
+SUBCOMMAND_MODULES = ["bench.cli_run", "bench.cli_emulate", "bench.cli_numerics", "bench.cli_results", "bench.cli_line"]
 
 
 def build_parser() -> argparse.ArgumentParser:

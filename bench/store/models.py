@@ -182,3 +182,71 @@ class RawRef(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     measurement_pk: Mapped[int] = mapped_column(ForeignKey("measurements.id", ondelete="CASCADE"), index=True)
     path: Mapped[str] = mapped_column(Text)
+
+
+# --- calibration and production acceptance (migration 0002) ----------------------------------
+class CalibrationRecord(Base):
+    """One calibration of one piece of equipment, as ISO/IEC 17025 §6.4.13 asks to keep it.
+
+    Equipment is an instrument (identity from *IDN?), the station's fixture, or a DUT unit.
+    `adjustments` are the corrections a passed record makes current; a failed record keeps what
+    was measured and why it failed, and is never applied.
+    """
+
+    __tablename__ = "calibration_records"
+    __table_args__ = (Index("ix_calibration_records_equipment", "kind", "manufacturer", "model", "serial",
+                            "procedure"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    certificate: Mapped[str] = mapped_column(Text, unique=True)
+    kind: Mapped[str] = mapped_column(String(20))  # instrument | fixture | dut
+    procedure: Mapped[str] = mapped_column(Text)
+    procedure_version: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20))  # passed | failed
+    reason: Mapped[str | None] = mapped_column(Text)  # why it failed
+    role: Mapped[str | None] = mapped_column(Text)
+    manufacturer: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(Text)
+    serial: Mapped[str] = mapped_column(Text)
+    firmware: Mapped[str | None] = mapped_column(Text)
+    asset_tag: Mapped[str | None] = mapped_column(Text)
+    location: Mapped[str | None] = mapped_column(Text)
+    station_id: Mapped[int | None] = mapped_column(ForeignKey("stations.id"))
+    instrument_unit_id: Mapped[int | None] = mapped_column(ForeignKey("instrument_units.id"), index=True)
+    dut_unit_id: Mapped[int | None] = mapped_column(ForeignKey("dut_units.id"), index=True)
+    performed: Mapped[dt.datetime] = mapped_column(DateTime, index=True)  # naive UTC
+    due: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    operator: Mapped[str | None] = mapped_column(Text)
+    run_id: Mapped[str | None] = mapped_column(Text)  # the bench run that performed it, if any
+    ambient: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    results: Mapped[list[Any]] = mapped_column(Json, default=list)
+    adjustments: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    acceptance: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    reference: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)  # reference standards used
+
+
+class AcceptanceAttempt(Base):
+    """One production acceptance attempt of one unit (by scanned serial and attempt number)."""
+
+    __tablename__ = "acceptance_attempts"
+    __table_args__ = (UniqueConstraint("serial", "attempt", name="uq_acceptance_attempts_serial_attempt"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    serial: Mapped[str] = mapped_column(Text, index=True)  # as scanned
+    attempt: Mapped[int] = mapped_column(Integer)
+    read_serial: Mapped[str | None] = mapped_column(Text)  # as read from the phone
+    station_id: Mapped[int | None] = mapped_column(ForeignKey("stations.id"))
+    run_id: Mapped[str | None] = mapped_column(Text, index=True)  # results run (reports/<run_id>)
+    batch: Mapped[str | None] = mapped_column(Text, index=True)  # a line batch, when run by `bench line`
+    outcome: Mapped[str] = mapped_column(String(20))  # running | pass | fail | incomplete | wrong-unit | refused
+    reason: Mapped[str | None] = mapped_column(Text)
+    failing: Mapped[list[Any]] = mapped_column(Json, default=list)  # [{check, reason}]
+    retest_of: Mapped[int | None] = mapped_column(Integer)  # the attempt number this one retests
+    started: Mapped[dt.datetime] = mapped_column(DateTime, index=True)  # naive UTC
+    finished: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    cycle_s: Mapped[float | None] = mapped_column(Float)
+    overhead_s: Mapped[float | None] = mapped_column(Float)
+    operator: Mapped[str | None] = mapped_column(Text)
+    recorder_host: Mapped[str | None] = mapped_column(Text)
+    recorder_pid: Mapped[int | None] = mapped_column(Integer)
+    details: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)

@@ -1,0 +1,174 @@
+"""From a run's results (results.json) to the unit's outcome: which acceptance checks passed,
+which failed and why, in plain words for the operator; what may be retested.
+
+A failing verdict, or a test failing its own assertion, is a FAIL of the unit. A test that could
+not finish because the phone or an instrument went away (or the bench itself failed) makes the
+attempt INCOMPLETE: the unit is not judged, never passed, and its finished results are kept. A
+required check that never passed (skipped, or missing from the run) is a FAIL: acceptance needs
+every check proven.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bench.acceptance.attempts import FAIL, INCOMPLETE, PASS
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    words: str  # what the operator reads
+    retestable: bool = False  # measurement noise can fail it on a good unit
+
+
+CHECKS: dict[str, Check] = {c.name: c for c in (
+    Check("serial", "Serial number read from the phone"),
+    Check("identity", "Phone identity and runtime build"),
+    Check("device-state", "Phone thermal sensors and battery reading"),
+    Check("fingerprint", "NPU microcode fingerprint"),
+    Check("adapter", "Overflow adapter installed and results bit-exact"),
+    Check("dut-calibration", "Unit calibration (supply-ripple onset, skin sensor)"),
+    Check("latency", "Voice latency sanity check", retestable=True),
+    Check("power", "Power draw sanity check", retestable=True),
+    Check("redundancy", "Redundancy under supply ripple", retestable=True),
+    Check("weights", "Model weights on flash (spot check)"),
+)}
+REQUIRED = ("serial", "identity", "fingerprint", "adapter", "dut-calibration", "latency", "power", "redundancy",
+            "weights")
+# Test function -> the check it proves (tests from other suites included in the acceptance run).
+TESTS = {
+    "test_unit_serial_matches_scan": "serial",
+    "test_identity_is_complete": "identity",
+    "test_runtime_contract_is_supported": "identity",
+    "test_thermal_zones_agree_with_thermal_service": "device-state",
+    "test_battery_reading_is_plausible": "device-state",
+    "test_microcode_fingerprint": "fingerprint",
+    "test_tokens_bit_exact_after_adapter": "adapter",
+    "test_overflow_probes_exact_through_adapter": "adapter",
+    "test_corrupt_adapter_transfer_keeps_previous": "adapter",
+    "test_dut_calibration": "dut-calibration",
+    "test_voice_latency_sanity": "latency",
+    "test_power_sanity": "power",
+    "test_redundancy_at_one_ripple_amplitude": "redundancy",
+    "test_weight_store_spot_check": "weights",
+}
+# A test that failed its own check (an assertion, pytest.fail) judged the unit; any other error
+# (the phone or an instrument gone, a bench fault) means it could not measure.
+_ASSERTED = re.compile(r"^(AssertionError|assert |Failed: )")
+_LOST = re.compile(r"\b(DeviceError|DeviceUnreachable|DeviceDisconnected|CommandTimeout|AuthRefused|"
+                   r"InstrumentError|StoreError)\b")
+
+
+@dataclass(frozen=True)
+class RetestPolicy:
+    """How many retests a unit gets, and which checks may be retested (all must be, to retest)."""
+
+    retries: int = 1
+    retestable: frozenset[str] = frozenset(c.name for c in CHECKS.values() if c.retestable)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.retestable) - set(CHECKS)
+        if unknown:
+            raise ValueError(f"unknown check(s) {sorted(unknown)}; checks: {', '.join(CHECKS)}")
+        if self.retries < 0:
+            raise ValueError(f"retries must be >= 0, got {self.retries}")
+
+
+@dataclass
+class Failure:
+    check: str
+    words: str
+    reason: str
+    kind: str  # fail | incomplete
+    nodeid: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def text(self) -> str:
+        return f"{self.words}: {self.reason}"
+
+
+@dataclass
+class Judgement:
+    outcome: str  # pass | fail | incomplete
+    failures: list[Failure] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)  # checks proven
+
+    @property
+    def reason(self) -> str | None:
+        first = next((f for f in self.failures if f.kind == self.outcome), None)
+        return first.text() if first else None
+
+    def retest_nodeids(self, policy: RetestPolicy) -> list[str]:
+        """Tests to run again, or [] when the policy does not allow retesting this result."""
+        if self.outcome != FAIL or any(f.kind != FAIL or f.check not in policy.retestable or f.nodeid is None
+                                       for f in self.failures):
+            return []
+        return [f.nodeid for f in self.failures if f.nodeid]
+
+
+def check_of(nodeid: str) -> str | None:
+    function = nodeid.split("::")[-1].split("[")[0]
+    return TESTS.get(function)
+
+
+def _verdict_reason(v: dict[str, Any]) -> str:
+    value = v.get("value")
+    shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+    limit = f", limit {v['comparator']} {v['limit']:g}" if v.get("limit") is not None else ""
+    outcome = "" if v["outcome"] == "fail" else f" ({v['outcome']})"
+    detail = (v.get("detail") or "").strip("; ")
+    return f"{v['name']} = {shown} {v.get('unit') or ''}{limit}{outcome}" + (f" [{detail[:160]}]" if detail else "")
+
+
+def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> Judgement:
+    """The unit's outcome from a results.json record (None: the run left no record)."""
+    if data is None:
+        return Judgement(INCOMPLETE, [Failure("run", "Acceptance run", "no results were recorded", INCOMPLETE)])
+    failures: list[Failure] = []
+    passed: set[str] = set()
+    seen: set[str] = set()
+    for test in data.get("tests", []):
+        check = check_of(test["nodeid"]) or "other"
+        words = CHECKS[check].words if check in CHECKS else test["nodeid"]
+        seen.add(check)
+        outcome = test["outcome"]
+        if outcome == "passed":
+            passed.add(check)
+            continue
+        if outcome == "skipped":
+            continue
+        bad = [v for v in test.get("verdicts", []) if v["outcome"] not in ("pass", "info")]
+        message = (test.get("message") or "").strip()
+        first_line = message.splitlines()[0][:300] if message else f"{outcome} without a message"
+        if bad:
+            failures.append(Failure(check, words, _verdict_reason(bad[0]), FAIL, test["nodeid"]))
+        elif _ASSERTED.match(message) and not _LOST.search(first_line):
+            failures.append(Failure(check, words, first_line, FAIL, test["nodeid"]))
+        else:  # the phone, an instrument or the bench itself failed: nothing was judged
+            failures.append(Failure(check, words, first_line, INCOMPLETE, test["nodeid"]))
+    if data.get("status") != "complete":
+        failures.append(Failure("run", "Acceptance run", f"the run is {data.get('status')}: it did not finish",
+                                INCOMPLETE))
+    for check in required:
+        if check not in passed and not any(f.check == check for f in failures):
+            why = "skipped" if check in seen else "not run"
+            failures.append(Failure(check, CHECKS[check].words, f"not proven ({why})", FAIL))
+    if any(f.kind == INCOMPLETE for f in failures):
+        outcome = INCOMPLETE
+    elif failures:
+        outcome = FAIL
+    else:
+        outcome = PASS
+    failures.sort(key=lambda f: f.kind != outcome)  # the failures that decide the outcome first
+    return Judgement(outcome, failures, sorted(passed))
+
+
+def merge_retest(first: dict[str, Any], retest: dict[str, Any]) -> dict[str, Any]:
+    """The unit's record after a retest: each retested test's latest result replaces the earlier one."""
+    latest = {t["nodeid"]: t for t in retest.get("tests", [])}
+    tests = [latest.pop(t["nodeid"], t) for t in first.get("tests", [])] + list(latest.values())
+    return {**first, "tests": tests, "status": retest.get("status", first.get("status"))}

@@ -1,0 +1,280 @@
+"""`bench calibrate`, `bench accept` and `bench line`: calibration records, production acceptance
+of one scanned unit, and the emulated production line. Exit codes: docs/production.md."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from bench.errors import ConfigError
+
+# Exit codes: bench.acceptance.EXIT_CODES (pass 0, fail 1, wrong unit 3, incomplete 4, not
+# calibrated 5); 2 is any usage or setup error (bench.cli).
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    c = subparsers.add_parser("calibrate", help="run calibration procedures and store their records")
+    c.add_argument("--station", help="station file (TOML); default: the embedded emulated station")
+    c.add_argument("--procedure", action="append", default=[],
+                   help="procedure or group (repeatable): instruments (default), dut, all, scope-deskew, "
+                        "fixture-delay, supply-zero, thermocouple-offsets, dut-ripple-onset, dut-skin-offset")
+    c.add_argument("--dut", help="the DUT for dut procedures (default: the one the instruments are wired to)")
+    c.add_argument("--status", action="store_true", help="only show the station's calibration state")
+    _common(c)
+    c.set_defaults(func=calibrate)
+
+    a = subparsers.add_parser("accept", help="production acceptance of one scanned unit: PASS / FAIL")
+    a.add_argument("--serial", required=True, help="the serial the operator scanned")
+    a.add_argument("--station", help="station file (TOML); default: an emulated fixture with unit EMU0001")
+    a.add_argument("--dut", help="the fixture's DUT name, if the station has several")
+    _acceptance_args(a)
+    _common(a)
+    a.set_defaults(func=accept)
+
+    line = subparsers.add_parser("line", help="an emulated production line: N phones back to back")
+    line.add_argument("--count", type=int, default=20, help="units in the batch (default 20)")
+    line.add_argument("--faulty", type=int, default=2, help="how many of them are faulty (default 2)")
+    line.add_argument("--seed", type=int, default=7, help="which units are faulty, and the units' own seeds")
+    line.add_argument("--faults", default=",".join(_default_faults()),
+                      help="fault kinds given to the faulty units in turn (emulation.line.FAULT_KINDS)")
+    line.add_argument("--no-calibrate", action="store_true",
+                      help="do not calibrate the line's instruments first (acceptance then refuses if they are not)")
+    _acceptance_args(line)
+    _common(line)
+    line.set_defaults(func=run_line)
+
+
+def _default_faults() -> tuple[str, ...]:
+    from emulation.line import DEFAULT_FAULTS
+
+    return DEFAULT_FAULTS
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results-dir", help="run folders and the default store go here (default: the station's)")
+    p.add_argument("--calibration-config", help="calibration settings TOML (default $PHONEBENCH_CALIBRATION)")
+    p.add_argument("--operator", default="", help="who runs the station (recorded; default $USER)")
+
+
+def _acceptance_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--retries", type=int, default=1, help="retests allowed after a failed attempt (default 1)")
+    p.add_argument("--retest", default=None,
+                   help="checks that may be retested, comma-separated (default: latency,power,redundancy)")
+    p.add_argument("--profile", default="acceptance", help="acceptance SLA profile (default: acceptance)")
+    p.add_argument("--batch", help="a batch / lot id stored with every attempt")
+
+
+def _policy(args: argparse.Namespace) -> Any:
+    from bench.acceptance.judge import RetestPolicy
+
+    try:
+        if args.retest is None:
+            return RetestPolicy(retries=args.retries)
+        return RetestPolicy(retries=args.retries,
+                            retestable=frozenset(c.strip() for c in args.retest.split(",") if c.strip()))
+    except ValueError as exc:
+        raise ConfigError(f"retest policy: {exc}", hint="e.g. --retries 1 --retest latency,power") from None
+
+
+# --- bench calibrate -----------------------------------------------------------------------
+def calibrate(args: argparse.Namespace) -> int:
+    from bench.calibration.fixture import OperatorFixture, emulated_fixture_of
+    from bench.calibration.procedures import Context, ambient_conditions
+    from bench.calibration.runner import calibrate_instruments, expand
+    from bench.calibration.settings import load_settings
+    from bench.calibration.station import open_book
+    from bench.station import open_station
+
+    settings = load_settings(args.calibration_config)
+    names = expand(args.procedure or ["instruments"])
+    with open_station(args.station) as station, _instruments(station) as instruments:
+        results_dir = Path(args.results_dir) if args.results_dir else station.results_dir
+        book = open_book(station.database, results_dir)
+        try:
+            if args.status:
+                return _print_status(book, station, instruments, settings)
+            fixture = emulated_fixture_of(station) or OperatorFixture(_confirm)
+            ctx = Context(station=station.name, settings=settings, location=station.location,
+                          operator=args.operator or settings.operator_name(),
+                          ambient=ambient_conditions(instruments.get("thermal"), settings))
+            reference = _reference_thermometer(settings)
+            try:
+                outcome = calibrate_instruments(instruments, fixture, book, ctx, names, reference)
+            finally:
+                if reference is not None:
+                    reference.close()
+            if any(n.startswith("dut-") for n in names):
+                dut_outcome = _calibrate_dut(station, instruments, book, ctx, names, args.dut)
+                outcome.records += dut_outcome.records
+                outcome.skipped.update(dut_outcome.skipped)
+            _print_records(outcome)
+            return 0 if outcome.ok and outcome.records else 1
+        finally:
+            book.store.close()
+
+
+@contextlib.contextmanager
+def _instruments(station: Any) -> Iterator[dict[str, Any]]:
+    from drivers.registry import open_instrument
+
+    opened: dict[str, Any] = {}
+    try:
+        for role, cfg in station.instruments.items():
+            opened[role] = open_instrument(role, cfg.family, cfg.address, **cfg.options)
+        yield opened
+    finally:
+        for driver in opened.values():
+            driver.close()
+
+
+def _reference_thermometer(settings: Any) -> Any:
+    if not settings.reference.address:
+        return None
+    from drivers.registry import open_instrument
+
+    return open_instrument("thermal", settings.reference.family or "fluke-hart", settings.reference.address)
+
+
+def _confirm(step: str) -> None:
+    print(f"\n>>> {step}")
+    input("    press Enter when done ")
+
+
+def _calibrate_dut(station: Any, instruments: dict[str, Any], book: Any, ctx: Any, names: list[str],
+                   dut_name: str | None) -> Any:
+    """DUT calibration with the instruments corrected by their (just updated) records."""
+    from bench.calibration.corrections import corrected
+    from bench.calibration.station import StationCalibrationView
+    from bench.identity import collect_identity
+    from bench.calibration.runner import calibrate_dut
+    from drivers.adb import AdbPhone
+
+    wired = station.instrument_dut("supply") or station.duts[0].name  # the unit the instruments measure
+    cfg = station.dut(dut_name or wired)
+    view = StationCalibrationView(station.name, station.location, ctx.settings, book)
+    fixed = {role: corrected(role, driver, view.role(role, driver.identity)) for role, driver in instruments.items()}
+    with AdbPhone(cfg.address, key_path=cfg.key, name=cfg.name) as device:
+        identity = collect_identity(device, cfg.name, cfg.address)
+        return calibrate_dut(device, identity, fixed, book, ctx, names)
+
+
+def _print_records(outcome: Any) -> None:
+    for record in outcome.records:
+        mark = "PASS" if record.passed else "FAIL"
+        adjust = ", ".join(f"{k} = {v:.6g}" for k, v in record.adjustments.items())
+        due = f"due {record.due:%Y-%m-%d}" if record.due else "not applied"
+        print(f"  {mark}  {record.procedure:22} {record.equipment.label()}")
+        print(f"        {record.certificate} · {due} · {adjust}")
+        if record.reason:
+            print(f"        why: {record.reason}")
+    for name, why in outcome.skipped.items():
+        print(f"  skip  {name:22} {why}")
+
+
+def _print_status(book: Any, station: Any, instruments: dict[str, Any], settings: Any) -> int:
+    from bench.acceptance.attempts import REFUSED
+    from bench.acceptance.runner import EXIT_CODES
+    from bench.calibration.station import evaluate
+
+    state = evaluate(book, station.name, {r: d.identity for r, d in instruments.items()}, settings, station.location)
+    for role, cal in state.roles.items():
+        print(f"  {role:9} {cal.state:13} " + ", ".join(f"{k} = {v:.6g}" for k, v in cal.corrections.items()))
+        for s in cal.procedures:
+            r = s.record
+            when = f"{r.certificate}, due {r.due:%Y-%m-%d}" if r is not None and r.due else \
+                (f"{r.certificate} failed" if r is not None else "no record")
+            print(f"            {s.procedure}: {s.state} ({when})")
+    print(f"station {station.name}: {state.state}")
+    return 0 if state.ok else EXIT_CODES[REFUSED]
+
+
+# --- bench accept --------------------------------------------------------------------------
+@contextlib.contextmanager
+def _accept_station(args: argparse.Namespace) -> Iterator[Path]:
+    """The station file to accept against; without one, an emulated fixture holding EMU0001."""
+    if args.station:
+        yield Path(args.station)
+        return
+    from emulation.line import EmulatedLine
+
+    results = Path(args.results_dir or "reports").resolve()
+    with EmulatedLine(count=1, seed=0, name="emulated", serial_format="EMU{n:04d}") as line, \
+            tempfile.TemporaryDirectory(prefix="phonebench-fixture-") as tmp:
+        yield line.write_station(Path(tmp) / "fixture.toml", results_dir=results)
+
+
+def accept(args: argparse.Namespace) -> int:
+    from bench.acceptance.display import operator_lines
+    from bench.acceptance.runner import AcceptanceStation
+
+    with _accept_station(args) as station_file, \
+            AcceptanceStation(station_file, dut=args.dut, results_dir=args.results_dir,
+                              calibration_config=args.calibration_config, policy=_policy(args),
+                              operator=args.operator, batch=args.batch, profile=args.profile) as station:
+        result = station.accept(args.serial)
+    print("\n".join(operator_lines(result.serial, result.outcome, result.reason, attempts=len(result.attempts),
+                                   cycle_s=result.cycle_s, takt_s=result.takt_s, failures=result.failures,
+                                   report=str(result.report) if result.report else None)))
+    sys.stdout.flush()
+    return result.exit_code
+
+
+# --- bench line ----------------------------------------------------------------------------
+def run_line(args: argparse.Namespace) -> int:
+    from bench.acceptance.line import run_line as run_batch
+    from bench.acceptance.runner import AcceptanceStation
+    from bench.calibration.fixture import EmulatedFixture
+    from bench.calibration.runner import calibrate_station
+    from bench.calibration.settings import load_settings
+    from bench.line_report import render_line
+    from bench.results import new_run_id
+    from emulation.line import EmulatedLine
+
+    faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+    try:
+        line = EmulatedLine(count=args.count, faulty=args.faulty, seed=args.seed, faults=faults)
+    except ValueError as exc:
+        raise ConfigError(f"bench line: {exc}", hint="e.g. --count 20 --faulty 2") from None
+    results = Path(args.results_dir or "reports").resolve()
+    batch = args.batch or f"line-{new_run_id()}"
+    with line:
+        station_file = line.write_station(results / batch / "station.toml", results_dir=results)
+        with AcceptanceStation(station_file, results_dir=results, calibration_config=args.calibration_config,
+                               policy=_policy(args), operator=args.operator, batch=batch,
+                               profile=args.profile) as station:
+            if not args.no_calibrate and station.check_calibration():
+                print(f"calibrating the line's instruments and fixture ({line.name}) ...")
+                _print_records(calibrate_station(station.station, EmulatedFixture(line.world),
+                                                 load_settings(args.calibration_config), operator=station.operator,
+                                                 results_dir=results))
+            print(f"batch {batch}: {len(line.units)} units through {station_file}")
+            run = run_batch(line, station, batch, on_unit=_print_unit)
+    figures = run.figures()
+    page = render_line(results / batch / "line.html", batch, line.name, run.rows(), figures)
+    _print_figures(figures)
+    print(f"batch report: {page}")
+    print(f"store: every attempt of batch {batch} (`bench runs` lists the unit runs)")
+    return 0 if figures["as_expected"] else 1
+
+
+def _print_unit(unit: Any) -> None:
+    r = unit.result
+    overhead = f"{r.overhead_s:.2f}" if r.overhead_s is not None else "-"
+    retest = f" after {len(r.attempts)} attempts" if len(r.attempts) > 1 else ""
+    print(f"  {unit.serial}  {r.outcome.upper():10} cycle {r.cycle_s:5.2f} s  overhead {overhead:>5} s{retest}"
+          + (f"  why: {r.reason}" if r.reason else ""))
+    sys.stdout.flush()
+
+
+def _print_figures(f: dict[str, Any]) -> None:
+    print(f"\n  units {f['units']}: PASS {f['passed']}, FAIL {f['failed']}, other {f['other']}"
+          f"  (as planted: {'yes' if f['as_expected'] else 'NO'})")
+    print(f"  first-pass yield        {100 * f['first_pass_yield']:.1f} %")
+    print(f"  units per hour          {f['units_per_hour']:.0f} (emulated, wall clock); "
+          f"{f['units_per_hour_real_time']:.0f} with real-time phones and instruments")
+    print(f"  cycle time              {f['cycle_mean_s']:.2f} s/unit (wall)")
+    print(f"  bench overhead          {f['overhead_mean_s']:.2f} s/unit mean, {f['overhead_max_s']:.2f} s max "
+          f"(time not waiting for a phone or an instrument)")

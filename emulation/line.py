@@ -1,0 +1,171 @@
+"""An emulated production line station: one fixture (a simulated world with the scope, battery
+emulator, probe board and stimulus attached) and a queue of phones that enter it one after the
+other through the same ADB address, as units do on a real line's fixture.
+
+    with EmulatedLine(count=20, faulty=2, seed=7) as line:
+        station_file = line.write_station(tmp / "line.toml")     # what `bench accept` points at
+        for unit in line.units:
+            line.load(unit)                                       # swap the unit into the fixture
+            ... bench accept --station station_file --serial unit.serial ...
+
+Faulty units are chosen by the seed; each gets one fault kind (FAULT_KINDS) that a check of the
+acceptance profile must catch. `remove_phone()` pulls the phone mid-test (its adbd dies) and
+`stop_instrument(role)` takes an instrument off the network, for the fault tests.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from emulation.device import EmulatedPhone, PhoneSpec
+from emulation.world import World
+
+log = logging.getLogger(__name__)
+
+# What makes a faulty unit faulty: PhoneSpec overrides, and the check that must catch it.
+FAULT_KINDS: dict[str, tuple[dict[str, Any], str]] = {
+    "no-redundancy": ({"sla_persona": "no-redundancy"}, "redundancy never engages under supply ripple"),
+    "skin-sensor-drift": ({"faults": ["skin-sensor-drift"]}, "skin temperature sensor reads 6 °C high"),
+    "corrupt-weights": ({"sla_persona": "corrupt-weights"}, "a weight page is corrupted on flash"),
+    "slow": ({"sla_persona": "slow"}, "answers too slowly"),
+    "npu-erratic": ({"faults": ["npu-erratic"]}, "NPU results are off by one now and then"),
+}
+DEFAULT_FAULTS = ("no-redundancy", "skin-sensor-drift")
+ROLES = ("scope", "supply", "thermal", "stimulus")
+SERIAL_FORMAT = "LN{seed:02d}{n:04d}"
+
+
+@dataclass(frozen=True)
+class LineUnit:
+    index: int
+    serial: str
+    spec: PhoneSpec
+    fault: str | None = None  # a FAULT_KINDS key; None for a good unit
+
+    @property
+    def expected(self) -> str:
+        return "FAIL" if self.fault else "PASS"
+
+
+def plan_units(count: int, faulty: int, seed: int = 7, faults: tuple[str, ...] = DEFAULT_FAULTS,
+               serial_format: str = SERIAL_FORMAT) -> list[LineUnit]:
+    """`count` units, `faulty` of them (chosen by the seed) with the fault kinds in turn; unit n
+    (from 1) gets serial_format.format(seed=seed, n=n)."""
+    if not 0 <= faulty <= count:
+        raise ValueError(f"faulty must be between 0 and count ({count}), got {faulty}")
+    unknown = [f for f in faults if f not in FAULT_KINDS]
+    if unknown or not faults:
+        raise ValueError(f"unknown fault kind(s) {unknown or faults}; known: {', '.join(FAULT_KINDS)}")
+    rng = np.random.default_rng([seed, 0x11E])
+    bad = sorted(int(i) for i in rng.choice(count, size=faulty, replace=False)) if faulty else []
+    units = []
+    for index in range(count):
+        serial = serial_format.format(seed=seed, n=index + 1)
+        fault = faults[bad.index(index) % len(faults)] if index in bad else None
+        overrides: dict[str, Any] = {"serial": serial, "seed": seed * 1000 + index + 1}
+        if fault:
+            changes = FAULT_KINDS[fault][0]
+            overrides.update({k: list(v) if isinstance(v, list) else v for k, v in changes.items()})
+        units.append(LineUnit(index, serial, dataclasses.replace(PhoneSpec(), **overrides), fault))
+    return units
+
+
+class EmulatedLine:
+    def __init__(self, count: int = 20, faulty: int = 0, seed: int = 7, faults: tuple[str, ...] = DEFAULT_FAULTS,
+                 name: str = "emulated-line", serial_format: str = SERIAL_FORMAT) -> None:
+        self.name = name
+        self.units = plan_units(count, faulty, seed, faults, serial_format)
+        self.world = World(seed=seed)
+        self.instruments: dict[str, Any] = {}  # role -> InstrumentServer
+        self.phone: EmulatedPhone | None = None
+        self.daemon: Any = None  # emulation.adbd.AdbDaemon of the unit in the fixture
+        self.adb_port = 0  # the fixture's ADB address; kept from unit to unit
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def start(self) -> EmulatedLine:
+        from emulation.instruments.awg import AwgServer
+        from emulation.instruments.power_analyzer import PowerAnalyzerServer
+        from emulation.instruments.scope import ScopeServer
+        from emulation.instruments.thermal_probe import ThermalProbeServer
+
+        try:
+            for role, server in (("scope", ScopeServer(self.world)), ("supply", PowerAnalyzerServer(self.world)),
+                                 ("thermal", ThermalProbeServer(self.world)), ("stimulus", AwgServer(self.world))):
+                server.start()
+                self.instruments[role] = server
+            self.load(self.units[0])  # the fixture holds a unit (and has its ADB address) from the start
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        self.unload()
+        for server in self.instruments.values():
+            server.stop()
+        self.instruments.clear()
+
+    def __enter__(self) -> EmulatedLine:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- units ----------------------------------------------------------------------------
+    def load(self, unit: LineUnit | PhoneSpec) -> EmulatedPhone:
+        """Swap a unit into the fixture: the previous one leaves, the new one answers on the same port."""
+        from emulation.adbd import AdbDaemon, AuthPolicy
+
+        spec = unit.spec if isinstance(unit, LineUnit) else unit
+        self.unload()
+        phone = EmulatedPhone(spec, world=self.world)
+        self.world.load_phone(phone)
+        daemon = AdbDaemon(phone, port=self.adb_port, auth=AuthPolicy(accept_any=True))
+        daemon.start()
+        self.phone, self.daemon, self.adb_port = phone, daemon, daemon.port
+        log.info("line %s: unit %s in the fixture at %s", self.name, spec.serial, daemon.address)
+        return phone
+
+    def unload(self) -> None:
+        if self.daemon is not None:
+            self.daemon.stop()
+        self.phone, self.daemon = None, None
+
+    def remove_phone(self) -> None:
+        """The phone is pulled out mid-test: its adbd dies, connections drop."""
+        if self.daemon is not None:
+            self.daemon.kill()
+
+    def stop_instrument(self, role: str) -> None:
+        """An instrument drops off the network mid-test."""
+        self.instruments[role].stop()
+
+    # --- how the bench reaches it ---------------------------------------------------------
+    @property
+    def adb_address(self) -> str:
+        return f"127.0.0.1:{self.adb_port}"
+
+    def station_toml(self, results_dir: str | Path | None = None, database: str | None = None) -> str:
+        lines = ["# The emulated production line's fixture (emulation/line.py); valid while it runs.",
+                 "[station]", f'name = "{self.name}"', 'location = "emulated line, fixture 1"']
+        if results_dir is not None:
+            lines.append(f'results_dir = "{Path(results_dir).resolve()}"')
+        if database is not None:
+            lines.append(f'database = "{database}"')
+        lines += ["", "[[dut]]", 'name = "fixture"', f'adb = "{self.adb_address}"', ""]
+        for role in ROLES:
+            server = self.instruments[role]
+            lines += [f"[instruments.{role}]", f'family = "{server.family}"', f'address = "{server.address}"', ""]
+        return "\n".join(lines)
+
+    def write_station(self, path: str | Path, results_dir: str | Path | None = None,
+                      database: str | None = None) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.station_toml(results_dir, database), encoding="utf-8")
+        return path

@@ -1,0 +1,138 @@
+"""Production-line acceptance of one unit (bench accept): the scanned serial, DUT calibration,
+short latency and power sanity, redundancy at one ripple amplitude, a weight-store spot check.
+
+Identity, fingerprint and the adapter's bit-exactness come from test_identity.py and
+test_numerics.py (their `acceptance` tests run in the same acceptance run). Limits, statistics
+and sample counts come from the acceptance profile (sla_profiles/acceptance.toml, or
+--acceptance-profile), whose statistics are valid at these small counts.
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from bench.calibration.procedures import ambient_conditions
+from bench.calibration.records import record_verdict
+from bench.calibration.runner import calibrate_dut
+from bench.checks.power import battery_emulation, measure_sustained_power, sustained_power_verdicts
+from bench.checks.redundancy import bit_exact_check
+from bench.checks.weights import device_spot_check, load_manifest
+from bench.checks.voice import run_voice_trials
+from bench.sla import SlaProfile, load_profile
+from bench.verdict import Verdict
+from drivers.runtime import RuntimeClient
+
+pytestmark = pytest.mark.acceptance
+
+
+@pytest.fixture(scope="module")
+def profile(request: pytest.FixtureRequest) -> SlaProfile:
+    return load_profile(request.config.getoption("--acceptance-profile"))
+
+
+def test_unit_serial_matches_scan(dut_identity, scanned_serial, record):
+    """The unit on the fixture is the unit the operator scanned."""
+    if scanned_serial is None:
+        pytest.skip("no scanned serial (--scanned-serial): not a production acceptance run")
+    record.check("unit_serial_matches_scan", int(dut_identity.serial == scanned_serial), "bool", 1, "==",
+                 detail=f"phone reports {dut_identity.serial!r}, operator scanned {scanned_serial!r}")
+
+
+@pytest.mark.needs("supply", "thermal")
+def test_dut_calibration(dut, dut_identity, supply, thermal, scanned_serial, calibration_book, calibration_context,
+                         record):
+    """Ripple onset with redundancy off -> redundancy trigger with margin; skin sensor vs the
+    probes -> skin offset; both written to the phone and stored. A unit outside the criteria
+    fails here (its record is stored as failed, nothing is written)."""
+    if scanned_serial is None:
+        pytest.skip("DUT calibration writes to the unit: production acceptance only "
+                    "(`bench accept`; in a lab, `bench calibrate --procedure dut --dut NAME`)")
+    ctx = calibration_context
+    ctx.ambient = ambient_conditions(thermal, ctx.settings)
+    outcome = calibrate_dut(dut, dut_identity, {"supply": supply, "thermal": thermal}, calibration_book, ctx)
+    record.raw("dut-calibration", [r.to_dict() for r in outcome.records])
+    for calibration in outcome.records:
+        record(record_verdict(calibration))
+
+
+@pytest.mark.needs("scope", "stimulus")
+def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record):
+    """A few voice trials, the fixture's calibrated delay subtracted, each within the limit."""
+    entry = profile.get("acceptance_voice_latency_max")
+    delay = calibration.fixture_delay_s
+    trials = run_voice_trials(scope, stimulus, dut, int(entry.parameters.get("trials", entry.min_samples)),
+                              fixture_delay_s=delay or 0.0, fixture_calibrated=delay is not None)
+    latency_ms = 1e3 * trials.latency_s
+    valid = latency_ms[~np.isnan(latency_ms)]  # invalid trials (no stimulus seen) are left out, and counted
+    verdict = entry.evaluate(valid)
+    unanswered = sum(s == "no-answer" for s in trials.status)
+    verdict.detail = (f"{verdict.detail}; {len(trials)} trials, {trials.invalid} invalid, {unanswered} unanswered; "
+                      + (f"fixture delay {1e6 * delay:.1f} us subtracted" if delay is not None
+                         else "no fixture calibration: acoustic delay not subtracted"))
+    verdict.raw.append(record.raw("voice", {"samples": latency_ms, **trials.raw()}))
+    verdict.extra["fixture_delay_s"] = delay
+    record(_no_plot(verdict))
+
+
+@pytest.mark.needs("supply")
+def test_power_sanity(dut, supply, profile, record):
+    """Sustained power over a few generate runs, digitized at >= 5 kS/s."""
+    entry = profile.get("acceptance_power_mean")
+    battery_emulation(supply)
+    runs = measure_sustained_power(supply, dut, int(entry.parameters.get("runs", entry.min_runs)),
+                                   tokens=int(entry.parameters.get("tokens", 120)))
+    path = record.raw("power", runs.raw())
+    for verdict in sustained_power_verdicts(runs, entry):
+        verdict.raw.append(path)
+        record(_no_plot(verdict))
+
+
+@pytest.mark.needs("supply")
+def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
+    """Ripple above the unit's calibrated trigger: redundancy engages and every token is bit-exact
+    with the unit's clean-supply tokens; forced off, the same ripple corrupts tokens."""
+    entry = profile.get("acceptance_redundancy_mismatches")
+    amplitude = float(entry.parameters.get("ripple_mv", 50))
+    result = bit_exact_check(supply, dut, entry, profile.get("acceptance_redundancy_off_mismatches"),
+                             amplitude_mv=amplitude, runs=int(entry.parameters.get("runs", 1)),
+                             tokens=int(entry.parameters.get("tokens", 48)))
+    engaged = bool(result.raw["bit_exact"]["engaged"])
+    record.check("acceptance_redundancy_engaged", int(engaged), "bool", 1, "==",
+                 detail=f"redundancy {'engaged' if engaged else 'did NOT engage'} at ±{amplitude:g} mV ripple "
+                        "(auto mode, the unit's calibrated trigger)")
+    for verdict in result.record_into(record):
+        _no_plot(verdict)
+
+
+def test_weight_store_spot_check(dut, dut_identity, profile, record):
+    """The update's manifest is signed by a trusted key; the device's CRC check of every page is
+    clean; a few pages (chosen per unit, so a line covers the file) and any page the CRC flags
+    verify up to the manifest's Merkle root."""
+    entry = profile.get("acceptance_weight_page_errors")
+    runtime = RuntimeClient(dut)
+    manifest = load_manifest(dut, runtime)
+    crc_bad = set(runtime.weights_verify().bad_pages)
+    rng = np.random.default_rng(zlib.crc32(dut_identity.serial.encode()))
+    count = min(int(entry.parameters.get("pages", 8)), manifest.pages)
+    pages = sorted(crc_bad | {int(p) for p in rng.choice(manifest.pages, size=count, replace=False)})
+    spot_bad = {page for page in pages if not device_spot_check(runtime, manifest, page)[0].ok}
+    bad = sorted(crc_bad | spot_bad)
+    path = record.raw("weights", {"spot_checked": pages, "crc_bad": sorted(crc_bad), "spot_bad": sorted(spot_bad),
+                                  "root": manifest.root.hex(), "signed_by": manifest.key_id})
+    record.check("acceptance_weight_manifest_signed", int(manifest.problem is None), "bool", 1, "==",
+                 detail=manifest.problem or f"manifest signed by {manifest.key_id}", raw=[path])
+    verdict = entry.evaluate(len(bad))
+    verdict.n = len(pages)
+    verdict.detail = (f"device CRC: {len(crc_bad)} of {manifest.pages} pages bad; Merkle spot checks: "
+                      f"{len(spot_bad)} of {len(pages)} failed" + (f" (pages {bad[:10]})" if bad else ""))
+    verdict.raw.append(path)
+    record(verdict)
+
+
+def _no_plot(verdict: Verdict) -> Verdict:
+    """Acceptance verdicts are not plotted: a plot per unit costs the line a second of takt; the
+    raw data is kept, and `bench report` can draw it later."""
+    verdict.extra.pop("plot", None)
+    return verdict
