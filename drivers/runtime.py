@@ -3,9 +3,13 @@
 Every answer is JSON lines; they are parsed by field name, unknown fields are kept aside, and
 non-JSON lines (stderr noise merged by ADB shell v1) are skipped. A capability the runtime does
 not list raises UnsupportedCapability, which suites turn into a skip with the reason.
+
+Contract 1.2 added config, weights, audit and counters; `generate(allow_incomplete=True)` returns
+what a killed inference streamed instead of raising (the thermal soak counts such kills).
 """
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import shlex
@@ -21,6 +25,7 @@ DEFAULT_COMMAND = "llmrt"
 DEFAULT_WORKDIR = "/data/local/tmp/phonebench"
 PROBE_FORMAT = "llmrt-probe/1"
 SUPPORTED_CONTRACT_MAJOR = "1"
+KILLED_EXIT_CODES = (137, 143)  # SIGKILL, SIGTERM: the process died mid-inference
 
 
 class RuntimeCommandFailed(CommandFailed):
@@ -79,10 +84,28 @@ class RuntimeStatus:
     t: float
     thermal_status: int | None = None
     temperatures_c: dict[str, float] = field(default_factory=dict)
-    redundancy: Any = None
+    redundancy: Any = None  # 1.2: {active, mode, trigger_mv, release_mv, ...}; 1.1: false or a mode name
     npu_freq_mhz: float | None = None
     adapter: str | None = None
+    mac_errors_detected: int | None = None
+    thermal: dict[str, Any] = field(default_factory=dict)  # layers_on_cpu, layers, migrations, trips
+    pid: int | None = None
+    started_t: float | None = None
+    perf_profile: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def redundancy_active(self) -> bool | None:
+        """Whether voltage redundancy is engaged now, in either contract's shape (None: not reported)."""
+        if isinstance(self.redundancy, dict):
+            return bool(self.redundancy.get("active")) if "active" in self.redundancy else None
+        if isinstance(self.redundancy, (bool, str)):
+            return bool(self.redundancy)
+        return None
+
+    @property
+    def redundancy_mode(self) -> str | None:
+        return self.redundancy.get("mode") if isinstance(self.redundancy, dict) else None
 
 
 @dataclass
@@ -95,6 +118,13 @@ class Generation:
     done_time: float
     prompt_tokens: int
     adapter: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)  # other events (e.g. "thermal"), in order
+    completed: bool = True  # False: the runtime died before its done event (allow_incomplete)
+    exit_code: int = 0
+
+    @property
+    def thermal_events(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") == "thermal"]
 
     @property
     def first_token_s(self) -> float | None:
@@ -120,6 +150,37 @@ class ProbeResult:
     id: str
     length: int
     result: int
+
+
+@dataclass
+class WeightPage:
+    """One weight page as the device read it, with its hash-tree path (hash-device block -> bytes)."""
+
+    page: int
+    data: bytes
+    crc_ok: bool | None = None
+    path: dict[int, bytes] = field(default_factory=dict)
+    read_ms: float | None = None  # device time the reads took
+
+
+@dataclass
+class WeightsVerify:
+    pages: int
+    crc_errors: int
+    bad_pages: list[int] = field(default_factory=list)
+    read_ms: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AuditStatus:
+    path: str
+    records: int
+    public_key: bytes  # raw Ed25519 public key
+    key_id: str = ""
+    rotated: str | None = None
+    algorithm: str = "ed25519"
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -152,19 +213,26 @@ class RuntimeClient:
         self._pushes = 0
 
     # --- plumbing -----------------------------------------------------------------------
-    def _call(self, *args: str, timeout_s: float | None = None) -> list[dict[str, Any]]:
+    def _run(self, *args: str, timeout_s: float | None = None) -> tuple[str, list[dict[str, Any]], int, str]:
+        """(command line, JSON objects, exit code, output); a missing runtime is UnsupportedCapability."""
         command = " ".join(shlex.quote(a) for a in (self.command, *args))
         self.runtime_calls += 1
         self.device_calls += 1
         result = self.device.shell(command, timeout_s=timeout_s)
-        objects = parse_json_lines(result.output)
         if result.exit_code == 127:
             raise UnsupportedCapability(f"{self.device.name}: no `{self.command}` runtime on the device",
                                         hint="install the vendor runtime, or use the llama.cpp adapter")
-        if result.exit_code != 0:
-            message = next((o["error"] for o in objects if "error" in o), result.output.strip()[-300:])
-            raise RuntimeCommandFailed(f"{self.device.name}: `{command}` failed ({result.exit_code}): {message}",
-                                       hint="see docs/runtime-contract.md for the command's arguments")
+        return command, parse_json_lines(result.output), result.exit_code, result.output
+
+    def _failed(self, command: str, objects: list[dict[str, Any]], exit_code: int, output: str) -> RuntimeCommandFailed:
+        message = next((o["error"] for o in objects if "error" in o), output.strip()[-300:] or "no output (killed?)")
+        return RuntimeCommandFailed(f"{self.device.name}: `{command}` failed ({exit_code}): {message}",
+                                    hint="see docs/runtime-contract.md for the command's arguments")
+
+    def _call(self, *args: str, timeout_s: float | None = None) -> list[dict[str, Any]]:
+        command, objects, exit_code, output = self._run(*args, timeout_s=timeout_s)
+        if exit_code != 0:
+            raise self._failed(command, objects, exit_code, output)
         return [o for o in objects if "error" not in o]
 
     def _single(self, *args: str) -> dict[str, Any]:
@@ -206,25 +274,35 @@ class RuntimeClient:
 
     def generate(self, max_tokens: int, seed: int = 0, prompt: Sequence[int] | None = None,
                  prompt_tokens: int = 32, temperature: float | None = None,
-                 timeout_s: float | None = None) -> Generation:
+                 timeout_s: float | None = None, allow_incomplete: bool = False) -> Generation:
+        """One inference with its token timestamps. allow_incomplete: a runtime killed mid-stream
+        (exit 137/143 after its start event) gives a Generation with completed=False."""
         self.require("generate")
         args = ["generate", "--max-tokens", str(max_tokens), "--seed", str(seed)]
         args += ["--prompt", ",".join(str(int(t)) for t in prompt)] if prompt is not None else \
                 ["--prompt-tokens", str(prompt_tokens)]
         if temperature is not None:
             args += ["--temperature", repr(float(temperature))]
-        events = self._call(*args, timeout_s=timeout_s)
+        command, events, exit_code, output = self._run(*args, timeout_s=timeout_s)
         start = next((e for e in events if e.get("event") == "start"), None)
         done = next((e for e in events if e.get("event") == "done"), None)
-        if start is None or done is None:
+        killed = allow_incomplete and exit_code in KILLED_EXIT_CODES and start is not None
+        if exit_code != 0 and not killed:
+            raise self._failed(command, events, exit_code, output)
+        if start is None or (done is None and not killed):
             raise RuntimeProtocolError(f"{self.device.name}: generate output lacks a start or done event",
                                        hint="the runtime does not follow docs/runtime-contract.md")
         tokens = sorted((e for e in events if e.get("event") == "token"), key=lambda e: e["index"])
         if [e["index"] for e in tokens] != list(range(len(tokens))):
             raise RuntimeProtocolError(f"{self.device.name}: generate token events are not 0..n-1")
-        return Generation(tokens=[int(e["id"]) for e in tokens], token_times=[float(e["t"]) for e in tokens],
-                          start_time=float(start["t"]), done_time=float(done["t"]),
-                          prompt_tokens=int(start.get("prompt_tokens", 0)), adapter=start.get("adapter"))
+        times = [float(e["t"]) for e in tokens]
+        last = float(done["t"]) if done is not None else (times[-1] if times else float(start["t"]))
+        other = [e for e in events if e.get("event") not in ("start", "token", "done") and "error" not in e]
+        return Generation(tokens=[int(e["id"]) for e in tokens], token_times=times,
+                          start_time=float(start["t"]),
+                          done_time=last,
+                          prompt_tokens=int(start.get("prompt_tokens", 0)), adapter=start.get("adapter"),
+                          events=other, completed=done is not None and exit_code == 0, exit_code=exit_code)
 
     def probe(self, probes: Sequence[Probe], with_adapter: bool = False) -> list[ProbeResult]:
         """Run a batch of dot products in one runtime call (the batch is pushed as a file)."""
@@ -260,3 +338,71 @@ class RuntimeClient:
         data = self._single("adapter", "status")
         self._require_fields(data, ("active",), "adapter status")
         return AdapterStatus(**_known(AdapterStatus, data), extra=_extra(AdapterStatus, data))
+
+    # --- config (1.2) -------------------------------------------------------------------
+    def config_get(self, key: str | None = None) -> Any:
+        """One setting's value, or every setting as a dict when key is None."""
+        self.require("config")
+        data = self._single("config", "get", *([key] if key else []))
+        if key is None:
+            self._require_fields(data, ("config",), "config get")
+            return dict(data["config"])
+        self._require_fields(data, ("value",), "config get")
+        return data["value"]
+
+    def config_set(self, key: str, value: Any) -> Any:
+        """Set and persist one setting; returns the value the runtime stored."""
+        self.require("config")
+        text = value if isinstance(value, str) else repr(float(value)) if isinstance(value, float) else str(value)
+        data = self._single("config", "set", key, text)
+        self._require_fields(data, ("value",), "config set")
+        return data["value"]
+
+    # --- weights (1.2) ------------------------------------------------------------------
+    def weights_status(self) -> dict[str, Any]:
+        self.require("weights")
+        data = self._single("weights", "status")
+        self._require_fields(data, ("path", "hash_device", "manifest", "pages"), "weights status")
+        return data
+
+    def weights_verify(self) -> WeightsVerify:
+        self.require("weights")
+        data = self._single("weights", "verify")
+        self._require_fields(data, ("pages", "crc_errors"), "weights verify")
+        return WeightsVerify(**_known(WeightsVerify, data), extra=_extra(WeightsVerify, data))
+
+    def weights_read(self, page: int, with_path: bool = False) -> WeightPage:
+        self.require("weights")
+        data = self._single("weights", "read", "--page", str(int(page)), *(["--with-path"] if with_path else []))
+        self._require_fields(data, ("page", "data"), "weights read")
+        try:
+            return WeightPage(page=int(data["page"]), data=base64.b64decode(data["data"], validate=True),
+                              crc_ok=data.get("crc_ok"), read_ms=data.get("read_ms"),
+                              path={int(p["block"]): base64.b64decode(p["data"], validate=True)
+                                    for p in data.get("path", [])})
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RuntimeProtocolError(f"{self.device.name}: weights read of page {page}: bad encoding ({exc})",
+                                       hint="data fields are base64") from None
+
+    def weights_repair(self, page: int, remote_path: str) -> dict[str, Any]:
+        """Have the runtime write one re-sent page (already pushed to remote_path)."""
+        self.require("weights")
+        return self._single("weights", "repair", "--page", str(int(page)), "--in", remote_path)
+
+    # --- audit and counters (1.2) -------------------------------------------------------
+    def audit_status(self) -> AuditStatus:
+        self.require("audit")
+        data = self._single("audit", "status")
+        self._require_fields(data, ("path", "records", "public_key"), "audit status")
+        try:
+            key = base64.b64decode(data["public_key"], validate=True)
+        except ValueError:
+            raise RuntimeProtocolError(f"{self.device.name}: audit public key is not base64") from None
+        known = _known(AuditStatus, data)
+        known["public_key"] = key
+        return AuditStatus(**known, extra=_extra(AuditStatus, data))
+
+    def counters(self, reset: bool = False) -> dict[str, Any]:
+        """The runtime's internal counters since the last reset (reset=True zeroes them)."""
+        self.require("counters")
+        return self._single("counters", *(["--reset"] if reset else []))

@@ -6,6 +6,10 @@ once at the end (a wide internal sum saturated when written back). The reduction
 order. An overflow adapter tiles the reduction so no partial sum can leave the register and
 sums the tile partials wide; `matmul(..., tile=T)` and `dot_runs(..., tile=T)` apply it.
 
+Supply ripple (claim 10): above a unit's onset amplitude each MAC may latch a wrong sum
+(`mac_error_rate`, `MacFaults`); the runtime's redundancy mode runs every matmul twice and votes
+(`voted`), recomputing outputs where the copies disagree.
+
 Speed: wrap and clamp-at-end only need the exact sum (float64 BLAS is exact for these
 integers); per-step saturation needs the products, but only for outputs whose sum of |products|
 can reach the register's limits, and of those only rows whose running sum really leaves the
@@ -16,7 +20,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -181,11 +185,18 @@ def _pad_axis(a: np.ndarray, axis: int, size: int) -> np.ndarray:
     return np.pad(a, pad)
 
 
-def matmul(x: np.ndarray, w: Int4Matrix, acc: Accumulator | None = None, tile: int | None = None) -> np.ndarray:
+def matmul(x: np.ndarray, w: Int4Matrix, acc: Accumulator | None = None, tile: int | None = None,
+           faults: MacFaults | None = None) -> np.ndarray:
     """x (M x K INT4 codes) @ w (K x N) through the accumulator; tile = adapter's reduction tile.
 
     Returns int64 M x N. Without an accumulator (the golden reference) the sum is exact.
+    `faults` injects ripple-induced MAC errors (K MACs per output).
     """
+    out = _matmul(x, w, acc, tile)
+    return faults.corrupt(out, w.shape[0], acc) if faults is not None else out
+
+
+def _matmul(x: np.ndarray, w: Int4Matrix, acc: Accumulator | None, tile: int | None) -> np.ndarray:
     x = np.asarray(x, dtype=np.int8)
     k = x.shape[1]
     if w.shape[0] != k:
@@ -277,8 +288,17 @@ def product_runs(a: RunVector, b: RunVector, tile: int | None = None) -> tuple[n
     return products, ends - starts, starts
 
 
-def dot_runs(a: RunVector, b: RunVector, acc: Accumulator | None, tile: int | None = None) -> int:
-    """One dot product through the accumulator (optionally tiled by an adapter)."""
+def dot_runs(a: RunVector, b: RunVector, acc: Accumulator | None, tile: int | None = None,
+             faults: MacFaults | None = None) -> int:
+    """One dot product through the accumulator (optionally tiled by an adapter, optionally with
+    ripple-induced MAC errors)."""
+    result = _dot_runs(a, b, acc, tile)
+    if faults is None:
+        return result
+    return int(faults.corrupt(np.array([result], dtype=np.int64), a.length, acc)[0])
+
+
+def _dot_runs(a: RunVector, b: RunVector, acc: Accumulator | None, tile: int | None) -> int:
     products, counts, starts = product_runs(a, b, tile)
     if not tile or tile >= a.length:
         return int(reduce_rows(products[None], acc, counts[None])[0])
@@ -291,3 +311,77 @@ def dot_runs(a: RunVector, b: RunVector, acc: Accumulator | None, tile: int | No
     runs = np.zeros_like(values)
     values[tile_of, slot], runs[tile_of, slot] = products, counts
     return int(reduce_rows(values, acc, runs).sum())
+
+
+# --- ripple-induced MAC errors and dual compute (claim 10) ---------------------------------
+RATE_AT_REFERENCE = 3e-8     # error probability per INT4 MAC at +-50 mV ripple
+REFERENCE_RIPPLE_MV = 50.0
+GAIN_AT_REFERENCE = 12.0     # +-50 mV gives 12x the rate just above the unit's onset
+_ERROR_TOP_BIT = 22          # a late carry corrupts one of the register's upper bits (of at most 24)
+_ERROR_BITS = 5              # ... one of the top five below the sign bit
+
+
+def mac_error_rate(ripple_mv: float, onset_mv: float) -> float:
+    """Per-MAC error probability at a ripple amplitude, for a unit whose timing margin ends at onset_mv.
+
+    Zero up to the onset, then growing exponentially with the droop beyond it (timing-margin
+    failures), from 1/12 of the +-50 mV rate just above the onset to that rate at +-50 mV.
+    """
+    if ripple_mv <= onset_mv:
+        return 0.0
+    span = max(REFERENCE_RIPPLE_MV - onset_mv, 1.0)
+    return RATE_AT_REFERENCE / GAIN_AT_REFERENCE * GAIN_AT_REFERENCE ** ((ripple_mv - onset_mv) / span)
+
+
+@dataclass
+class MacFaults:
+    """Random MAC errors at `rate` per MAC: each adds +-2^b to the output it lands in, b one of the
+    accumulator's upper bits (timing failures hit the end of the carry chain). `injected` counts them."""
+
+    rate: float
+    rng: np.random.Generator
+    injected: int = 0
+
+    def corrupt(self, result: np.ndarray, macs_per_output: int, acc: Accumulator | None) -> np.ndarray:
+        if self.rate <= 0.0 or macs_per_output <= 0:
+            return result
+        counts = self.rng.poisson(self.rate * macs_per_output, size=result.shape)
+        total = int(counts.sum())
+        if not total:
+            return result
+        self.injected += total
+        hit = np.flatnonzero(counts)
+        where = np.repeat(hit, counts.ravel()[hit])
+        top = min(acc.bits if acc is not None else 32, _ERROR_TOP_BIT + 2) - 2
+        bits = self.rng.integers(top - _ERROR_BITS + 1, top + 1, size=total)
+        signs = self.rng.choice(np.array([-1, 1], dtype=np.int64), size=total)
+        out = result.astype(np.int64, copy=True).ravel()
+        np.add.at(out, where, signs * (np.int64(1) << bits.astype(np.int64)))
+        return out.reshape(result.shape)
+
+
+@dataclass
+class Vote:
+    """What dual compute found: outputs where the two copies disagreed (and were recomputed)."""
+
+    mismatches: int = 0
+
+
+MAX_VOTE_ROUNDS = 16
+
+
+def voted(compute: Callable[[], np.ndarray], vote: Vote) -> np.ndarray:
+    """Dual compute and vote: run `compute` twice, keep the outputs both copies agree on, and
+    recompute the disagreeing ones (again twice) until each has an agreeing pair."""
+    first, second = compute(), compute()
+    result = np.array(first, copy=True)
+    open_ = np.asarray(first != second)
+    for _ in range(MAX_VOTE_ROUNDS):
+        if not open_.any():
+            return result
+        vote.mismatches += int(open_.sum())
+        again, check = compute(), compute()
+        settled = open_ & (again == check)
+        result = np.where(settled, again, result)
+        open_ = open_ & ~settled
+    raise RuntimeError(f"redundant compute did not converge in {MAX_VOTE_ROUNDS} rounds")

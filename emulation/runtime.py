@@ -1,24 +1,39 @@
 """The emulated phone's inference runtime, reached as the device command `llmrt`.
 
-Speaks the runtime contract (docs/runtime-contract.md): one JSON object per line on stdout,
+Speaks the runtime contract (docs/runtime-contract.md, 1.2): one JSON object per line on stdout,
 errors as a JSON line on stderr with a non-zero status (never an exception into the daemon).
 Tokens come from the tiny INT4 model (emulation.tinymodel) run through this phone's NPU persona
 and, when one is active, its overflow adapter. Time comes from the phone's simulated world.
+
+The model is deterministic, so its token streams are kept per (prompt, seed, temperature,
+accumulator, adapter tile) and extended when a longer answer is asked; each call only draws its
+timing (emulation.runtime_timing). When supply ripple makes MAC errors possible the model really
+runs, with the errors injected, and in redundancy mode it really runs every matmul twice and
+votes. The unit's behaviour for the SLA checks comes from its persona
+(emulation.runtime_personas), its protections from emulation.runtime_safety.
 """
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import logging
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from emulation import npu, tinymodel
+from emulation import audit, gpuload, npu, tinymodel, weights
 from emulation.npu_personas import get_persona
+from emulation.runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
+from emulation.runtime_counters import Counters
+from emulation.runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
+from emulation.runtime_safety import LAYERS, RedundancyController, ThermalGovernor, ThermalKill
+from emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from emulation.shell import CommandResult, ShellContext
 
 if TYPE_CHECKING:
@@ -26,22 +41,29 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONTRACT_VERSION = "1.1"
-RUNTIME_VERSION = "llmrt 3.3.0-emu"
-CAPABILITIES = ["identity", "status", "generate", "probe", "adapter"]
+__all__ = ["SLA_PERSONAS_RUNTIME", "RUNTIME_FAULTS", "EmulatedRuntime", "install", "parse_vector"]
+
+CONTRACT_VERSION = "1.2"
+RUNTIME_VERSION = "llmrt 3.4.0-emu"
+CAPABILITIES = ["identity", "status", "generate", "probe", "adapter", "config", "weights", "audit", "counters"]
 ADAPTER_DIR = "/data/vendor/llm/adapters"
 ACTIVE_POINTER = "/data/vendor/llm/adapter.active"
-NPU_FREQ_MHZ = 1100
 PROBE_FORMAT = "llmrt-probe/1"
 MAX_PROBES = 4096
 MAX_SEGMENTS = 1 << 20  # per probe vector
 MAX_PROBE_LENGTH = 1 << 31
-_CACHE_SIZE = 64
+_CACHE_SIZE = 128
+ONSET_MV = (24.0, 28.0)  # a unit's ripple onset (timing margin) is drawn in this range from its seed
+RESTART_S = 1.5  # init restarts a killed runtime after this long
+_SUBVERBS = ("adapter", "config", "weights", "audit")
 
 # Fault names a station may inject (PhoneSpec.faults).
 FAULT_ERRATIC = "npu-erratic"                    # probe results off by one now and then
 FAULT_ACTIVATE_CRASH = "adapter-activate-crash"  # activation dies between temp write and rename
 FAULT_IGNORE_ADAPTER = "adapter-ignored"         # runtime accepts adapters but never applies them
+RUNTIME_FAULTS = {FAULT_ERRATIC, FAULT_ACTIVATE_CRASH, FAULT_IGNORE_ADAPTER, gpuload.FAULT_WEAK,
+                  weights.FAULT_TREE, weights.FAULT_SLOW_FLASH, weights.FAULT_REPAIR_IGNORED, audit.FAULT_DROP,
+                  audit.FAULT_MISSING_FIELDS}
 
 
 class RuntimeFailure(Exception):
@@ -57,11 +79,32 @@ class _Parser(argparse.ArgumentParser):
         raise RuntimeFailure(message, status=2)
 
 
+@lru_cache(maxsize=1)
 def _parser() -> _Parser:
+    """Built once (argparse set-up costs milliseconds); parse_args leaves it unchanged."""
     p = _Parser(prog="llmrt", add_help=False)
     sub = p.add_subparsers(dest="verb", parser_class=_Parser)
     sub.add_parser("identity", add_help=False)
     sub.add_parser("status", add_help=False)
+    c = sub.add_parser("config", add_help=False)
+    csub = c.add_subparsers(dest="action", parser_class=_Parser)
+    csub.add_parser("get", add_help=False).add_argument("key", nargs="?")
+    cset = csub.add_parser("set", add_help=False)
+    cset.add_argument("key")
+    cset.add_argument("value")
+    wt = sub.add_parser("weights", add_help=False)
+    wsub = wt.add_subparsers(dest="action", parser_class=_Parser)
+    wsub.add_parser("status", add_help=False)
+    wsub.add_parser("verify", add_help=False)
+    wread = wsub.add_parser("read", add_help=False)
+    wread.add_argument("--page", type=int, required=True)
+    wread.add_argument("--with-path", action="store_true")
+    wrep = wsub.add_parser("repair", add_help=False)
+    wrep.add_argument("--page", type=int, required=True)
+    wrep.add_argument("--in", dest="path", required=True)
+    au = sub.add_parser("audit", add_help=False)
+    au.add_subparsers(dest="action", parser_class=_Parser).add_parser("status", add_help=False)
+    sub.add_parser("counters", add_help=False).add_argument("--reset", action="store_true")
     g = sub.add_parser("generate", add_help=False)
     g.add_argument("--prompt-tokens", type=int, default=32)
     g.add_argument("--prompt", default=None, help="comma-separated token ids (overrides --prompt-tokens)")
@@ -100,29 +143,95 @@ def parse_vector(text: str) -> npu.RunVector:
     return npu.RunVector(np.concatenate(values).astype(np.int64), np.concatenate(counts))
 
 
+@dataclass
+class _Stream:
+    tokens: list[int]
+    stream: Iterator[int]
+
+
+# Exact token streams are a property of the model, the accumulator and the adapter, not of a
+# phone: one cache per process serves every emulated phone (the lock guards extending a stream).
+_STREAMS: OrderedDict[tuple, _Stream] = OrderedDict()
+_STREAMS_LOCK = threading.Lock()
+
+
 class EmulatedRuntime:
-    def __init__(self, phone: "EmulatedPhone") -> None:
+    def __init__(self, phone: "EmulatedPhone", gpu: gpuload.GpuLoad | None = None) -> None:
         self.phone = phone
         self.persona = get_persona(phone.spec.npu_persona)
+        self.sla = runtime_persona(phone.spec.sla_persona)
         self.faults = set(phone.spec.faults)
+        self.config = RuntimeConfig(phone.fs)
+        self.gpu = gpu
         self._lock = threading.Lock()  # one inference at a time, like the real NPU queue
-        self._tokens: OrderedDict[tuple, list[int]] = OrderedDict()
-        self._erratic = np.random.default_rng([phone.spec.seed, 0xE7])
+        seed = phone.spec.seed
+        self._erratic = np.random.default_rng([seed, 0xE7])
+        self._mac_rng = np.random.default_rng([seed, 0xFA17])
+        self.timer = TokenTimer(timing_profile(self.sla.timing), np.random.default_rng([seed, 0x71]))
+        self.redundancy = RedundancyController(works=self.sla.redundancy_works,
+                                               fixed_trigger_mv=self.sla.redundancy_trigger_mv)
+        self.governor = ThermalGovernor(trip_c=self.sla.trip_c, kill_at_trip=self.sla.kill_at_trip)
+        self.onset_mv = float(np.random.default_rng([seed, 0x0E5E]).uniform(*ONSET_MV))
+        self.mac_errors_detected = 0
+        self.weights = weights.WeightStore(phone, corrupt_page=self.sla.corrupt_weight_page)
+        self.audit = audit.AuditLog(phone, leaks_prompt=self.sla.audit_leaks_prompt,
+                                    bad_signatures=self.sla.audit_bad_signatures)
+        now = phone.world.clock.now()
+        self.counters = Counters(dict(self.sla.counters), np.random.default_rng([seed, 0xC0]), now)
+        self._pids = np.random.default_rng([seed, 0x91D])
+        self.pid = int(self._pids.integers(3000, 9000))
+        self.started_t = now
+        self.inferences = 0
+        profile = self.config.get("npu.perf_profile")
+        if profile != "balanced":  # a setting persisted before a restart
+            phone.world.set_npu_frequency(PERF_PROFILE_MHZ[profile])
 
     def __call__(self, argv: list[str], ctx: ShellContext) -> CommandResult:
         verb = argv[1] if len(argv) > 1 else ""
         try:
             args = _parser().parse_args(argv[1:])
-            if args.verb is None or (args.verb == "adapter" and args.action is None):
-                raise RuntimeFailure("usage: llmrt identity|status|generate|probe|adapter ...", status=2)
-            name = f"_{args.verb}" + (f"_{args.action}" if args.verb == "adapter" else "")
+            if args.verb is None or (args.verb in _SUBVERBS and args.action is None):
+                raise RuntimeFailure("usage: llmrt identity|status|generate|probe|adapter|config|weights|audit|"
+                                     "counters ...", status=2)
+            name = f"_{args.verb}" + (f"_{args.action}" if args.verb in _SUBVERBS else "")
             with self._lock:
+                self._sense()
                 return getattr(self, name)(args)
         except RuntimeFailure as exc:
             return _error(verb, str(exc), exc.status)
         except Exception as exc:  # a runtime bug must not take the daemon down
             log.exception("llmrt %s failed", verb)
             return _error(verb, f"internal error: {exc!r}", 70)
+
+    # --- what the runtime senses and runs under -----------------------------------------------
+    def _sense(self) -> None:
+        """Read the supply ripple (the PMIC's ADC) and update the redundancy state machine."""
+        cfg = self.config.values()
+        ripple_mv = 1000.0 * self.phone.world.ripple_amplitude_v()
+        self.redundancy.update(ripple_mv, cfg["redundancy.trigger_mv"], cfg["redundancy.release_mv"])
+
+    def _redundant(self) -> bool:
+        return self.redundancy.active(self.config.get("redundancy.mode"))
+
+    def _mac_faults(self) -> npu.MacFaults | None:
+        """Ripple-induced MAC errors, if the ripple now exceeds this unit's onset."""
+        rate = npu.mac_error_rate(1000.0 * self.phone.world.ripple_amplitude_v(), self.onset_mv)
+        return npu.MacFaults(rate, self._mac_rng) if rate > 0.0 else None
+
+    def _conditions(self) -> Conditions:
+        return Conditions(npu_freq_mhz=self.phone.world.npu_freq_mhz,
+                          gpu_busy=self.gpu.busy() if self.gpu is not None else 0.0,
+                          redundancy=self._redundant(), cpu_fraction=self.governor.cpu_fraction)
+
+    def _temperatures(self) -> dict[str, float]:
+        """The runtime's sensor readings: thermal zones (skin via its sysfs node) plus calibration."""
+        temps = dict(self.phone.world.temperatures())
+        fs = self.phone.fs
+        for node in fs.glob("/sys/class/thermal/thermal_zone*/type"):
+            if fs.read(node).decode().strip() == "skin":
+                temps["skin"] = int(fs.read(node[:-len("type")] + "temp").decode()) / 1000.0
+        temps["skin"] += self.config.get("thermal.skin_offset_c")
+        return {k: round(v, 2) for k, v in temps.items()}
 
     # --- identity and state -------------------------------------------------------------
     def _identity(self, args: argparse.Namespace) -> CommandResult:
@@ -133,10 +242,45 @@ class EmulatedRuntime:
                        "microcode": self.persona.microcode, "capabilities": CAPABILITIES})
 
     def _status(self, args: argparse.Namespace) -> CommandResult:
-        world = self.phone.world
+        world, cfg = self.phone.world, self.config.values()
+        r = self.redundancy
         return _lines({"t": world.clock.now(), "thermal_status": self.phone.thermal_status(),
-                       "temperatures_c": world.temperatures(), "redundancy": False,
-                       "npu_freq_mhz": NPU_FREQ_MHZ, "adapter": self._active_sha()})
+                       "temperatures_c": self._temperatures(), "skin_offset_c": cfg["thermal.skin_offset_c"],
+                       "redundancy": {"active": r.active(cfg["redundancy.mode"]), "mode": cfg["redundancy.mode"],
+                                      "trigger_mv": cfg["redundancy.trigger_mv"],
+                                      "release_mv": cfg["redundancy.release_mv"], "sensed_mv": round(r.sensed_mv, 2)},
+                       "mac_errors_detected": self.mac_errors_detected,
+                       "npu_freq_mhz": world.npu_freq_mhz, "perf_profile": cfg["npu.perf_profile"],
+                       "thermal": {"layers_on_cpu": self.governor.layers_on_cpu, "layers": LAYERS,
+                                   "migrations": self.governor.migrations, "trips": self.governor.trips},
+                       "pid": self.pid, "started_t": self.started_t, "inferences": self.inferences,
+                       "adapter": self._active_sha()})
+
+    # --- config -------------------------------------------------------------------------
+    def _config_get(self, args: argparse.Namespace) -> CommandResult:
+        problem = self.config.problem()
+        if args.key is None:
+            answer: dict[str, Any] = {"config": self.config.values(), "path": self.config.path}
+        else:
+            key = self._config_key(args.key)
+            answer = {"key": key.name, "value": self.config.get(key.name), "default": key.default}
+        return _lines({**answer, **({"warning": problem} if problem else {})})
+
+    def _config_set(self, args: argparse.Namespace) -> CommandResult:
+        try:
+            value, previous = self.config.set(args.key, args.value)
+        except ConfigValueError as exc:
+            raise RuntimeFailure(str(exc), status=2) from None
+        if args.key == "npu.perf_profile":
+            self.phone.world.set_npu_frequency(PERF_PROFILE_MHZ[value])
+        self._sense()  # a new trigger takes effect at once
+        return _lines({"key": args.key, "value": value, "previous": previous})
+
+    def _config_key(self, name: str) -> ConfigKey:
+        try:
+            return self.config.key(name)
+        except ConfigValueError as exc:
+            raise RuntimeFailure(str(exc), status=2) from None
 
     # --- generate -----------------------------------------------------------------------
     def _generate(self, args: argparse.Namespace) -> CommandResult:
@@ -154,37 +298,107 @@ class EmulatedRuntime:
         if min(prompt) < 0 or max(prompt) >= model.config.vocab:
             raise RuntimeFailure(f"prompt token ids must be in [0, {model.config.vocab})", 2)
         adapter_sha, tile = self._adapter_tile()
-        key = (tuple(prompt), args.max_tokens, args.seed, args.temperature, tile)
-        tokens = self._tokens.get(key)
-        if tokens is None:
-            acc = self.persona.accumulator
-            tokens = model.generate(prompt, args.max_tokens, args.seed, args.temperature,
-                                    npu_matmul=lambda x, w: npu.matmul(x, w, acc, tile))
-            self._tokens[key] = tokens
-            if len(self._tokens) > _CACHE_SIZE:
-                self._tokens.popitem(last=False)
+        tokens = self._compute_tokens(model, prompt, args, tile)
         world = self.phone.world
-        timing = np.random.default_rng([args.seed, len(prompt)])
-        events: list[dict[str, Any]] = [{"event": "start", "t": world.clock.now(), "prompt_tokens": len(prompt),
+        start_t = world.clock.now()
+        events: list[dict[str, Any]] = [{"event": "start", "t": start_t, "prompt_tokens": len(prompt),
                                          "max_tokens": args.max_tokens, "adapter": adapter_sha}]
-        world.work("prefill", 0.12 + 0.0015 * len(prompt))
-        for index, token in enumerate(tokens):
-            if index:
-                world.work("decode", max(0.005, timing.normal(0.045, 0.004)))
-            events.append({"event": "token", "index": index, "id": token, "t": world.clock.now()})
-        events.append({"event": "done", "t": world.clock.now(), "tokens": len(tokens)})
+        cond = self._conditions()
+        self.timer.start_run()
+        try:
+            self._govern(events)
+            self._work(self.timer.prefill(len(prompt), cond.with_(cpu_fraction=self.governor.cpu_fraction)),
+                       "prefill")
+            for index, token in enumerate(tokens):
+                if index:
+                    self._govern(events)
+                    self._work(self.timer.decode(cond.with_(cpu_fraction=self.governor.cpu_fraction)), "decode")
+                events.append({"event": "token", "index": index, "id": token, "t": world.clock.now()})
+        except ThermalKill as kill:
+            return self._killed(events, kill)
+        done_t = world.clock.now()
+        events.append({"event": "done", "t": done_t, "tokens": len(tokens)})
+        self.inferences += 1
+        self.counters.add(len(tokens), done_t - start_t, world.npu_freq_mhz)
+        self.audit.append(t=done_t, input_tokens=len(prompt), output_tokens=len(tokens),
+                          model_version=f"{tinymodel.MODEL_NAME} {model.sha256[:12]}",
+                          npu_freq_mhz=world.npu_freq_mhz, npu_temp_c=world.temperatures()["npu"], prompt=prompt)
         return _lines(*events)
+
+    def _compute_tokens(self, model: tinymodel.TinyModel, prompt: list[int], args: argparse.Namespace,
+                        tile: int | None) -> list[int]:
+        """The tokens this call produces: cached when the NPU computes exactly, else really computed
+        with MAC errors injected (and, with redundancy active, every matmul run twice and voted)."""
+        acc = self.persona.accumulator
+        faults = self._mac_faults()
+        if faults is None:
+            return self._cached_tokens(model, prompt, args, tile, acc)
+        vote = npu.Vote()
+        if self._redundant():
+            def matmul(x: np.ndarray, w: npu.Int4Matrix) -> np.ndarray:
+                return npu.voted(lambda: npu.matmul(x, w, acc, tile, faults), vote)
+        else:
+            def matmul(x: np.ndarray, w: npu.Int4Matrix) -> np.ndarray:
+                return npu.matmul(x, w, acc, tile, faults)
+        tokens = model.generate(prompt, args.max_tokens, args.seed, args.temperature, npu_matmul=matmul)
+        self.mac_errors_detected += vote.mismatches
+        return tokens
+
+    def _cached_tokens(self, model: tinymodel.TinyModel, prompt: list[int], args: argparse.Namespace,
+                       tile: int | None, acc: npu.Accumulator) -> list[int]:
+        """Exact tokens from a kept generation stream: sampling noise is drawn every step, so a
+        shorter request is a prefix of a longer one and a longer one only extends the stream."""
+        key = (tuple(prompt), args.seed, args.temperature, tile, acc)
+        with _STREAMS_LOCK:
+            entry = _STREAMS.get(key)
+            if entry is None:
+                stream = model.stream(prompt, model.config.max_seq - len(prompt), args.seed, args.temperature,
+                                      npu_matmul=lambda x, w: npu.matmul(x, w, acc, tile))
+                entry = _STREAMS[key] = _Stream([], stream)
+                if len(_STREAMS) > _CACHE_SIZE:
+                    _STREAMS.popitem(last=False)
+            else:
+                _STREAMS.move_to_end(key)
+            while len(entry.tokens) < args.max_tokens:
+                entry.tokens.append(next(entry.stream))
+            return entry.tokens[:args.max_tokens]
+
+    def _govern(self, events: list[dict[str, Any]]) -> None:
+        """The thermal governor's look at the NPU before a step (may raise ThermalKill)."""
+        temps = self.phone.world.temperatures()
+        event = self.governor.check(self.phone.world.clock.now(), temps["npu"], temps["cpu"])
+        if event is not None:
+            events.append(event)
+
+    def _work(self, step: StepTime, phase: str) -> None:
+        world = self.phone.world
+        if step.npu_s > 0:
+            world.work(phase, step.npu_s)
+        if step.cpu_s > 0:
+            world.work("cpu_decode", step.cpu_s)
+
+    def _killed(self, events: list[dict[str, Any]], kill: ThermalKill) -> CommandResult:
+        """The process died at the trip: what it streamed so far, exit 137, and init restarts it."""
+        log.info("%s: runtime killed (%s)", self.phone.spec.serial, kill)
+        self.pid = int(self._pids.integers(3000, 30000))
+        self.governor.reset()
+        self.phone.world.wait(RESTART_S)
+        self.started_t = self.phone.world.clock.now()
+        return CommandResult(_lines(*events).stdout, b"", 137)
 
     # --- probe --------------------------------------------------------------------------
     def _probe(self, args: argparse.Namespace) -> CommandResult:
         batch = self._read_json(args.path, "probe batch")
-        if not isinstance(batch, dict) or batch.get("format") != PROBE_FORMAT or not isinstance(batch.get("probes"), list):
+        if not isinstance(batch, dict) or batch.get("format") != PROBE_FORMAT \
+                or not isinstance(batch.get("probes"), list):
             raise RuntimeFailure(f"{args.path}: not a {PROBE_FORMAT} batch", 2)
         probes = batch["probes"]
         if len(probes) > MAX_PROBES:
             raise RuntimeFailure(f"{args.path}: {len(probes)} probes (at most {MAX_PROBES} per call)", 2)
         adapter_sha, tile = self._adapter_tile() if args.with_adapter else (None, None)
         acc = self.persona.accumulator
+        faults, vote = self._mac_faults(), npu.Vote()
+        redundant = faults is not None and self._redundant()
         events: list[dict[str, Any]] = []
         for index, probe in enumerate(probes):
             ident = probe.get("id", index) if isinstance(probe, dict) else index
@@ -192,16 +406,55 @@ class EmulatedRuntime:
                 a, b = parse_vector(probe["a"]), parse_vector(probe["b"])
                 if max(a.values.size, b.values.size) > MAX_SEGMENTS or a.length > MAX_PROBE_LENGTH:
                     raise ValueError(f"vector too large (limits: {MAX_SEGMENTS} segments, length {MAX_PROBE_LENGTH})")
-                result = npu.dot_runs(a, b, acc, tile)
+                if redundant:
+                    result = int(npu.voted(lambda: np.array([npu.dot_runs(a, b, acc, tile, faults)]), vote)[0])
+                else:
+                    result = npu.dot_runs(a, b, acc, tile, faults)
             except (AttributeError, KeyError, TypeError, ValueError) as exc:
                 raise RuntimeFailure(f"{args.path}: probe {ident!r}: {exc}", 2) from None
             if FAULT_ERRATIC in self.faults and self._erratic.random() < 0.3:
                 result += int(self._erratic.choice([-1, 1]))
             events.append({"event": "probe", "id": ident, "length": a.length, "result": result})
+        self.mac_errors_detected += vote.mismatches
         self.phone.world.work("decode", 0.0005 * len(probes))  # NPU busy, decode-like power
         events.append({"event": "done", "t": self.phone.world.clock.now(), "probes": len(probes),
                        "adapter": adapter_sha})
         return _lines(*events)
+
+    # --- weights, audit, counters -------------------------------------------------------
+    def _weights_status(self, args: argparse.Namespace) -> CommandResult:
+        return _lines(self.weights.status())
+
+    def _weights_verify(self, args: argparse.Namespace) -> CommandResult:
+        report = self.weights.verify()
+        return _lines({"pages": report["pages"], "crc_errors": report["crc_errors"], "bad_pages": report["bad_pages"],
+                       "read_ms": round(1000.0 * report["read_s"], 3)})
+
+    def _weights_read(self, args: argparse.Namespace) -> CommandResult:
+        try:
+            page = self.weights.read_page(args.page, with_path=args.with_path)
+        except weights.WeightStoreError as exc:
+            raise RuntimeFailure(f"weights read: {exc}", 2) from None
+        return _lines({"page": page["page"], "data": _b64(page["data"]), "crc_ok": page["crc_ok"],
+                       "path": [{"block": p["block"], "data": _b64(p["data"])} for p in page["path"]],
+                       "read_ms": round(1000.0 * page["read_s"], 4)})
+
+    def _weights_repair(self, args: argparse.Namespace) -> CommandResult:
+        data = self._read(args.path, "page")
+        try:
+            return _lines(self.weights.repair(args.page, data))
+        except weights.WeightStoreError as exc:
+            raise RuntimeFailure(f"weights repair: {exc}") from None
+
+    def _audit_status(self, args: argparse.Namespace) -> CommandResult:
+        return _lines(self.audit.status())
+
+    def _counters(self, args: argparse.Namespace) -> CommandResult:
+        now = self.phone.world.clock.now()
+        if args.reset:
+            self.counters.reset(now)
+            return _lines({"reset": True, "t": now})
+        return _lines(self.counters.report(now))
 
     # --- adapters -----------------------------------------------------------------------
     def _adapter_install(self, args: argparse.Namespace) -> CommandResult:
@@ -300,6 +553,10 @@ def _adapter_spec(data: bytes, where: str) -> dict[str, Any]:
     return spec
 
 
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
 def _lines(*objects: dict[str, Any]) -> CommandResult:
     return CommandResult("".join(json.dumps(o) + "\n" for o in objects).encode())
 
@@ -308,7 +565,10 @@ def _error(verb: str, message: str, status: int) -> CommandResult:
     return CommandResult(stderr=(json.dumps({"error": message, "verb": verb}) + "\n").encode(), status=status)
 
 
-def install(phone: "EmulatedPhone") -> None:
-    phone.shell.register("llmrt", EmulatedRuntime(phone))
-    phone.fs.write("/system/bin/llmrt", b"\x7fELF emulated", mode=0o100755)
+def install(phone: "EmulatedPhone") -> EmulatedRuntime:
+    """Put `llmrt` (and the bench's `gpuload` tool, which the runtime feels as contention) on the phone."""
     phone.fs.mkdir(ADAPTER_DIR)
+    runtime = EmulatedRuntime(phone, gpuload.install(phone))
+    phone.shell.register("llmrt", runtime)
+    phone.fs.write("/system/bin/llmrt", b"\x7fELF emulated", mode=0o100755)
+    return runtime

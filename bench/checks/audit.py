@@ -1,0 +1,171 @@
+"""Privacy audit log (claim 13): a signed record per inference, the required fields, no raw content.
+
+The check runs inferences with canary prompts (random token ids the bench chose), pulls the log
+file as stored (not an export the runtime could filter) and judges the records that appeared:
+
+- missing: inferences without a record, or records missing from the seq / prev hash chain;
+- field errors: a required field absent or of the wrong type, token counts that disagree with the
+  inference, a timestamp outside it, an implausible temperature or clock;
+- bad signatures: Ed25519 over the record's canonical JSON without `sig` (sorted keys, no
+  spaces), with the public key `llmrt audit status` publishes (the bench trusts that key as the
+  unit's; attesting it is the platform's job);
+- content leaks: a field the schema does not have, or a run of LEAK_RUN consecutive token ids of a
+  canary prompt or its answer anywhere in a record (whatever the encoding, as long as the ids
+  appear in order as decimal numbers).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from bench.checks import CheckResult, Tick, named, no_tick
+from bench.sla import SlaEntry
+from drivers.device import Device
+from drivers.runtime import Generation, RuntimeClient
+
+log = logging.getLogger(__name__)
+
+REQUIRED = {"seq": int, "t": (int, float), "input_tokens": int, "output_tokens": int, "model_version": str,
+            "npu_freq_mhz": (int, float), "npu_temp_c": (int, float), "sig": str}
+ALLOWED = set(REQUIRED) | {"prev"}
+NOT_CONTENT = ("sig", "prev")  # base64 / hex: digits in them are not token ids
+LEAK_RUN = 4
+CANARY_TOKENS = 24
+GENERATED_TOKENS = 8
+NPU_TEMP_RANGE_C = (-20.0, 130.0)
+_INT = re.compile(r"\d+")
+
+
+def canonical(record: dict[str, Any]) -> bytes:
+    return json.dumps({k: v for k, v in record.items() if k != "sig"}, sort_keys=True, separators=(",", ":")).encode()
+
+
+@dataclass
+class AuditFindings:
+    missing: list[str] = field(default_factory=list)
+    field_errors: list[str] = field(default_factory=list)
+    bad_signatures: list[int] = field(default_factory=list)
+    leaks: list[str] = field(default_factory=list)
+
+
+def _is_type(value: Any, kind: Any) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)
+
+
+def _runs(ids: list[int]) -> set[tuple[int, ...]]:
+    return {tuple(ids[i:i + LEAK_RUN]) for i in range(len(ids) - LEAK_RUN + 1)}
+
+
+def _leaks(record: dict[str, Any], canaries: set[tuple[int, ...]]) -> list[str]:
+    found = [f"unknown field {k!r}" for k in record if k not in ALLOWED]
+    text = json.dumps({k: v for k, v in record.items() if k not in NOT_CONTENT}, sort_keys=True)
+    numbers = [int(n) for n in _INT.findall(text)]
+    if any(tuple(numbers[i:i + LEAK_RUN]) in canaries for i in range(len(numbers) - LEAK_RUN + 1)):
+        found.append("token ids of a prompt or answer")
+    return found
+
+
+def _field_errors(record: dict[str, Any], gen: Generation | None, prompt_len: int) -> list[str]:
+    errors = [f"{name} missing" for name in REQUIRED if name not in record]
+    errors += [f"{name} is {type(record[name]).__name__}" for name, kind in REQUIRED.items()
+               if name in record and not _is_type(record[name], kind)]
+    if errors or gen is None:
+        return errors
+    if record["input_tokens"] != prompt_len:
+        errors.append(f"input_tokens {record['input_tokens']} != {prompt_len}")
+    if record["output_tokens"] != len(gen.tokens):
+        errors.append(f"output_tokens {record['output_tokens']} != {len(gen.tokens)}")
+    if not gen.start_time - 1.0 <= record["t"] <= gen.done_time + 1.0:
+        errors.append(f"t {record['t']} outside the inference ({gen.start_time}..{gen.done_time})")
+    if not NPU_TEMP_RANGE_C[0] <= record["npu_temp_c"] <= NPU_TEMP_RANGE_C[1]:
+        errors.append(f"npu_temp_c {record['npu_temp_c']} implausible")
+    if record["npu_freq_mhz"] <= 0:
+        errors.append(f"npu_freq_mhz {record['npu_freq_mhz']} not positive")
+    return errors
+
+
+def _verify(key: Ed25519PublicKey, record: dict[str, Any]) -> bool:
+    try:
+        key.verify(base64.b64decode(str(record.get("sig", "")), validate=True), canonical(record))
+        return True
+    except (InvalidSignature, ValueError):
+        return False
+
+
+def _read_log(device: Device, path: str, rotated: str | None) -> list[str]:
+    text = ""
+    for name in (rotated, path):
+        if name and device.shell(["ls", name]).exit_code == 0:
+            text += device.pull_bytes(name).decode("utf-8", errors="replace")
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def audit_check(device: Device, runtime: RuntimeClient, entries: dict[str, SlaEntry], *, inferences: int = 6,
+                seed: int = 1309, tick: Tick = no_tick) -> CheckResult:
+    """entries: audit_records_missing, audit_field_errors, audit_bad_signatures, audit_content_leaks."""
+    status = runtime.audit_status()
+    key = Ed25519PublicKey.from_public_bytes(status.public_key)
+    vocab = int(runtime.identity().extra.get("vocab", 512))
+    rng = np.random.default_rng(seed)
+    canaries: set[tuple[int, ...]] = set()
+    runs: list[tuple[list[int], Generation]] = []
+    for i in range(inferences):
+        prompt = [int(t) for t in rng.integers(0, vocab, CANARY_TOKENS)]
+        gen = runtime.generate(GENERATED_TOKENS, seed=seed + i, prompt=prompt)
+        canaries |= _runs(prompt) | _runs(gen.tokens)
+        runs.append((prompt, gen))
+        tick(1)
+    lines = _read_log(device, status.path, status.rotated)
+    findings = AuditFindings()
+    records: list[tuple[dict[str, Any], str]] = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            findings.field_errors.append(f"not JSON: {line[:80]!r}")
+            continue
+        if isinstance(record, dict) and _is_type(record.get("seq"), int) and record["seq"] > status.records:
+            records.append((record, line))
+    records.sort(key=lambda r: r[0]["seq"])
+    expected = list(range(status.records + 1, status.records + inferences + 1))
+    by_seq = {r["seq"]: (r, line) for r, line in records}
+    findings.missing += [f"seq {s} absent" for s in expected if s not in by_seq]
+    previous_line = None
+    for (prompt, gen), seq in zip(runs, expected):
+        record, line = by_seq.get(seq, (None, None))
+        if record is None:
+            previous_line = None
+            continue
+        if previous_line is not None and record.get("prev") != hashlib.sha256(previous_line.encode()).hexdigest():
+            findings.missing.append(f"seq {seq}: prev does not chain to seq {seq - 1}")
+        previous_line = line + "\n"
+        findings.field_errors += [f"seq {seq}: {e}" for e in _field_errors(record, gen, len(prompt))]
+        if not _verify(key, record):
+            findings.bad_signatures.append(seq)
+        findings.leaks += [f"seq {seq}: {x}" for x in _leaks(record, canaries)]
+    counts = {"audit_records_missing": len(findings.missing),
+              "audit_field_errors": len({e.split(":")[0] for e in findings.field_errors}),
+              "audit_bad_signatures": len(findings.bad_signatures),
+              "audit_content_leaks": len({x.split(":")[0] for x in findings.leaks})}
+    details = {"audit_records_missing": findings.missing, "audit_field_errors": findings.field_errors,
+               "audit_bad_signatures": [f"seq {s}" for s in findings.bad_signatures],
+               "audit_content_leaks": findings.leaks}
+    verdicts = []
+    for metric, count in counts.items():
+        verdict = named(entries[metric].evaluate(count), metric, raw="audit_log", key_id=status.key_id)
+        verdict.n = inferences
+        verdict.detail = "; ".join(details[metric][:5]) or f"none in {inferences} inferences"
+        verdicts.append(verdict)
+    raw = {"records": [r for r, _ in records], "inferences": [{"prompt": p, "tokens": g.tokens, "start": g.start_time,
+                                                              "done": g.done_time} for p, g in runs],
+           "public_key": base64.b64encode(status.public_key).decode(), "findings": details}
+    return CheckResult(verdicts, {"audit_log": raw})

@@ -1,0 +1,56 @@
+"""SLA personas on the runtime side: how one emulated unit's runtime behaves (PhoneSpec.sla_persona).
+
+"nominal" meets every runtime claim; each other persona breaks one, as the negative control of
+that claim's check. The world's personas (emulation.world: slow voice, hot cover, ...) are
+validated there; a name this module does not know runs the nominal runtime (never a crash).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RuntimePersona:
+    name: str
+    timing: str = "nominal"                  # emulation.runtime_timing.PROFILES key
+    redundancy_works: bool = True            # False: the mode is reported but never engages
+    redundancy_trigger_mv: float | None = None  # fixed engage threshold, ignoring the config
+    trip_c: float = 72.0                     # NPU temperature at which layers migrate to the CPU
+    kill_at_trip: bool = False               # the old behaviour: the process is killed at the trip
+    corrupt_weight_page: bool = False        # one weight page corrupted at rest
+    audit_leaks_prompt: bool = False         # prompt token ids written into the audit log
+    audit_bad_signatures: bool = False       # audit records signed wrongly
+    counters: dict[str, float] = field(default_factory=dict)  # overrides of the counter rates
+
+
+PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
+    RuntimePersona("nominal"),
+    RuntimePersona("jittery", timing="jittery",  # per-token std > 23 ms; stalls waste MAC cycles
+                   counters={"mac_utilisation": 0.74, "memory_bandwidth_utilisation": 0.80,
+                             "prefetch_accuracy": 0.71}),
+    RuntimePersona("slow", timing="slow",  # first token >= 300 ms: weight paging on the critical path
+                   counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021}),
+    RuntimePersona("contention-sensitive", timing="contention-sensitive"),
+    RuntimePersona("no-redundancy", redundancy_works=False),
+    RuntimePersona("late-redundancy", redundancy_trigger_mv=45.0),
+    RuntimePersona("costly-redundancy", timing="costly-redundancy"),
+    RuntimePersona("thermal-kill", kill_at_trip=True),
+    RuntimePersona("early-trip", trip_c=65.0),  # the CPU's threshold applied to the NPU
+    RuntimePersona("corrupt-weights", corrupt_weight_page=True),
+    RuntimePersona("leaky-log", audit_leaks_prompt=True),
+    RuntimePersona("unsigned-log", audit_bad_signatures=True),
+)}
+
+SLA_PERSONAS_RUNTIME: set[str] = set(PERSONAS)
+
+
+def runtime_persona(name: str) -> RuntimePersona:
+    """The runtime behaviour for an SLA persona name; unknown names (world-side ones) run nominal."""
+    persona = PERSONAS.get(name)
+    if persona is None:
+        log.debug("SLA persona %r changes nothing in the runtime", name)
+        return PERSONAS["nominal"]
+    return persona

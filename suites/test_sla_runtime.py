@@ -1,0 +1,140 @@
+"""The SLA suite, runtime side: claims 3, 4, 5, 8, 10, 11, 12, 13, 14 measured through the runtime
+contract (bench/checks/{tokens,thermal_trip,redundancy,weights,audit,counters}.py).
+
+Limits, confidence and sample counts come from the `sla` fixture's profile (the checks' own
+targets, bench/checks/targets.toml, for metrics the product profile does not hold). Every verdict
+keeps its raw data next to results.json. A runtime without a capability a check needs is skipped
+with the reason. `acceptance` marks the two checks cheap enough for a production line as they are
+(the Merkle root and the audit log); the line's own short versions are suites/test_acceptance.py.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
+from bench.checks.targets import target, targets
+from bench.errors import UnsupportedCapability
+from drivers.runtime import RuntimeClient
+from emulation.weights import update_package
+
+pytestmark = pytest.mark.regression
+
+
+@pytest.fixture
+def runtime(dut: Any) -> RuntimeClient:
+    client = RuntimeClient(dut)
+    _require(client, "generate", "status")
+    return client
+
+
+def _require(runtime: RuntimeClient, *capabilities: str) -> None:
+    try:
+        for capability in capabilities:
+            runtime.require(capability)
+    except UnsupportedCapability as exc:
+        pytest.skip(str(exc))
+
+
+# --- claims 3-5: token timing --------------------------------------------------------------------
+def test_first_token(runtime, sla, record, progress):
+    entry = sla.get("first_token_p99")
+    with progress.bar(entry.n_required, "first tokens") as bar:
+        tokens.first_token_check(runtime, entry, tick=bar.update).record_into(record)
+
+
+def test_token_latency_std(runtime, sla, record, progress):
+    entry = sla.get("token_latency_std")
+    n = int(entry.parameters.get("consecutive_inferences", 1000))
+    with progress.bar(n, "consecutive inferences") as bar:
+        tokens.token_std_check(runtime, entry, inferences=n, tick=bar.update).record_into(record)
+
+
+def test_token_latency_under_gpu_load(dut, runtime, sla, record, progress):
+    with progress.bar(None, "runs under GPU load") as bar:
+        try:
+            result = tokens.contention_check(dut, runtime, sla.get("token_latency_p95_gpu_load"), tick=bar.update)
+        except UnsupportedCapability as exc:
+            pytest.skip(str(exc))
+    result.record_into(record)
+
+
+# --- claim 8: thermal trip soak ------------------------------------------------------------------
+def test_npu_thermal_trip_soak(runtime, sla, record, progress):
+    _require(runtime, "config")
+    success = sla.get("long_dialog_success")
+    with progress.bar(success.n_required, "soak dialogs") as bar:
+        result = thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"),
+                                                 sla.get("npu_process_kills"), success, tick=bar.update)
+    result.record_into(record)
+
+
+# --- claim 10: voltage redundancy ----------------------------------------------------------------
+@pytest.mark.needs("supply")
+def test_redundancy_ripple_sweep(runtime, supply, sla, record, progress):
+    _require(runtime, "config", "probe")
+    with progress.bar(None, "ripple steps") as bar:
+        result = redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"), tick=bar.update)
+    result.record_into(record)
+
+
+@pytest.mark.needs("supply")
+def test_redundancy_bit_exact_at_50mv(runtime, supply, sla, record):
+    _require(runtime, "config")
+    result = redundancy.bit_exact_check(supply, runtime, sla.get("redundancy_token_mismatches"),
+                                        target(sla, "redundancy_off_token_mismatches"))
+    result.record_into(record)
+
+
+def test_redundancy_slowdown(runtime, sla, record, progress):
+    _require(runtime, "config")
+    with progress.bar(None, "paired runs") as bar:
+        redundancy.slowdown_check(runtime, sla.get("redundancy_slowdown"), tick=bar.update).record_into(record)
+
+
+# --- claims 11, 12: weights ----------------------------------------------------------------------
+def test_weight_pages_read_without_error(dut, runtime, sla, record):
+    _require(runtime, "weights")
+    weights.read_errors_check(dut, runtime, sla.get("weight_page_read_errors")).record_into(record)
+
+
+@pytest.mark.acceptance
+def test_weights_merkle_root(dut, runtime, sla, record):
+    _require(runtime, "weights")
+    weights.root_check(dut, runtime, target(sla, "weights_root_mismatches")).record_into(record)
+
+
+def test_weights_spot_check_time(dut, runtime, sla, record, progress):
+    _require(runtime, "weights")
+    entry = sla.get("merkle_spot_check_time")
+    with progress.bar(entry.n_required, "spot checks") as bar:
+        weights.spot_check_time_check(dut, runtime, entry, tick=bar.update).record_into(record)
+
+
+def test_weights_corrupt_page_repaired(dut, runtime, sla, record):
+    """Inject one bad page (an engineering unit's /data/vendor is writable), detect it, re-send it alone."""
+    _require(runtime, "weights")
+    manifest = weights.load_manifest(dut, runtime)
+    package = update_package()
+    if manifest.root != package.tree.root:
+        pytest.skip(f"no update payload for weights root {manifest.root.hex()[:16]}... on this bench "
+                    "(the bench holds the emulated update's payload only)")
+    entries = targets(sla, "weights_undetected_corruptions", "weights_repair_bytes_per_page",
+                      "weights_bad_pages_after_repair")
+    weights.corrupt_and_repair_check(dut, runtime, package.page, entries).record_into(record)
+
+
+# --- claims 13, 14: audit log and counters -------------------------------------------------------
+@pytest.mark.acceptance
+def test_audit_log(dut, runtime, sla, record):
+    _require(runtime, "audit")
+    entries = targets(sla, "audit_records_missing", "audit_field_errors", "audit_bad_signatures",
+                      "audit_content_leaks")
+    audit.audit_check(dut, runtime, entries).record_into(record)
+
+
+def test_runtime_counters(runtime, sla, record):
+    _require(runtime, "counters")
+    entries = targets(sla, *[f"counters_{name}" for name in counters.COUNTERS])
+    counters.counters_check(runtime, entries).record_into(record)

@@ -1,0 +1,394 @@
+"""Every runtime-side SLA check passes on the nominal emulated phone and fails on a faulty one.
+
+In-process phones (tests/device_double.py) carry a persona or fault; the redundancy checks drive
+the emulated N6705C over its real SCPI socket. Sample counts are the profile's where a pass must
+be shown; negative controls use fewer where the failure shows anyway.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from adb_shell.auth.keygen import keygen
+
+from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
+from bench.checks.targets import check_targets, target, targets
+from bench.sla import SlaProfile, load_profile
+from bench.verdict import Outcome, Verdict
+from device_double import PhoneDevice, make_device
+from drivers.adb import AdbPhone
+from drivers.power import KeysightN6705C
+from drivers.runtime import RuntimeClient
+from emulation.adb_auth import AuthPolicy
+from emulation.adbd import AdbDaemon
+from emulation.device import EmulatedPhone
+from emulation.instruments.power_analyzer import PowerAnalyzerServer
+from emulation.npu_personas import phone_spec
+from emulation.weights import WEIGHT_FILE, update_package
+
+NPU = "SM8650-ES"  # a fast accumulator path: these tests are about the SLA behaviour, not numerics
+
+
+@pytest.fixture(scope="module")
+def sla() -> SlaProfile:
+    return load_profile("default")
+
+
+def phone(persona: str = "nominal", *faults: str, seed: int = 0) -> tuple[PhoneDevice, RuntimeClient]:
+    device = make_device(NPU, f"EMU-{persona}", sla_persona=persona, faults=list(faults), seed=seed)
+    return device, RuntimeClient(device)
+
+
+def outcomes(result: Any) -> dict[str, Outcome]:
+    return {v.name: v.outcome for v in result.verdicts}
+
+
+# --- claim 3: first token ------------------------------------------------------------------------
+def test_first_token_passes_nominal_and_fails_slow(sla):
+    entry = sla.get("first_token_p99")
+    ok = tokens.first_token_check(phone()[1], entry)
+    slow = tokens.first_token_check(phone("slow")[1], entry)
+    assert outcomes(ok) == {"first_token_p99": Outcome.PASS}
+    assert outcomes(slow) == {"first_token_p99": Outcome.FAIL} and slow.verdicts[0].value >= 300
+    assert ok.verdicts[0].n == entry.n_required and ok.verdicts[0].extra["plot"] == "samples"
+    assert ok.raw["first_token"]["samples"].size == entry.n_required
+
+
+# --- claim 4: per-token jitter -------------------------------------------------------------------
+def test_token_std_passes_nominal_and_fails_jittery(sla):
+    entry = sla.get("token_latency_std")
+    ok = tokens.token_std_check(phone()[1], entry, inferences=80)
+    jittery = tokens.token_std_check(phone("jittery")[1], entry, inferences=80)
+    assert ok.verdicts[0].outcome is Outcome.PASS and ok.verdicts[0].bound < 23
+    assert jittery.verdicts[0].outcome is Outcome.FAIL and jittery.verdicts[0].value > 23
+    assert ok.verdicts[0].n == 80 * (tokens.STD_TOKENS - 1)
+
+
+def test_token_std_with_too_few_inferences_is_insufficient_not_a_pass(sla):
+    result = tokens.token_std_check(phone()[1], sla.get("token_latency_std"), inferences=10)
+    assert result.verdicts[0].outcome is Outcome.INSUFFICIENT
+
+
+# --- claim 5: contention -------------------------------------------------------------------------
+def test_contention_passes_nominal_and_fails_contention_sensitive(sla):
+    entry = sla.get("token_latency_p95_gpu_load")
+    device, runtime = phone()
+    ok = tokens.contention_check(device, runtime, entry)
+    device_s, runtime_s = phone("contention-sensitive")
+    sensitive = tokens.contention_check(device_s, runtime_s, entry)
+    assert ok.verdicts[0].outcome is Outcome.PASS and ok.verdicts[0].extra["gpu_load"] > 0.70
+    assert sensitive.verdicts[0].outcome is Outcome.FAIL
+    assert device.shell("gpuload status").output.count('"running": false') == 1  # the load was stopped
+
+
+def test_contention_without_enough_gpu_load_is_invalid(sla):
+    device, runtime = phone("nominal", "gpu-load-weak")
+    result = tokens.contention_check(device, runtime, sla.get("token_latency_p95_gpu_load"))
+    assert result.verdicts[0].outcome is Outcome.INVALID and "gpu_load" in result.verdicts[0].detail
+
+
+def test_latency_from_the_intended_start_counts_the_tokens_a_stall_delayed():
+    corrected = tokens.expected_interval_correction(np.array([40.0, 200.0, 45.0]), 45.0)
+    assert list(corrected) == [40.0, 200.0, 155.0, 110.0, 65.0, 45.0]
+
+
+# --- claim 8: thermal trip -----------------------------------------------------------------------
+def _preheated(persona: str) -> tuple[PhoneDevice, RuntimeClient]:
+    """A phone whose board is already hot from the soak's first minutes, its NPU die cooled for a
+    moment (so the runtime sees the die cross its trip temperature, not start above it)."""
+    device, runtime = phone(persona)
+    world = device.phone.world
+    world.set_npu_frequency(1400.0)
+    world.work("decode", 560.0)
+    world.set_npu_frequency(1100.0)
+    world.wait(20.0)
+    assert world.temperatures()["npu"] < 60.0
+    return device, runtime
+
+
+def _soak(sla: SlaProfile, persona: str, dialogs: int = 60) -> Any:
+    success = dataclasses.replace(sla.get("long_dialog_success"), limit=0.9, min_samples=0)  # 28 dialogs prove it
+    device, runtime = _preheated(persona)
+    return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
+                                           success, dialogs=dialogs), device
+
+
+def test_thermal_soak_nominal_trips_at_72_migrates_and_survives(sla):
+    result, device = _soak(sla, "nominal")
+    assert outcomes(result)["npu_trip_temperature"] is Outcome.PASS
+    assert outcomes(result)["npu_trip_process_kills"] is Outcome.PASS
+    assert outcomes(result)["npu_trip_long_dialog_success"] is Outcome.PASS
+    assert result.verdict("thermal_throttle_events").value > 0
+    runtime = RuntimeClient(device)
+    assert runtime.config_get("npu.perf_profile") == "balanced"  # restored
+    assert runtime.status().temperatures_c["npu"] < 40  # and rested
+
+
+def test_thermal_soak_fails_a_runtime_killed_at_the_trip(sla):
+    result, _ = _soak(sla, "thermal-kill")
+    assert outcomes(result)["npu_trip_process_kills"] is Outcome.FAIL
+    assert outcomes(result)["npu_trip_long_dialog_success"] is Outcome.FAIL
+    assert outcomes(result)["npu_trip_temperature"] is Outcome.INVALID  # never migrated: no trip shown
+
+
+def test_thermal_soak_fails_a_trip_at_the_cpus_65_degrees(sla):
+    result, _ = _soak(sla, "early-trip", dialogs=30)
+    assert outcomes(result)["npu_trip_temperature"] is Outcome.FAIL
+    assert 63 < result.verdict("npu_trip_temperature").value < 67
+
+
+def test_thermal_soak_that_never_reaches_the_trip_shows_nothing(sla):
+    device, runtime = phone()
+    result = thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
+                                             dataclasses.replace(sla.get("long_dialog_success"), limit=0.9), dialogs=5,
+                                             tokens=8)
+    assert outcomes(result)["npu_trip_temperature"] is Outcome.INVALID
+    assert "no thermal trip" in result.verdict("npu_trip_temperature").detail
+
+
+# --- claim 10: redundancy ------------------------------------------------------------------------
+@pytest.fixture
+def bench_supply() -> Iterator[Any]:
+    """(make(persona) -> (device, runtime, supply)); every server stops after the test."""
+    started: list[tuple[PowerAnalyzerServer, KeysightN6705C]] = []
+
+    def make(persona: str = "nominal", *faults: str) -> tuple[PhoneDevice, RuntimeClient, KeysightN6705C]:
+        device, runtime = phone(persona, *faults)
+        server = PowerAnalyzerServer(device.phone.world)
+        server.start()
+        supply = KeysightN6705C(server.address, timeout_s=5)
+        started.append((server, supply))
+        return device, runtime, supply
+
+    yield make
+    for server, supply in started:
+        supply.close()
+        server.stop()
+
+
+def test_ripple_sweep_finds_the_engage_threshold_and_fails_late_or_missing_redundancy(sla, bench_supply):
+    entry = sla.get("redundancy_engage_threshold")
+    device, runtime, supply = bench_supply()
+    ok = redundancy.ripple_sweep_check(supply, runtime, entry)
+    assert ok.verdict("redundancy_engage_threshold").outcome is Outcome.PASS
+    assert ok.verdict("redundancy_engage_threshold").value == 32.5  # off at 30, on at 35 mV
+    assert ok.verdict("redundancy_release_threshold").value == 22.5  # hysteresis: released below 25 mV
+    raw = ok.raw["ripple_sweep"]
+    assert np.nanmax(raw["y"]) > 0 and raw["y"][0] == 0  # MAC errors appear with ripple, none without
+    assert device.phone.world.ripple_amplitude_v() == 0 and runtime.config_get("redundancy.mode") == "auto"
+    for persona, outcome in (("late-redundancy", Outcome.FAIL), ("no-redundancy", Outcome.INVALID)):
+        _, runtime_x, supply_x = bench_supply(persona)
+        assert redundancy.ripple_sweep_check(supply_x, runtime_x, entry).verdict(
+            "redundancy_engage_threshold").outcome is outcome, persona
+
+
+def test_bit_exact_at_50mv_passes_with_redundancy_and_fails_without(sla, bench_supply):
+    on, off = sla.get("redundancy_token_mismatches"), target(sla, "redundancy_off_token_mismatches")
+    _, runtime, supply = bench_supply()
+    ok = redundancy.bit_exact_check(supply, runtime, on, off, tokens=32)
+    assert set(outcomes(ok).values()) == {Outcome.PASS} and len(ok.verdicts) == 2
+    assert ok.verdict("redundancy_token_mismatches").extra["votes_detected"] > 0  # it really voted
+    _, runtime_n, supply_n = bench_supply("no-redundancy")
+    bad = redundancy.bit_exact_check(supply_n, runtime_n, on, off, tokens=32)
+    assert outcomes(bad)["redundancy_token_mismatches"] is Outcome.INVALID  # redundancy was not on
+    assert bad.verdict("redundancy_token_mismatches").value > 0
+
+
+def test_bit_exact_fails_when_the_ripple_never_reaches_the_phone(sla, bench_supply):
+    """The stress control: a supply that makes no ripple at the phone proves nothing."""
+    _, runtime, supply = bench_supply()
+    result = redundancy.bit_exact_check(supply, runtime, sla.get("redundancy_token_mismatches"),
+                                        target(sla, "redundancy_off_token_mismatches"), amplitude_mv=20, tokens=16)
+    assert outcomes(result)["redundancy_off_token_mismatches"] is Outcome.INVALID  # ripple below the 50 mV condition
+    result = redundancy.bit_exact_check(supply, runtime, sla.get("redundancy_token_mismatches"),
+                                        dataclasses.replace(target(sla, "redundancy_off_token_mismatches"),
+                                                            conditions={}), amplitude_mv=20, tokens=16)
+    assert outcomes(result)["redundancy_off_token_mismatches"] is Outcome.FAIL  # below the unit's onset: no errors
+
+
+def test_redundancy_slowdown_passes_nominal_and_fails_costly_or_absent(sla):
+    entry = sla.get("redundancy_slowdown")
+    ok = redundancy.slowdown_check(phone()[1], entry).verdicts[0]
+    assert ok.outcome is Outcome.PASS and 15 < ok.value < 23
+    assert redundancy.slowdown_check(phone("costly-redundancy")[1], entry).verdicts[0].outcome is Outcome.FAIL
+    absent = redundancy.slowdown_check(phone("no-redundancy")[1], entry, pairs=10).verdicts[0]
+    assert absent.outcome is Outcome.INVALID and "did not engage" in absent.detail
+
+
+# --- claims 11, 12: weights ----------------------------------------------------------------------
+def test_weight_read_errors_pass_nominal_and_fail_a_corrupted_page(sla):
+    entry = sla.get("weight_page_read_errors")
+    device, runtime = phone()
+    assert weights.read_errors_check(device, runtime, entry).verdicts[0].outcome is Outcome.PASS
+    device, runtime = phone("corrupt-weights")
+    bad = weights.read_errors_check(device, runtime, entry).verdicts[0]
+    assert bad.outcome is Outcome.FAIL and bad.value == 1 and bad.name == "weights_page_read_errors"
+
+
+def test_merkle_root_check_passes_nominal_and_fails_a_corrupt_hash_tree(sla):
+    entry = target(sla, "weights_root_mismatches")
+    device, runtime = phone()
+    ok = weights.root_check(device, runtime, entry).verdicts[0]
+    assert ok.outcome is Outcome.PASS and ok.extra["root"] == update_package().tree.root_hex
+    device, runtime = phone("nominal", "verity-tree-corrupt")
+    bad = weights.root_check(device, runtime, entry).verdicts[0]
+    assert bad.outcome is Outcome.FAIL and "hash block" in bad.detail
+
+
+def test_merkle_root_check_fails_an_unsigned_manifest(sla):
+    device, runtime = phone()
+    device.phone.fs.write("/data/vendor/llm/weights/model.bin.manifest.json.sig", b"ed25519 0000 AAAA\n")
+    bad = weights.root_check(device, runtime, target(sla, "weights_root_mismatches")).verdicts[0]
+    assert bad.outcome is Outcome.FAIL and "signature" in bad.detail
+
+
+def test_spot_check_time_passes_nominal_and_fails_slow_flash(sla):
+    entry = sla.get("merkle_spot_check_time")
+    device, runtime = phone()
+    ok = weights.spot_check_time_check(device, runtime, entry).verdicts[0]
+    assert ok.outcome is Outcome.PASS and ok.n == entry.n_required and not ok.extra["failed_pages"]
+    device, runtime = phone("nominal", "slow-flash")
+    assert weights.spot_check_time_check(device, runtime, entry, n=40).verdicts[0].outcome is Outcome.FAIL
+
+
+def _repair_targets(sla: SlaProfile) -> dict:
+    return targets(sla, "weights_undetected_corruptions", "weights_repair_bytes_per_page",
+                   "weights_bad_pages_after_repair")
+
+
+def test_corrupted_page_is_detected_and_repaired_alone(sla):
+    device, runtime = phone("corrupt-weights")
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(sla))
+    assert all(v.outcome is Outcome.PASS for v in result.verdicts), [(v.name, v.detail) for v in result.verdicts]
+    raw = result.raw["weights_repair"]
+    assert len(raw["found"]) == 2 and len(raw["at_rest"]) == 1 and len(raw["injected"]) == 1
+    assert set(raw["bytes_pushed"].values()) == {4096}
+    assert device.phone.fs.read(WEIGHT_FILE) == update_package().data
+
+
+def test_repair_that_does_not_take_fails(sla):
+    device, runtime = phone("nominal", "weights-repair-ignored")
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(sla))
+    assert outcomes(result)["weights_bad_pages_after_repair"] is Outcome.FAIL
+
+
+def test_repair_that_resends_more_than_the_page_fails(sla):
+    device, runtime = phone()
+    package = update_package()
+    result = weights.corrupt_and_repair_check(device, runtime, lambda i: package.data[i * 4096:(i + 2) * 4096],
+                                              _repair_targets(sla))
+    assert outcomes(result)["weights_repair_bytes_per_page"] is Outcome.FAIL
+    assert outcomes(result)["weights_bad_pages_after_repair"] is Outcome.FAIL  # the runtime refused it
+    assert result.raw["weights_repair"]["refused"]
+
+
+def test_corruption_that_is_not_detected_fails():
+    """If the corrupted copy never lands (the push is swallowed), the check cannot claim detection."""
+    device, runtime = phone()
+    device.push_hook = lambda remote, data: device.phone.fs.read(remote) if remote == WEIGHT_FILE else data
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(None))
+    assert outcomes(result)["weights_undetected_corruptions"] is Outcome.FAIL
+
+
+# --- claims 13, 14: audit and counters -----------------------------------------------------------
+AUDIT = ("audit_records_missing", "audit_field_errors", "audit_bad_signatures", "audit_content_leaks")
+
+
+@pytest.mark.parametrize("persona, fault, failing", [
+    ("nominal", None, set()),
+    ("leaky-log", None, {"audit_content_leaks"}),
+    ("unsigned-log", None, {"audit_bad_signatures"}),
+    ("nominal", "audit-drop", {"audit_records_missing"}),
+    ("nominal", "audit-missing-fields", {"audit_field_errors"}),
+])
+def test_audit_log_check(persona, fault, failing):
+    device, runtime = phone(persona, *([fault] if fault else []))
+    result = audit.audit_check(device, runtime, targets(None, *AUDIT), inferences=8)
+    assert {v.name for v in result.verdicts if not v.passed} == failing
+    assert all(v.outcome in (Outcome.PASS, Outcome.FAIL) for v in result.verdicts)
+
+
+def test_audit_leak_search_finds_token_ids_hidden_in_an_allowed_field():
+    canaries = audit._runs([101, 7, 333, 42, 9])
+    record = {"seq": 1, "model_version": "tiny 7-333-42-9", "sig": "x"}
+    assert audit._leaks(record, canaries) == ["token ids of a prompt or answer"]
+    assert audit._leaks({"seq": 1, "model_version": "tiny 7 333 42"}, canaries) == []
+
+
+@pytest.mark.parametrize("persona, failing", [
+    ("nominal", set()),
+    ("jittery", {"counters_mac_utilisation", "counters_memory_bandwidth_utilisation", "counters_prefetch_accuracy"}),
+    ("slow", {"counters_kv_cache_miss_rate", "counters_weight_page_fault_rate"}),
+])
+def test_counters_check(persona, failing):
+    entries = targets(None, *[f"counters_{n}" for n in counters.COUNTERS])
+    result = counters.counters_check(phone(persona)[1], entries, inferences=10)
+    assert {v.name for v in result.verdicts if not v.passed} == failing
+
+
+def test_counters_not_exposed_are_recorded_not_failed():
+    class NoCounters:
+        def counters(self, reset: bool = False) -> dict:
+            return {"tokens": 10}
+
+        def generate(self, *args: Any, **kwargs: Any) -> Any:
+            return None
+
+    result = counters.counters_check(NoCounters(), targets(None, *[f"counters_{n}" for n in counters.COUNTERS]),
+                                     inferences=1)
+    assert all(v.outcome is Outcome.INFO and "not exposed" in v.detail for v in result.verdicts)
+
+
+# --- plumbing ------------------------------------------------------------------------------------
+def test_check_targets_are_a_valid_profile_and_the_station_profile_wins(sla):
+    assert len(check_targets()) == 14
+    lab = dataclasses.replace(sla, entries={**sla.entries, "audit_bad_signatures": dataclasses.replace(
+        check_targets().get("audit_bad_signatures"), limit=2.0)})
+    assert target(lab, "audit_bad_signatures").limit == 2.0 and target(sla, "audit_bad_signatures").limit == 0
+
+
+def test_record_into_saves_raw_data_and_points_each_verdict_at_it():
+    saved: dict[str, Any] = {}
+    recorded: list[Verdict] = []
+
+    class Record:
+        def __call__(self, verdict: Verdict) -> Verdict:
+            recorded.append(verdict)
+            return verdict
+
+        def raw(self, name: str, data: Any) -> str:
+            saved[name] = data
+            return f"raw/{name}.npz"
+
+    result = tokens.first_token_check(phone()[1], dataclasses.replace(load_profile("default").get("first_token_p99"),
+                                                                       min_samples=0), n=5)
+    result.record_into(Record())
+    assert recorded[0].raw == ["raw/first_token.npz"] and "first_token" in saved
+
+
+# --- over real ADB: exit statuses, big pulls and pushes survive the transport ---------------------
+def test_checks_over_adb_transport(tmp_path, sla):
+    keygen(str(tmp_path / "adbkey"))
+    emulated = EmulatedPhone(phone_spec(NPU, "EMU-ADB", sla_persona="thermal-kill"))
+    with AdbDaemon(emulated, auth=AuthPolicy(accept_any=True)) as daemon, \
+            AdbPhone(daemon.address, key_path=tmp_path / "adbkey", name="adb-dut") as device:
+        runtime = RuntimeClient(device)
+        result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(sla))
+        assert all(v.outcome is Outcome.PASS for v in result.verdicts)  # 32 MiB pulled and pushed back
+        world = emulated.world
+        world.set_npu_frequency(1400.0)
+        world.work("decode", 700.0)
+        gen = runtime.generate(32, seed=1, prompt_tokens=8, allow_incomplete=True)
+        assert not gen.completed and gen.exit_code == 137  # the kill's status crosses ADB shell v1
+
+
+def test_a_unit_whose_trigger_calibration_lowered_still_meets_the_engage_claim(sla, bench_supply):
+    entry = sla.get("redundancy_engage_threshold")
+    _, runtime, supply = bench_supply()
+    runtime.config_set("redundancy.trigger_mv", 23)
+    runtime.config_set("redundancy.release_mv", 19)
+    verdict = redundancy.ripple_sweep_check(supply, runtime, entry).verdict("redundancy_engage_threshold")
+    assert verdict.outcome is Outcome.PASS and verdict.value < 30
