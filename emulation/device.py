@@ -20,6 +20,10 @@ TYPE_CPU, TYPE_GPU, TYPE_BATTERY, TYPE_SKIN, TYPE_NPU = 0, 1, 2, 3, 9
 SKIN_STATUS_THRESHOLDS_C = (39.0, 43.0, 45.0, 47.0, 51.0, 55.0)
 
 
+# Faults the device model itself understands ("kill-on:<command>" is a pattern).
+DEVICE_FAULTS = {"no-runtime", "low-battery", "skin-sensor-drift"}
+
+
 @dataclass
 class PhoneSpec:
     """What makes one emulated phone differ from another (set per phone in the station file)."""

@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bench.errors import ConfigError
 from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.world import World
 
@@ -14,6 +15,21 @@ if TYPE_CHECKING:
     from bench.station import EmulatedConfig, StationConfig
 
 log = logging.getLogger(__name__)
+
+
+def sla_personas() -> set[str]:
+    """Every behaviour persona some part of the emulated phone understands."""
+    from emulation.runtime_personas import SLA_PERSONAS_RUNTIME
+    from emulation.world import SLA_PERSONAS_WORLD
+
+    return SLA_PERSONAS_WORLD | SLA_PERSONAS_RUNTIME
+
+
+def known_faults() -> set[str]:
+    from emulation.device import DEVICE_FAULTS
+    from emulation.runtime import RUNTIME_FAULTS
+
+    return DEVICE_FAULTS | set(RUNTIME_FAULTS)
 
 
 @dataclass
@@ -34,6 +50,16 @@ class EmulatedStation:
 
     def _specs(self) -> list[PhoneSpec]:
         from emulation import npu_personas
+
+        personas, faults = sla_personas(), known_faults()
+        for phone in self.config.phones:
+            if phone.sla_persona not in personas:
+                raise ConfigError(f"emulated phone {phone.serial}: unknown sla_persona {phone.sla_persona!r}",
+                                  hint=f"known personas: {', '.join(sorted(personas))}")
+            unknown = [f for f in phone.faults if f not in faults and not f.startswith("kill-on:")]
+            if unknown:
+                raise ConfigError(f"emulated phone {phone.serial}: unknown fault(s) {unknown}",
+                                  hint=f"known faults: {', '.join(sorted(faults))}, kill-on:<command>")
 
         if not self.config.phones:
             return npu_personas.default_fleet()
