@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 TARGET_RATIO = 0.5
 FULL_RECORD = 4_000_000  # the emulated InfiniiVision 3000T's deepest record
@@ -57,14 +58,6 @@ class Child:
         self.conn.send("stop")
         self.process.join(timeout=10)
 
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def raw_block_reader(address: str, command: bytes):

@@ -18,19 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from bench.merkle import BLOCK_SIZE, build_tree, spot_check_local, verify  # noqa: E402
 
 SALT = bytes(range(32))
 STREAM_CHUNK = 1 << 20
 
-
-def best_of(repeat: int, fn) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def raw_sha256(path: str, workers: int) -> None:
@@ -83,9 +76,9 @@ def main() -> int:
             # Interleave with the reference so both see the same machine load.
             ref_same, ref_one, took = [], [], []
             for _ in range(args.repeat):
-                ref_same.append(best_of(1, raw[workers]))
-                took.append(best_of(1, fn))
-                ref_one.append(ref_same[-1] if workers == 1 else best_of(1, raw[1]))
+                ref_same.append(best_of(raw[workers], 1))
+                took.append(best_of(fn, 1))
+                ref_one.append(ref_same[-1] if workers == 1 else best_of(raw[1], 1))
             rate, same, one = size / min(took), size / min(ref_same), size / min(ref_one)
             print(f"{what:7s} {how:13s} {rate / 1e9:6.3f} {same / 1e9:15.3f} {rate / same:6.0%} "
                   f"{one / 1e9:13.3f} {rate / one:6.0%}")

@@ -7,24 +7,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 from bench.onset import OnsetDetector, measure_latency  # noqa: E402
 
 FS = 1_000_000.0  # 1 MS/s: 10 M samples = 10 s of capture
 
-
-def best_of(repeat: int, fn) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def channel(rng: np.random.Generator, n: int, onset_s: float | None, clicks_every_s: float | None = None,
@@ -58,9 +50,9 @@ def main() -> int:
     print(f"{'case':36s} {'np.abs x2 [ms]':>15s} {'detect [ms]':>12s} {'ratio':>7s}  result")
     worst = 0.0
     for name, (a, b) in cases.items():
-        base = best_of(args.repeat, lambda a=a, b=b: (np.abs(a), np.abs(b)))
+        base = best_of(lambda a=a, b=b: (np.abs(a), np.abs(b)), args.repeat)
         result = measure_latency(a, b, FS, detector=detector)
-        took = best_of(args.repeat, lambda a=a, b=b: measure_latency(a, b, FS, detector=detector))
+        took = best_of(lambda a=a, b=b: measure_latency(a, b, FS, detector=detector), args.repeat)
         worst = max(worst, took / base)
         what = f"latency {result.latency_s * 1e3:.3f} ms" if result.valid else result.reason[:40]
         print(f"{name:36s} {base * 1e3:15.1f} {took * 1e3:12.1f} {took / base:7.2f}  {what}")

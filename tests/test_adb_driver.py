@@ -455,7 +455,7 @@ def test_missing_default_key_is_generated(daemon: AdbDaemon, tmp_path: Path, mon
             assert dut.run("echo hi") == "hi\n"
     key = tmp_path / ".android" / "adbkey"
     assert key.exists() and (tmp_path / ".android" / "adbkey.pub").exists()
-    assert f"generated a new one" in caplog.text and str(key) in caplog.text
+    assert "generated a new one" in caplog.text and str(key) in caplog.text
 
 
 def test_missing_explicit_key_names_the_path(daemon: AdbDaemon, tmp_path: Path) -> None:

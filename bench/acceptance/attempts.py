@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from bench.store import db
 from bench.store.models import AcceptanceAttempt, Station
-from bench.store.store import effective_status, iso
+from bench.store.store import effective_status, iso, station_id
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class AttemptBook:
                                        .where(AcceptanceAttempt.serial == serial)) or 0) + 1
                     now = _now()
                     row = AcceptanceAttempt(
-                        serial=serial, attempt=number, read_serial=read_serial, station_id=_station_id(s, station),
+                        serial=serial, attempt=number, read_serial=read_serial, station_id=station_id(s, station),
                         batch=batch, outcome=outcome, reason=reason, failing=[], retest_of=retest_of, started=now,
                         finished=now if finished else None, cycle_s=0.0 if finished else None, operator=operator,
                         recorder_host=socket.gethostname(), recorder_pid=os.getpid(), details=dict(details or {}))
@@ -149,17 +149,6 @@ class AttemptBook:
                 if a.outcome in (PASS, FAIL, INCOMPLETE) and a.cycle_s]
         done = done[-last:]
         return sum(a.cycle_s for a in done) / len(done) if done else None
-
-
-def _station_id(s: Session, name: str | None) -> int | None:
-    if not name:
-        return None
-    station = s.scalar(select(Station).where(Station.name == name))
-    if station is None:
-        station = Station(name=name)
-        s.add(station)
-        s.flush()
-    return station.id
 
 
 def _record(row: AcceptanceAttempt, station: str | None) -> AttemptRecord:

@@ -14,6 +14,7 @@ from bench.calibration.records import CalibrationRecord, Criterion, Equipment, R
 from bench.store import db
 from bench.store.models import CalibrationRecord as Row
 from bench.store.models import DutUnit, InstrumentUnit, Station
+from bench.store.store import station_id
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ class CalibrationBook:
             certificate=r.certificate, kind=e.kind, procedure=r.procedure, procedure_version=r.procedure_version,
             status=r.status, reason=r.reason, role=e.role, manufacturer=e.manufacturer, model=e.model,
             serial=e.serial, firmware=e.firmware, asset_tag=e.asset_tag, location=e.location,
-            station_id=_station_id(s, r.station), instrument_unit_id=_instrument_unit_id(s, e),
+            station_id=station_id(s, r.station), instrument_unit_id=_instrument_unit_id(s, e),
             dut_unit_id=_dut_unit_id(s, e), performed=_naive(r.performed), due=_naive(r.due),
             operator=r.operator, run_id=r.run_id, ambient=dict(r.ambient),
             results=[vars(x) for x in r.results], adjustments=dict(r.adjustments),
@@ -127,17 +128,6 @@ def _record(found: tuple[Row, str | None]) -> CalibrationRecord:
         acceptance=[Criterion(**c) for c in row.acceptance or []], certificate=row.certificate, reason=row.reason,
         ambient=dict(row.ambient or {}), reference=dict(row.reference or {}), operator=row.operator,
         station=station, run_id=row.run_id, id=row.id)
-
-
-def _station_id(s: Session, name: str | None) -> int | None:
-    if not name:
-        return None
-    station = s.scalar(select(Station).where(Station.name == name))
-    if station is None:
-        station = Station(name=name)
-        s.add(station)
-        s.flush()
-    return station.id
 
 
 def _instrument_unit_id(s: Session, e: Equipment) -> int | None:

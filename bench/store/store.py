@@ -220,10 +220,7 @@ class Store:
         return SyncResult(run.run_id, len(tests) - stored, added_measurements, len(tests))
 
     def _station(self, s: Session, record: dict[str, Any]) -> Station:
-        station = s.scalar(select(Station).where(Station.name == record["name"]))
-        if station is None:
-            station = Station(name=record["name"])
-            s.add(station)
+        station = station_row(s, record["name"])
         station.host = record.get("host")
         station.location = record.get("location")
         return station
@@ -422,3 +419,17 @@ def _verdict_record(m: Measurement) -> dict[str, Any]:
             "comparator": m.comparator, "statistic": m.statistic, "bound": m.bound, "confidence": m.confidence,
             "n": m.n, "n_required": m.n_required, "detail": m.detail or "", "raw": [r.path for r in m.raw_refs],
             "extra": dict(m.extra or {})}
+
+
+def station_row(s: Session, name: str) -> Station:
+    """The stations row named `name`, created if new (shared by runs, calibrations and attempts)."""
+    station = s.scalar(select(Station).where(Station.name == name))
+    if station is None:
+        station = Station(name=name)
+        s.add(station)
+        s.flush()
+    return station
+
+
+def station_id(s: Session, name: str | None) -> int | None:
+    return station_row(s, name).id if name else None
