@@ -9,6 +9,8 @@ from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
+from bench.files import write_atomically
+
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
@@ -41,8 +43,5 @@ def render_line(path: Path, batch: str, station: str, units: list[dict[str, Any]
         report = unit.get("report")
         rows.append({**unit, "report": os.path.relpath(report, path.parent) if report else None})
     html = env.from_string(_TEMPLATE).render(batch=batch, station=station, units=rows, figures=figures)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, html)
     return path

@@ -5,17 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 import re
 import secrets
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from bench.files import write_atomically
 from bench.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -155,17 +154,7 @@ class RunRecorder:
                 self.sink_errors.append(message)
 
     def _write_file(self) -> None:
-        text = json.dumps(self.data, indent=1, default=_json_default)
-        fd, tmp = tempfile.mkstemp(dir=self.run_dir, prefix=".results-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.results_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(self.results_path, json.dumps(self.data, indent=1, default=_json_default))
 
     def _point_latest(self) -> None:
         latest = self.results_dir / "latest"

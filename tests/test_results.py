@@ -50,7 +50,7 @@ def test_disk_full_keeps_measuring_and_says_what_was_saved(tmp_path, monkeypatch
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("bench.results.tempfile.mkstemp", full)
+    monkeypatch.setattr("bench.files.tempfile.mkstemp", full)
     rec.add_test(TestRecord("t::b", None, "passed", 0.1))  # must not raise into the test run
     assert len(rec.data["tests"]) == 2
     monkeypatch.undo()

@@ -392,7 +392,7 @@ def test_cli_refuses_a_corrupt_store_with_a_clear_message(tmp_path, capsys):
 
 
 def test_report_reports_disk_full(tmp_path, monkeypatch):
-    import bench.report.render as render
+    from bench import files
     from bench.report import ReportError, render_run
 
     rec = write_example_run(tmp_path, "r1")
@@ -402,7 +402,7 @@ def test_report_reports_disk_full(tmp_path, monkeypatch):
     def full(_fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(render.os, "fsync", full)
+    monkeypatch.setattr(files.os, "fsync", full)
     with pytest.raises(ReportError, match="disk full .*report.html.*not written.*unchanged"):
         render_run(rec.run_dir)
     assert (rec.run_dir / "report.html").read_bytes() == before  # the previous report is intact

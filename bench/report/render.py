@@ -5,8 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from bench import files
 from bench.errors import BenchError
 from bench.report.plots import Plot, plot_for
 
@@ -160,16 +159,9 @@ def render_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
 
 def write_atomically(path: Path, text: str) -> None:
     """All of the report or none of it: a full disk leaves the previous file (or none), and says so."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".report-", suffix=".html")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        files.write_atomically(path, text)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise ReportError(f"disk full writing {path}: it was not written ({len(text.encode()) // 1024} KiB "
                               f"needed); everything else is unchanged (results.json, raw data, an earlier copy)",
