@@ -113,8 +113,22 @@ class HardenedTcpTransport(TcpTransport):
         return len(data)
 
 
+class StreamClosedByDevice(exceptions.AdbCommandFailureException):
+    """The device closed the stream while the host waited for something else."""
+
+
 class HardenedIOManager(_AdbIOManager):
-    """adb-shell's packet layer with fast checksums; on TCP, one write per packet."""
+    """adb-shell's packet layer with fast checksums; on TCP, one write per packet; an
+    unexpected CLSE ends the wait at once (stock adb-shell ignores it and waits out its timeout)."""
+
+    def read(self, expected_cmds, adb_info, allow_zeros=False):  # type: ignore[no-untyped-def]
+        if constants.CLSE in expected_cmds:
+            return super().read(expected_cmds, adb_info, allow_zeros)
+        cmd, arg0, arg1, data = super().read([*expected_cmds, constants.CLSE], adb_info, allow_zeros)
+        if cmd == constants.CLSE:
+            waited = "/".join(c.decode(errors="replace") for c in expected_cmds)
+            raise StreamClosedByDevice(f"the device closed the stream while the host waited for {waited}")
+        return cmd, arg0, arg1, data
 
     def __init__(self, transport: BaseTransport) -> None:
         super().__init__(transport)

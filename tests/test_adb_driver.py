@@ -488,3 +488,20 @@ def test_usb_address_constructs_and_fails_clearly_without_a_device(keys: tuple[P
     assert "no USB ADB device with serial R5CT00000" in str(unreachable.value)
     assert "USB debugging" in str(unreachable.value)
     assert isinstance(unreachable.value, BenchError)
+
+
+def test_stream_closed_by_the_device_mid_push_fails_at_once_not_at_the_timeout(adb_phone, monkeypatch):
+    """Stock adb-shell ignores an unexpected CLSE and waits out its whole timeout; a sync service
+    that dies mid-push (or a real adbd closing after FAIL) must end the wait at once."""
+    from emulation import adb_sync
+
+    def broken(self, ident, spec):
+        raise RuntimeError("sync service crashed")
+
+    monkeypatch.setattr(adb_sync.SyncSession, "_send", broken)
+    adb_phone.command_timeout_s = 20.0  # a regression waits this out and raises CommandTimeout instead
+    with pytest.raises(CommandFailed, match="closed the stream"):
+        adb_phone.push_bytes(b"x" * 15_000, "/data/local/tmp/crash")
+    monkeypatch.undo()
+    adb_phone.push_bytes(b"y" * 15_000, "/data/local/tmp/after")  # the connection is still usable
+    assert adb_phone.pull_bytes("/data/local/tmp/after") == b"y" * 15_000
