@@ -202,7 +202,7 @@ def load_matrix_file(path: Path) -> list[dict[str, str]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise MatrixError(f"--against {path}: cannot read it: {exc}") from None
     rows = _parse_markdown(text) if text.lstrip().startswith("|") or path.suffix == ".md" else \
-        list(csv.DictReader(io.StringIO(text)))
+        [{k: _csv_unguard(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
     if not rows or not {"soc", "microcode", "fingerprint"} <= set(rows[0]):
         raise MatrixError(f"--against {path}: not a matrix written by `bench matrix` (CSV or Markdown)",
                           hint="HTML matrices cannot be compared; keep the CSV for that")
@@ -271,12 +271,37 @@ def _fields(matrix: Matrix) -> list[str]:
     return [*FIELDS, "change"] if matrix.against else list(FIELDS)
 
 
+# A spreadsheet runs a cell that starts like a formula; device strings must never be code.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_guard(value: object) -> object:
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _is_number(value):
+        return "'" + value
+    return value
+
+
+def _csv_unguard(value: str | None) -> str | None:
+    if value and value.startswith("'") and value[1:].startswith(_FORMULA_START):
+        return value[1:]
+    return value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def to_csv(matrix: Matrix) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=_fields(matrix), lineterminator="\n")
     writer.writeheader()
     for row in matrix.rows:
-        writer.writerow({**row.values(), "change": row.change} if matrix.against else row.values())
+        values = {**row.values(), "change": row.change} if matrix.against else row.values()
+        writer.writerow({k: _csv_guard(v) for k, v in values.items()})
     return buf.getvalue()
 
 

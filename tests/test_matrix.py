@@ -225,3 +225,17 @@ def test_cli_matrix_against_a_date_and_a_file(store, tmp_path, capsys):
     assert "no such file, and not a date" in capsys.readouterr().err
     assert bench("matrix", *db, "--output", str(tmp_path / "m.txt")) == 2
     assert "cannot tell the format" in capsys.readouterr().err
+
+
+def test_csv_cells_that_look_like_formulas_are_inert_and_read_back_unchanged(tmp_path):
+    from bench.matrix import load_matrix_file
+
+    evil = '=HYPERLINK("http://x","click")'
+    matrix = assemble([DutSighting("r1", None, "bay1", "S1", "SoC", evil)],
+                      [VerdictFact("r1", None, "bay1", "fingerprint", "fail", {"verdict": "unknown", "rule": "-x"})])
+    text = to_csv(matrix)
+    row = list(csv.DictReader(io.StringIO(text)))[0]
+    assert row["microcode"] == "'" + evil  # a spreadsheet shows it as text
+    path = tmp_path / "m.csv"
+    path.write_text(text)
+    assert load_matrix_file(path)[0]["microcode"] == evil  # --against compares the real value
