@@ -21,7 +21,7 @@ SKIN_STATUS_THRESHOLDS_C = (39.0, 43.0, 45.0, 47.0, 51.0, 55.0)
 
 
 # Faults the device model itself understands ("kill-on:<command>" is a pattern).
-DEVICE_FAULTS = {"no-runtime", "low-battery", "skin-sensor-drift"}
+DEVICE_FAULTS = {"no-runtime", "no-llamacpp", "low-battery", "skin-sensor-drift"}
 
 
 @dataclass
@@ -39,7 +39,7 @@ class PhoneSpec:
     build_fingerprint: str = "phonebench/pbemu/pbemu:15/AP3A.241105.008/12345678:user/release-keys"
     npu_persona: str = "SM8650-MP"          # which microcode build the emulated NPU runs
     sla_persona: str = "nominal"            # behaviour persona for SLA checks (slow, jittery, hot, ...)
-    # Injected faults: "kill-on:<command>" (adbd dies when it runs), "no-runtime", "low-battery",
+    # Injected faults: "kill-on:<command>" (adbd dies when it runs), "no-runtime", "no-llamacpp", "low-battery",
     # "skin-sensor-drift", and those the runtime and world understand.
     faults: list[str] = field(default_factory=list)
     seed: int = 0
@@ -77,10 +77,16 @@ class EmulatedPhone:
         self._install_sysfs()
         if "low-battery" in spec.faults:
             self.world.supply_v = 3.1
+        for name in self.shell.commands:  # the toybox builtins, reachable by path too
+            self.fs.write(f"/system/bin/{name}", b"\x7fELF emulated", mode=0o100755)
         if "no-runtime" not in spec.faults:
             from emulation import runtime  # local import: the runtime builds on this class
 
             runtime.install(self)
+        if "no-llamacpp" not in spec.faults:
+            from emulation import llamacpp
+
+            llamacpp.install(self)
 
     @property
     def banner(self) -> bytes:

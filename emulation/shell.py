@@ -6,6 +6,7 @@ registry so the runtime and other device parts add their own commands.
 from __future__ import annotations
 
 import hashlib
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
@@ -30,6 +31,7 @@ class ShellContext:
 Command = Callable[[list[str], ShellContext], CommandResult]
 
 
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _EXIT = -1  # internal: the segment was `exit N` (N carried in stdout)
 
 
@@ -136,12 +138,15 @@ class Shell:
                 argv = argv[:idx] + argv[idx + 2:]
                 break
         argv = self._expand_globs(argv)
+        while argv and _ASSIGNMENT.match(argv[0]):  # `VAR=value cmd`: environment for this command
+            key, _, value = argv.pop(0).partition("=")
+            ctx.env[key] = value
         if argv and argv[0] == "exit":
             code = argv[1] if len(argv) > 1 and argv[1].isdigit() else "0"
             return CommandResult(stdout=code.encode(), status=_EXIT)
         name = argv[0].rsplit("/", 1)[-1] if argv else ""
         command = self.commands.get(name)
-        if command is None:
+        if command is None or ("/" in argv[0] and not self.phone.fs.exists(argv[0])):
             return CommandResult(stderr=f"/system/bin/sh: {argv[0]}: not found\n".encode(), status=127)
         if name in self.phone.kill_on_commands:
             raise DaemonKilled(name)
@@ -183,18 +188,19 @@ def _cat(argv: list[str], ctx: ShellContext) -> CommandResult:
 
 
 def _ls(argv: list[str], ctx: ShellContext) -> CommandResult:
+    """Lists what exists and complains about the rest (exit 1), like toybox ls."""
     paths = [a for a in argv[1:] if not a.startswith("-")] or ["/"]
-    lines = []
+    lines, errors = [], []
     for path in paths:
-        matches = ctx.phone.fs.glob(path) if any(c in path for c in "*?[") else [path]
-        if not matches:
-            return _fail("ls", f"{path}: No such file or directory")
-        for match in matches:
-            st = ctx.phone.fs.stat(match)
-            if st is None:
-                return _fail("ls", f"{match}: No such file or directory")
-            lines.extend(ctx.phone.fs.listdir(match) if st.is_dir and len(matches) == 1 else [match])
-    return _ok("".join(f"{line}\n" for line in lines))
+        st = ctx.phone.fs.stat(path)
+        if st is None:
+            errors.append(f"ls: {path}: No such file or directory\n")
+        elif st.is_dir and len(paths) == 1:
+            lines.extend(ctx.phone.fs.listdir(path))
+        else:
+            lines.append(path)
+    return CommandResult("".join(f"{line}\n" for line in lines).encode(), "".join(errors).encode(),
+                         1 if errors else 0)
 
 
 def _rm(argv: list[str], ctx: ShellContext) -> CommandResult:

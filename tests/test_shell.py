@@ -35,7 +35,8 @@ def test_files_redirect_hash_and_move(phone):
     assert run(phone, "cat /data/local/tmp/x") == ("hello\n", 0)
     out, _ = run(phone, "sha256sum /data/local/tmp/x")
     assert out.startswith("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03")
-    assert run(phone, "mv /data/local/tmp/x /data/local/tmp/y && ls /data/local/tmp") == ("y\n", 0)
+    assert run(phone, "mv /data/local/tmp/x /data/local/tmp/y && ls /data/local/tmp/x /data/local/tmp/y") == (
+        "/data/local/tmp/y\nls: /data/local/tmp/x: No such file or directory\n", 1)
     out, status = run(phone, "cat /nope")
     assert status == 1 and "No such file" in out
 
@@ -69,3 +70,9 @@ def test_faults_change_what_the_phone_reports():
     assert run(phone, "cat /sys/class/power_supply/battery/voltage_now")[0] == "3100000\n"
     sysfs = int(run(phone, "cat /sys/class/thermal/thermal_zone3/temp")[0]) / 1000
     assert sysfs - phone.world.temperatures()["skin"] == pytest.approx(6.0, abs=0.01)
+
+
+def test_env_assignments_and_commands_by_path(phone):
+    assert run(phone, "LD_LIBRARY_PATH=/x FOO=1 /system/bin/getprop ro.serialno") == ("SHELL1\n", 0)
+    out, status = run(phone, "/data/local/tmp/llmrt identity")  # exists elsewhere, not at this path
+    assert status == 127 and "not found" in out

@@ -1,0 +1,134 @@
+"""llama.cpp as a lab pushes it to a phone: `llama-bench` and `llama-completion` binaries under
+/data/local/tmp/llama.cpp/bin and a GGUF model, answering with the real tools' output formats
+(JSONL results among stderr noise; perf lines on stderr). Timing comes from the phone's world,
+so prompt processing and decode draw power and take simulated time like the runtime's work."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from emulation.shell import CommandResult, ShellContext
+
+if TYPE_CHECKING:
+    from emulation.device import EmulatedPhone
+
+DIRECTORY = "/data/local/tmp/llama.cpp"
+MODEL_PATH = "/data/local/tmp/models/model.gguf"
+BUILD_COMMIT, BUILD_NUMBER = "8cf427ff", 5163
+MODEL_TYPE, MODEL_SIZE, MODEL_PARAMS = "qwen2 1.5B Q4_0", 1_012_556_800, 1_543_714_304
+PROMPT_TOKENS_PER_S = 125.0  # a 4-thread big-core CPU build on this class of phone
+DECODE_TOKENS_PER_S = 27.5
+JITTER = 0.01  # relative std of one repetition
+
+
+class _ArgError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # never exit the emulator
+        raise _ArgError(message)
+
+
+def _bench_parser() -> _Parser:
+    p = _Parser(prog="llama-bench", add_help=False)
+    p.add_argument("-m", "--model", default=MODEL_PATH)
+    p.add_argument("-p", "--n-prompt", type=int, default=512)
+    p.add_argument("-n", "--n-gen", type=int, default=128)
+    p.add_argument("-r", "--repetitions", type=int, default=5)
+    p.add_argument("-t", "--threads", type=int, default=4)
+    p.add_argument("-o", "--output", default="md")
+    return p
+
+
+def _completion_parser() -> _Parser:
+    p = _Parser(prog="llama-completion", add_help=False)
+    p.add_argument("-m", "--model", default=MODEL_PATH)
+    p.add_argument("-p", "--prompt", default="")
+    p.add_argument("-n", "--n-predict", type=int, default=64)
+    p.add_argument("-s", "--seed", type=int, default=0)
+    p.add_argument("-t", "--threads", type=int, default=4)
+    p.add_argument("-no-cnv", dest="no_cnv", action="store_true")
+    return p
+
+
+class EmulatedLlamaCpp:
+    def __init__(self, phone: "EmulatedPhone") -> None:
+        self.phone = phone
+        self.rng = np.random.default_rng(phone.spec.seed + 0x11A3A)
+
+    def _timed(self, phase: str, tokens: int, rate: float) -> float:
+        """Run `tokens` at `rate` tokens/s in the world; returns the nanoseconds it took."""
+        seconds = tokens / rate * (1.0 + JITTER * float(self.rng.standard_normal()))
+        self.phone.world.work(phase, max(seconds, 1e-6))
+        return seconds * 1e9
+
+    def _check_model(self, path: str, tool: str) -> CommandResult | None:
+        if not self.phone.fs.exists(path):
+            return CommandResult(stderr=f"llama_model_load: error loading model: failed to open {path}\n"
+                                        f"{tool}: error: failed to load model '{path}'\n".encode(), status=1)
+        return None
+
+    def bench(self, argv: list[str], ctx: ShellContext) -> CommandResult:
+        try:
+            args = _bench_parser().parse_args(argv[1:])
+        except _ArgError as exc:
+            return CommandResult(stderr=f"error: {exc}\n".encode(), status=1)
+        failed = self._check_model(args.model, "main")
+        if failed:
+            return failed
+        out = [f"load_backend: loaded CPU backend from {DIRECTORY}/lib/libggml-cpu.so\n"]
+        tests = [(args.n_prompt, 0), (0, args.n_gen)]
+        for n_prompt, n_gen in (t for t in tests if sum(t)):
+            phase, tokens, rate = ("prefill", n_prompt, PROMPT_TOKENS_PER_S) if n_prompt else \
+                ("decode", n_gen, DECODE_TOKENS_PER_S)
+            samples_ns = [self._timed(phase, tokens, rate) for _ in range(max(1, args.repetitions))]
+            samples_ts = [tokens / (ns / 1e9) for ns in samples_ns]
+            result = {"build_commit": BUILD_COMMIT, "build_number": BUILD_NUMBER, "cpu_info": "ARMv8 Processor",
+                      "backends": "CPU", "model_filename": args.model, "model_type": MODEL_TYPE,
+                      "model_size": MODEL_SIZE, "model_n_params": MODEL_PARAMS, "n_threads": args.threads,
+                      "n_prompt": n_prompt, "n_gen": n_gen, "avg_ns": int(np.mean(samples_ns)),
+                      "stddev_ns": int(np.std(samples_ns, ddof=1)) if len(samples_ns) > 1 else 0,
+                      "avg_ts": float(np.mean(samples_ts)),
+                      "stddev_ts": float(np.std(samples_ts, ddof=1)) if len(samples_ts) > 1 else 0.0,
+                      "samples_ns": [int(x) for x in samples_ns], "samples_ts": [round(x, 3) for x in samples_ts]}
+            if args.output == "jsonl":
+                out.append(json.dumps(result) + "\n")
+            else:
+                out.append(f"| {MODEL_TYPE} | {'pp' if n_prompt else 'tg'}{tokens} | {result['avg_ts']:.2f} |\n")
+        return CommandResult("".join(out).encode())
+
+    def completion(self, argv: list[str], ctx: ShellContext) -> CommandResult:
+        try:
+            args = _completion_parser().parse_args(argv[1:])
+        except _ArgError as exc:
+            return CommandResult(stderr=f"error: {exc}\n".encode(), status=1)
+        failed = self._check_model(args.model, "main")
+        if failed:
+            return failed
+        prompt_tokens = max(1, len(args.prompt.split()))
+        prompt_ms = self._timed("prefill", prompt_tokens, PROMPT_TOKENS_PER_S) / 1e6
+        runs = max(0, args.n_predict - 1)
+        eval_ms = self._timed("decode", max(runs, 1), DECODE_TOKENS_PER_S) / 1e6 if runs else 0.0
+        words = self.rng.choice(["the", "phone", "answers", "quietly", "and", "well"], size=args.n_predict)
+        text = f"{args.prompt} {' '.join(words)}\n"
+        perf = (f"common_perf_print:        load time =    1029.02 ms\n"
+                f"common_perf_print: prompt eval time = {prompt_ms:10.2f} ms / {prompt_tokens:5d} tokens "
+                f"({prompt_ms / prompt_tokens:8.2f} ms per token, {prompt_tokens / prompt_ms * 1e3:8.2f} tokens per second)\n"
+                f"common_perf_print:        eval time = {eval_ms:10.2f} ms / {runs:5d} runs   "
+                f"({eval_ms / max(runs, 1):8.2f} ms per token, {runs / eval_ms * 1e3 if eval_ms else 0:8.2f} tokens per second)\n"
+                f"common_perf_print:       total time = {prompt_ms + eval_ms:10.2f} ms / {prompt_tokens + runs:5d} tokens\n")
+        return CommandResult(text.encode(), perf.encode())
+
+
+def install(phone: "EmulatedPhone") -> None:
+    """Put llama.cpp and a model on the phone, as a lab would with `adb push`."""
+    tools = EmulatedLlamaCpp(phone)
+    for name, command in (("llama-bench", tools.bench), ("llama-completion", tools.completion)):
+        phone.fs.write(f"{DIRECTORY}/bin/{name}", b"\x7fELF emulated", mode=0o100755)
+        phone.shell.register(name, command)
+    phone.fs.write(f"{DIRECTORY}/lib/libggml-cpu.so", b"\x7fELF emulated", mode=0o100644)
+    phone.fs.write(MODEL_PATH, b"GGUF" + bytes(60), mode=0o100644)
