@@ -7,10 +7,8 @@ import errno
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from unittest import mock
 
@@ -28,8 +26,8 @@ from bench.store.db import VERSION_TABLE, head_revision
 from bench.store.models import Base, DutUnit, InstrumentUnit, RawRef, RunDut, RunInstrument
 from bench.store.store import effective_status, utc
 from bench.verdict import compare
+from tests.store_helpers import run_and_kill
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def _digest(path: Path) -> str:
@@ -86,36 +84,6 @@ def test_a_repeated_sync_adds_nothing_and_updates_identity(tmp_path):
     data["duts"]["bay1"]["microcode"] = "npu-mc 4.3"  # re-identified unit
     store.sync_run(data, rec.run_dir)
     assert store.load_run("r1").data["duts"]["bay1"]["microcode"] == "npu-mc 4.3"
-
-
-KILLED_RUN = textwrap.dedent("""
-    import sys, time
-    from bench.results import RunRecorder, TestRecord
-    from bench.store import StoreSink
-    from bench.verdict import compare
-    url, folder = sys.argv[1], sys.argv[2]
-    rec = RunRecorder(folder, {"name": "rack"}, run_id="killed", sinks=[StoreSink(url, folder)])
-    rec.add_dut("bay1", {"name": "bay1", "serial": "S1", "soc_model": "SM8650", "microcode": "mc"})
-    for i in range(3):
-        rec.add_test(TestRecord(f"t::{i}", "bay1", "passed", 0.1, verdicts=[compare("power_mean", 4.0, "W", 4.2)]))
-    assert not rec.sink_errors, rec.sink_errors
-    print("ready", flush=True)
-    time.sleep(120)  # killed here, mid-run
-""")
-
-
-def run_and_kill(url: str, folder: Path) -> None:
-    """A recording process killed -9 after three tests: the acceptance scenario, for real."""
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, url, str(folder)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline()
-        assert line.strip() == "ready", proc.stderr.read()
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        proc.stdout.close()
-        proc.stderr.close()
 
 
 def test_a_killed_run_keeps_its_finished_tests_and_shows_incomplete(tmp_path):

@@ -5,12 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -26,8 +21,8 @@ from bench.store.db import VERSION_TABLE
 from bench.store.models import Base
 from bench.store.testing import ScratchPostgres, postgres_bindir
 from bench.verdict import compare
+from tests.store_helpers import run_and_kill
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -64,32 +59,8 @@ def test_migrations_match_the_models_on_postgresql(pg_url):
         assert again.list_runs() == []
 
 
-KILLED_RUN = textwrap.dedent("""
-    import sys, time
-    from bench.results import RunRecorder, TestRecord
-    from bench.store import StoreSink
-    from bench.verdict import compare
-    url, folder = sys.argv[1], sys.argv[2]
-    rec = RunRecorder(folder, {"name": "rack"}, run_id="killed", sinks=[StoreSink(url, folder)])
-    rec.add_dut("bay1", {"name": "bay1", "serial": "S1", "soc_model": "SM8650", "microcode": "mc"})
-    for i in range(3):
-        rec.add_test(TestRecord(f"t::{i}", "bay1", "passed", 0.1, verdicts=[compare("power_mean", 4.0, "W", 4.2)]))
-    assert not rec.sink_errors, rec.sink_errors
-    print("ready", flush=True)
-    time.sleep(120)  # killed here, mid-run
-""")
-
-
 def test_a_killed_run_keeps_its_finished_tests_and_shows_incomplete(pg_url, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_RUN, pg_url, str(tmp_path)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        proc.stdout.close()
-        proc.stderr.close()
+    run_and_kill(pg_url, tmp_path)
     with open_store(pg_url) as store:
         [info] = store.list_runs()
         stored = store.load_run("killed")
