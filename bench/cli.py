@@ -5,14 +5,12 @@ import argparse
 import importlib
 import logging
 import sys
-from pathlib import Path
 from typing import Sequence
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 log = logging.getLogger("bench")
 
-REPO = Path(__file__).resolve().parent.parent
 # Modules adding their own subcommands: each has register(subparsers).
 SUBCOMMAND_MODULES = ["bench.cli_run", "bench.cli_emulate", "bench.cli_numerics", "bench.cli_results", "bench.cli_line"]
 

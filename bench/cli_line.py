@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 # Exit codes: bench.acceptance.EXIT_CODES (pass 0, fail 1, wrong unit 3, incomplete 4, not
 # calibrated 5); 2 is any usage or setup error (bench.cli).

@@ -7,8 +7,8 @@ import json
 import logging
 from pathlib import Path
 
-from bench import signing
-from bench.errors import BenchError
+from bench.core import signing
+from bench.core.errors import BenchError
 from bench.profiles import DEFAULT_ROOT, load_library
 
 log = logging.getLogger(__name__)

@@ -21,12 +21,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from bench import signing
-from bench.errors import ConfigError
+from bench.core.paths import data_dir
+from bench.core import signing
+from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ROOT = signing.REPO / "firmware_profiles"
+DEFAULT_ROOT = data_dir("firmware_profiles")
 SCHEMA_VERSION = 1
 OVERFLOW_RULES = ("wrap", "saturate-each-step", "clamp-at-end")
 STAGES = ("ES", "MP")

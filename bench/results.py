@@ -14,8 +14,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bench.files import write_atomically
-from bench.verdict import Verdict
+from bench.core.paths import SOURCE_ROOT
+from bench.core.files import write_atomically
+from bench.core.verdict import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def _now() -> str:
 def code_version() -> str:
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
-                             timeout=5, cwd=Path(__file__).resolve().parent.parent)
+                             timeout=5, cwd=SOURCE_ROOT)
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -18,7 +18,7 @@ A profile is a TOML file (sla_profiles/README.md has the schema):
 Usage from a check:
 
     entry = load_profile("default").get("voice_latency_p99")
-    verdict = entry.evaluate(latencies_ms)          # -> bench.verdict.Verdict
+    verdict = entry.evaluate(latencies_ms)          # -> bench.core.verdict.Verdict
 """
 from __future__ import annotations
 
@@ -34,9 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from bench import stats
-from bench.errors import ConfigError
-from bench.verdict import COMPARATORS, Outcome, Verdict
+from bench.core.paths import data_dir
+from bench.core import stats
+from bench.core.errors import ConfigError
+from bench.core.verdict import (COMPARATORS, DecisionRule, Evidence, Outcome, Uncertainty, Verdict,
+                                apply_decision_rule)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,12 +47,19 @@ else:  # pragma: no cover - python 3.10
 
 log = logging.getLogger(__name__)
 
-PROFILE_DIR = Path(__file__).resolve().parent.parent / "sla_profiles"
+PROFILE_DIR = data_dir("sla_profiles")
 SAMPLED = ("percentile", "std", "mean", "proportion")  # statistics that carry a confidence
 STATISTICS = SAMPLED + ("max", "min", "count", "value")
 TOP_LEVEL = ("name", "description", "extends", "metrics")
 FIELDS = ("description", "claim", "statistic", "comparator", "limit", "unit", "confidence", "min_samples",
-          "p", "independence", "min_runs", "tolerance", "conditions", "parameters")
+          "p", "independence", "min_runs", "tolerance", "conditions", "parameters", "evidence", "decision_rule")
+# What an entry's `evidence` requirement accepts: "measured" needs the bench's own measurement;
+# "corroborated" also takes the DUT's report checked against one; "any" takes self-report too.
+EVIDENCE_ACCEPTED = {
+    "measured": (Evidence.MEASURED,),
+    "corroborated": (Evidence.MEASURED, Evidence.CORROBORATED),
+    "any": (Evidence.MEASURED, Evidence.CORROBORATED, Evidence.SELF_REPORTED),
+}
 REQUIRED = ("statistic", "comparator", "limit", "unit")
 METRIC_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -65,7 +74,7 @@ class SlaEntry:
     limit: float
     unit: str
     description: str = ""
-    claim: int | None = None  # row of the claims table in docs/product-under-test.md
+    claim: int | None = None  # row of the claims table in docs/claims.md
     confidence: float | None = None
     min_samples: int = 0
     p: float | None = None
@@ -74,6 +83,8 @@ class SlaEntry:
     tolerance: float | None = None
     conditions: Mapping[str, Any] = field(default_factory=dict)  # must hold while measuring
     parameters: Mapping[str, Any] = field(default_factory=dict)  # how to measure (informative)
+    evidence: str = "any"  # the least independent evidence a PASS may rest on (EVIDENCE_ACCEPTED)
+    decision_rule: DecisionRule = DecisionRule.SIMPLE
     profile: str = ""
     source: str = ""  # file that last defined or overrode this entry
 
@@ -88,22 +99,35 @@ class SlaEntry:
             return max(self.min_samples, 2)
         return max(self.min_samples, 1)
 
-    def evaluate(self, data: Any, **context: Any) -> Verdict:
+    def evaluate(self, data: Any, *, evidence: Evidence | None = None, uncertainty: Uncertainty | None = None,
+                 **context: Any) -> Verdict:
         """Verdict for samples (array, or list of runs), a value, a count, or (successes, n).
 
-        Keyword arguments are the measurement context checked against `conditions`
-        (e.g. ``gpu_load=0.82`` for ``gpu_load_min = 0.70``); a condition that is not shown
-        to hold makes the verdict INVALID, not a pass.
+        `evidence` says what the data rests on and `uncertainty` is the value's expanded
+        uncertainty (for the guarded decision rule). Other keyword arguments are the measurement
+        context checked against `conditions` (e.g. ``gpu_load=0.82`` for ``gpu_load_min = 0.70``);
+        a condition that is not shown to hold makes the verdict INVALID, not a pass. A PASS on
+        evidence weaker than the entry requires becomes INCONCLUSIVE: the claim is not shown.
         """
         verdict = self._dispatch(data)
         problems = self._unmet_conditions(context)
         if problems and verdict.outcome != Outcome.INVALID:
-            verdict.outcome = Outcome.INVALID
-            verdict.detail = f"invalid: {'; '.join(problems)}; {verdict.detail}"
-        verdict.extra.update(profile=self.profile, claim=self.claim, description=self.description,
-                             conditions=dict(self.conditions),
-                             context={k: _plain(v) for k, v in context.items()})
-        return verdict
+            verdict = verdict.but(outcome=Outcome.INVALID, detail=f"invalid: {'; '.join(problems)}; {verdict.detail}")
+        verdict = verdict.but(profile=self.profile, claim=self.claim, description=self.description,
+                              evidence=evidence, uncertainty=uncertainty,
+                              extra={"conditions": dict(self.conditions),
+                                     "context": {k: _plain(v) for k, v in context.items()}})
+        return self.require_evidence(apply_decision_rule(verdict, self.decision_rule))
+
+    def require_evidence(self, verdict: Verdict) -> Verdict:
+        """A PASS resting on less than this entry's `evidence` requirement is INCONCLUSIVE."""
+        if self.evidence == "any" or verdict.outcome is not Outcome.PASS \
+                or verdict.evidence in EVIDENCE_ACCEPTED[self.evidence]:
+            return verdict
+        rests_on = verdict.evidence.value if verdict.evidence else "unstated evidence"
+        return verdict.but(outcome=Outcome.INCONCLUSIVE,
+                           detail=f"rests on {rests_on}, but profile {self.profile!r} requires {self.evidence} "
+                                  f"evidence for {self.metric}; {verdict.detail}".rstrip("; "))
 
     def _dispatch(self, data: Any) -> Verdict:
         common = dict(limit=self.limit, comparator=self.comparator, min_samples=self.min_samples)
@@ -325,9 +349,15 @@ def _entry(metric: str, t: dict, prov: dict, profile: str) -> SlaEntry:
     if tolerance is not None and (statistic != "value" or comparator != "==" or not _is_number(tolerance)
                                   or tolerance < 0):
         raise fail("tolerance", "a number >= 0, only with statistic = \"value\" and comparator = \"==\"")
+    evidence = t.get("evidence", "any")
+    if evidence not in EVIDENCE_ACCEPTED:
+        raise fail("evidence", f"one of {', '.join(EVIDENCE_ACCEPTED)}")
+    decision_rule = t.get("decision_rule", DecisionRule.SIMPLE.value)
+    if decision_rule not in {r.value for r in DecisionRule}:
+        raise fail("decision_rule", f"one of {', '.join(r.value for r in DecisionRule)}")
     claim = t.get("claim")
     if claim is not None and (not isinstance(claim, int) or isinstance(claim, bool)):
-        raise fail("claim", "the claim's row number in docs/product-under-test.md")
+        raise fail("claim", "the claim's row number in docs/claims.md")
     if not isinstance(t.get("description", ""), str):
         raise fail("description", "a string")
     conditions = t.get("conditions", {})
@@ -344,6 +374,7 @@ def _entry(metric: str, t: dict, prov: dict, profile: str) -> SlaEntry:
                     independence=independence, min_runs=min_runs, tolerance=tolerance,
                     conditions=MappingProxyType(dict(conditions)),
                     parameters=MappingProxyType(dict(t.get("parameters", {}))),
+                    evidence=evidence, decision_rule=DecisionRule(decision_rule),
                     profile=profile, source=str(prov.get("limit", prov["__table__"])))
 
 

@@ -1,4 +1,4 @@
-"""What adb-shell 0.4.4 gets wrong on TCP, fixed underneath it (see docs/field-notes.md, ADB).
+"""What adb-shell 0.4.4 gets wrong on TCP, fixed underneath it (docs/adb-protocol.md).
 
 - HardenedTcpTransport: TCP_NODELAY (stock: Nagle + delayed ACK cost ~40-90 ms per command),
   writes loop until every byte is out (stock ignores partial non-blocking sends and
@@ -21,7 +21,7 @@ from adb_shell.adb_device import AdbDevice, _AdbIOManager
 from adb_shell.transport.base_transport import BaseTransport
 from adb_shell.transport.tcp_transport import TcpTransport
 
-from bench.errors import DeviceDisconnected, DeviceUnreachable
+from bench.core.errors import DeviceDisconnected, DeviceUnreachable
 
 _HEADER = struct.Struct(constants.MESSAGE_FORMAT.decode())
 _COALESCE_MAX = 64 * 1024  # above this, two sends cost less than concatenating

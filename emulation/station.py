@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.world import World
 

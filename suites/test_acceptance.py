@@ -21,7 +21,7 @@ from bench.checks.redundancy import bit_exact_check
 from bench.checks.weights import device_spot_check, load_manifest
 from bench.checks.voice import run_voice_trials
 from bench.sla import SlaProfile, load_profile
-from bench.verdict import Verdict
+from bench.core.verdict import Verdict
 from drivers.runtime import RuntimeClient
 
 pytestmark = pytest.mark.acceptance
@@ -68,12 +68,11 @@ def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record
     valid = latency_ms[~np.isnan(latency_ms)]  # invalid trials (no stimulus seen) are left out, and counted
     verdict = entry.evaluate(valid)
     unanswered = sum(s == "no-answer" for s in trials.status)
-    verdict.detail = (f"{verdict.detail}; {len(trials)} trials, {trials.invalid} invalid, {unanswered} unanswered; "
-                      + (f"fixture delay {1e6 * delay:.1f} us subtracted" if delay is not None
-                         else "no fixture calibration: acoustic delay not subtracted"))
-    verdict.raw.append(record.raw("voice", {"samples": latency_ms, **trials.raw()}))
-    verdict.extra["fixture_delay_s"] = delay
-    record(_no_plot(verdict))
+    detail = (f"{verdict.detail}; {len(trials)} trials, {trials.invalid} invalid, {unanswered} unanswered; "
+              + (f"fixture delay {1e6 * delay:.1f} us subtracted" if delay is not None
+                 else "no fixture calibration: acoustic delay not subtracted"))
+    raw = record.raw("voice", {"samples": latency_ms, **trials.raw()})
+    record(_no_plot(verdict.but(detail=detail, raw=(*verdict.raw, raw), extra={"fixture_delay_s": delay})))
 
 
 @pytest.mark.needs("supply")
@@ -85,8 +84,7 @@ def test_power_sanity(dut, supply, profile, record):
                                    tokens=int(entry.parameters.get("tokens", 120)))
     path = record.raw("power", runs.raw())
     for verdict in sustained_power_verdicts(runs, entry):
-        verdict.raw.append(path)
-        record(_no_plot(verdict))
+        record(_no_plot(verdict.but(raw=(*verdict.raw, path))))
 
 
 @pytest.mark.needs("supply")
@@ -124,15 +122,12 @@ def test_weight_store_spot_check(dut, dut_identity, profile, record):
     record.check("acceptance_weight_manifest_signed", int(manifest.problem is None), "bool", 1, "==",
                  detail=manifest.problem or f"manifest signed by {manifest.key_id}", raw=[path])
     verdict = entry.evaluate(len(bad))
-    verdict.n = len(pages)
-    verdict.detail = (f"device CRC: {len(crc_bad)} of {manifest.pages} pages bad; Merkle spot checks: "
-                      f"{len(spot_bad)} of {len(pages)} failed" + (f" (pages {bad[:10]})" if bad else ""))
-    verdict.raw.append(path)
-    record(verdict)
+    record(verdict.but(n=len(pages), raw=(*verdict.raw, path),
+                       detail=(f"device CRC: {len(crc_bad)} of {manifest.pages} pages bad; Merkle spot checks: "
+                               f"{len(spot_bad)} of {len(pages)} failed" + (f" (pages {bad[:10]})" if bad else ""))))
 
 
 def _no_plot(verdict: Verdict) -> Verdict:
     """Acceptance verdicts are not plotted: a plot per unit costs the line a second of takt; the
     raw data is kept, and `bench report` can draw it later."""
-    verdict.extra.pop("plot", None)
-    return verdict
+    return verdict.but(plot=None)

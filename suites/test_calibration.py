@@ -37,8 +37,7 @@ def ctx(request, station, calibration_context):
 def _keep(book, record, recorder) -> None:
     book.save(record)
     verdict = record_verdict(record)
-    verdict.raw.append(recorder.raw(record.procedure, record.to_dict()))
-    recorder(verdict)
+    recorder(verdict.but(raw=(*verdict.raw, recorder.raw(record.procedure, record.to_dict()))))
 
 
 @pytest.mark.needs("scope", "stimulus")

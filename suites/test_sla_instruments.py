@@ -18,7 +18,7 @@ from bench.checks import power as power_check
 from bench.checks import thermal as thermal_check
 from bench.checks import voice as voice_check
 from bench.sla import SlaProfile, load_profile
-from bench.verdict import Verdict
+from bench.core.verdict import Verdict
 
 SANITY_TRIALS = 20
 SANITY_TOKENS = 64
@@ -44,8 +44,7 @@ def fixture_delay(request: pytest.FixtureRequest) -> float | None:
 
 
 def _keep(record: Any, verdict: Verdict, *raw: tuple[str, dict[str, np.ndarray]]) -> Verdict:
-    verdict.raw = [record.raw(name, data) for name, data in raw]
-    return record(verdict)
+    return record(verdict.but(raw=tuple(record.raw(name, data) for name, data in raw)))
 
 
 def _samples(trials: voice_check.VoiceTrials, verdict: Verdict) -> np.ndarray:

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from bench.cli import REPO
+from bench.core.paths import SOURCE_ROOT as REPO
 from bench.sla import load_profile
-from bench.verdict import Outcome
+from bench.core.verdict import Outcome
 from emulation.device import PhoneSpec
 from tests.production_helpers import calibrate, line_station
 

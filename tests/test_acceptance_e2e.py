@@ -16,7 +16,7 @@ import pytest
 from bench.acceptance.attempts import KILLED_REASON, AttemptBook
 from bench.acceptance.runner import AcceptanceStation
 from bench.calibration.book import CalibrationBook
-from bench.cli import REPO
+from bench.core.paths import SOURCE_ROOT as REPO
 from bench.store import open_store
 from emulation.device import PhoneSpec
 from tests.production_helpers import calibrate, line_station

@@ -10,7 +10,7 @@ import pytest
 
 from bench.calibration.book import CalibrationBook
 from bench.calibration.state import REFUSED_EXIT
-from bench.cli import REPO
+from bench.core.paths import SOURCE_ROOT as REPO
 from bench.store import open_store
 from tests.production_helpers import calibrate, line_station
 

@@ -160,7 +160,7 @@ def test_persona_catalogue_covers_the_claim():
 
 
 def test_phone_spec_and_default_fleet():
-    from bench.errors import ConfigError
+    from bench.core.errors import ConfigError
     from emulation.npu_personas import default_fleet, phone_spec
 
     spec = phone_spec("MT6991-MP", "S1", seed=4)

@@ -13,7 +13,7 @@ from bench.report import ReportError, render_html, render_run
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
 from bench.results import RunRecorder, TestRecord
 from bench.store import open_store
-from bench.verdict import compare
+from bench.core.verdict import PlotHint, compare
 
 XSS_DUT = "<script>alert(1)</script>"
 XSS_MICROCODE = 'mc "quoted" & <b>amp</b> \'single\''
@@ -123,9 +123,9 @@ def test_missing_or_misplaced_raw_data_is_named_not_fatal(tmp_path):
     outside = tmp_path / "outside.npz"
     np.savez(outside, samples=np.arange(10.0))
     rec.add_test(TestRecord("t::a", None, "passed", 0.1, verdicts=[
-        compare("voice_latency_p99", 1.0, "ms", 2.0, raw=["raw/gone.npz"], extra={"plot": "samples"}),
-        compare("x", 1.0, "ms", 2.0, raw=["../outside.npz"], extra={"plot": "samples"}),
-        compare("y", 1.0, "ms", 2.0, extra={"plot": "spiral"}),
+        compare("voice_latency_p99", 1.0, "ms", 2.0, raw=["raw/gone.npz"], plot=PlotHint("samples")),
+        compare("x", 1.0, "ms", 2.0, raw=["../outside.npz"], plot=PlotHint("samples")),
+        compare("y", 1.0, "ms", 2.0, plot=PlotHint("spiral")),
     ]))
     rec.finish()
     html = render_run(rec.run_dir).read_text()
@@ -142,7 +142,7 @@ def test_long_traces_are_thinned_but_keep_their_peaks(tmp_path):
     y[123_457] = 9.75  # one spike in 200 k samples: the envelope must keep it
     raw = rec.save_raw("t::a", "power", {"t": t, "y": y})
     rec.add_test(TestRecord("t::a", None, "passed", 0.1, verdicts=[
-        compare("power_peak", 9.75, "W", 10.0, raw=[raw], extra={"plot": "trace"})]))
+        compare("power_peak", 9.75, "W", 10.0, raw=[raw], plot=PlotHint("trace"))]))
     rec.finish()
     html = render_run(rec.run_dir).read_text()
     assert len(html) < 400_000

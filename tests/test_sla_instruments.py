@@ -17,9 +17,9 @@ from device_double import PhoneDevice
 from bench.checks import power as power_check
 from bench.checks import thermal as thermal_check
 from bench.checks import voice as voice_check
-from bench.errors import ConfigError, InvalidMeasurement
+from bench.core.errors import ConfigError, InvalidMeasurement
 from bench.sla import load_profile
-from bench.verdict import Outcome
+from bench.core.verdict import Outcome
 from drivers.registry import open_instrument
 from drivers.scope import Preamble, Waveform
 from emulation.device import EmulatedPhone, PhoneSpec
@@ -80,7 +80,7 @@ def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_ri
     assert 0.0 < error.min() and error.max() < 0.005
     p99 = result.verdicts[0]
     assert p99.extra["fixture_calibration"] == "none applied" and "no fixture calibration" in p99.detail
-    assert p99.n == 299 and p99.bound <= 410 and p99.unit == "ms" and p99.extra["plot"] == "samples"
+    assert p99.n == 299 and p99.bound <= 410 and p99.unit == "ms" and p99.plot.kind == "samples"
     # The line's sanity check (every trial within the limits) passes on the same trials.
     assert all(v.outcome is Outcome.PASS for v in voice_check.sanity_verdicts(result.trials, PROFILE))
 

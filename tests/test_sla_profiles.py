@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.sla import PROFILE_DIR, available_profiles, load_profile
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_evaluate_dispatches_by_statistic(default):
     rng = np.random.default_rng(0)
     ok = default.get("voice_latency_p99").evaluate(rng.normal(300, 30, 400))
     assert isinstance(ok, Verdict) and ok.outcome is Outcome.PASS and ok.statistic == "p99"
-    assert ok.name == "voice_latency_p99" and ok.extra["profile"] == "default" and ok.extra["claim"] == 1
+    assert ok.name == "voice_latency_p99" and ok.profile == "default" and ok.claim == 1
     slow = default.get("voice_latency_p99").evaluate(rng.normal(390, 30, 400))  # negative control
     assert slow.outcome is Outcome.FAIL
     assert default.get("voice_latency_std").evaluate(rng.normal(300, 100, 400)).outcome is Outcome.FAIL
@@ -242,3 +242,69 @@ def test_error_in_base_profile_names_the_base_file(tmp_path):
     base = write(tmp_path, "base.toml", GOOD.replace("limit = 410", 'limit = "fast"'))
     lab = write(tmp_path, "lab.toml", 'extends = "base"\n[metrics.x]\nunit = "s"\n')
     expect_error(lab, str(base), "field 'limit'")
+
+
+# --------------------------------------------------------------------------- evidence and decision rules
+
+def _entry_profile(tmp_path: Path, extra: str) -> object:
+    path = write(tmp_path, "lab", f'''
+name = "lab"
+[metrics.first_token_p99]
+statistic = "max"
+comparator = "<="
+limit = 300
+unit = "ms"
+{extra}
+''')
+    return load_profile(path).get("first_token_p99")
+
+
+def test_a_pass_on_weaker_evidence_than_required_is_inconclusive(tmp_path):
+    from bench.core.verdict import Evidence
+
+    entry = _entry_profile(tmp_path, 'evidence = "corroborated"')
+    said = entry.evaluate([120.0, 130.0], evidence=Evidence.SELF_REPORTED)
+    unstated = entry.evaluate([120.0, 130.0])
+    checked = entry.evaluate([120.0, 130.0], evidence=Evidence.CORROBORATED)
+    measured = entry.evaluate([120.0, 130.0], evidence=Evidence.MEASURED)
+    assert said.outcome is Outcome.INCONCLUSIVE and "requires corroborated" in said.detail
+    assert unstated.outcome is Outcome.INCONCLUSIVE and "unstated evidence" in unstated.detail
+    assert checked.outcome is Outcome.PASS and checked.evidence is Evidence.CORROBORATED
+    assert measured.outcome is Outcome.PASS
+    slow = entry.evaluate([120.0, 330.0], evidence=Evidence.SELF_REPORTED)  # a self-reported miss still fails
+    assert slow.outcome is Outcome.FAIL
+
+
+def test_guarded_decision_needs_the_uncertainty_clear_of_the_limit(tmp_path):
+    from bench.core.verdict import Evidence, Uncertainty, UncertaintyComponent
+
+    entry = _entry_profile(tmp_path, 'decision_rule = "guarded"\nevidence = "measured"')
+    u = Uncertainty.combine([UncertaintyComponent("sample interval", 2.5), UncertaintyComponent("jitter", 0.0, "A")])
+    assert u.expanded == pytest.approx(5.0)
+    clear = entry.evaluate([250.0], evidence=Evidence.MEASURED, uncertainty=u)
+    close = entry.evaluate([297.0], evidence=Evidence.MEASURED, uncertainty=u)
+    over = entry.evaluate([302.0], evidence=Evidence.MEASURED, uncertainty=u)
+    far = entry.evaluate([306.0], evidence=Evidence.MEASURED, uncertainty=u)
+    bare = entry.evaluate([250.0], evidence=Evidence.MEASURED)  # no uncertainty: never a guarded pass
+    assert clear.outcome is Outcome.PASS and clear.decision_rule.value == "guarded"
+    assert close.outcome is Outcome.INCONCLUSIVE and over.outcome is Outcome.INCONCLUSIVE
+    assert far.outcome is Outcome.FAIL
+    assert bare.outcome is Outcome.INCONCLUSIVE and "without an uncertainty" in bare.detail
+
+
+def test_evidence_and_rule_fields_are_validated(tmp_path):
+    with pytest.raises(ConfigError, match="evidence"):
+        _entry_profile(tmp_path, 'evidence = "hearsay"')
+    with pytest.raises(ConfigError, match="decision_rule"):
+        _entry_profile(tmp_path, 'decision_rule = "lenient"')
+
+
+def test_a_verdict_round_trips_through_its_dict():
+    from bench.core.verdict import Evidence, PlotHint, Uncertainty, UncertaintyComponent
+
+    v = Verdict("x", 1.5, "ms", Outcome.PASS, limit=2.0, evidence=Evidence.CORROBORATED, claim=3,
+                uncertainty=Uncertainty.combine([UncertaintyComponent("a", 0.1, "A")]),
+                plot=PlotHint("samples", labels=("a",)), raw=("raw/x.npz",), extra={"k": 1})
+    assert Verdict.from_dict(v.to_dict()) == v
+    with pytest.raises(Exception):
+        v.value = 3.0  # frozen

@@ -17,7 +17,7 @@ from adb_shell.auth.keygen import keygen
 from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
 from bench.checks.targets import check_targets, target, targets
 from bench.sla import SlaProfile, load_profile
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from device_double import PhoneDevice, make_device
 from drivers.adb import AdbPhone
 from drivers.power import KeysightN6705C
@@ -53,7 +53,7 @@ def test_first_token_passes_nominal_and_fails_slow(sla):
     slow = tokens.first_token_check(phone("slow")[1], entry)
     assert outcomes(ok) == {"first_token_p99": Outcome.PASS}
     assert outcomes(slow) == {"first_token_p99": Outcome.FAIL} and slow.verdicts[0].value >= 300
-    assert ok.verdicts[0].n == entry.n_required and ok.verdicts[0].extra["plot"] == "samples"
+    assert ok.verdicts[0].n == entry.n_required and ok.verdicts[0].plot.kind == "samples"
     assert ok.raw["first_token"]["samples"].size == entry.n_required
 
 
@@ -366,7 +366,7 @@ def test_record_into_saves_raw_data_and_points_each_verdict_at_it():
     result = tokens.first_token_check(phone()[1], dataclasses.replace(load_profile("default").get("first_token_p99"),
                                                                        min_samples=0), n=5)
     result.record_into(Record())
-    assert recorded[0].raw == ["raw/first_token.npz"] and "first_token" in saved
+    assert recorded[0].raw == ("raw/first_token.npz",) and "first_token" in saved
 
 
 # --- over real ADB: exit statuses, big pulls and pushes survive the transport ---------------------

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.station import load_station
 
 GOOD = """

@@ -25,7 +25,7 @@ from bench.store import StoreError, StoreSink, open_store, resolve_database_url
 from bench.store.db import VERSION_TABLE, head_revision
 from bench.store.models import Base, DutUnit, InstrumentUnit, RawRef, RunDut, RunInstrument
 from bench.store.store import effective_status, utc
-from bench.verdict import compare
+from bench.core.verdict import compare
 from tests.store_helpers import run_and_kill
 
 
@@ -360,7 +360,7 @@ def test_cli_refuses_a_corrupt_store_with_a_clear_message(tmp_path, capsys):
 
 
 def test_report_reports_disk_full(tmp_path, monkeypatch):
-    from bench import files
+    from bench.core import files
     from bench.report import ReportError, render_run
 
     rec = write_example_run(tmp_path, "r1")
@@ -375,3 +375,11 @@ def test_report_reports_disk_full(tmp_path, monkeypatch):
         render_run(rec.run_dir)
     assert (rec.run_dir / "report.html").read_bytes() == before  # the previous report is intact
     assert not list(rec.run_dir.glob(".report-*"))
+
+
+def test_every_verdict_field_has_a_measurement_column():
+    """The store maps a verdict's fields by name: a new Verdict field needs a column and a migration."""
+    from bench.store.models import MEASUREMENT_FIELDS, Measurement
+
+    columns = {c.key for c in Measurement.__mapper__.column_attrs}
+    assert set(MEASUREMENT_FIELDS) <= columns and {"detail", "description", "extra"} <= columns

@@ -19,20 +19,21 @@ from typing import Any
 
 import pytest
 
+from bench.core.paths import data_dir
 from bench.acceptance.attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook
 from bench.acceptance.judge import Failure, Judgement, RetestPolicy, judge, merge_retest
 from bench.calibration.book import CalibrationBook
 from bench.calibration.settings import load_settings
 from bench.calibration.state import REFUSED_EXIT
 from bench.calibration.station import evaluate
-from bench.errors import BenchError, ConfigError
+from bench.core.errors import BenchError, ConfigError
 from bench.results import new_run_id
 from bench.station import StationConfig, load_station
 from bench.waits import WaitMeter
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[2]
+SUITES_DIR = data_dir("suites")
 # The acceptance profile's tests: identity first (cheap, and every result needs it), then the
 # acceptance suite (serial, DUT calibration, sanity checks), then the numerics' adapter checks.
 SUITES = ("suites/test_identity.py", "suites/test_acceptance.py", "suites/test_numerics.py")
@@ -248,7 +249,7 @@ class AcceptanceStation:
         """The acceptance tests as one pytest run (in this process); its output goes to pytest.log."""
         run_dir.mkdir(parents=True, exist_ok=True)
         # no:unraisableexception: its gc.collect() at the end costs the line 0.2 s of takt per unit.
-        args = [*(_absolute(t) for t in targets), "-p", "fixtures.plugin", "--rootdir", str(REPO),
+        args = [*(_absolute(t) for t in targets), "-p", "fixtures.plugin", "--rootdir", str(SUITES_DIR.parent),
                 "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-m", "acceptance",
                 "--station", str(self.station_file), "--dut", self.dut.name,
                 "--results-dir", str(self.results_dir), "--run-id", run_id,
@@ -271,4 +272,4 @@ class AcceptanceStation:
 
 def _absolute(target: str) -> str:
     path, sep, rest = target.partition("::")
-    return str(REPO / path) + sep + rest
+    return str(SUITES_DIR.parent / path) + sep + rest

@@ -14,7 +14,7 @@ from bench.calibration.book import CalibrationBook
 from bench.calibration.fixture import FixtureControl
 from bench.calibration.procedures import Context
 from bench.calibration.records import CalibrationRecord
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from dataclasses import fields, replace
 from typing import Any, Protocol
 
-from bench.verdict import Verdict
+from bench.core.verdict import PlotHint, Verdict
 
+PLOT_FIELDS = {f.name for f in fields(PlotHint)} - {"kind"}
 Tick = Callable[[int], Any]  # progress: called with the number of steps just done
 
 
@@ -43,23 +45,28 @@ class CheckResult:
     def record_into(self, record: Recorder) -> list[Verdict]:
         """Save the raw data next to the results and record every verdict (pointing at its files)."""
         paths = {name: record.raw(name, data) for name, data in self.raw.items()}
-        for verdict in self.verdicts:
-            verdict.raw = [paths.get(name, name) for name in verdict.raw]
-            record(verdict)
+        self.verdicts = [record(v.but(raw=tuple(paths.get(name, name) for name in v.raw))) for v in self.verdicts]
         return self.verdicts
 
 
-def named(verdict: Verdict, name: str, raw: str | None = None, plot: str | None = None, **extra: Any) -> Verdict:
-    """Give a profile verdict its reported name (keeping the metric id), raw data and plot hint."""
+def named(verdict: Verdict, name: str, raw: str | None = None, plot: str | PlotHint | None = None,
+          **extra: Any) -> Verdict:
+    """Give a profile verdict its reported name (keeping the metric id), raw data and plot hint;
+    keyword arguments naming a PlotHint field (labels, x_label, ...) go into the plot hint, the
+    others into the verdict's extra data."""
+    hints = {k: extra.pop(k) for k in list(extra) if k in PLOT_FIELDS}
+    if "labels" in hints:
+        hints["labels"] = tuple(hints["labels"])
+    changes: dict[str, Any] = {"extra": extra}
     if verdict.name != name:
-        verdict.extra.setdefault("metric", verdict.name)
-        verdict.name = name
+        changes.update(name=name, metric=verdict.metric or verdict.name)
     if raw is not None:
-        verdict.raw = [raw, *[r for r in verdict.raw if r != raw]]
+        changes["raw"] = (raw, *[r for r in verdict.raw if r != raw])
     if plot is not None:
-        verdict.extra["plot"] = plot
-    verdict.extra.update(extra)
-    return verdict
+        changes["plot"] = PlotHint(plot, **hints) if isinstance(plot, str) else replace(plot, **hints)
+    elif hints:
+        raise ValueError(f"{name}: plot hints {sorted(hints)} without a plot kind")
+    return verdict.but(**changes)
 
 
 def no_tick(_: int) -> None:

@@ -162,9 +162,8 @@ def audit_check(device: Device, runtime: RuntimeClient, entries: dict[str, SlaEn
     verdicts = []
     for metric, count in counts.items():
         verdict = named(entries[metric].evaluate(count), metric, raw="audit_log", key_id=status.key_id)
-        verdict.n = inferences
-        verdict.detail = "; ".join(details[metric][:5]) or f"none in {inferences} inferences"
-        verdicts.append(verdict)
+        verdicts.append(verdict.but(n=inferences,
+                                    detail="; ".join(details[metric][:5]) or f"none in {inferences} inferences"))
     raw = {"records": [r for r, _ in records], "inferences": [{"prompt": p, "tokens": g.tokens, "start": g.start_time,
                                                               "done": g.done_time} for p, g in runs],
            "public_key": base64.b64encode(status.public_key).decode(), "findings": details}

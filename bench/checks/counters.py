@@ -14,7 +14,7 @@ import logging
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.checks.tokens import run_inferences
 from bench.sla import SlaEntry
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,5 @@ def counters_check(runtime: RuntimeClient, entries: dict[str, SlaEntry], *, infe
                                     raw=["counters"], detail="not exposed by this runtime"))
             continue
         verdict = named(entries[metric].evaluate(value), metric, raw="counters", tokens=data.get("tokens"))
-        verdict.detail = f"{how}; {verdict.detail}"
-        verdicts.append(verdict)
+        verdicts.append(verdict.but(detail=f"{how}; {verdict.detail}"))
     return CheckResult(verdicts, {"counters": data})

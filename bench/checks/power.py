@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.errors import ConfigError, InvalidMeasurement
+from bench.core.errors import ConfigError, InvalidMeasurement
 from bench.sla import SlaEntry, SlaProfile
-from bench import stats
+from bench.core import stats
 from bench.checks.voice import arm_stimulus
-from bench.verdict import Verdict, compare
+from bench.core.verdict import PlotHint, Verdict, compare
 from drivers.device import Device
 from drivers.power import PowerAnalyzer, Trace
 from drivers.runtime import RuntimeClient
@@ -159,16 +159,17 @@ def _inference_window(trace: Trace, power: np.ndarray, idle_w: float, duration_s
 def sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry) -> list[Verdict]:
     """Sustained mean (t over run means, condition: the digitizer's rate) and the peak (info)."""
     sustained = entry.evaluate(list(runs.runs), sample_rate_hz=runs.sample_rate_hz)
-    sustained.name = "power_sustained_mean"
-    sustained.extra.update(metric=entry.metric, plot="trace", average=float(np.mean(runs.means_w)),
-                           runs=len(runs.runs), truncated_runs=runs.truncated, y_label="W",
-                           labels=["phone power, runs back to back"])
+    detail = sustained.detail
     if runs.truncated:
-        sustained.detail += f"; {runs.truncated} run(s) outlasted the sweep (window cut short)"
+        detail += f"; {runs.truncated} run(s) outlasted the sweep (window cut short)"
+    sustained = sustained.but(name="power_sustained_mean", metric=entry.metric, detail=detail,
+                              plot=PlotHint("trace", average=float(np.mean(runs.means_w)), y_label="W",
+                                            labels=("phone power, runs back to back",)),
+                              extra={"runs": len(runs.runs), "truncated_runs": runs.truncated})
     peak = compare("power_peak", runs.peak_w, "W", None, statistic="max", n=int(sum(r.size for r in runs.runs)),
                    detail=f"highest V x I sample of {len(runs.runs)} runs at {runs.sample_rate_hz:.0f} S/s "
                           "(no target: the claim's 5.8 W is the previous peak)",
-                   extra={"claim": entry.claim, "plot": "trace", "y_label": "W"})
+                   claim=entry.claim, plot=PlotHint("trace", y_label="W"))
     return [sustained, peak]
 
 
@@ -176,10 +177,9 @@ def sanity_verdict(runs: PowerRuns, entry: SlaEntry) -> Verdict:
     """A line's short check: the first run's mean power against the sustained limit (one value)."""
     verdict = stats.value_verdict("power_sanity_mean", float(runs.means_w[0]) if runs.runs else None,
                                   limit=entry.limit, unit=entry.unit, comparator=entry.comparator, statistic="mean")
-    verdict.detail = (f"one generate of {runs.durations_s[0]:.1f} s at {runs.sample_rate_hz:.0f} S/s"
-                      if runs.runs else "no run")
-    verdict.extra.update(metric=entry.metric, plot="trace", claim=entry.claim, y_label="W")
-    return verdict
+    return verdict.but(detail=(f"one generate of {runs.durations_s[0]:.1f} s at {runs.sample_rate_hz:.0f} S/s"
+                               if runs.runs else "no run"),
+                       metric=entry.metric, claim=entry.claim, plot=PlotHint("trace", y_label="W"))
 
 
 def measure_dialog_energy(supply: PowerAnalyzer, stimulus: AudioStimulus, dialogs: int, *, capacity_wh: float,
@@ -232,16 +232,16 @@ def energy_verdicts(energy: DialogEnergy, entry: SlaEntry) -> list[Verdict]:
     verdict = entry.evaluate(energy.percent)
     dialogs = int(entry.parameters.get("dialogs", 27))
     share = dialogs * float(np.mean(energy.percent)) if energy.energy_j else math.nan
-    verdict.detail += (f"; {np.mean(energy.energy_j):.1f} J per dialog of a {energy.capacity_wh:g} Wh battery: "
-                       f"{dialogs} dialogs cost {share:.3f} % (claim: "
-                       f"{entry.parameters.get('battery_share_percent', 8)} %)")
+    detail = (f"{verdict.detail}; {np.mean(energy.energy_j):.1f} J per dialog of a {energy.capacity_wh:g} Wh "
+              f"battery: {dialogs} dialogs cost {share:.3f} % (claim: "
+              f"{entry.parameters.get('battery_share_percent', 8)} %)")
     if energy.open_ended:
-        verdict.detail += f"; {energy.open_ended} dialog(s) never returned to idle within the sweep limit"
-    verdict.extra.update(metric=entry.metric, plot="samples", battery_capacity_wh=energy.capacity_wh,
-                         dialogs_share_percent=share, open_ended=energy.open_ended,
-                         mean_energy_j=float(np.mean(energy.energy_j)) if energy.energy_j else None,
-                         x_label="energy per dialog (% of battery capacity)")
-    return [verdict]
+        detail += f"; {energy.open_ended} dialog(s) never returned to idle within the sweep limit"
+    return [verdict.but(detail=detail, metric=entry.metric,
+                        plot=PlotHint("samples", x_label="energy per dialog (% of battery capacity)"),
+                        extra={"battery_capacity_wh": energy.capacity_wh, "dialogs_share_percent": share,
+                               "open_ended": energy.open_ended,
+                               "mean_energy_j": float(np.mean(energy.energy_j)) if energy.energy_j else None})]
 
 
 def battery_capacity_wh(entry: SlaEntry) -> float:

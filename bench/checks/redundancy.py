@@ -29,7 +29,7 @@ import numpy as np
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from bench.sla import SlaEntry
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from drivers.device import Device
 from drivers.power import PowerAnalyzer
 from drivers.runtime import Probe, RuntimeClient
@@ -175,7 +175,7 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
     engage_v = named(entry.evaluate(engage), "redundancy_engage_threshold", raw="ripple_sweep", plot="sweep",
                      **labels)
     if engage is None:
-        engage_v.detail = f"redundancy never engaged up to {amplitudes[-1]:g} mV; {engage_v.detail}"
+        engage_v = engage_v.but(detail=f"redundancy never engaged up to {amplitudes[-1]:g} mV; {engage_v.detail}")
     erring = [p for p in up if p.mac_error_rate]
     ratio = None
     at_50 = next((p for p in up if p.amplitude_mv == 50.0), None)
@@ -234,11 +234,9 @@ def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entr
     n = runs * tokens
     on_v = named(entry.evaluate(_mismatches(engaged, reference), ripple_mv=amplitude_mv,
                                 redundancy="on" if active else "off"), "redundancy_token_mismatches", raw="bit_exact",
-                 tokens=n, votes_detected=_delta(before.mac_errors_detected, after.mac_errors_detected))
-    on_v.n = n
+                 tokens=n, votes_detected=_delta(before.mac_errors_detected, after.mac_errors_detected)).but(n=n)
     off_v = named(off_entry.evaluate(_mismatches(forced_off, reference), ripple_mv=amplitude_mv),
-                  "redundancy_off_token_mismatches", raw="bit_exact", tokens=n)
-    off_v.n = n
+                  "redundancy_off_token_mismatches", raw="bit_exact", tokens=n).but(n=n)
     raw = {"amplitude_mv": amplitude_mv, "reference": reference, "redundancy_auto": engaged,
            "redundancy_off": forced_off, "engaged": active}
     return CheckResult([on_v, off_v], {"bit_exact": raw})
@@ -273,8 +271,8 @@ def slowdown_check(runtime: RuntimeClient | Device, entry: SlaEntry, *, pairs: i
     verdict = named(entry.evaluate(samples), "redundancy_slowdown", raw="redundancy_slowdown", plot="samples",
                     definition="100 x (1 - decode rate with redundancy / without), paired runs, clean supply")
     if not all(engaged):
-        verdict.outcome = Outcome.INVALID
-        verdict.detail = (f"invalid: redundancy did not engage with mode=on in {engaged.count(False)} of "
-                          f"{len(engaged)} runs, so there is no cost to measure; {verdict.detail}")
+        verdict = verdict.but(outcome=Outcome.INVALID,
+                              detail=f"invalid: redundancy did not engage with mode=on in {engaged.count(False)} "
+                                     f"of {len(engaged)} runs, so there is no cost to measure; {verdict.detail}")
     return CheckResult([verdict], {"redundancy_slowdown": {"samples": samples}})
 

@@ -27,9 +27,9 @@ import numpy as np
 
 from bench.checks.voice import arm_stimulus
 from bench.device_state import read_thermal_status
-from bench.errors import InvalidMeasurement
+from bench.core.errors import InvalidMeasurement
 from bench.sla import SlaEntry, SlaProfile
-from bench.verdict import Verdict, compare
+from bench.core.verdict import PlotHint, Verdict, compare
 from drivers.device import Device
 from drivers.stimulus import AudioStimulus
 from drivers.thermal import ThermalProbe
@@ -156,16 +156,18 @@ def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
     verdicts = []
     if COVER_MAX in profile:
         entry = profile.get(COVER_MAX)
-        v = _named(entry.evaluate(run.hottest[part], **context), "cover_temp_max", entry)
-        v.detail += f"; hottest of {', '.join(run.setup.cover_channels)} per reading, {warmup}"
-        v.extra.update(labels=[f"{c}" for c in run.setup.cover_channels], y_label="degC", steady=run.stable)
-        verdicts.append(v)
+        v = entry.evaluate(run.hottest[part], **context)
+        verdicts.append(v.but(name="cover_temp_max", metric=entry.metric,
+                              detail=f"{v.detail}; hottest of {', '.join(run.setup.cover_channels)} per reading, {warmup}",
+                              plot=PlotHint("trace", labels=tuple(run.setup.cover_channels), y_label="degC",
+                                            steady=run.stable)))
     if COVER_SPREAD in profile:
         entry = profile.get(COVER_SPREAD)
-        v = _named(entry.evaluate(run.spread[part], **context), "cover_temp_spread", entry)
-        v.detail += f"; hottest minus coolest of {', '.join(run.setup.cover_channels)} per reading, {warmup}"
-        v.extra.update(labels=["spread"], y_label="degC", steady=run.stable)
-        verdicts.append(v)
+        v = entry.evaluate(run.spread[part], **context)
+        verdicts.append(v.but(name="cover_temp_spread", metric=entry.metric,
+                              detail=f"{v.detail}; hottest minus coolest of {', '.join(run.setup.cover_channels)} "
+                                     f"per reading, {warmup}",
+                              plot=PlotHint("trace", labels=("spread",), y_label="degC", steady=run.stable)))
     status = np.asarray(run.status[part])
     skin = run.zones.get("skin")
     counts = {int(k): int(n) for k, n in zip(*np.unique(status, return_counts=True))}
@@ -173,15 +175,8 @@ def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
     if skin:
         detail += f"; phone's skin sensor up to {np.nanmax(skin[part]):.1f} degC"
     verdicts.append(compare("thermal_status_max", float(status.max()) if status.size else None, "status", None,
-                            statistic="max", n=int(status.size), detail=detail,
-                            extra={"claim": 7}))
+                            statistic="max", n=int(status.size), detail=detail, claim=7))
     return verdicts
-
-
-def _named(verdict: Verdict, name: str, entry: SlaEntry) -> Verdict:
-    verdict.name = name
-    verdict.extra.update(metric=entry.metric, plot="trace")
-    return verdict
 
 
 def check_cover_temperature(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,

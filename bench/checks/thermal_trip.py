@@ -29,7 +29,7 @@ import numpy as np
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from bench.sla import SlaEntry
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, 
                    cpu_c_at_trips=cpu_at_trips[:50])
     if trip_c is None:
         hottest = np.nanmax(log_.npu_c)
-        trip_v.detail = f"no thermal trip in {dialogs} dialogs (max NPU {hottest:.1f} degC); {trip_v.detail}"
+        trip_v = trip_v.but(detail=f"no thermal trip in {dialogs} dialogs (max NPU {hottest:.1f} degC); {trip_v.detail}")
     kill_count = max(log_.killed, log_.pid_changes)
     kills_v = named(kills.evaluate(kill_count), "npu_trip_process_kills", raw="soak_events",
                     killed_streams=log_.killed, pid_changes=log_.pid_changes)

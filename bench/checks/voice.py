@@ -23,17 +23,18 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import stats
+from bench.core.paths import data_dir
+from bench.core import stats
 from bench.onset import Onset, OnsetDetector, OnsetStatus
 from bench.sla import SlaEntry, SlaProfile
-from bench.verdict import Verdict
+from bench.core.verdict import PlotHint, Verdict
 from drivers.device import Device
 from drivers.scope import Oscilloscope, Waveform
 from drivers.stimulus import AudioStimulus, read_wav
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CLIP = Path(__file__).resolve().parents[2] / "suites" / "data" / "utterance.wav"
+DEFAULT_CLIP = data_dir("suites") / "data" / "utterance.wav"
 METRICS = {"latency_p99": "voice_latency_p99", "latency_std": "voice_latency_std", "dialog_p99": "dialog_time_p99"}
 UNIT_SCALE = {"s": 1.0, "ms": 1e3, "us": 1e6}
 
@@ -225,12 +226,13 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Ver
         notes.append(f"fixture delay {1e6 * trials.fixture_delay_s:.1f} us subtracted (calibration)")
     else:
         notes.append("no fixture calibration applied: acoustic delay not subtracted")
-    verdict.detail = f"{verdict.detail}; {', '.join(notes)}"
-    verdict.extra.update(metric=entry.metric, plot="samples", trials=len(trials), invalid_trials=trials.invalid,
-                         unanswered=unanswered, fixture_delay_s=trials.fixture_delay_s,
-                         fixture_calibration="applied" if trials.fixture_calibrated else "none applied",
-                         sample_rate_hz=trials.sample_rate_hz, x_label=f"{entry.metric} ({entry.unit})")
-    return verdict
+    return verdict.but(
+        detail=f"{verdict.detail}; {', '.join(notes)}", metric=entry.metric,
+        plot=PlotHint("samples", x_label=f"{entry.metric} ({entry.unit})"),
+        extra={"trials": len(trials), "invalid_trials": trials.invalid, "unanswered": unanswered,
+               "fixture_delay_s": trials.fixture_delay_s,
+               "fixture_calibration": "applied" if trials.fixture_calibrated else "none applied",
+               "sample_rate_hz": trials.sample_rate_hz})
 
 
 def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int = 2) -> list[Verdict]:
@@ -243,11 +245,11 @@ def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int =
         scaled = samples_s[~np.isnan(samples_s)] * UNIT_SCALE[entry.unit]
         verdict = stats.extreme_verdict(name, scaled, limit=entry.limit, unit=entry.unit,
                                         comparator=entry.comparator, min_samples=len(trials) - max_invalid)
-        verdict.detail += (f"; every one of {len(trials)} trials ({trials.invalid} invalid) within "
-                           f"{entry.metric}'s limit")
-        verdict.extra.update(metric=entry.metric, plot="samples", claim=entry.claim,
-                             fixture_calibration="applied" if trials.fixture_calibrated else "none applied")
-        verdicts.append(verdict)
+        verdicts.append(verdict.but(
+            detail=f"{verdict.detail}; every one of {len(trials)} trials ({trials.invalid} invalid) within "
+                   f"{entry.metric}'s limit",
+            metric=entry.metric, claim=entry.claim, plot=PlotHint("samples"),
+            extra={"fixture_calibration": "applied" if trials.fixture_calibrated else "none applied"}))
     return verdicts
 
 

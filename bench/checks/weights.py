@@ -1,7 +1,7 @@
 """Weight store integrity (claims 11, 12): page read errors, the Merkle root, spot checks, repair.
 
 The update ships a manifest (root, salt, sizes) signed with the vendor's OTA key; the bench trusts
-the manifest only after checking that signature (bench.signing's trusted keys), and the on-device
+the manifest only after checking that signature (bench.core.signing's trusted keys), and the on-device
 hash device only after rebuilding its root.
 
 - Read errors: the runtime's own CRC check of every page (`llmrt weights verify`) and the bench's
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from bench import signing
+from bench.core import signing
 from bench.checks import CheckResult, Tick, named, no_tick
-from bench.errors import BenchError, InvalidMeasurement
-from bench.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
+from bench.core.errors import BenchError, InvalidMeasurement
+from bench.core.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
 from bench.sla import SlaEntry
 from drivers.device import Device
 from drivers.runtime import RuntimeClient, RuntimeCommandFailed
@@ -94,7 +94,8 @@ def root_check(device: Device, runtime: RuntimeClient, entry: SlaEntry) -> Check
         ([] if root_ok else ["the hash device's top block does not hash to the manifest's root"])
     verdict = named(entry.evaluate(len(problems)), "weights_root_mismatches", raw="weights_root",
                     root=manifest.root.hex(), signed_by=manifest.key_id)
-    verdict.detail = "; ".join(problems) or f"root {manifest.root.hex()[:16]}... verified, signed by {manifest.key_id}"
+    verdict = verdict.but(detail="; ".join(problems)
+                          or f"root {manifest.root.hex()[:16]}... verified, signed by {manifest.key_id}")
     return CheckResult([verdict], {"weights_root": {"manifest": manifest.raw, "problems": problems,
                                                     "bad_hash_blocks": bad_blocks}})
 
@@ -122,9 +123,9 @@ def read_errors_check(device: Device, runtime: RuntimeClient, entry: SlaEntry) -
     bad = sorted(crc_bad | (merkle_bad or set()))
     verdict = named(entry.evaluate(len(bad)), "weights_page_read_errors", raw="weights_read_errors",
                     crc_bad=sorted(crc_bad)[:100], merkle_bad=None if merkle_bad is None else sorted(merkle_bad)[:100])
-    verdict.n = manifest.pages
     merkle = "not possible (the hash device does not match the signed root)" if merkle_bad is None else len(merkle_bad)
-    verdict.detail = f"{len(bad)} of {manifest.pages} pages bad (CRC: {len(crc_bad)}, Merkle: {merkle})"
+    verdict = verdict.but(n=manifest.pages,
+                          detail=f"{len(bad)} of {manifest.pages} pages bad (CRC: {len(crc_bad)}, Merkle: {merkle})")
     raw = {"pages": manifest.pages, "crc_bad": sorted(crc_bad),
            "merkle_bad": None if merkle_bad is None else sorted(merkle_bad)}
     return CheckResult([verdict], {"weights_read_errors": raw})
@@ -230,8 +231,8 @@ def corrupt_and_repair_check(device: Device, runtime: RuntimeClient, payload: Pa
         named(entries["weights_bad_pages_after_repair"].evaluate(len(after)), "weights_bad_pages_after_repair",
               raw="weights_repair", pages=after, refused=refused),
     ]
-    verdicts[0].detail = (f"corrupted {sorted(at_rest | injected)}, found {sorted(found)}"
-                          + (f", missed {undetected}" if undetected else ""))
+    verdicts[0] = verdicts[0].but(detail=f"corrupted {sorted(at_rest | injected)}, found {sorted(found)}"
+                                         + (f", missed {undetected}" if undetected else ""))
     return CheckResult(verdicts, {"weights_repair": raw})
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from bench.results import RunRecorder, TestRecord
-from bench.verdict import Outcome, Verdict, compare
+from bench.core.verdict import Outcome, PlotHint, Verdict, compare
 
 
 @dataclass
@@ -84,7 +84,7 @@ def _dut_tests(rec: RunRecorder, dut: ExampleDut, rng: np.random.Generator, extr
     raw = rec.save_raw(node, "voice_latency", {"samples": samples})
     p99 = float(np.quantile(samples, 0.99))
     v = compare("voice_latency_p99", p99, "ms", 410.0, statistic="p99", bound=p99 * 1.03, confidence=0.95,
-                n=1000, n_required=459, raw=[raw], extra={"plot": "samples"})
+                n=1000, n_required=459, raw=[raw], plot=PlotHint("samples"))
     tests.append(TestRecord(node, dut.name, "passed" if v.passed else "failed", 30.0, markers=["acceptance"],
                             verdicts=[v]))
 
@@ -94,7 +94,7 @@ def _dut_tests(rec: RunRecorder, dut: ExampleDut, rng: np.random.Generator, extr
     raw = rec.save_raw(node, "power", {"t": t, "y": watts})
     avg = float(watts.mean())
     v = compare("power_sustained_mean", avg, "W", 4.2, statistic="mean", raw=[raw],
-                extra={"plot": "trace", "average": avg, "labels": ["power"]})
+                plot=PlotHint("trace", average=avg, labels=("power",)))
     tests.append(TestRecord(node, dut.name, "passed" if v.passed else "failed", 60.0, verdicts=[v]))
 
     node = f"suites/test_thermal.py::test_cover_temperature[{dut.name}]"
@@ -102,7 +102,7 @@ def _dut_tests(rec: RunRecorder, dut: ExampleDut, rng: np.random.Generator, extr
     cover = 25 + 16 * (1 - np.exp(-t / 120))
     raw = rec.save_raw(node, "cover", {"t": t, "y": cover, "y2": cover - 1.2})
     v = compare("cover_temp_max", float(cover.max()), "degC", 41.7, statistic="max", raw=[raw],
-                extra={"plot": "trace", "labels": ["hotspot A", "hotspot B"]})
+                plot=PlotHint("trace", labels=("hotspot A", "hotspot B")))
     tests.append(TestRecord(node, dut.name, "passed" if v.passed else "failed", 600.0, verdicts=[v]))
 
     node = f"suites/test_ripple.py::test_redundancy_threshold[{dut.name}]"
@@ -111,8 +111,8 @@ def _dut_tests(rec: RunRecorder, dut: ExampleDut, rng: np.random.Generator, extr
     state = amp > 30
     raw = rec.save_raw(node, "sweep", {"x": amp, "y": rate, "state": state})
     v = compare("redundancy_engage_mV", 30.0, "mV", 30.0, statistic="threshold", raw=[raw],
-                extra={"plot": "sweep", "x_label": "ripple amplitude (±mV)", "y_label": "INT4 MAC error rate",
-                       "limit_axis": "x", "log_y": True})
+                plot=PlotHint("sweep", x_label="ripple amplitude (±mV)", y_label="INT4 MAC error rate",
+                              limit_axis="x", log_y=True))
     tests.append(TestRecord(node, dut.name, "passed", 45.0, verdicts=[v]))
 
     if extra:

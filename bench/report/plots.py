@@ -1,8 +1,8 @@
 """Plots for the HTML report as inline SVG (matplotlib, Agg, no pyplot state): the raw data a
-verdict points to, drawn with its limit and confidence bound. verdict.extra["plot"] picks one:
+verdict points to, drawn with its limit and confidence bound. its plot hint (verdict["plot"]["kind"]) picks one:
 
   samples  npz `samples`                 histogram + empirical CDF, limit, bound, statistic
-  trace    npz `t`, `y` [, `y2`]          time series, limit, extra["average"] (sustained)
+  trace    npz `t`, `y` [, `y2`]          time series, limit, the hint's average (sustained)
   sweep    npz `x`, `y` [, `state`]       e.g. error rate vs ripple amplitude, redundancy state shaded
 """
 from __future__ import annotations
@@ -48,9 +48,13 @@ class RawDataProblem(Exception):
     pass
 
 
+def _hint(verdict: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in (verdict.get("plot") or {}).items() if v is not None}
+
+
 def plot_for(verdict: dict[str, Any], run_dir: Path | None, salt: str) -> Plot | None:
-    """The plot verdict.extra["plot"] asks for, or None if it asks for none."""
-    kind = (verdict.get("extra") or {}).get("plot")
+    """The plot the verdict's plot hint asks for, or None if it asks for none."""
+    kind = _hint(verdict).get("kind")
     if not kind:
         return None
     draw = PLOTTERS.get(kind)
@@ -172,7 +176,7 @@ def _envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot_trace(fig: Figure, arrays: dict[str, np.ndarray], verdict: dict[str, Any]) -> None:
-    extra = verdict.get("extra") or {}
+    extra = _hint(verdict)
     labels = list(extra.get("labels") or ["y", "y2"])
     t = np.asarray(arrays["t"], dtype=float).ravel()
     ax = fig.subplots()
@@ -194,7 +198,7 @@ def plot_trace(fig: Figure, arrays: dict[str, np.ndarray], verdict: dict[str, An
 
 
 def plot_sweep(fig: Figure, arrays: dict[str, np.ndarray], verdict: dict[str, Any]) -> None:
-    extra = verdict.get("extra") or {}
+    extra = _hint(verdict)
     x = np.asarray(arrays["x"], dtype=float).ravel()
     y = np.asarray(arrays["y"], dtype=float).ravel()
     if x.size != y.size:

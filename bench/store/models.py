@@ -14,6 +14,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import DateTime
 
+from bench.core.verdict import VERDICT_FIELDS
+
 # JSONB on PostgreSQL (indexable, compact), JSON text elsewhere.
 Json = JSON().with_variant(JSONB(), "postgresql")
 
@@ -168,10 +170,24 @@ class Measurement(Base):
     n: Mapped[int | None] = mapped_column(Integer)
     n_required: Mapped[int | None] = mapped_column(Integer)
     detail: Mapped[str | None] = mapped_column(Text)
+    metric: Mapped[str | None] = mapped_column(Text)
+    claim: Mapped[int | None] = mapped_column(Integer)
+    profile: Mapped[str | None] = mapped_column(Text)
+    description: Mapped[str | None] = mapped_column(Text)
+    evidence: Mapped[str | None] = mapped_column(String(20))
+    decision_rule: Mapped[str | None] = mapped_column(String(20))
+    uncertainty: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    calibration: Mapped[dict[str, Any] | None] = mapped_column(Json)
+    plot: Mapped[dict[str, Any] | None] = mapped_column(Json)
     extra: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
 
     test: Mapped[TestResult] = relationship(back_populates="measurements")
     raw_refs: Mapped[list[RawRef]] = relationship(cascade="all, delete-orphan", order_by="RawRef.id")
+
+
+# A verdict's fields map one to one onto measurement columns of the same name, except its raw
+# files (their own table) and the free-text fields, which are normalised to "" when read back.
+MEASUREMENT_FIELDS = tuple(f for f in VERDICT_FIELDS if f not in ("raw", "detail", "description", "extra"))
 
 
 class RawRef(Base):

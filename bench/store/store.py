@@ -15,11 +15,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
+from bench.core.verdict import VERDICT_FIELDS
 from bench.matrix import FINGERPRINT_NAMES
 from bench.store import db
 from bench.store.models import (
     DutUnit,
     InstrumentUnit,
+    MEASUREMENT_FIELDS,
     Measurement,
     RawRef,
     Run,
@@ -300,10 +302,8 @@ class Store:
         verdicts = test.get("verdicts") or []
         if not verdicts:
             return 0
-        rows = [{"test_pk": test_pk, "run_pk": run.id, "dut": test.get("dut"), "seq": index, "name": v["name"],
-                 "value": v.get("value"), "unit": v.get("unit"), "outcome": v["outcome"], "limit": v.get("limit"),
-                 "comparator": v.get("comparator"), "statistic": v.get("statistic"), "bound": v.get("bound"),
-                 "confidence": v.get("confidence"), "n": v.get("n"), "n_required": v.get("n_required"),
+        rows = [{"test_pk": test_pk, "run_pk": run.id, "dut": test.get("dut"), "seq": index,
+                 **{name: v.get(name) for name in MEASUREMENT_FIELDS},
                  "detail": v.get("detail") or "", "extra": v.get("extra") or {}} for index, v in enumerate(verdicts)]
         ids = s.scalars(insert(Measurement).returning(Measurement.id, sort_by_parameter_order=True), rows).all()
         raw = [{"measurement_pk": pk, "path": path} for pk, v in zip(ids, verdicts) for path in v.get("raw") or []]
@@ -415,10 +415,10 @@ def _run_record(run: Run) -> dict[str, Any]:
 
 
 def _verdict_record(m: Measurement) -> dict[str, Any]:
-    return {"name": m.name, "value": m.value, "unit": m.unit, "outcome": m.outcome, "limit": m.limit,
-            "comparator": m.comparator, "statistic": m.statistic, "bound": m.bound, "confidence": m.confidence,
-            "n": m.n, "n_required": m.n_required, "detail": m.detail or "", "raw": [r.path for r in m.raw_refs],
-            "extra": dict(m.extra or {})}
+    record = {name: getattr(m, name) for name in MEASUREMENT_FIELDS}
+    record.update(detail=m.detail or "", description=m.description or "", raw=[r.path for r in m.raw_refs],
+                  extra=dict(m.extra or {}))
+    return {name: record[name] for name in VERDICT_FIELDS}  # results.json's order
 
 
 def station_row(s: Session, name: str) -> Station:

@@ -22,12 +22,12 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from bench.errors import ConfigError
+from bench.core.paths import data_dir
+from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parent.parent
-KEYS_DIR = REPO / "firmware_profiles" / "keys"
+KEYS_DIR = data_dir("firmware_profiles") / "keys"
 DEV_PUBLIC_KEY = KEYS_DIR / "dev-ed25519.pub"
 DEV_PRIVATE_KEY = KEYS_DIR / "dev-only" / "dev-ed25519.pem"  # public knowledge: development only
 SIGNING_KEY_ENV = "PHONEBENCH_SIGNING_KEY"
