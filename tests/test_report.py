@@ -2,6 +2,8 @@
 limit and bound, one self-contained file, every device or instrument string escaped."""
 from __future__ import annotations
 
+from bench.store.sink import StoreSink
+
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -154,7 +156,7 @@ def test_long_traces_are_thinned_but_keep_their_peaks(tmp_path):
 def test_the_store_renders_the_same_report_as_the_folder(tmp_path):
     store = open_store(tmp_path / "r.sqlite")
     rec = write_example_run(tmp_path, "r1", ExampleRun(duts=[ExampleDut(), ExampleDut(name="bay2", serial="B")]),
-                            sinks=[store.sink(tmp_path)])
+                            sinks=[StoreSink(store, tmp_path)])
     stored = store.load_run("r1")
     from_folder = render_html(json.loads(rec.results_path.read_text()), rec.run_dir)
     assert render_html(stored.data, stored.run_dir) == from_folder

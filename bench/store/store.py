@@ -168,11 +168,6 @@ class Store:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def sink(self, results_dir: str | Path | None = None) -> Any:
-        from bench.store.sink import StoreSink
-
-        return StoreSink(self, results_dir)
-
     # --- writing ----------------------------------------------------------------------------
     def sync_run(self, data: dict[str, Any], run_dir: str | Path | None = None,
                  recorder: tuple[str, int] | None = None) -> SyncResult:

@@ -12,7 +12,7 @@ from bench.core.errors import BenchError
 log = logging.getLogger("bench")
 
 # Modules adding their own subcommands: each has register(subparsers).
-SUBCOMMAND_MODULES = ["bench.cli_run", "bench.cli_emulate", "bench.cli_numerics", "bench.cli_results", "bench.cli_line"]
+SUBCOMMAND_MODULES = ["bench.cli.run", "bench.cli.emulate", "bench.cli.numerics", "bench.cli.results", "bench.cli.line"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +40,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
