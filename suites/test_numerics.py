@@ -61,6 +61,7 @@ def _differing(runtime: RuntimeClient, cases: list[tuple[int, list[int], list[in
     return total, raw
 
 
+@pytest.mark.acceptance(check="fingerprint")
 def test_microcode_fingerprint(report: FingerprintReport, record):
     """Known builds pass; an unknown build is recorded with a profile stub to review; a build
     whose version string and behaviour disagree, or whose probes fit no model, fails."""
@@ -72,6 +73,7 @@ def test_microcode_fingerprint(report: FingerprintReport, record):
                  detail=f"{report.device_calls} device round trips in all")
 
 
+@pytest.mark.acceptance(check="adapter")
 def test_tokens_bit_exact_after_adapter(runtime: RuntimeClient, report: FingerprintReport, library, record):
     """Without the adapter a narrow accumulator may change tokens (recorded); with the
     profile's adapter every token equals the golden reference."""
@@ -91,6 +93,7 @@ def test_tokens_bit_exact_after_adapter(runtime: RuntimeClient, report: Fingerpr
                  detail=f"adapter {outcome.adapter or 'none'} ({outcome.action}) on {report.measured}")
 
 
+@pytest.mark.acceptance(check="adapter")
 def test_overflow_probes_exact_through_adapter(runtime: RuntimeClient, report: FingerprintReport, library, record):
     """The overflow probes of the measured width come out exact through the active adapter."""
     if not report.trusted:
@@ -107,6 +110,7 @@ def test_overflow_probes_exact_through_adapter(runtime: RuntimeClient, report: F
                  detail=", ".join(wrong) or f"all exact through {adapter.name}")
 
 
+@pytest.mark.acceptance(check="adapter")
 def test_corrupt_adapter_transfer_keeps_previous(dut, runtime: RuntimeClient, report: FingerprintReport, library, record):
     """A transfer that arrives corrupted is refused by the device; the active adapter stays."""
     if not report.trusted or choose_adapter(report, library) is None:

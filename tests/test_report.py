@@ -13,7 +13,8 @@ import pytest
 
 from bench.report import ReportError, render_html, render_run
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.results import RunRecorder, TestRecord
+from bench.core.records import TestRecord
+from bench.results import RunRecorder
 from bench.store import open_store
 from bench.core.verdict import PlotHint, compare
 

@@ -22,7 +22,8 @@ from sqlalchemy.orm import Session
 
 import bench.cli as cli
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.results import RunRecorder, TestRecord
+from bench.core.records import TestRecord
+from bench.results import RunRecorder
 from bench.store import StoreError, StoreSink, open_store, resolve_database_url
 from bench.store.db import VERSION_TABLE, head_revision
 from bench.store.models import Base, DutUnit, InstrumentUnit, RawRef, RunDut, RunInstrument

@@ -17,7 +17,8 @@ from sqlalchemy import create_engine, text
 
 from bench.matrix import build_matrix
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.results import RunRecorder, TestRecord
+from bench.core.records import TestRecord
+from bench.results import RunRecorder
 from bench.store import StoreError, StoreSink, open_store
 from bench.store.db import VERSION_TABLE
 from bench.store.models import Base
