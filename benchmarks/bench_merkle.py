@@ -75,12 +75,10 @@ def _in_parallel(stream, workers: int) -> None:
             list(pool.map(stream, range(workers)))
 
 
-def per_call_ceiling(path: str, repeat: int) -> tuple[float, float, float]:
-    """(seconds of hashlib set-up per 4 KiB block, the ratio that cost allows, the stream's s/block).
-
-    Streams a sample of the file in memory, and hashes the same bytes as one hashlib call per
-    4 KiB block over views made beforehand (no salt, no I/O, no bytecode per block: map in C),
-    the least any dm-verity tree built with hashlib must do."""
+def per_call_runs(path: str) -> tuple[dict[str, object], int]:
+    """Runs that measure the cost of one hashlib call per 4 KiB block, the least the format needs
+    (each block has its own digest): a sample of the file streamed in memory, and the same bytes
+    hashed one call per block over views made beforehand (no salt, no I/O, map in C)."""
     with open(path, "rb") as f:
         data = f.read(CEILING_BYTES)
     view = memoryview(data)
@@ -92,11 +90,8 @@ def per_call_ceiling(path: str, repeat: int) -> tuple[float, float, float]:
         for off in range(0, len(data), STREAM_CHUNK):
             h.update(view[off:off + STREAM_CHUNK])
 
-    t = interleaved({"stream": stream, "per block": lambda: b"".join(map(digest, map(hashlib.sha256, blocks)))},
-                    repeat)
-    per_block = t["per block"].cpu / len(blocks)
-    per_stream = t["stream"].cpu / len(blocks)
-    return per_block - per_stream, per_stream / per_block, per_stream
+    return {"memory stream": stream,
+            "memory per block": lambda: b"".join(map(digest, map(hashlib.sha256, blocks)))}, len(blocks)
 
 
 def main() -> int:
@@ -117,9 +112,10 @@ def main() -> int:
         print(f"Merkle tree, dm-verity format 1, {args.size_mib} MiB file, {pages} pages, "
               f"{tree.geometry.levels} levels; runs interleaved, fastest of {args.repeat} each")
 
+        sample_runs, sample_blocks = per_call_runs(path)
         one = interleaved({"raw mmap": lambda: raw_mmap(path, 1), "raw read": lambda: raw_read(path, 1),
                            "build": lambda: build_tree(path, SALT, workers=1),
-                           "verify": lambda: verify(path, tree, workers=1)}, args.repeat)
+                           "verify": lambda: verify(path, tree, workers=1), **sample_runs}, args.repeat)
         raw_cpu = min(one["raw mmap"].cpu, one["raw read"].cpu)
         raw_wall = min(one["raw mmap"].wall, one["raw read"].wall)
         print(f"\none core: raw SHA-256 {size / raw_cpu / 1e9:.3f} GB/s per CPU second "
@@ -134,11 +130,15 @@ def main() -> int:
                   f"{raw_wall / t.wall:6.0%} {(t.cpu - raw_cpu) / pages * 1e6:11.3f} us  "
                   f">= {TARGET:.0%}: {against(ratio, TARGET)}")
 
-        overhead, ceiling, per_stream = per_call_ceiling(path, args.repeat)
-        print(f"\nwhat bounds it in CPython: SHA-256 of 4 KiB streams in {per_stream * 1e6:.3f} us; one hashlib "
-              f"call per 4 KiB block (constructor + digest(), views made beforehand, no salt, no I/O) adds "
-              f"{overhead * 1e6:.3f} us, so no hashlib dm-verity tree exceeds {ceiling:.0%} on one core here; "
-              f"the tree also reads the file and hashes 1/127 more for its upper levels")
+        sha = one["memory stream"].cpu / sample_blocks  # SHA-256 itself, per 4 KiB
+        call = one["memory per block"].cpu / sample_blocks - sha  # hashlib set-up and digest(), per call
+        copy = max(0.0, (one["raw read"].cpu - one["raw mmap"].cpu) / pages)  # the file read through a copy
+        print(f"\nwhat bounds the one-core ratio in CPython (per 4 KiB page, CPU time): SHA-256 itself "
+              f"{sha * 1e6:.3f} us; one hashlib call per page (constructor + digest(): context set-up and copy, "
+              f"the GIL released and taken back), which the format needs, {call * 1e6:.3f} us -> at most "
+              f"{sha / (sha + call):.0%} even from memory with no salt; putting salt||page side by side costs "
+              f"a copy, {copy * 1e6:.3f} us (the file read into a buffer rather than mapped) -> at most "
+              f"{sha / (sha + call + copy):.0%} for a salted tree read from a file")
 
         if cores > 1:
             many = interleaved({
