@@ -149,6 +149,10 @@ def test_long_traces_are_thinned_but_keep_their_peaks(tmp_path):
     from bench.report.plots import _envelope
     _, kept = _envelope(t, y)
     assert kept.max() == 9.75 and kept.size <= 2000
+    y[1000:9000] = np.nan  # a gap in the recording (whole buckets of it) does not hide the spike either
+    _, kept = _envelope(t, y)
+    assert np.nanmax(kept) == 9.75 and kept.size <= 2000
+    assert _envelope(t[:2001], y[:2001])[1].size <= 2000  # just over the limit: padded buckets drop out
 
 
 def test_the_store_renders_the_same_report_as_the_folder(tmp_path):

@@ -147,14 +147,16 @@ def _envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """At most MAX_POINTS points, keeping each bucket's min and max so no peak disappears."""
     if x.size <= MAX_POINTS:
         return x, y
-    buckets = np.array_split(np.arange(x.size), MAX_POINTS // 2)
-    keep = []
-    for b in buckets:
-        seg = y[b]
-        lo, hi = b[np.nanargmin(seg)], b[np.nanargmax(seg)]
-        keep.extend(sorted({lo, hi}))
-    keep_idx = np.asarray(keep)
-    return x[keep_idx], y[keep_idx]
+    buckets = MAX_POINTS // 2
+    width = -(-x.size // buckets)
+    pad = buckets * width - x.size  # the last buckets are padded; their padding is never kept
+    finite = np.isfinite(y)
+    lows = np.concatenate([np.where(finite, y, np.inf), np.full(pad, np.inf)]).reshape(buckets, width)
+    highs = np.concatenate([np.where(finite, y, -np.inf), np.full(pad, -np.inf)]).reshape(buckets, width)
+    start = np.arange(buckets) * width
+    keep = np.unique(np.concatenate([start + lows.argmin(axis=1), start + highs.argmax(axis=1)]))  # in time order
+    keep = keep[keep < x.size]
+    return x[keep], y[keep]
 
 
 def plot_trace(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str) -> str:

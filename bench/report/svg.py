@@ -122,13 +122,11 @@ class Panel:
         """A polyline through the finite points; a non-finite point breaks it."""
         px, py = self._px(xs, ys, right)
         ok = np.isfinite(px) & np.isfinite(py)
-        parts, pen_down = [], False
-        for x, y, good in zip(px.tolist(), py.tolist(), ok.tolist()):
-            if good:
-                parts.append(f"{'L' if pen_down else 'M'}{x:.1f} {y:.1f}")
-            pen_down = good
-        if parts:
-            self._items.append(f'<path d="{"".join(parts)}" {style.stroke()}/>')
+        bounds = np.flatnonzero(np.diff(np.concatenate([[False], ok, [False]]).astype(np.int8)))
+        segments = ["M" + "L".join(map("{:.1f} {:.1f}".format, px[a:b].tolist(), py[a:b].tolist()))
+                    for a, b in zip(bounds[::2].tolist(), bounds[1::2].tolist())]  # runs of finite points
+        if segments:
+            self._items.append(f'<path d="{"".join(segments)}" {style.stroke()}/>')
         if style.marker and ok.any():
             r = style.marker
             dots = "".join(f"M{x - r:.1f} {y:.1f}a{r} {r} 0 1 0 {2 * r} 0a{r} {r} 0 1 0 {-2 * r} 0"
