@@ -205,6 +205,8 @@ def test_a_gap_in_a_trace_breaks_its_line_and_a_log_axis_drops_what_it_cannot_sh
     path = panel.render("c")
     segments = path[path.index('<g clip-path'):].split('d="')[1].split('"')[0]
     assert segments.count("M") == 2 and segments.count("L") == 1  # 1-10, then 10 alone; 0 is off a log axis
+    panel.rule(0.0, Style("#000"), "limit 0", vertical=False)
+    assert panel.render("c") == path  # no line (a NaN in a path is a browser error), no legend entry for it
 
 
 def test_the_legend_goes_to_the_corner_with_the_least_data():

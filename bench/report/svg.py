@@ -159,13 +159,16 @@ class Panel:
         self._points.append(np.column_stack([(px[:-1] + px[1:]) / 2, top]))
 
     def rule(self, value: float, style: Style, label: str | None, vertical: bool) -> None:
-        """A reference line across the whole panel (a limit, a bound, an average)."""
+        """A reference line across the whole panel (a limit, a bound, an average); none where the axis
+        cannot show the value (zero or less on a log axis)."""
         if vertical:
             x = float(self._px(np.array([value]), np.array([1.0]))[0][0])
             d = f"M{x:.1f} {self.y:.1f}V{self.y + self.height:.1f}"
         else:
             y = float(self._px(np.array([1.0]), np.array([value]))[1][0])
             d = f"M{self.x:.1f} {y:.1f}H{self.x + self.width:.1f}"
+        if not math.isfinite(x if vertical else y):
+            return
         self._items.append(f'<path d="{d}" {style.stroke()}/>')
         along = np.linspace(0, 1, 24)
         self._points.append(np.column_stack([np.full(24, x), self.y + along * self.height] if vertical
