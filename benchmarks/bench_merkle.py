@@ -5,8 +5,9 @@ hashlib streaming the file in 1 MiB updates, from an mmap and read into a buffer
 the two counts). One core is judged on CPU time (this process's user + system seconds, so other
 work on a shared machine does not blur it; wall time is printed beside it); all cores on wall
 time. Also measures what bounds the one-core ratio in CPython: the cost of one hashlib call per
-4 KiB block, which the format needs (each block has its own digest). Creates the file in a temp
-dir and deletes it. Prints a table and exits 0.
+4 KiB block, which the format needs (each block has its own digest), and of the copy that puts
+salt and block side by side. Creates the file in a temp dir and deletes it. Prints a table and
+exits 0.
 Usage: python benchmarks/bench_merkle.py [--size-mib 1024] [--repeat 5]
 """
 from __future__ import annotations
