@@ -9,7 +9,7 @@ import pytest
 
 from bench.cli import REPO
 from bench.sla import load_profile
-from bench.verdict import Outcome
+from bench.core.verdict import Outcome
 from emulation.device import PhoneSpec
 from tests.production_helpers import calibrate, line_station
 

@@ -25,9 +25,9 @@ from bench.calibration.book import CalibrationBook
 from bench.calibration.settings import load_settings
 from bench.calibration.state import REFUSED_EXIT
 from bench.calibration.station import evaluate
-from bench.errors import BenchError, ConfigError
+from bench.core.errors import BenchError, ConfigError
 from bench.results import new_run_id
-from bench.station import StationConfig, load_station
+from bench.core.station import StationConfig, load_station
 from bench.waits import WaitMeter
 
 log = logging.getLogger(__name__)

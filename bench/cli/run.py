@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import REPO
-from bench.station import load_station
+from bench.core.station import load_station
 from bench.summary import print_summary
 
 DEFAULT_SUITES = REPO / "suites"
