@@ -181,8 +181,8 @@ def test_plot_texts_from_the_run_are_escaped(tmp_path):
     rec = RunRecorder(tmp_path, {"name": "s"}, run_id="r1")
     raw = rec.save_raw("t::a", "trace", {"t": np.arange(5.0), "y": np.arange(5.0)})
     rec.add_test(TestRecord("t::a", None, "passed", 0.1, verdicts=[
-        compare("x", 1.0, "<b>W</b>", 9.0, raw=[raw], extra={"plot": "trace", "labels": [XSS_DUT],
-                                                            "x_label": XSS_INSTRUMENT})]))
+        compare("x", 1.0, "<b>W</b>", 9.0, raw=[raw], plot=PlotHint("trace", labels=(XSS_DUT,),
+                                                                          x_label=XSS_INSTRUMENT))]))
     rec.finish()
     svg = render_html(json.loads(rec.results_path.read_text()), rec.run_dir)
     page = Page(svg)
