@@ -7,14 +7,13 @@ import json
 import logging
 import re
 import secrets
-import subprocess
 
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from bench.core.paths import SOURCE_ROOT
+from bench.core.version import code_version
 from bench.core.files import write_atomically
 from bench.core.records import RunRecord, TestRecord
 
@@ -27,15 +26,6 @@ def new_run_id() -> str:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def code_version() -> str:
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
-                             timeout=5, cwd=SOURCE_ROOT)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 class ResultSink(Protocol):
