@@ -348,6 +348,8 @@ class ScpiInstrument:
             head = bytes(reader.exact(2))
             if head[:1] != b"#" or not head[1:2].isdigit() or head[1:2] == b"0":
                 rest = head if head.endswith(b"\n") else head + reader.until(b"\n", limit=4096)
+                if then_error and _ERROR_ENTRY.match((_decode_text(rest) or "").strip()):
+                    self._raise_entry(command, _decode_text(rest) or "")  # the block query was refused
                 raise InstrumentError(f"{self.name}: `{command}` answered {rest[:60]!r} instead of a "
                                       "definite-length binary block",
                                       hint="check the data format settings; the instrument may be another model")
@@ -409,6 +411,39 @@ class ScpiInstrument:
                                   f"number of {item}-byte values", hint="the transfer is corrupt; retry it")
         return np.frombuffer(payload, dtype=dtype)
 
+    def query_with_block(self, setup: list[str], block_query: str, dtype: str | np.dtype,
+                         timeout_s: float | None = None) -> tuple[str, np.ndarray]:
+        """Settings, one text query (the last of `setup`), a block query and the error check in one
+        message; the answer is `<text>;#<block>;<code>,"<message>"`. Returns (text, values)."""
+        message = ";".join([*setup, block_query, ":SYSTem:ERRor?"])
+        self.write(message)
+        res = self._res
+        previous_term = res.read_termination
+        res.read_termination = None
+        try:
+            reader = _Reader(res, timeout_s if timeout_s is not None else self.timeout_s)
+            raw = reader.until(b";\n")
+            while raw.count(b'"') % 2 and not raw.endswith(b"\n"):  # a ";" inside an error message
+                raw += reader.until(b";\n")
+        except VisaIOError as exc:
+            res.read_termination = previous_term
+            raise self._io_error(message, exc) from exc
+        res.read_termination = previous_term
+        text = _decode_text(raw)
+        if text is None:
+            raise self._not_ascii(message, raw)
+        if not text.endswith(";"):  # the block query was refused: only "<text or entry>\n" came back
+            self.resync()
+            self._raise_entry(message, text.rsplit(";", 1)[-1])
+            raise InstrumentError(f"{self.name}: `{message}` answered {text[:80]!r} without a data block",
+                                  hint="the instrument refused the data query; check the acquisition state")
+        payload = self.read_block(message, timeout_s, then_error=True)
+        item = np.dtype(dtype).itemsize
+        if len(payload) % item:
+            raise InstrumentError(f"{self.name}: `{block_query}` block of {len(payload)} bytes is not a whole "
+                                  f"number of {item}-byte values", hint="the transfer is corrupt; retry it")
+        return text[:-1], np.frombuffer(payload, dtype=dtype)
+
     def setup_and_query(self, setup: list[str], query: str) -> str:
         """Settings, a query and the error check in one message: one round trip on a hot path.
 
@@ -431,7 +466,7 @@ class ScpiInstrument:
             if accept(answer):
                 return answer
             if time.monotonic() >= deadline:
-                raise InstrumentError(f"{self.name}: {waiting_for} not reached within {timeout_s:g} s "
+                raise InstrumentError(f"{self.name}: no {waiting_for} within {timeout_s:g} s "
                                       f"(`{command}` last answered {answer[:40]!r})", hint=hint)
             if poll_s:
                 time.sleep(poll_s)

@@ -39,8 +39,12 @@ class ScriptedResource:
         return answer if isinstance(answer, bytes) else answer.encode()
 
     def write(self, command: str) -> None:
+        """A query written (to read its answer as bytes) is answered unit by unit, joined by ";"."""
         self.log.append(command)
-        if command.endswith("?") or "? " in command:
+        units = [u for u in command.split(";") if u.endswith("?") or "? " in u]
+        if len(units) > 1:
+            self._pending += b";".join(self._answer(u) for u in units) + b"\n"
+        elif units:
             self._pending += self._answer(command) + b"\n"
 
     def query(self, command: str) -> str:

@@ -192,9 +192,23 @@ def _close_quietly(sock: socket.socket) -> None:
 class InstrumentServer(LineServer):
     """SCPI instrument: subclasses register commands in `self.tree` and set `idn`.
 
+    Error queue (IEEE 488.2 / SCPI): every unit the model does not accept leaves an entry and
+    nothing else happens - an unknown header gives -113 "Undefined header"; a handler raises
+    `ScpiError(code_and_message, detail)` (e.g. `ScpiError(OUT_OF_RANGE, "...")` for -222) and
+    the server queues it; `push_error(ScpiError)` queues one from anywhere (e.g. a trigger the
+    model ignores, -211). `SYSTem:ERRor[:NEXT]?` pops the oldest entry as `<code>,"<message>"`
+    (`+0,"No error"` when empty), `*CLS` empties the queue and clears `*ESR?`; the queue holds
+    ERROR_QUEUE_DEPTH entries, the last being -350 "Queue overflow". A rejected query sends no
+    answer, as on the real instruments: the client times out and reads the queue.
+
+    Timing: each executed unit costs `COMMAND_LATENCY_S` through `elapse(seconds)`, which does
+    nothing here; servers living in a simulated world override it to advance the world's clock.
+
     Faults (`inject_fault`): "silence" drops query responses; "garbage" replaces a response with
     junk; subclasses add their own and consume them with `take_fault`.
     """
+
+    COMMAND_LATENCY_S = 0.0
 
     family = "scpi"
     idn = "phonebench,EMU,0,0"
@@ -286,6 +300,9 @@ class InstrumentServer(LineServer):
     def bus_trigger(self) -> None:
         """*TRG: a bus trigger."""
 
+    def elapse(self, seconds: float) -> None:
+        """Time a command takes on the instrument; servers with a simulated clock advance it."""
+
     # --- message execution -------------------------------------------------------------------
     def handle_message(self, conn: Connection, message: bytes) -> None:
         responses: list[bytes] = []
@@ -309,6 +326,8 @@ class InstrumentServer(LineServer):
                 base = new_base
                 handler, suffixes = found
                 self.commands_seen.append(header)
+                if self.COMMAND_LATENCY_S:
+                    self.elapse(self.COMMAND_LATENCY_S)
                 try:
                     result: Response = handler(Call(header, args, suffixes))
                 except ScpiError as exc:
