@@ -41,6 +41,11 @@ class ScpiError(Exception):
         return f'{self.code},"{text}"'
 
 
+class QueryBlocked(Exception):
+    """A query waits for something that will not happen (a fetch of a sweep that never started):
+    the parser stays in it, so the rest of the message is not executed and nothing is answered."""
+
+
 @dataclass
 class Call:
     """One parsed program message unit, handed to a handler."""

@@ -18,6 +18,7 @@ import numpy as np
 from emulation.instruments.scpi import (
     QUEUE_OVERFLOW,
     UNDEFINED_HEADER,
+    QueryBlocked,
     Call,
     CommandTree,
     Response,
@@ -333,6 +334,9 @@ class InstrumentServer(LineServer):
                 except ScpiError as exc:
                     self.push_error(exc)
                     continue
+                except QueryBlocked as exc:
+                    log.info("%s: `%s` blocks (%s); the rest of the message is not executed", self.family, header, exc)
+                    return
                 if query and result is not None:
                     responses.append(result if isinstance(result, bytes) else str(result).encode())
             if not responses:
