@@ -226,3 +226,37 @@ def test_fetch_faults(bench, fault, error, message):
     server.inject_fault(fault)
     with pytest.raises(error, match=message):
         supply.digitize(1000, 1e-5).require_valid()
+
+
+@pytest.mark.parametrize("interval", ["+0.000000E+00", "NAN", "-1.024000E-05", "+9.9E+37", "INF"])
+def test_an_unusable_sample_interval_is_refused_not_divided_by(interval):
+    supply, _ = scripted({"SENS:SWE:TINT? (@1)": interval})
+    with pytest.raises(InstrumentError, match=r"s/n MY56001234\): `SENS:SWE:TINT\? \(@1\)` gave the digitizer "
+                                              r"sample interval = .*not a usable positive value"):
+        supply.arm_digitizer(4, 10e-6)
+
+
+@pytest.mark.parametrize("reading", ["+9.9E+37", "-9.91E+37", "NAN", "INF"])
+def test_scalar_sentinels_are_invalid_measurements(reading):
+    supply, _ = scripted({"MEAS:VOLT? (@1)": reading})
+    with pytest.raises(InvalidMeasurement, match="overload"):
+        supply.measure_voltage()
+
+
+def test_infinite_samples_in_a_fetched_array_are_invalid():
+    data = np.array([0.1, np.inf, np.nan, 0.2], dtype=">f4")
+    supply, _ = scripted({"SENS:SWE:TINT? (@1)": "+1.024000E-05", "STAT:OPER:COND? (@1)": "+24",
+                          "FETC:ARR:CURR? (@1)": block(data.tobytes())})
+    trace = supply.digitize(4, 10e-6, quantities=("current",))
+    assert trace.invalid_count() == 2
+    with pytest.raises(InvalidMeasurement, match="2 digitizer samples"):
+        trace.require_valid()
+
+
+def test_a_queued_error_after_a_fetch_is_raised():
+    data = np.array([0.1, 0.2], dtype=">f4")
+    supply, _ = scripted({"SENS:SWE:TINT? (@1)": "+1.024000E-05", "STAT:OPER:COND? (@1)": "+24",
+                          "FETC:ARR:CURR? (@1)": block(data.tobytes()),
+                          ":SYSTem:ERRor?": ['-230,"Data corrupt or stale"', '+0,"No error"']})
+    with pytest.raises(InstrumentError, match='FETC:ARR:CURR\\? \\(@1\\)` failed: -230,"Data corrupt or stale"'):
+        supply.digitize(2, 10e-6, quantities=("current",))
