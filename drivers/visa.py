@@ -130,10 +130,10 @@ class _Reader:
             raise VisaIOError(constants.StatusCode.error_connection_lost)
         session._pending_buffer += data
 
-    def exact(self, count: int) -> bytes | bytearray:
+    def exact(self, count: int) -> bytes | np.ndarray:
         if self.session is None:
             return bytes(self.res.read_bytes(count)) if count else b""
-        out = bytearray(count)
+        out = np.empty(count, dtype=np.uint8)  # not zero-filled: every byte is received into it
         view = memoryview(out)
         pending = self.session._pending_buffer
         got = min(len(pending), count)
@@ -141,10 +141,13 @@ class _Reader:
         del pending[:got]
         sock = self.session.interface
         while got < count:
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
-                raise VisaIOError(constants.StatusCode.error_timeout)
-            received = sock.recv_into(view[got:])
+            try:  # data is usually there already: wait (select) only when the socket has none
+                received = sock.recv_into(view[got:], 0, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                remaining = self.deadline - time.monotonic()
+                if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
+                    raise VisaIOError(constants.StatusCode.error_timeout) from None
+                continue
             if not received:
                 raise VisaIOError(constants.StatusCode.error_connection_lost)
             got += received
@@ -268,8 +271,12 @@ class ScpiInstrument:
 
     def write(self, command: str) -> None:
         log.debug("%s <- %s", self.name, command)
+        session = _raw_socket_session(self._res)
         try:
-            self._res.write(command)
+            if session is not None:  # one send; pyvisa-py's write adds a select and attribute look-ups
+                session.interface.sendall(command.encode("ascii") + b"\n")
+            else:
+                self._res.write(command)
         except (VisaIOError, OSError) as exc:
             raise self._io_error(command, exc) from exc
 
@@ -290,7 +297,7 @@ class ScpiInstrument:
         log.debug("%s <- %s", self.name, command)
         try:
             if _raw_socket_session(self._res) is not None:
-                self._res.write(command)
+                _raw_socket_session(self._res).interface.sendall(command.encode("ascii") + b"\n")
                 answer = self._read_answer(command)
             else:
                 answer = self._res.query(command)
@@ -332,18 +339,20 @@ class ScpiInstrument:
         return value
 
     def read_block(self, command: str, timeout_s: float | None = None,
-                   then_error: bool = False) -> bytes | bytearray:
+                   then_error: bool = False) -> bytes | np.ndarray:
         """Read the IEEE 488.2 definite-length block answering `command` (already written).
 
         then_error: the message also asked `:SYSTem:ERRor?` after the block, so the block ends at
         ";" and the error-queue entry follows on the same line; a queued error is raised.
         """
         res = self._res
-        previous_term, previous_timeout = res.read_termination, res.timeout
-        res.read_termination = None  # binary payloads contain "\n"; read exact byte counts
         wait_s = timeout_s if timeout_s is not None else self.timeout_s
-        res.timeout = wait_s * 1000.0
         reader = _Reader(res, wait_s)
+        through_pyvisa = reader.session is None
+        if through_pyvisa:
+            previous_term, previous_timeout = res.read_termination, res.timeout
+            res.read_termination = None  # binary payloads contain "\n"; read exact byte counts
+            res.timeout = wait_s * 1000.0
         try:
             head = bytes(reader.exact(2))
             if head[:1] != b"#" or not head[1:2].isdigit() or head[1:2] == b"0":
@@ -382,7 +391,8 @@ class ScpiInstrument:
             self.resync()
             raise
         finally:
-            res.read_termination, res.timeout = previous_term, previous_timeout
+            if through_pyvisa:
+                res.read_termination, res.timeout = previous_term, previous_timeout
 
     def _entries_after_failure(self) -> list[str]:
         self.resync()
@@ -417,18 +427,13 @@ class ScpiInstrument:
         message; the answer is `<text>;#<block>;<code>,"<message>"`. Returns (text, values)."""
         message = ";".join([*setup, block_query, ":SYSTem:ERRor?"])
         self.write(message)
-        res = self._res
-        previous_term = res.read_termination
-        res.read_termination = None
+        reader = _Reader(self._res, timeout_s if timeout_s is not None else self.timeout_s)
         try:
-            reader = _Reader(res, timeout_s if timeout_s is not None else self.timeout_s)
             raw = reader.until(b";\n")
             while raw.count(b'"') % 2 and not raw.endswith(b"\n"):  # a ";" inside an error message
                 raw += reader.until(b";\n")
         except VisaIOError as exc:
-            res.read_termination = previous_term
             raise self._io_error(message, exc) from exc
-        res.read_termination = previous_term
         text = _decode_text(raw)
         if text is None:
             raise self._not_ascii(message, raw)

@@ -224,8 +224,25 @@ def find_message_end(buf: bytes | bytearray, start: int = 0) -> int | None:
             i = end
 
 
+_PLAIN = re.compile(rb"[\"'#()]")
+
+
+def _split_plain(message: bytes) -> list[tuple[str, list[Arg]]]:
+    """split_units for a message without strings, blocks or channel lists (the common case)."""
+    units: list[tuple[str, list[Arg]]] = []
+    for unit in message.decode("latin-1").split(";"):
+        header, _, rest = unit.strip().partition(" ")
+        if not header:
+            continue
+        rest = rest.strip()
+        units.append((header, [a.strip() for a in rest.split(",") if a.strip()] if rest else []))
+    return units
+
+
 def split_units(message: bytes) -> list[tuple[str, list[Arg]]]:
     """Split one program message into (header, args) units."""
+    if _PLAIN.search(message) is None and b"\t" not in message:
+        return _split_plain(message)
     units: list[tuple[str, list[Arg]]] = []
     args: list[Arg] = []
     current = bytearray()

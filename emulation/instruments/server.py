@@ -202,8 +202,9 @@ class InstrumentServer(LineServer):
     ERROR_QUEUE_DEPTH entries, the last being -350 "Queue overflow". A rejected query sends no
     answer, as on the real instruments: the client times out and reads the queue.
 
-    Timing: each executed unit costs `COMMAND_LATENCY_S` through `elapse(seconds)`, which does
-    nothing here; servers living in a simulated world override it to advance the world's clock.
+    Timing: each message costs `COMMAND_LATENCY_S` per unit, spent through `elapse(seconds)`
+    before it executes; `elapse` does nothing here, servers living in a simulated world override
+    it to advance the world's clock.
 
     Faults (`inject_fault`): "silence" drops query responses; "garbage" replaces a response with
     junk; subclasses add their own and consume them with `take_fault`.
@@ -313,6 +314,8 @@ class InstrumentServer(LineServer):
             except ScpiError as exc:
                 self.push_error(exc)
                 return
+            if self.COMMAND_LATENCY_S:  # the message's parse and execution time, in one step
+                self.elapse(self.COMMAND_LATENCY_S * len(units))
             base: list[str] = []
             for header, args in units:
                 words, query, new_base = resolve_header(header, base)
@@ -327,8 +330,6 @@ class InstrumentServer(LineServer):
                 base = new_base
                 handler, suffixes = found
                 self.commands_seen.append(header)
-                if self.COMMAND_LATENCY_S:
-                    self.elapse(self.COMMAND_LATENCY_S)
                 try:
                     result: Response = handler(Call(header, args, suffixes))
                 except ScpiError as exc:
