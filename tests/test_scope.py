@@ -155,7 +155,7 @@ def bench(request):
     world = World(seed=3)
     server = ScopeServer(world, dialect=request.param)
     server.start()
-    options = {"memory_depth": 120_000} if request.param == "rigol" else {}
+    options = {"memory_depth": 60_000} if request.param == "rigol" else {}  # two channels on: 6k, 60k, ...
     scope = DRIVERS[request.param](server.address, poll_s=0, timeout_s=2, **options)
     scope.configure_channel(1, 0.2)
     scope.configure_channel(2, 0.1)
@@ -409,4 +409,18 @@ def test_rigol_rejects_a_read_of_more_than_250000_points():
         scope.configure(":STOP", ":WAVeform:MODE RAW", ":WAVeform:STARt 1", ":WAVeform:STOP 300000")
         with pytest.raises(InstrumentError, match="-222"):
             scope.query_block(":WAVeform:DATA?", np.uint8)
+        scope.close()
+
+
+def test_rigol_memory_depth_follows_the_channels_on():
+    world = World(seed=4)
+    with ScopeServer(world, dialect="rigol") as server:
+        with pytest.raises(InstrumentError, match=r"-224.*memory depth 120000 with 2 channel"):
+            RigolDS1000Z(server.address, poll_s=0, memory_depth=120_000)  # a one-channel depth
+        scope = RigolDS1000Z(server.address, poll_s=0, memory_depth=600_000)
+        scope.configure(":CHANnel2:DISPlay OFF", ":ACQuire:MDEPth 1200000")
+        scope.configure(":CHANnel2:DISPlay ON", ":CHANnel3:DISPlay ON")
+        with pytest.raises(InstrumentError, match="-224"):
+            scope.configure(":ACQuire:MDEPth 600000")
+        scope.configure(":ACQuire:MDEPth 300000")
         scope.close()

@@ -519,8 +519,13 @@ class ScopeServer(InstrumentServer):
                 self.rigol_depth = None
                 return
             value = int(call.number(0))
-            if value not in RIGOL_DEPTHS:
-                raise ScpiError(ILLEGAL_VALUE, f"memory depth {value}; allowed AUTO or {RIGOL_DEPTHS}")
+            # The memory is shared: two channels on get half of each depth, three or four a quarter.
+            on = sum(setup.display for setup in self.channels.values())
+            share = 1 if on <= 1 else 2 if on == 2 else 4
+            allowed = tuple(d // share for d in RIGOL_DEPTHS)
+            if value not in allowed:
+                raise ScpiError(ILLEGAL_VALUE, f"memory depth {value} with {on} channel(s) on; allowed AUTO or "
+                                               f"{allowed}")
             self.rigol_depth = value
 
         def item(call: Call) -> str:
