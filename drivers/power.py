@@ -94,7 +94,8 @@ class PowerAnalyzer(Protocol):
     def arm_digitizer(self, points: int, interval_s: float, pretrigger_points: int = 0,
                       quantities: Sequence[str] = ("current", "voltage")) -> None: ...
 
-    def trigger(self) -> None: ...
+    def trigger(self) -> None:
+        """Trigger the armed sweep; returns once the digitizer took the trigger (pre-trigger points in)."""
 
     def fetch(self) -> Trace: ...
 

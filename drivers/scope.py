@@ -163,7 +163,7 @@ class Oscilloscope(Protocol):
     def set_edge_trigger(self, channel: int, level_v: float, rising: bool = True) -> None: ...
 
     def single(self) -> None:
-        """Arm one acquisition (returns once the scope has accepted it)."""
+        """Arm one acquisition; returns once the scope is armed (its pre-trigger part filled)."""
 
     def wait_triggered(self, timeout_s: float = 10.0) -> None:
         """Block until the armed acquisition is complete; InstrumentError on timeout."""
