@@ -2,8 +2,11 @@
 
 Sessions open through pyvisa's pure-Python backend ("@py") by default; "@sim" or "file.yaml@sim"
 select pyvisa-sim. Raw-socket resources end messages with "\\n" only, so read and write
-termination are set to it. Every failure becomes an InstrumentError naming the instrument, the
-command and what the instrument said.
+termination are set to it. On a pyvisa-py raw socket the answers are read here, straight from
+the socket: one buffer per binary block, and an end of file is a closed connection at once
+(pyvisa-py would wait out its timeout and report silence). Every failure becomes an
+InstrumentError naming the instrument (address, model, serial), the command and what the
+instrument said.
 """
 from __future__ import annotations
 
@@ -27,10 +30,8 @@ from bench.errors import InstrumentError
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 5.0
-CHUNK_BYTES = 1 << 20  # large reads: pyvisa's default 20 KiB chunks cost a loop turn each
+CHUNK_BYTES = 1 << 20  # reads through pyvisa (non-socket backends): its default 20 KiB chunks cost a turn each
 _MAX_ERROR_DRAIN = 50
-# "<answer>;<code>,"<message>"" - the answer is absent when the instrument refused the query.
-_ANSWER_AND_ERROR = re.compile(r'^(?:(?P<answer>.*?);)?(?P<entry>(?P<code>[+-]?\d+),".*")$', re.DOTALL)
 _ERROR_ENTRY = re.compile(r'^(?P<code>[+-]?\d+),".*"$', re.DOTALL)
 SENTINEL = 9.9e37  # SCPI's "overload / not a number" reading (9.9E37, 9.91E37)
 
@@ -82,19 +83,13 @@ def resource_manager(backend: str = "@py") -> pyvisa.ResourceManager:
 
 
 def _tune_socket(resource: pyvisa.resources.MessageBasedResource) -> None:
-    """Make pyvisa-py raw sockets fit for instrument traffic.
-
-    - TCP_NODELAY: a command followed by SYST:ERR? otherwise waits for the peer's delayed ACK
-      (~40 ms per pair). pyvisa-py 0.8 wires VI_ATTR_TCPIP_NODELAY to a setter that refuses it,
-      so it is set on the socket itself.
-    - pyvisa-py reads 4 KiB per recv(); waveform transfers need bigger reads.
-    """
+    """TCP_NODELAY on a pyvisa-py raw socket: a command followed by SYST:ERR? otherwise waits for
+    the peer's delayed ACK (~40 ms per pair). pyvisa-py 0.8 wires VI_ATTR_TCPIP_NODELAY to a
+    setter that refuses it, so it is set on the socket itself."""
     session = getattr(resource.visalib, "sessions", {}).get(resource.session)
     sock = getattr(session, "interface", None)
     if isinstance(sock, socket.socket):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if getattr(session, "max_recv_size", 0) == 4096:
-        session.max_recv_size = CHUNK_BYTES
 
 
 def _raw_socket_session(resource: Any) -> Any:
@@ -448,19 +443,6 @@ class ScpiInstrument:
             raise InstrumentError(f"{self.name}: `{block_query}` block of {len(payload)} bytes is not a whole "
                                   f"number of {item}-byte values", hint="the transfer is corrupt; retry it")
         return text[:-1], np.frombuffer(payload, dtype=dtype)
-
-    def setup_and_query(self, setup: list[str], query: str) -> str:
-        """Settings, a query and the error check in one message: one round trip on a hot path.
-
-        The answer and the error-queue entry come back as `<answer>;<code>,"<message>"`.
-        """
-        message = ";".join([*setup, query, ":SYSTem:ERRor?"])
-        m = _ANSWER_AND_ERROR.match(self.query(message))
-        if m is None or int(m["code"]) != 0 or m["answer"] is None:
-            entries = ([m["entry"]] if m and int(m["code"]) else []) + self.drain_errors()
-            raise InstrumentError(f"{self.name}: `{message}` failed: {'; '.join(entries) or 'no answer'}",
-                                  hint="see the instrument's message; fix the setting in the test or station file")
-        return m["answer"]
 
     def poll_until(self, command: str, accept: Callable[[str], bool], timeout_s: float, poll_s: float,
                    waiting_for: str, hint: str) -> str:

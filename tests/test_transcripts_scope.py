@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from instrument_helpers import TranscriptResource, block, ok
 
+from bench.errors import InstrumentError
 from drivers.scope import KeysightInfiniiVision, RigolDS1000Z
 
 KEYSIGHT_IDN = "KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50.2021102830"
@@ -85,7 +86,7 @@ def test_infiniivision_invalid_delay_and_a_refused_setting_transcript():
     res = TranscriptResource(steps)
     scope = KeysightInfiniiVision("TCPIP::192.0.2.7::5025::SOCKET", poll_s=0, resource=res)
     assert scope.measure_delay(1, 2) is None
-    with pytest.raises(Exception, match=r'DSOX3024T s/n MY58101234\): `:CHANnel2:PROBe:SKEW 1e-06` failed: -222'):
+    with pytest.raises(InstrumentError, match=r'DSOX3024T s/n MY58101234\): `:CHANnel2:PROBe:SKEW 1e-06` failed: -222'):
         scope.set_deskew(2, 1e-6)
     res.assert_done()
 
