@@ -6,7 +6,7 @@ import socket
 import pytest
 from instrument_helpers import Hangup, RawPeer
 
-from bench.errors import InstrumentError
+from bench.core.errors import InstrumentError
 from drivers.scope import KeysightInfiniiVision
 from emulation.instruments.scpi import CommandTree, ScpiError, find_message_end, ieee_block, split_units
 from emulation.instruments.server import InstrumentServer

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from instrument_helpers import TranscriptResource, block, ok
 
-from bench.errors import InstrumentError
+from bench.core.errors import InstrumentError
 from drivers.scope import KeysightInfiniiVision, RigolDS1000Z
 
 KEYSIGHT_IDN = "KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50.2021102830"
