@@ -84,9 +84,9 @@ class KeysightDaq970a(ScpiInstrument):
         for slot in sorted({c // 100 for c in scan}):
             answer = self.query(f"SYST:CTYP? {slot * 100}")
             parts = [p.strip() for p in answer.split(",")]
-            module = parts[1] if len(parts) > 1 else ""
+            module = parts[1] if len(parts) > 1 and parts[1] != "0" else ""  # "0": an empty slot
             self.identity.options[f"slot{slot}"] = module
-            if module not in MULTIPLEXERS:
+            if module not in MULTIPLEXERS:  # empty slot, or an actuator / multifunction module
                 raise InstrumentError(f"{self.name}: slot {slot} holds {module or 'no module'!r}, not a "
                                       f"thermocouple multiplexer (channels {[c for c in scan if c // 100 == slot]})",
                                       hint=f"fit one of {', '.join(MULTIPLEXERS)} or change the channel numbers")

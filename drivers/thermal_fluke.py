@@ -19,11 +19,13 @@ import re
 
 from bench.errors import ConfigError, InstrumentError
 from drivers.thermal import (
+    OVERLOAD,
     POLL_RETRIES,
     GarbageCounter,
     SerialLine,
     ThermalReading,
     ThermalStream,
+    invalid_reason,
     split_valid,
 )
 from drivers.visa import InstrumentIdentity, parse_idn
@@ -35,6 +37,8 @@ FRESH_POLL_FACTOR = 3.0  # a fresh reading must arrive within this many sample p
 
 
 def _celsius(value: float, scale: str) -> float | str:
+    if not math.isfinite(value) or abs(value) >= OVERLOAD * 0.99:
+        return invalid_reason(value) or "overload"  # before conversion: 9.9E37 °F is no temperature either
     convert = _SCALES.get(scale.upper())
     if convert is None:
         return f"reading in {scale}, not a temperature"  # ohms or mV: the channel is set to raw input
