@@ -136,5 +136,5 @@ def test_emulated_station_default_thermal_is_the_daq():
 
 
 def test_unreachable_daq_is_a_clear_error():
-    with pytest.raises(InstrumentError, match="cannot open instrument at TCPIP::127.0.0.1::1::SOCKET"):
+    with pytest.raises(InstrumentError, match="keysight-daq970a at TCPIP::127.0.0.1::1::SOCKET"):
         KeysightDaq970a("TCPIP::127.0.0.1::1::SOCKET", timeout_s=0.5)
