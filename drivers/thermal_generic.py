@@ -14,7 +14,6 @@ from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.thermal import (
     POLL_RETRIES,
     GarbageCounter,
-    NonAscii,
     SerialLine,
     ThermalReading,
     ThermalStream,
@@ -167,10 +166,7 @@ class GenericAsciiProbe:
     def _drain_until(self, done: Callable[[str], bool], limit: int, failure: str) -> None:
         skipped = 0
         for _ in range(limit):
-            try:
-                line = self.line.read_raw_line()
-            except NonAscii:
-                line = ""  # a corrupted stream line: skipped like the others
+            line = self.line.read_line()  # a corrupted (non-ASCII) stream line is skipped like the others
             if line is None:
                 break
             if done(line):

@@ -316,3 +316,52 @@ def test_emulated_1521_handheld(world):
         probe.close()
         with pytest.raises(InstrumentError, match="no answer to '\\*IDN\\?'"):  # the handheld ignores SCPI
             Fluke1529(server.address, timeout_s=0.3)
+
+
+# --- calibration never keeps a number that is not a temperature --------------------------------------
+
+def test_ambient_from_an_invalid_channel_is_an_error_not_a_record():
+    from bench.calibration.procedures import ambient_conditions
+    from bench.calibration.settings import CalibrationSettings
+
+    probe, _ = generic({"READ?": "T1=25.0,T2=9.9E37,CJ=24.1"})
+    settings = CalibrationSettings(ambient_channel="T2")
+    with pytest.raises(InvalidMeasurement, match="ambient channel T2 reading is invalid"):
+        ambient_conditions(probe, settings)
+    probe, _ = generic({"READ?": "T1=25.0,T2=23.5,CJ=24.1"})  # negative control: lab air is kept
+    assert ambient_conditions(probe, settings)["temperature_c"] == 23.5
+
+
+def test_a_record_never_carries_an_absurd_ambient():
+    import datetime as dt
+
+    from bench.calibration.records import Equipment, conclude
+
+    equipment = Equipment.fixture("bench-1")
+    for value in (9.9e37, float("nan"), -500.0, 150.0):
+        with pytest.raises(InvalidMeasurement, match="not lab air"):
+            conclude(equipment, "fixture-delay", "1.0", [], {}, [], dt.timedelta(days=1),
+                     ambient={"temperature_c": value, "source": "probe T3"})
+    assert conclude(equipment, "fixture-delay", "1.0", [], {}, [], dt.timedelta(days=1),
+                    ambient={"temperature_c": 22.0}).ambient["temperature_c"] == 22.0
+
+
+def test_bench_calibrate_with_an_open_ambient_thermocouple_fails_and_stores_nothing(tmp_path, capsys):
+    from bench.calibration.station import open_book
+    from bench.cli import main
+    from emulation.instruments.daq970a import Daq970aServer
+
+    with Daq970aServer(World(seed=3)) as server:
+        server.set_probe_fault(103, "open")  # T3, the ambient channel
+        station = tmp_path / "lab.toml"
+        station.write_text(f'[station]\nname = "lab"\nresults_dir = "out"\n[[dut]]\nname = "bay1"\n'
+                           f'adb = "127.0.0.1:1"\n[instruments.thermal]\nfamily = "keysight-daq970a"\n'
+                           f'address = "{server.address}"\n', encoding="utf-8")
+        code = main(["calibrate", "--station", str(station), "--procedure", "thermocouple-offsets"])
+    assert code == 2
+    assert "ambient channel T3 reading is invalid" in capsys.readouterr().err
+    book = open_book(None, tmp_path / "out")
+    try:
+        assert book.history() == []
+    finally:
+        book.store.close()
