@@ -14,7 +14,8 @@ log = logging.getLogger("bench")
 
 REPO = Path(__file__).resolve().parent.parent
 # Modules adding their own subcommands: each has register(subparsers).
-SUBCOMMAND_MODULES = ["bench.cli_run", "bench.cli_emulate", "bench.cli_numerics", "bench.cli_results", "bench.cli_line"]
+SUBCOMMAND_MODULES = ["bench.cli_run", "bench.cli_emulate", "bench.cli_numerics", "bench.cli_results", "bench.cli_line",
+                       "bench.cli_station"]
 
 
 def build_parser() -> argparse.ArgumentParser:
