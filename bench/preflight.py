@@ -8,7 +8,7 @@ running adb server would take the device away from the bench. For the host: the 
 backend in use, and whether USB instruments are usable (pyvisa-py needs pyusb and libusb).
 
 `bench station check` prints it; `bench run --station FILE` runs it first and stops before any
-test when a phone or instrument cannot be reached (`Preflight.unreachable`).
+test when an instrument cannot be reached (`Preflight.unreachable`).
 """
 from __future__ import annotations
 
@@ -264,9 +264,10 @@ def preflight_file(path: str | Path | None, settings: Any = None, **kwargs: Any)
 
 
 def gate(path: str | Path) -> bool:
-    """`bench run`'s preflight: False (after printing why) when a phone or instrument of the station
-    file is unreachable, so the run stops before any test. Stations with an [emulated] table are
-    started fresh by the run itself and are not checked here."""
+    """`bench run`'s preflight: False (after printing why) when an instrument of the station file
+    is unreachable, so the run stops before any test. Phones are not checked here: a run records
+    an unreachable phone's error with each of its tests and goes on with the others. Stations with
+    an [emulated] table are started fresh by the run itself and are not checked here."""
     import sys
 
     from bench.station import load_station
@@ -274,11 +275,11 @@ def gate(path: str | Path) -> bool:
     station = load_station(path)
     if station.emulated is not None:
         return True
-    report = run_preflight(station)
+    report = run_preflight(station, phones=False)
     if report.unreachable:
         print(report.render(), file=sys.stderr)
-        print(f"bench run: stopped before any test: {len(report.unreachable)} phone(s)/instrument(s) of "
-              f"{path} unreachable (bench station check --station {path} shows the same)", file=sys.stderr)
+        print(f"bench run: stopped before any test: {len(report.unreachable)} instrument(s) of {path} "
+              f"unreachable (bench station check --station {path} shows the same)", file=sys.stderr)
         return False
     for problem in report.problems:
         print(f"bench run: preflight: {problem}", file=sys.stderr)

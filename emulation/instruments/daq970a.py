@@ -21,10 +21,13 @@ What it implements, after the DAQ970A / 34970A programming references:
   autozero) plus relay settling, on the simulated clock; timed sweeps wait for their trigger.
 
 Everything else is refused with the standard error queue entry (`-113,"Undefined header"`,
-`-221,"Settings conflict"`, ...).
+`-221,"Settings conflict"`, ...). Not emulated (refused, although the real unit has them): endless
+scans (`TRIG:COUN INF`), reading memory access (`R?`, `DATA:REMove?`), alarms, the internal DMM
+without a channel list.
 """
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +55,7 @@ OVERLOAD = 9.9e37
 LINE_HZ = 50.0
 RELAY_SETTLE_S = 0.002
 DATA_STALE = (-230, "Data corrupt or stale")
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)  # the simulated clock counts from here
 
 
 @dataclass(frozen=True)
@@ -197,7 +201,11 @@ class Daq970aServer(InstrumentServer):
     def _format(self, value: float, unit: str, t: float, channel: int) -> str:
         text = f"{value:+.8E}" + (f" {unit}" if self.format["UNIT"] else "")
         if self.format["TIME"]:
-            text += f",{t:+014.3f}" if self.time_type == "REL" else f",{self.world.clock.now():.3f}"
+            if self.time_type == "REL":
+                text += f",{t:+014.3f}"
+            else:
+                when = EPOCH + dt.timedelta(seconds=self._scan_start + t)
+                text += f",{when:%Y,%m,%d,%H,%M},{when.second + when.microsecond / 1e6:06.3f}"
         if self.format["CHAN"]:
             text += f",{channel}"
         if self.format["ALAR"]:
@@ -263,8 +271,8 @@ class Daq970aServer(InstrumentServer):
 
         def trig_count(call: Call) -> None:
             text = call.arg(0).strip().upper()
-            if text in ("INF", "INFINITY"):
-                raise ScpiError(SETTINGS_CONFLICT, "an endless scan cannot be fetched here; give a count")
+            if text in ("INF", "INFINITY"):  # valid on the real unit; endless scans are not emulated
+                raise ScpiError(ILLEGAL_VALUE, "emulator: endless scans (TRIG:COUN INF) are not implemented")
             self.trigger_count = int(call.number(0, 1, 500_000))
 
         def ctype(call: Call) -> str:
