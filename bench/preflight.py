@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.errors import BenchError
-from bench.station import DutConfig, InstrumentConfig, StationConfig
+from bench.core.errors import BenchError
+from bench.core.station import DutConfig, InstrumentConfig, StationConfig
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool 
 
 def preflight_file(path: str | Path | None, settings: Any = None, **kwargs: Any) -> Preflight:
     """Preflight of a station file (None: the embedded emulated station, started for the check)."""
-    from bench.station import open_station
+    from bench.core.station import open_station
 
     with open_station(path) as station:
         return run_preflight(station, settings, **kwargs)
@@ -270,7 +270,7 @@ def gate(path: str | Path) -> bool:
     an [emulated] table are started fresh by the run itself and are not checked here."""
     import sys
 
-    from bench.station import load_station
+    from bench.core.station import load_station
 
     station = load_station(path)
     if station.emulated is not None:

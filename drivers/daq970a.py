@@ -20,7 +20,7 @@ import logging
 import math
 from typing import Any
 
-from bench.errors import ConfigError, InstrumentError
+from bench.core.errors import ConfigError, InstrumentError
 from drivers.thermal import SENSOR_RANGES_C, ThermalReading, ThermalStream, split_valid
 from drivers.visa import DEFAULT_TIMEOUT_S, ScpiInstrument
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.errors import InstrumentError
+from bench.core.errors import InstrumentError
 
 log = logging.getLogger(__name__)
 

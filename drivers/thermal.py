@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import serial
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.locks import ResourceLock, acquire
 from drivers.visa import InstrumentIdentity
 

@@ -17,7 +17,7 @@ import logging
 import math
 import re
 
-from bench.errors import ConfigError, InstrumentError
+from bench.core.errors import ConfigError, InstrumentError
 from drivers.thermal import (
     OVERLOAD,
     POLL_RETRIES,

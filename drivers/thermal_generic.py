@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.thermal import (
     POLL_RETRIES,
     GarbageCounter,

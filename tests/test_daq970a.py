@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from instrument_helpers import ScriptedResource
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.daq970a import KeysightDaq970a
 from drivers.thermal import ThermalProbe
 from emulation.instruments.daq970a import Daq970aServer
@@ -125,7 +125,7 @@ def test_emulated_daq_is_strict(world, daq):
 
 
 def test_emulated_station_default_thermal_is_the_daq():
-    from bench.station import parse_station
+    from bench.core.station import parse_station
     from emulation.station import EmulatedStation
 
     config = parse_station({"emulated": {"phone": [{"serial": "EMU-DAQ"}]}})

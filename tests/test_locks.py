@@ -12,7 +12,7 @@ import pytest
 
 from bench import preflight
 from bench.calibration.settings import CalibrationSettings
-from bench.station import InstrumentConfig, StationConfig
+from bench.core.station import InstrumentConfig, StationConfig
 from drivers import locks
 from drivers.daq970a import KeysightDaq970a
 from drivers.thermal_generic import GenericAsciiProbe

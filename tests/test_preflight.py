@@ -15,7 +15,7 @@ from bench.calibration.records import Criterion, Reading, conclude, utcnow
 from bench.calibration.settings import CalibrationSettings
 from bench.calibration.station import instrument_equipment, open_book
 from bench.cli import main
-from bench.station import EmulatedConfig, EmulatedPhoneConfig, InstrumentConfig, StationConfig
+from bench.core.station import EmulatedConfig, EmulatedPhoneConfig, InstrumentConfig, StationConfig
 from emulation.station import EmulatedStation
 
 
@@ -116,7 +116,7 @@ def test_usb_instruments_without_pyusb(station, monkeypatch):
 
 
 def test_usb_phone_behind_a_running_adb_server(monkeypatch):
-    from bench.station import DutConfig
+    from bench.core.station import DutConfig
 
     monkeypatch.setattr(preflight, "adb_server_running", lambda port=None: True)
     item = preflight.check_phone(DutConfig("bay2", "usb:R5CT5678"))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedSerial
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.thermal import ThermalProbe, invalid_reason
 from drivers.thermal_fluke import Fluke1521, Fluke1529
 from drivers.thermal_generic import GenericAsciiProbe
