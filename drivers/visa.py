@@ -26,6 +26,7 @@ from pyvisa import constants
 from pyvisa.errors import VisaIOError
 
 from bench.core.errors import InstrumentError
+from drivers import locks
 
 log = logging.getLogger(__name__)
 
@@ -213,10 +214,23 @@ class ScpiInstrument:
     def __init__(self, address: str, backend: str = "@py", timeout_s: float = DEFAULT_TIMEOUT_S,
                  resource: Any = None) -> None:
         self.address = address
-        self._res = resource if resource is not None else open_resource(address, backend, timeout_s)
-        self._timeout_s = timeout_s
         self.name = f"{self.role} {self.family} at {address}"
-        self.identity = parse_idn(self.query("*IDN?"), address, self.role, self.family)
+        # Exclusive while open: no other bench process interleaves commands (drivers.locks).
+        self._lock = None if resource is not None else locks.acquire(address, self.name)
+        try:
+            self._res = resource if resource is not None else open_resource(address, backend, timeout_s)
+        except BaseException:
+            if self._lock is not None:
+                self._lock.release()
+            raise
+        if resource is None:
+            locks.visa_exclusive(self._res, self.name, timeout_s)
+        self._timeout_s = timeout_s
+        try:
+            self.identity = parse_idn(self.query("*IDN?"), address, self.role, self.family)
+        except BaseException:
+            self.close()
+            raise
         self.name = f"{self.role} {self.family} at {address} ({self.identity.model} s/n {self.identity.serial})"
         log.info("%s is %s", self.name, self.identity)
 
@@ -503,3 +517,6 @@ class ScpiInstrument:
             self._res.close()
         except (VisaIOError, OSError) as exc:
             log.debug("%s: close failed: %s", self.name, exc)
+        finally:
+            if self._lock is not None:
+                self._lock.release()

@@ -110,12 +110,12 @@ class EmulatedStation:
 
     def _start_instruments(self, world: World) -> None:
         from emulation.instruments.awg import AwgServer
+        from emulation.instruments.daq970a import Daq970aServer
         from emulation.instruments.power_analyzer import PowerAnalyzerServer
         from emulation.instruments.scope import ScopeServer
-        from emulation.instruments.thermal_probe import ThermalProbeServer
 
         for role, server in (("scope", ScopeServer(world)), ("supply", PowerAnalyzerServer(world)),
-                             ("thermal", ThermalProbeServer(world)), ("stimulus", AwgServer(world))):
+                             ("thermal", Daq970aServer(world)), ("stimulus", AwgServer(world))):
             server.start()
             self.instruments[role] = server
             log.info("emulated %s (%s) at %s", role, server.family, server.address)

@@ -13,7 +13,8 @@ from bench.core.version import code_version
 log = logging.getLogger("bench")
 
 # Modules adding their own subcommands: each has register(subparsers).
-SUBCOMMAND_MODULES = ["bench.cli.run", "bench.cli.emulate", "bench.cli.numerics", "bench.cli.results", "bench.cli.line"]
+SUBCOMMAND_MODULES = ["bench.cli.run", "bench.cli.emulate", "bench.cli.numerics", "bench.cli.results", "bench.cli.line",
+                      "bench.cli.station"]
 
 
 def build_parser() -> argparse.ArgumentParser:

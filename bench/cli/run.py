@@ -18,6 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run the HIL suites against a station and write a report")
     add_selection_args(p)
     p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="skip the station preflight (bench station check) before the tests")
     p.set_defaults(func=run)
 
 
@@ -67,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     from bench.results import new_run_id
 
     run_dir = results_dir(args) / (args.run_id or new_run_id())
+    if args.station and not args.no_preflight:
+        from bench.preflight import gate
+
+        if not gate(args.station):
+            return 2
     code = pytest.main(pytest_args(args, run_dir))
     results = run_dir / "results.json"
     if not results.exists():
