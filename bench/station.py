@@ -55,7 +55,9 @@ class EmulatedPhoneConfig:
 class EmulatedConfig:
     phones: list[EmulatedPhoneConfig] = field(default_factory=list)  # empty = the default fleet
     instruments: bool = True
-    auth: str = "any"  # "any" accepts every key; "none" skips AUTH; "listed" needs allowed_keys
+    # "any": the phones trust every host; "prompt": a new key gets the first-connection dialogue
+    # (accepted); "none" skips AUTH; "listed" needs allowed_keys
+    auth: str = "any"
     allowed_keys: list[str] = field(default_factory=list)
 
 
@@ -214,8 +216,8 @@ def _parse_instrument(r: _Reader, role: str, dut_names: list[str]) -> Instrument
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
     r.check_unknown({"phone", "instruments", "auth", "allowed_keys"})
     auth = r.get("auth", str, "any")
-    if auth not in ("any", "none", "listed"):
-        raise r._err("auth", '"any", "none" or "listed"', auth)
+    if auth not in ("any", "prompt", "none", "listed"):
+        raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth,
                             allowed_keys=list(r.get("allowed_keys", list, [])))
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):

@@ -6,10 +6,12 @@ of its shell commands; its physical state lives in its World.
 from __future__ import annotations
 
 import logging
+import time as _time
 from dataclasses import dataclass, field
 
 from emulation.filesystem import DeviceFileSystem
-from emulation.shell import Shell
+from emulation.logcat import LogBuffer, logcat
+from emulation.shell import CommandResult, Command, Shell, ShellContext
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -21,7 +23,8 @@ SKIN_STATUS_THRESHOLDS_C = (39.0, 43.0, 45.0, 47.0, 51.0, 55.0)
 
 
 # Faults the device model itself understands ("kill-on:<command>" is a pattern).
-DEVICE_FAULTS = {"no-runtime", "no-llamacpp", "low-battery", "skin-sensor-drift"}
+DEVICE_FAULTS = {"no-runtime", "no-llamacpp", "low-battery", "skin-sensor-drift", "no-return-after-reboot"}
+THERMAL_WATCH_S = 1.0  # how often (simulated) the thermal service re-evaluates the skin status
 
 
 @dataclass
@@ -40,7 +43,8 @@ class PhoneSpec:
     npu_persona: str = "SM8650-MP"          # which microcode build the emulated NPU runs
     sla_persona: str = "nominal"            # behaviour persona for SLA checks (slow, jittery, hot, ...)
     # Injected faults: "kill-on:<command>" (adbd dies when it runs), "no-runtime", "no-llamacpp", "low-battery",
-    # "skin-sensor-drift", and those the runtime and world understand.
+    # "skin-sensor-drift", "no-return-after-reboot" (a reboot it never comes back from), and those the
+    # runtime and world understand.
     faults: list[str] = field(default_factory=list)
     seed: int = 0
 
@@ -60,6 +64,7 @@ class PhoneSpec:
             "ro.build.version.sdk": "35",
             "ro.build.version.release": "15",
             "ro.build.type": "user",
+            "sys.boot_completed": "1",
         }
 
 
@@ -70,6 +75,9 @@ class EmulatedPhone:
         self.props = spec.props()
         self.fs = DeviceFileSystem(self.world.clock.now)
         self.shell = Shell(self)
+        self.logs = LogBuffer(self.world.clock.now)
+        self.shell.register("logcat", logcat)
+        self.shell.register("date", _date)
         self.dumpsys = {"thermalservice": self._dumpsys_thermal, "battery": self._dumpsys_battery}
         self.kill_on_commands = {f.split(":", 1)[1] for f in spec.faults if f.startswith("kill-on:")}
         for d in ("/data/local/tmp", "/sdcard", "/system/bin", "/data/vendor/llm"):
@@ -83,16 +91,57 @@ class EmulatedPhone:
             from emulation import runtime  # local import: the runtime builds on this class
 
             runtime.install(self)
+            self.shell.register("llmrt", self._logged("llmrt", self.shell.commands["llmrt"]))
         if "no-llamacpp" not in spec.faults:
             from emulation import llamacpp
 
             llamacpp.install(self)
+        self._thermal_status, self._thermal_checked = 0, self.world.clock.now()
+        self.world.clock.add_listener(self._watch_thermal)
+        self.boot()
+
+    # --- life cycle -----------------------------------------------------------------------
+    def boot(self) -> None:
+        """What a boot leaves in the log (the buffer starts empty, as after a real boot)."""
+        self.logs.clear()
+        self.logs.log("I", "init", f"starting service 'adbd' (build {self.spec.build_fingerprint})", pid=1)
+        self.logs.log("I", "ActivityManager", "System now ready", pid=1000)
+        self.logs.log("I", "ThermalManagerService", f"Thermal Status: {self.thermal_status()}", pid=1000)
+
+    def _logged(self, name: str, command: Command) -> Command:
+        """The runtime's starts and stops in the log, as its service logs them."""
+        def run(argv: list[str], ctx: ShellContext) -> CommandResult:
+            verb = argv[1] if len(argv) > 1 else ""
+            self.logs.log("I", name, f"{name} {verb}: start", pid=4242)
+            result = command(argv, ctx)
+            level = "I" if result.status == 0 else "E"
+            detail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] if result.status else []
+            self.logs.log(level, name, f"{name} {verb}: exit {result.status}" + (f" ({detail[0]})" if detail else ""),
+                          pid=4242)
+            return result
+        return run
+
+    def _watch_thermal(self, t: float, dt: float) -> None:
+        if t + dt - self._thermal_checked < THERMAL_WATCH_S:
+            return
+        self._thermal_checked = t + dt
+        status = self.thermal_status()
+        if status != self._thermal_status:
+            level = "W" if status > self._thermal_status else "I"
+            skin = self.world.temperatures()["skin"]
+            self.logs.log(level, "ThermalManagerService",
+                          f"Thermal status changed {self._thermal_status} -> {status} (skin {skin:.1f} C)")
+            self._thermal_status = status
+
+    @property
+    def booted(self) -> bool:
+        return self.props.get("sys.boot_completed") == "1"
 
     @property
     def banner(self) -> bytes:
         p = self.props
         return (f"device::ro.product.name={p['ro.product.name']};ro.product.model={p['ro.product.model']};"
-                f"ro.product.device={p['ro.product.device']};features=cmd,stat_v2,ls_v2,fixed_push_mkdir,"
+                f"ro.product.device={p['ro.product.device']};features=cmd,shell_v2,stat_v2,ls_v2,fixed_push_mkdir,"
                 f"apex,abb,fixed_push_symlink_timestamp,abb_exec,remount_shell,track_app,sendrecv_v2\0").encode()
 
     # --- sensors ------------------------------------------------------------------------
@@ -145,3 +194,12 @@ class EmulatedPhone:
                 f"  present: true\n  level: {int(s.capacity_pct)}\n  scale: 100\n"
                 f"  voltage: {round(s.voltage_v * 1000)}\n  temperature: {round(s.temp_c * 10)}\n"
                 "  technology: Li-ion\n")
+
+
+def _date(argv: list[str], ctx: ShellContext) -> CommandResult:
+    """toybox `date` on the phone's clock: `+%s`, `+%s.%N` (what the bench asks), else the default form."""
+    now = ctx.phone.world.clock.now()
+    if len(argv) > 1 and argv[1].startswith("+"):
+        text = argv[1][1:].replace("%s", str(int(now))).replace("%N", f"{int((now % 1) * 1e9):09d}")
+        return CommandResult(f"{text}\n".encode())
+    return CommandResult(_time.strftime("%a %b %d %H:%M:%S UTC %Y\n", _time.gmtime(now)).encode())

@@ -76,7 +76,8 @@ class EmulatedStation:
         from emulation.adbd import AdbDaemon, AuthPolicy
 
         auth = None if self.config.auth == "none" else AuthPolicy(
-            accept_any=self.config.auth == "any", allowed_keys=list(self.config.allowed_keys))
+            accept_any=self.config.auth in ("any", "prompt"), prompt=self.config.auth == "prompt",
+            allowed_keys=list(self.config.allowed_keys))
         try:
             for spec in self._specs():
                 phone = EmulatedPhone(spec, World(seed=spec.seed, persona=spec.sla_persona))
