@@ -23,6 +23,7 @@ from bench.errors import ConfigError
 log = logging.getLogger(__name__)
 
 INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus")
+ADB_TRANSPORTS = ("server", "direct")
 
 
 @dataclass
@@ -31,6 +32,7 @@ class DutConfig:
     address: str  # "host:port" for ADB over TCP, "usb:SERIAL" for USB
     key: str | None = None  # ADB RSA private key path; None = ~/.android/adbkey
     expected_serial: str | None = None
+    transport: str = "server"  # "server": the host's adb server; "direct": adb-shell, no server
 
 
 @dataclass
@@ -185,7 +187,7 @@ def _database_url(url: str | None, base: Path) -> str | None:
 
 
 def _parse_dut(r: _Reader, base: Path) -> DutConfig:
-    r.check_unknown({"name", "adb", "usb", "key", "expected_serial"})
+    r.check_unknown({"name", "adb", "usb", "key", "expected_serial", "transport"})
     name = r.get("name", str)
     adb, usb = r.get("adb", str, None), r.get("usb", str, None)
     if (adb is None) == (usb is None):
@@ -201,7 +203,11 @@ def _parse_dut(r: _Reader, base: Path) -> DutConfig:
     if key is not None:
         key_path = Path(key).expanduser()
         key = str(key_path if key_path.is_absolute() else base / key_path)
-    return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None))
+    transport = r.get("transport", str, "server")
+    if transport not in ADB_TRANSPORTS:
+        raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
+    return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None),
+                     transport=transport)
 
 
 def _parse_instrument(r: _Reader, role: str, dut_names: list[str]) -> InstrumentConfig:

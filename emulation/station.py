@@ -123,7 +123,10 @@ class EmulatedStation:
         """The station config a bench uses to reach this emulated station (DUTs and instruments)."""
         from bench.station import DutConfig, InstrumentConfig
 
-        duts = [DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name) for d in self.duts]
+        # Reached directly: an in-process station needs no adb server (a station file written by
+        # `bench emulate` goes through the server, as a lab's does).
+        duts = [DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name, transport="direct")
+                for d in self.duts]
         attached = duts[0].name if duts else None
         instruments = {role: InstrumentConfig(role=role, family=s.family, address=s.address, attached_to=attached)
                        for role, s in self.instruments.items()}
