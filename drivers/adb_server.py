@@ -258,11 +258,21 @@ class ServerAdbPhone:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def reachable(self) -> bool:
-        """Is the phone online (`device`) right now? One look, no retries."""
-        if self._tcp and self.server.state(self._serial_on_server) != "device":
-            self._adb_connect(time.monotonic() + 1.0)
-        return self.server.state(self._serial_on_server) == "device"
+    def online(self) -> bool:
+        """One bounded look (no retries): is the phone `device` on the server right now? A TCP
+        phone that is not is `adb connect`-ed once (its stale entry disconnected first)."""
+        state = self.server.state(self._serial_on_server)
+        if state != "device" and self._tcp:
+            if state is not None:
+                self.server.client.disconnect(self.address)
+            if "connected to" in self._adb_connect(time.monotonic() + 2.0):
+                state = self._await_state(time.monotonic() + 2.0)
+        if state != "device":
+            self.close()
+            return False
+        if self._device is None:
+            self._device = self.server.client.device(self._serial_on_server)
+        return True
 
     def reboot(self) -> None:
         """`adb reboot`: returns once the phone has taken the request (it then drops off)."""

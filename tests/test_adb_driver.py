@@ -21,6 +21,7 @@ from drivers.adb import AdbPhone, _split_marker, quote_command
 from drivers.adb_server import ServerAdbPhone, open_phone
 from drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport, fast_checksum
 from drivers.device import Device
+from drivers.recovery import DeviceBroken, RecoveryPolicy, reboot_and_wait, recover
 from emulation.adb_auth import AuthPolicy
 from emulation.adbd import AdbDaemon
 from emulation.device import EmulatedPhone, PhoneSpec
@@ -555,3 +556,43 @@ def test_stream_closed_by_the_device_mid_push_fails_at_once_not_at_the_timeout(d
     monkeypatch.undo()
     direct_phone.push_bytes(b"y" * 15_000, "/data/local/tmp/after")  # the connection is still usable
     assert direct_phone.pull_bytes("/data/local/tmp/after") == b"y" * 15_000
+
+
+# --- recovery -------------------------------------------------------------------------------------
+QUICK = RecoveryPolicy(gone_timeout_s=WAIT_S, online_timeout_s=WAIT_S, boot_timeout_s=WAIT_S, poll_s=0.05)
+
+
+def test_reboot_request_waits_until_the_phone_is_back_and_booted(phone: EmulatedPhone, daemon: AdbDaemon,
+                                                                  adb_phone) -> None:
+    before = phone.world.clock.now()
+    reboot_and_wait(adb_phone, QUICK)
+    assert adb_phone.getprop("sys.boot_completed") == "1"
+    assert phone.world.clock.now() - before >= 29.9  # down, then booting: the phone's own time
+    assert "Boot completed" in adb_phone.run("logcat -d")
+
+
+def test_recovery_after_a_daemon_restart(phone: EmulatedPhone, daemon: AdbDaemon, adb_phone) -> None:
+    assert adb_phone.run("echo up") == "up\n"
+    daemon.kill()
+    timer = threading.Timer(0.3, daemon.revive)
+    timer.start()
+    try:
+        recover(adb_phone, QUICK)
+    finally:
+        timer.cancel()
+    assert adb_phone.run("echo back") == "back\n"
+
+
+def test_a_phone_that_never_returns_is_broken_not_retried_forever(make) -> None:
+    stuck = EmulatedPhone(PhoneSpec(serial="EMU-GONE", faults=["no-return-after-reboot"]))
+    with AdbDaemon(stuck) as daemon:
+        dut = make(daemon.address, name="dutg", connect_timeout_s=WAIT_S)
+        with pytest.raises(DeviceBroken, match=r"dutg: did not come back on ADB within 1\.5 s") as broken:
+            reboot_and_wait(dut, RecoveryPolicy(gone_timeout_s=WAIT_S, online_timeout_s=1.5, poll_s=0.05))
+    assert "rest of this run" in broken.value.hint
+
+
+def test_back_on_adb_but_never_booted_is_broken(phone: EmulatedPhone, daemon: AdbDaemon, adb_phone) -> None:
+    phone.props["sys.boot_completed"] = "0"  # adbd up, boot never finishing
+    with pytest.raises(DeviceBroken, match=r"not booted within 0\.5 s \(sys.boot_completed = 0\)"):
+        recover(adb_phone, RecoveryPolicy(online_timeout_s=WAIT_S, boot_timeout_s=0.5, poll_s=0.05))
