@@ -78,6 +78,7 @@ class EmulatedPhone:
         self.logs = LogBuffer(self.world.clock.now)
         self.shell.register("logcat", logcat)
         self.shell.register("date", _date)
+        self.shell.register("bugreport", _bugreport)
         self.dumpsys = {"thermalservice": self._dumpsys_thermal, "battery": self._dumpsys_battery}
         self.kill_on_commands = {f.split(":", 1)[1] for f in spec.faults if f.startswith("kill-on:")}
         for d in ("/data/local/tmp", "/sdcard", "/system/bin", "/data/vendor/llm"):
@@ -203,3 +204,13 @@ def _date(argv: list[str], ctx: ShellContext) -> CommandResult:
         text = argv[1][1:].replace("%s", str(int(now))).replace("%N", f"{int((now % 1) * 1e9):09d}")
         return CommandResult(f"{text}\n".encode())
     return CommandResult(_time.strftime("%a %b %d %H:%M:%S UTC %Y\n", _time.gmtime(now)).encode())
+
+
+def _bugreport(argv: list[str], ctx: ShellContext) -> CommandResult:
+    """The plain-text bugreport of older Android (dumpstate's sections): properties, services, log."""
+    phone = ctx.phone
+    sections = [("SYSTEM PROPERTIES", "".join(f"[{k}]: [{v}]\n" for k, v in sorted(phone.props.items())))]
+    sections += [(f"DUMPSYS {name}", render()) for name, render in sorted(phone.dumpsys.items())]
+    sections.append(("SYSTEM LOG", "".join(e.threadtime() + "\n" for e in phone.logs.entries())))
+    header = f"== dumpstate: {_time.strftime('%Y-%m-%d %H:%M:%S', _time.gmtime(phone.world.clock.now()))}\n"
+    return CommandResult((header + "".join(f"------ {title} ------\n{body}" for title, body in sections)).encode())
