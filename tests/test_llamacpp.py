@@ -135,3 +135,34 @@ def test_checks_llama_cpp_cannot_support_are_skipped_with_the_reason(capability)
     with pytest.raises(UnsupportedCapability, match="llama.cpp"):
         LlamaCpp.require(capability)
     LlamaCpp.require("throughput")
+
+
+def _with_log_prefix(text: str, timestamps: bool) -> str:
+    """A log as llama.cpp prints it with --log-prefix (and --log-timestamps): `[M.ss.mmm.uuu ]I `."""
+    lines = []
+    for number, line in enumerate(text.splitlines()):
+        stamp = f"0.{number % 60:02d}.{number % 1000:03d}.{(number * 7) % 1000:03d} " if timestamps else ""
+        lines.append(f"{stamp}I {line}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("style", ["prefix", "prefix+timestamps", "colour", "jsonl"])
+def test_timing_lines_through_every_log_format(style):
+    import json as _json
+
+    plain = fixture("llama-completion-timings-2025.txt")
+    if style == "prefix":
+        text = _with_log_prefix(plain, timestamps=False)
+    elif style == "prefix+timestamps":
+        text = _with_log_prefix(plain, timestamps=True)
+    elif style == "colour":  # colours forced on (--log-colors on): escape codes around the prefix
+        text = "".join(f"\x1b[32mI \x1b[0m{line}\n" for line in plain.splitlines())
+    else:  # --log-jsonl style records
+        text = "".join(_json.dumps({"type": "log", "time": 0, "level": "info", "msg": line + "\n"}) + "\n"
+                       for line in plain.splitlines())
+    timings = parse_timings(text)
+    assert timings["eval"].tokens_per_second == pytest.approx(27.59)
+    assert timings["prompt eval"].tokens_per_second == pytest.approx(68.45)
+    assert timings["eval"].count == 63
+    # Negative control: the same log without any perf line yields nothing.
+    assert parse_timings("\n".join(line for line in text.splitlines() if " time " not in line)) == {}
