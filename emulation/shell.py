@@ -141,6 +141,15 @@ class Shell:
         while argv and _ASSIGNMENT.match(argv[0]):  # `VAR=value cmd`: environment for this command
             key, _, value = argv.pop(0).partition("=")
             ctx.env[key] = value
+        if argv and argv[0] == "export":  # `adb logcat` sends `export ANDROID_LOG_TAGS=...; exec logcat`
+            for assignment in argv[1:]:
+                key, _, value = assignment.partition("=")
+                ctx.env[key] = value
+            return CommandResult()
+        if argv and argv[0] == "exec":  # no process to replace here: run the command
+            argv = argv[1:]
+            if not argv:
+                return CommandResult()
         if argv and argv[0] == "exit":
             code = argv[1] if len(argv) > 1 and argv[1].isdigit() else "0"
             return CommandResult(stdout=code.encode(), status=_EXIT)

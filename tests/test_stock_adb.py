@@ -150,3 +150,19 @@ def test_only_listed_keys(adb: StockAdb, address: str, tmp_path: Path) -> None:
         assert "connected to" not in connect.stdout
         assert adb("-s", daemon.address, "shell", "true", check=False).returncode != 0
         adb("disconnect", daemon.address, check=False)
+
+
+def test_reboot_wait_for_device_and_logcat(adb: StockAdb) -> None:
+    """What a lab does by hand with the stock client: reboot, wait for the phone, read its log."""
+    rebooting = EmulatedPhone(PhoneSpec(serial="EMU-STOCK-R"))
+    with AdbDaemon(rebooting, auth=AuthPolicy(accept_any=True)) as daemon:
+        adb.attach(daemon.address)
+        adb("-s", daemon.address, "reboot")
+        adb("-s", daemon.address, "wait-for-device")  # the server reconnects once the phone is back
+        deadline = 50
+        while adb("-s", daemon.address, "shell", "getprop", "sys.boot_completed").stdout.strip() != "1" and deadline:
+            deadline -= 1
+        assert rebooting.booted
+        log = adb("-s", daemon.address, "logcat", "-d").stdout
+        assert "System now ready" in log and "Rebooting" not in log  # the buffer starts afresh at boot
+        adb("disconnect", daemon.address, check=False)
