@@ -31,7 +31,7 @@ from adbutils._adb import AdbConnection
 
 from bench.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
-from drivers.adb import BACKOFF_FIRST_S, AdbPhone, UNREACHABLE_HINT, USB_HINT, RemoteStat, quote_command
+from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command
 from drivers.device import ShellResult
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,8 @@ SERVER_START_TIMEOUT_S = 20.0
 SYNC_CHUNK = 64 * 1024  # the sync protocol's largest DATA block
 _POLL_S = 0.1
 _SERVER_HINT = "is the adb server running? `adb start-server` (Debian: apt-get install adb)"
+_SERVER_USB_HINT = ("plug the phone in and enable USB debugging; `adb devices` must list its serial "
+                    "(check `lsusb` and udev permissions)")
 _DEVICE_GONE = ("not found", "offline", "closed", "no devices", "device unauthorized", "disconnected")
 
 
@@ -183,6 +185,7 @@ class ServerAdbPhone:
                                        '`adb devices`)')
             self._serial_on_server, self._tcp = address, True
         self._device: adbutils.AdbDevice | None = None
+        self._features: set[str] | None = None
         self._serial: str | None = None
 
     def __repr__(self) -> str:
@@ -238,7 +241,7 @@ class ServerAdbPhone:
             with contextlib.suppress(Exception):  # leave no offline entry behind
                 self.server.client.disconnect(self.address)
         raise DeviceUnreachable(f"{self._where}: cannot connect ({attempts} attempts in {self.connect_timeout_s:g} s): "
-                                f"{last}", hint=UNREACHABLE_HINT if self._tcp else USB_HINT)
+                                f"{last}", hint=UNREACHABLE_HINT if self._tcp else _SERVER_USB_HINT)
 
     def _adb_connect(self, deadline: float) -> str:
         try:
@@ -259,6 +262,7 @@ class ServerAdbPhone:
     def close(self) -> None:
         """Forget the device (the server keeps its connection: other users share it)."""
         self._device = None
+        self._features = None
 
     def disconnect(self) -> None:
         """`adb disconnect` a TCP phone (the phone is gone for every user of the server)."""
@@ -296,8 +300,8 @@ class ServerAdbPhone:
 
     def reboot(self) -> None:
         """`adb reboot`: returns once the phone has taken the request (it then drops off)."""
-        with self._operation("reboot", self.command_timeout_s) as device:
-            conn = device.open_transport(timeout=self.command_timeout_s)
+        with self._operation("reboot", self.command_timeout_s):
+            conn = self._open_transport(self.command_timeout_s)
             try:
                 conn.send_command("reboot:")
                 conn.check_okay()
@@ -312,9 +316,22 @@ class ServerAdbPhone:
         """Run a shell command over the shell protocol: the exit status is the command's."""
         text = quote_command(command)
         timeout = timeout_s if timeout_s is not None else self.command_timeout_s
-        with self._operation(f"`{text}`", timeout) as device:
-            result = device.shell2(text, timeout=timeout, encoding=None, v2=True)
-        return ShellResult(self.name, text, result.output.decode("utf-8", errors="replace"), result.returncode)
+        with self._operation(f"`{text}`", timeout):
+            conn = self._open_transport(timeout)
+            try:
+                if self._shell_v2(conn):
+                    output, status = _read_shell_v2(conn, text)
+                else:  # an old phone: shell v1, the status through an echoed marker
+                    output, status = _read_shell_v1(conn, text)
+            finally:
+                conn.close()
+        return ShellResult(self.name, text, output.decode("utf-8", errors="replace"), status)
+
+    def _shell_v2(self, conn: AdbConnection) -> bool:
+        if self._features is None:
+            assert self._device is not None
+            self._features = set(self._device.get_features().split(","))
+        return "shell_v2" in self._features
 
     def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
         return self.shell(command, timeout_s).check().output
@@ -377,14 +394,30 @@ class ServerAdbPhone:
     @contextlib.contextmanager
     def _sync(self, what: str) -> Iterator["_SyncChannel"]:
         timeout = self.command_timeout_s
-        with self._operation(what, timeout) as device:
-            conn = device.open_transport(timeout=timeout)
+        with self._operation(what, timeout):
+            conn = self._open_transport(timeout)
             try:
                 conn.send_command("sync:")
                 conn.check_okay()
                 yield _SyncChannel(conn, f"{self._where}: {what}")
             finally:
                 conn.close()
+
+    def _open_transport(self, timeout_s: float) -> AdbConnection:
+        """A server connection switched to this phone. Nothing has reached the phone yet when the
+        switch fails (the server lists it offline a moment after a drop): reconnect once, then
+        retry; a command is never sent twice."""
+        assert self._device is not None
+        try:
+            return self._device.open_transport(timeout=timeout_s)
+        except adbutils.AdbTimeout:
+            raise
+        except adbutils.AdbError as exc:
+            log.info("%s: the server could not switch to the phone (%s): reconnecting", self._where, exc)
+            self.close()
+            self.connect()
+            assert self._device is not None
+            return self._device.open_transport(timeout=timeout_s)
 
     @contextlib.contextmanager
     def _operation(self, what: str, timeout_s: float) -> Iterator[adbutils.AdbDevice]:
@@ -413,6 +446,41 @@ class ServerAdbPhone:
             raise DeviceDisconnected(f"{self._where}: lost the connection during {what}: {text}",
                                      hint="the phone rebooted, its adbd died or the link dropped; the next call "
                                           "reconnects (the command was not re-run)") from None
+
+
+_SHELL_HEADER = struct.Struct("<BI")
+SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT = 1, 2, 3  # shell protocol packet ids (AOSP shell_protocol.h)
+_V1_MARKER = "__pb_exit_"
+
+
+def _read_shell_v2(conn: AdbConnection, command: str) -> tuple[bytes, int]:
+    """Send `command` over the shell protocol; stdout and stderr in arrival order, and the exit status."""
+    conn.send_command(f"shell,v2,raw:{command}")
+    conn.check_okay()
+    output = bytearray()
+    while True:
+        try:
+            kind, length = _SHELL_HEADER.unpack(conn.read_exact(_SHELL_HEADER.size))
+        except EOFError:
+            raise EOFError("the phone closed the shell before its exit status") from None
+        data = conn.read_exact(length) if length else b""
+        if kind in (SHELL_STDOUT, SHELL_STDERR):
+            output += data
+        elif kind == SHELL_EXIT:
+            return bytes(output), data[0] if data else -1
+
+
+def _read_shell_v1(conn: AdbConnection, command: str) -> tuple[bytes, int]:
+    marker = f"{_V1_MARKER}{os.getpid()}__".encode()
+    conn.send_command(f"shell:{command}\necho {marker.decode()}$?")
+    conn.check_okay()
+    raw = conn.read_until_close(encoding=None)
+    index = raw.rfind(marker)
+    if index < 0:
+        return raw, -1
+    tail = raw[index + len(marker):].split(b"\n", 1)
+    status = int(tail[0].strip() or b"-1") if tail[0].strip().isdigit() else -1
+    return raw[:index] + (tail[1] if len(tail) > 1 else b""), status
 
 
 TRANSPORTS = ("server", "direct")

@@ -596,3 +596,34 @@ def test_back_on_adb_but_never_booted_is_broken(phone: EmulatedPhone, daemon: Ad
     phone.props["sys.boot_completed"] = "0"  # adbd up, boot never finishing
     with pytest.raises(DeviceBroken, match=r"not booted within 0\.5 s \(sys.boot_completed = 0\)"):
         recover(adb_phone, RecoveryPolicy(online_timeout_s=WAIT_S, boot_timeout_s=0.5, poll_s=0.05))
+
+
+def test_usb_serial_the_server_does_not_list_is_unreachable(adb_server) -> None:
+    dut = ServerAdbPhone("usb:R5CT00000", server=adb_server, name="bay7", retries=1, connect_timeout_s=5)
+    with pytest.raises(DeviceUnreachable) as unreachable:
+        dut.connect()
+    assert "bay7 (usb:R5CT00000): cannot connect" in str(unreachable.value)
+    assert "not listed by the adb server" in str(unreachable.value)
+    assert "`adb devices` must list" in unreachable.value.hint
+
+
+def test_server_address_comes_from_the_environment_as_adb_reads_it() -> None:
+    from drivers.adb_server import server_address
+
+    assert server_address({}) == ("127.0.0.1", 5037)
+    assert server_address({"ANDROID_ADB_SERVER_PORT": "6001"}) == ("127.0.0.1", 6001)
+    assert server_address({"ADB_SERVER_SOCKET": "tcp:10.1.2.3:7001", "ANDROID_ADB_SERVER_PORT": "6001"}) == (
+        "10.1.2.3", 7001)
+    with pytest.raises(ConfigError, match="expected tcp:HOST:PORT"):
+        server_address({"ADB_SERVER_SOCKET": "localfilesystem:/tmp/adb"})
+
+
+def test_a_stale_offline_entry_is_cleared_before_connecting(phone: EmulatedPhone, adb_server) -> None:
+    with AdbDaemon(phone) as daemon:
+        first = ServerAdbPhone(daemon.address, server=adb_server, connect_timeout_s=WAIT_S)
+        assert first.run("echo one") == "one\n"
+        daemon.kill()  # the server keeps an offline entry for it
+        daemon.revive()
+        again = ServerAdbPhone(daemon.address, server=adb_server, connect_timeout_s=WAIT_S)
+        assert again.run("echo two") == "two\n"
+        again.disconnect()
