@@ -42,8 +42,8 @@ $(LLAMA_MODEL): $(LLAMA_STAMP) emulation/llama_model.py
 
 llama: $(LLAMA_MODEL)
 
-# Debian packages the tests use, installed only when missing: the stock adb client
-# (interoperability tests), a PostgreSQL server (the results store's PostgreSQL tests start a
+# Debian packages the tests use, installed only when missing: the stock adb client and server
+# (interoperability tests; the adb-server driver path, each test run on its own private port), a PostgreSQL server (the results store's PostgreSQL tests start a
 # private cluster), Chromium with its driver (the HTML report's headless-browser tests) and
 # veritysetup (reference dm-verity trees for the Merkle tests).
 system-deps:

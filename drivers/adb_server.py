@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import socket
 import stat as stat_mod
@@ -43,7 +44,6 @@ _POLL_S = 0.1
 _SERVER_HINT = "is the adb server running? `adb start-server` (Debian: apt-get install adb)"
 _SERVER_USB_HINT = ("plug the phone in and enable USB debugging; `adb devices` must list its serial "
                     "(check `lsusb` and udev permissions)")
-_DEVICE_GONE = ("not found", "offline", "closed", "no devices", "device unauthorized", "disconnected")
 
 
 def server_address(env: dict[str, str] | None = None) -> tuple[str, int]:
@@ -319,7 +319,7 @@ class ServerAdbPhone:
         with self._operation(f"`{text}`", timeout):
             conn = self._open_transport(timeout)
             try:
-                if self._shell_v2(conn):
+                if self._has_shell_v2():
                     output, status = _read_shell_v2(conn, text)
                 else:  # an old phone: shell v1, the status through an echoed marker
                     output, status = _read_shell_v1(conn, text)
@@ -327,7 +327,7 @@ class ServerAdbPhone:
                 conn.close()
         return ShellResult(self.name, text, output.decode("utf-8", errors="replace"), status)
 
-    def _shell_v2(self, conn: AdbConnection) -> bool:
+    def _has_shell_v2(self) -> bool:
         if self._features is None:
             assert self._device is not None
             self._features = set(self._device.get_features().split(","))
@@ -471,7 +471,7 @@ def _read_shell_v2(conn: AdbConnection, command: str) -> tuple[bytes, int]:
 
 
 def _read_shell_v1(conn: AdbConnection, command: str) -> tuple[bytes, int]:
-    marker = f"{_V1_MARKER}{os.getpid()}__".encode()
+    marker = f"{_V1_MARKER}{secrets.token_hex(6)}__".encode()
     conn.send_command(f"shell:{command}\necho {marker.decode()}$?")
     conn.check_okay()
     raw = conn.read_until_close(encoding=None)

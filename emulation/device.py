@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from emulation.filesystem import DeviceFileSystem
 from emulation.logcat import LogBuffer, logcat
-from emulation.shell import CommandResult, Command, Shell, ShellContext
+from emulation.shell import CommandResult, Shell, ShellContext
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class EmulatedPhone:
             from emulation import runtime  # local import: the runtime builds on this class
 
             runtime.install(self)
-            self.shell.register("llmrt", self._logged("llmrt", self.shell.commands["llmrt"]))
+            self.shell.watch("llmrt", self._log_runtime)
         if "no-llamacpp" not in spec.faults:
             from emulation import llamacpp
 
@@ -112,18 +112,15 @@ class EmulatedPhone:
         self.logs.log("I", "ActivityManager", "System now ready", pid=1000)
         self.logs.log("I", "ThermalManagerService", f"Thermal Status: {self.thermal_status()}", pid=1000)
 
-    def _logged(self, name: str, command: Command) -> Command:
+    def _log_runtime(self, argv: list[str], result: CommandResult | None) -> None:
         """The runtime's starts and stops in the log, as its service logs them."""
-        def run(argv: list[str], ctx: ShellContext) -> CommandResult:
-            verb = argv[1] if len(argv) > 1 else ""
-            self.logs.log("I", name, f"{name} {verb}: start", pid=4242)
-            result = command(argv, ctx)
-            level = "I" if result.status == 0 else "E"
-            detail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] if result.status else []
-            self.logs.log(level, name, f"{name} {verb}: exit {result.status}" + (f" ({detail[0]})" if detail else ""),
-                          pid=4242)
-            return result
-        return run
+        verb = argv[1] if len(argv) > 1 else ""
+        if result is None:
+            self.logs.log("I", "llmrt", f"llmrt {verb}: start", pid=4242)
+            return
+        detail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] if result.status else []
+        self.logs.log("I" if result.status == 0 else "E", "llmrt",
+                      f"llmrt {verb}: exit {result.status}" + (f" ({detail[0]})" if detail else ""), pid=4242)
 
     def _watch_thermal(self, t: float, dt: float) -> None:
         if t + dt - self._thermal_checked < THERMAL_WATCH_S:
