@@ -10,8 +10,8 @@ import logging
 from dataclasses import dataclass
 from typing import Sequence
 
-from bench import signing
-from bench.errors import BenchError, DeviceError
+from bench.core import signing
+from bench.core.errors import BenchError, DeviceError
 from bench.fingerprint import FingerprintReport
 from bench.profiles import Adapter, ProfileLibrary
 from drivers.runtime import RuntimeClient

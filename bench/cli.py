@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 log = logging.getLogger("bench")
 
 REPO = Path(__file__).resolve().parent.parent
 # Modules adding their own subcommands: each has register(subparsers).
-SUBCOMMAND_MODULES = ["bench.cli_run", "bench.cli_emulate", "bench.cli_numerics", "bench.cli_results", "bench.cli_line"]
+SUBCOMMAND_MODULES = ["bench.cli.run", "bench.cli.emulate", "bench.cli.numerics", "bench.cli.results", "bench.cli.line"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bench.errors import InvalidMeasurement
+from bench.core.errors import InvalidMeasurement
 from drivers.device import Device
 
 # Zones report millidegrees, but some vendors report degrees or decidegrees: judge by magnitude.

@@ -25,7 +25,7 @@ import numpy as np
 
 from bench.identity import parse_getprop
 from bench.profiles import OVERFLOW_RULES, ProfileBuild, ProfileLibrary, Signature, load_library, profile_stub
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from drivers.device import Device
 from drivers.runtime import Probe, ProbeResult, RuntimeClient, encode_dense, encode_runs
 

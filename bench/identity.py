@@ -65,7 +65,7 @@ def collect_identity(device: Device, name: str, address: str) -> DutIdentity:
 
 
 def _add_runtime_identity(device: Device, identity: DutIdentity) -> None:
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
     from drivers.runtime import RuntimeClient
 
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
-from bench.files import write_atomically
+from bench.core.files import write_atomically
 
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

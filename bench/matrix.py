@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 NOT_MEASURED = "not measured"
 ANOMALIES = ("unknown", "mismatch", "inconsistent")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from bench import signing
-from bench.errors import ConfigError
+from bench.core import signing
+from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

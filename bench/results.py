@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bench.files import write_atomically
-from bench.verdict import Verdict
+from bench.core.files import write_atomically
+from bench.core.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

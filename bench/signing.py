@@ -22,7 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

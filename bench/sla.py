@@ -18,7 +18,7 @@ A profile is a TOML file (sla_profiles/README.md has the schema):
 Usage from a check:
 
     entry = load_profile("default").get("voice_latency_p99")
-    verdict = entry.evaluate(latencies_ms)          # -> bench.verdict.Verdict
+    verdict = entry.evaluate(latencies_ms)          # -> bench.core.verdict.Verdict
 """
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from bench import stats
-from bench.errors import ConfigError
-from bench.verdict import COMPARATORS, Outcome, Verdict
+from bench.core import stats
+from bench.core.errors import ConfigError
+from bench.core.verdict import COMPARATORS, Outcome, Verdict
 
 if sys.version_info >= (3, 11):
     import tomllib

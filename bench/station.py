@@ -18,7 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

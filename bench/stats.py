@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike
 from scipy import signal
 from scipy import stats as sps
 
-from bench.verdict import COMPARATORS, Outcome, Verdict
+from bench.core.verdict import COMPARATORS, Outcome, Verdict
 
 log = logging.getLogger(__name__)
 

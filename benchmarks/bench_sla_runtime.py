@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from bench.checks import thermal_trip, tokens, weights  # noqa: E402
-from bench.merkle import VerityGeometry  # noqa: E402
+from bench.core.merkle import VerityGeometry  # noqa: E402
 from bench.sla import load_profile  # noqa: E402
 from device_double import make_device  # noqa: E402
 from drivers.runtime import RuntimeClient  # noqa: E402

@@ -30,7 +30,7 @@ from typing import Callable, Iterator, Sequence
 import adbutils
 from adbutils._adb import AdbConnection
 
-from bench.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
+from bench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
 from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command
 from drivers.device import ShellResult

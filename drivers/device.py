@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
-from bench.errors import CommandFailed
+from bench.core.errors import CommandFailed
 
 
 @dataclass

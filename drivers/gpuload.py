@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.errors import CommandFailed, UnsupportedCapability
+from bench.core.errors import CommandFailed, UnsupportedCapability
 from drivers.device import Device
 from drivers.runtime import parse_json_lines
 

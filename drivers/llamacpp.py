@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
-from bench.errors import CommandFailed, DeviceError, UnsupportedCapability
+from bench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
 from drivers.device import Device
 from drivers.runtime import parse_json_lines
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.errors import DeviceError
+from bench.core.errors import DeviceError
 
 log = logging.getLogger(__name__)
 

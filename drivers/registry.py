@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from drivers.power import KeysightN6705C, PowerAnalyzer
 from drivers.scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
 from drivers.stimulus import AudioStimulus, Keysight33500B

@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Sequence
 
-from bench.errors import CommandFailed, DeviceError, UnsupportedCapability
+from bench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
 from drivers.device import Device
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 log = logging.getLogger(__name__)

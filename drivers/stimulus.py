@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import serial
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.visa import InstrumentIdentity, parse_idn
 
 log = logging.getLogger(__name__)

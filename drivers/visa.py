@@ -21,7 +21,7 @@ import pyvisa
 from pyvisa import constants
 from pyvisa.errors import VisaIOError
 
-from bench.errors import InstrumentError
+from bench.core.errors import InstrumentError
 
 log = logging.getLogger(__name__)
 

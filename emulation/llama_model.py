@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

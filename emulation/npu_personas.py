@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from emulation.device import PhoneSpec
 from emulation.npu import Accumulator, OverflowRule
 

@@ -7,12 +7,12 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.world import World
 
 if TYPE_CHECKING:
-    from bench.station import EmulatedConfig, StationConfig
+    from bench.core.station import EmulatedConfig, StationConfig
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class EmulatedStation:
 
     def merge_into(self, config: "StationConfig") -> "StationConfig":
         """The station config a bench uses to reach this emulated station (DUTs and instruments)."""
-        from bench.station import DutConfig, InstrumentConfig
+        from bench.core.station import DutConfig, InstrumentConfig
 
         # Reached directly: an in-process station needs no adb server (a station file written by
         # `bench emulate` goes through the server, as a lab's does).

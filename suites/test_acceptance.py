@@ -21,7 +21,7 @@ from bench.checks.redundancy import bit_exact_check
 from bench.checks.weights import device_spot_check, load_manifest
 from bench.checks.voice import run_voice_trials
 from bench.sla import SlaProfile, load_profile
-from bench.verdict import Verdict
+from bench.core.verdict import Verdict
 from drivers.runtime import RuntimeClient
 
 pytestmark = pytest.mark.acceptance

@@ -8,10 +8,10 @@ import os
 import pytest
 
 from bench.adapters import apply_adapter, choose_adapter
-from bench.errors import UnsupportedCapability
+from bench.core.errors import UnsupportedCapability
 from bench.fingerprint import FingerprintReport, fingerprint, fingerprint_verdict, overflow_probes
 from bench.profiles import ProfileLibrary, load_library
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from drivers.llamacpp import DEFAULT_DIR, LlamaCpp
 from drivers.runtime import RuntimeClient, RuntimeCommandFailed
 from emulation import tinymodel

@@ -18,7 +18,7 @@ from bench.checks import power as power_check
 from bench.checks import thermal as thermal_check
 from bench.checks import voice as voice_check
 from bench.sla import SlaProfile, load_profile
-from bench.verdict import Verdict
+from bench.core.verdict import Verdict
 
 SANITY_TRIALS = 20
 SANITY_TOKENS = 64

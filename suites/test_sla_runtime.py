@@ -15,7 +15,7 @@ import pytest
 
 from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
 from bench.checks.targets import target, targets
-from bench.errors import UnsupportedCapability
+from bench.core.errors import UnsupportedCapability
 from drivers.runtime import RuntimeClient
 from emulation.weights import update_package
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from bench.verdict import Verdict, compare
+from bench.core.verdict import Verdict, compare
 from drivers.device import ShellResult
 from emulation.device import EmulatedPhone
 from emulation.npu_personas import default_fleet, phone_spec

@@ -14,7 +14,7 @@ KILLED_RUN = textwrap.dedent("""
     import sys, time
     from bench.results import RunRecorder, TestRecord
     from bench.store import StoreSink
-    from bench.verdict import compare
+    from bench.core.verdict import compare
     url, folder = sys.argv[1], sys.argv[2]
     rec = RunRecorder(folder, {"name": "rack"}, run_id="killed", sinks=[StoreSink(url, folder)])
     rec.add_dut("bay1", {"name": "bay1", "serial": "S1", "soc_model": "SM8650", "microcode": "mc"})

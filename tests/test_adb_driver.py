@@ -15,7 +15,7 @@ from adb_shell.adb_message import checksum as stock_checksum
 from adb_shell.auth.keygen import keygen
 from adb_shell.transport.tcp_transport import TcpTransport
 
-from bench.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
+from bench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
                           DeviceUnreachable)
 from drivers.adb import AdbPhone, _split_marker, quote_command
 from drivers.adb_server import ServerAdbPhone, open_phone

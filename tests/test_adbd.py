@@ -17,7 +17,7 @@ from adb_shell.adb_device import AdbDeviceTcp
 from adb_shell.auth.keygen import keygen
 from adb_shell.auth.sign_cryptography import CryptographySigner
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from emulation.adb_auth import AuthPolicy, load_keys, parse_android_pubkey
 from emulation.adbd import MAX_DATA, SUPPORTED_FEATURES, AdbDaemon, checksum, device_banner
 from emulation.device import EmulatedPhone, PhoneSpec

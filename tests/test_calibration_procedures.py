@@ -31,10 +31,10 @@ from bench.calibration.state import (
     role_calibration,
     station_calibration,
 )
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.identity import collect_identity
 from bench.store import open_store
-from bench.verdict import Outcome
+from bench.core.verdict import Outcome
 from drivers.power import KeysightN6705C
 from drivers.scope import KeysightInfiniiVision
 from drivers.stimulus import Keysight33500B

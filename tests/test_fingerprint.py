@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import UnsupportedCapability
+from bench.core.errors import UnsupportedCapability
 from bench.fingerprint import (INCONSISTENT, KNOWN, MISMATCH, UNKNOWN, fingerprint, fingerprint_verdict, fit,
                                predict, probe_plan)
 from bench.profiles import Signature, load_library
-from bench.verdict import Outcome
+from bench.core.verdict import Outcome
 from device_double import make_device
 from drivers.runtime import ProbeResult
 from emulation.npu import Accumulator, dot_runs

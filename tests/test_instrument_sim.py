@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.registry import known_families, open_instrument
 
 SIM = f"{Path(__file__).parent / 'data' / 'instruments_sim.yaml'}@sim"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import CommandFailed, UnsupportedCapability
+from bench.core.errors import CommandFailed, UnsupportedCapability
 from drivers.device import ShellResult
 from drivers.llamacpp import LlamaCpp, LlamaCppOutputError, parse_bench_jsonl, parse_timings
 

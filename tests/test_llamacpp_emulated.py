@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.errors import UnsupportedCapability
+from bench.core.errors import UnsupportedCapability
 from drivers.adb import AdbPhone
 from drivers.llamacpp import LlamaCpp
 from emulation.adb_auth import AuthPolicy

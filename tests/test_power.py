@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedResource, block
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.power import KeysightN6705C, PowerAnalyzer
 from emulation.instruments.power_analyzer import PowerAnalyzerServer
 from emulation.world import PHASE_POWER_W, World

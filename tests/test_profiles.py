@@ -10,9 +10,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from bench import signing
+from bench.core import signing
 from bench.cli import main as bench_main
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.profiles import DEFAULT_ROOT, Signature, load_library
 from emulation.npu_personas import PERSONAS
 

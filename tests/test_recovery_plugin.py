@@ -46,7 +46,7 @@ def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, 
     (tmp_path / "station.toml").write_text(STATION)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PHONEBENCH_STATION", None)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "fixtures.plugin", "-p", "no:cacheprovider",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "phonebench", "-p", "no:cacheprovider",
                            "--rootdir", str(tmp_path), "--station", str(tmp_path / "station.toml"),
                            "--results-dir", str(tmp_path / "reports"), "--run-id", "r1", *args, "test_suite.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -13,7 +13,7 @@ from bench.report import ReportError, render_html, render_run
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
 from bench.results import RunRecorder, TestRecord
 from bench.store import open_store
-from bench.verdict import compare
+from bench.core.verdict import compare
 
 XSS_DUT = "<script>alert(1)</script>"
 XSS_MICROCODE = 'mc "quoted" & <b>amp</b> \'single\''

@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 from bench.results import RunRecorder, TestRecord
-from bench.verdict import Outcome, compare
+from bench.core.verdict import Outcome, compare
 
 
 def test_every_test_is_on_disk_before_the_next(tmp_path):
@@ -50,7 +50,7 @@ def test_disk_full_keeps_measuring_and_says_what_was_saved(tmp_path, monkeypatch
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("bench.files.tempfile.mkstemp", full)
+    monkeypatch.setattr("bench.core.files.tempfile.mkstemp", full)
     rec.add_test(TestRecord("t::b", None, "passed", 0.1))  # must not raise into the test run
     assert len(rec.data["tests"]) == 2
     monkeypatch.undo()

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bench.errors import UnsupportedCapability
+from bench.core.errors import UnsupportedCapability
 from device_double import PhoneDevice, make_device
 from drivers.device import ShellResult
 from drivers.runtime import (Probe, RuntimeClient, RuntimeCommandFailed, RuntimeProtocolError, encode_dense,

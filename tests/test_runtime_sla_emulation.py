@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bench.checks.audit import canonical
-from bench.errors import UnsupportedCapability
+from bench.core.errors import UnsupportedCapability
 from device_double import PhoneDevice, make_device
 from drivers.device import ShellResult
 from drivers.gpuload import GpuLoad

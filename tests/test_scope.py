@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedResource, block, onset_s
 
-from bench.errors import InstrumentError, InvalidMeasurement
+from bench.core.errors import InstrumentError, InvalidMeasurement
 from drivers.scope import KeysightInfiniiVision, Oscilloscope, Preamble, RigolDS1000Z, decode_keysight, decode_rigol
 from emulation import audio as audio_module
 from emulation.audio import synth_speech

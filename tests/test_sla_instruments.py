@@ -17,9 +17,9 @@ from device_double import PhoneDevice
 from bench.checks import power as power_check
 from bench.checks import thermal as thermal_check
 from bench.checks import voice as voice_check
-from bench.errors import ConfigError, InvalidMeasurement
+from bench.core.errors import ConfigError, InvalidMeasurement
 from bench.sla import load_profile
-from bench.verdict import Outcome
+from bench.core.verdict import Outcome
 from drivers.registry import open_instrument
 from drivers.scope import Preamble, Waveform
 from emulation.device import EmulatedPhone, PhoneSpec

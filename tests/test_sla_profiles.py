@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.sla import PROFILE_DIR, available_profiles, load_profile
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from adb_shell.auth.keygen import keygen
 from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
 from bench.checks.targets import check_targets, target, targets
 from bench.sla import SlaProfile, load_profile
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from device_double import PhoneDevice, make_device
 from drivers.adb import AdbPhone
 from drivers.power import KeysightN6705C

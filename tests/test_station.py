@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import ConfigError
-from bench.station import load_station
+from bench.core.errors import ConfigError
+from bench.core.station import load_station
 
 GOOD = """
 [station]

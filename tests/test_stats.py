@@ -1,4 +1,4 @@
-"""bench.stats: worked examples from the field notes, decisions, and honesty under autocorrelation."""
+"""bench.core.stats: worked examples from the field notes, decisions, and honesty under autocorrelation."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import pytest
 from scipy import signal
 from scipy import stats as sps
 
-from bench import stats
-from bench.verdict import Outcome
+from bench.core import stats
+from bench.core.verdict import Outcome
 
 
 # --------------------------------------------------------------------------- worked examples

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedResource
 
-from bench.errors import ConfigError, InstrumentError
+from bench.core.errors import ConfigError, InstrumentError
 from drivers.stimulus import AudioStimulus, Keysight33500B, read_wav
 from emulation.audio import SPEAKER_TO_PHONE_M, SPEED_OF_SOUND_M_S, synth_speech
 from emulation.instruments.awg import AwgServer

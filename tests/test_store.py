@@ -25,7 +25,7 @@ from bench.store import StoreError, StoreSink, open_store, resolve_database_url
 from bench.store.db import VERSION_TABLE, head_revision
 from bench.store.models import Base, DutUnit, InstrumentUnit, RawRef, RunDut, RunInstrument
 from bench.store.store import effective_status, utc
-from bench.verdict import compare
+from bench.core.verdict import compare
 from tests.store_helpers import run_and_kill
 
 
@@ -300,7 +300,7 @@ def test_unsupported_and_malformed_urls_are_clear(tmp_path):
 
 # --- the command line -----------------------------------------------------------------------
 def bench(*argv: str) -> int:
-    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["bench.cli_results"]):
+    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["bench.cli.results"]):
         return cli.main(list(argv))
 
 
@@ -360,7 +360,7 @@ def test_cli_refuses_a_corrupt_store_with_a_clear_message(tmp_path, capsys):
 
 
 def test_report_reports_disk_full(tmp_path, monkeypatch):
-    from bench import files
+    from bench.core import files
     from bench.report import ReportError, render_run
 
     rec = write_example_run(tmp_path, "r1")

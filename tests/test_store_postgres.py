@@ -20,7 +20,7 @@ from bench.store import StoreError, StoreSink, open_store
 from bench.store.db import VERSION_TABLE
 from bench.store.models import Base
 from bench.store.testing import ScratchPostgres, postgres_bindir
-from bench.verdict import compare
+from bench.core.verdict import compare
 from tests.store_helpers import run_and_kill
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedSerial
 
-from bench.errors import ConfigError, InstrumentError, InvalidMeasurement
+from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
 from drivers.thermal import FlukeHart, GenericAsciiProbe, ThermalProbe
 from emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
 from emulation.world import World

@@ -25,9 +25,9 @@ from bench.calibration.book import CalibrationBook
 from bench.calibration.settings import load_settings
 from bench.calibration.state import REFUSED_EXIT
 from bench.calibration.station import evaluate
-from bench.errors import BenchError, ConfigError
+from bench.core.errors import BenchError, ConfigError
 from bench.results import new_run_id
-from bench.station import StationConfig, load_station
+from bench.core.station import StationConfig, load_station
 from bench.waits import WaitMeter
 
 log = logging.getLogger(__name__)
@@ -248,7 +248,7 @@ class AcceptanceStation:
         """The acceptance tests as one pytest run (in this process); its output goes to pytest.log."""
         run_dir.mkdir(parents=True, exist_ok=True)
         # no:unraisableexception: its gc.collect() at the end costs the line 0.2 s of takt per unit.
-        args = [*(_absolute(t) for t in targets), "-p", "fixtures.plugin", "--rootdir", str(REPO),
+        args = [*(_absolute(t) for t in targets), "-p", "phonebench", "--rootdir", str(REPO),
                 "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-m", "acceptance",
                 "--station", str(self.station_file), "--dut", self.dut.name,
                 "--results-dir", str(self.results_dir), "--run-id", run_id,

@@ -22,7 +22,7 @@ import numpy as np
 from bench.calibration.procedures import Context, _stats
 from bench.calibration.records import CalibrationRecord, Criterion, Equipment, Reading
 from bench.device_state import read_thermal_zones
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from drivers.runtime import Probe, RuntimeClient
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from bench.calibration.corrections import CURRENT_ZERO_KEY, DESKEW_KEY, FIXTURE_
 from bench.calibration.fixture import FixtureControl
 from bench.calibration.records import CalibrationRecord, Criterion, Equipment, Reading, conclude
 from bench.calibration.settings import CalibrationSettings
-from bench.errors import BenchError, InstrumentError, InvalidMeasurement
+from bench.core.errors import BenchError, InstrumentError, InvalidMeasurement
 
 log = logging.getLogger(__name__)
 

@@ -184,7 +184,7 @@ def conclude(equipment: Equipment, procedure: str, version: str, results: list[R
 
 def record_verdict(record: CalibrationRecord) -> Any:
     """A calibration as a bench verdict (pass/fail), so runs and reports show it like any check."""
-    from bench.verdict import Outcome, Verdict
+    from bench.core.verdict import Outcome, Verdict
 
     main = record.results[0] if record.results else None
     return Verdict(name=f"calibration_{record.procedure.replace('-', '_')}",

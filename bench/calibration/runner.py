@@ -14,7 +14,7 @@ from bench.calibration.book import CalibrationBook
 from bench.calibration.fixture import FixtureControl
 from bench.calibration.procedures import Context
 from bench.calibration.records import CalibrationRecord
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def _keep(book: CalibrationBook, record: CalibrationRecord) -> None:
 def calibrate_station(station: Any, fixture: FixtureControl, settings: Any, *, operator: str = "",
                       results_dir: Any = None, names: Iterable[str] = INSTRUMENT_PROCEDURES,
                       reference: Any = None) -> Outcome:
-    """Open a station's instruments (bench.station.StationConfig), run the instrument and fixture
+    """Open a station's instruments (bench.core.station.StationConfig), run the instrument and fixture
     procedures with them and keep every record in the station's store."""
     from bench.calibration.procedures import ambient_conditions
     from bench.calibration.station import open_book

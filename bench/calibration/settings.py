@@ -17,7 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 ENV_VAR = "PHONEBENCH_CALIBRATION"
 

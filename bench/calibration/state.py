@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.calibration.book import CalibrationBook
 from bench.calibration.records import CalibrationRecord, Equipment, utcnow
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from bench.calibration.state import (
     role_calibration,
     station_calibration,
 )
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bench.verdict import Verdict
+from bench.core.verdict import Verdict
 
 Tick = Callable[[int], Any]  # progress: called with the number of steps just done
 

@@ -14,7 +14,7 @@ import logging
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.checks.tokens import run_inferences
 from bench.sla import SlaEntry
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.errors import ConfigError, InvalidMeasurement
+from bench.core.errors import ConfigError, InvalidMeasurement
 from bench.sla import SlaEntry, SlaProfile
-from bench import stats
+from bench.core import stats
 from bench.checks.voice import arm_stimulus
-from bench.verdict import Verdict, compare
+from bench.core.verdict import Verdict, compare
 from drivers.device import Device
 from drivers.power import PowerAnalyzer, Trace
 from drivers.runtime import RuntimeClient

@@ -29,7 +29,7 @@ import numpy as np
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from bench.sla import SlaEntry
-from bench.verdict import Outcome, Verdict
+from bench.core.verdict import Outcome, Verdict
 from drivers.device import Device
 from drivers.power import PowerAnalyzer
 from drivers.runtime import Probe, RuntimeClient

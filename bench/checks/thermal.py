@@ -27,9 +27,9 @@ import numpy as np
 
 from bench.checks.voice import arm_stimulus
 from bench.device_state import read_thermal_status
-from bench.errors import InvalidMeasurement
+from bench.core.errors import InvalidMeasurement
 from bench.sla import SlaEntry, SlaProfile
-from bench.verdict import Verdict, compare
+from bench.core.verdict import Verdict, compare
 from drivers.device import Device
 from drivers.stimulus import AudioStimulus
 from drivers.thermal import ThermalProbe

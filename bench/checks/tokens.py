@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.checks import CheckResult, Tick, named, no_tick
-from bench.errors import InvalidMeasurement
+from bench.core.errors import InvalidMeasurement
 from bench.sla import SlaEntry
 from drivers.device import Device
 from drivers.gpuload import GpuLoad

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import stats
+from bench.core import stats
 from bench.onset import Onset, OnsetDetector, OnsetStatus
 from bench.sla import SlaEntry, SlaProfile
-from bench.verdict import Verdict
+from bench.core.verdict import Verdict
 from drivers.device import Device
 from drivers.scope import Oscilloscope, Waveform
 from drivers.stimulus import AudioStimulus, read_wav

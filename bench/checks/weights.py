@@ -1,7 +1,7 @@
 """Weight store integrity (claims 11, 12): page read errors, the Merkle root, spot checks, repair.
 
 The update ships a manifest (root, salt, sizes) signed with the vendor's OTA key; the bench trusts
-the manifest only after checking that signature (bench.signing's trusted keys), and the on-device
+the manifest only after checking that signature (bench.core.signing's trusted keys), and the on-device
 hash device only after rebuilding its root.
 
 - Read errors: the runtime's own CRC check of every page (`llmrt weights verify`) and the bench's
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from bench import signing
+from bench.core import signing
 from bench.checks import CheckResult, Tick, named, no_tick
-from bench.errors import BenchError, InvalidMeasurement
-from bench.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
+from bench.core.errors import BenchError, InvalidMeasurement
+from bench.core.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
 from bench.sla import SlaEntry
 from drivers.device import Device
 from drivers.runtime import RuntimeClient, RuntimeCommandFailed

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from bench.results import RunRecorder, TestRecord
-from bench.verdict import Outcome, Verdict, compare
+from bench.core.verdict import Outcome, Verdict, compare
 
 
 @dataclass

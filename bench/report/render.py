@@ -12,8 +12,8 @@ from typing import Any
 
 import jinja2
 
-from bench import files
-from bench.errors import BenchError
+from bench.core import files
+from bench.core.errors import BenchError
 from bench.report.plots import Plot, plot_for
 
 log = logging.getLogger(__name__)

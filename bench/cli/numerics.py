@@ -7,8 +7,8 @@ import json
 import logging
 from pathlib import Path
 
-from bench import signing
-from bench.errors import BenchError
+from bench.core import signing
+from bench.core.errors import BenchError
 from bench.profiles import DEFAULT_ROOT, load_library
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     from bench.adapters import apply_adapter, choose_adapter
     from bench.fingerprint import fingerprint
     from bench.results import new_run_id
-    from bench.station import EmulatedConfig, open_station
+    from bench.core.station import EmulatedConfig, open_station
     from drivers.adb import AdbPhone
     from drivers.runtime import RuntimeClient
 

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 # Exit codes: bench.acceptance.EXIT_CODES (pass 0, fail 1, wrong unit 3, incomplete 4, not
 # calibrated 5); 2 is any usage or setup error (bench.cli).
@@ -86,7 +86,7 @@ def calibrate(args: argparse.Namespace) -> int:
     from bench.calibration.runner import calibrate_instruments, expand
     from bench.calibration.settings import load_settings
     from bench.calibration.station import open_book
-    from bench.station import open_station
+    from bench.core.station import open_station
 
     settings = load_settings(args.calibration_config)
     names = expand(args.procedure or ["instruments"])
