@@ -11,9 +11,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 SUITE = '''
-def test_a0_before(dut):
+def test_a0_before(dut, record):
     dut.run("llmrt status")
     dut.run("sleep 5")  # the phone's clock moves on: what this test logged is before the next one
+    record.check("status_read", 1, "bool", 1, "==")
 
 
 def test_a_fails(dut):
@@ -21,13 +22,13 @@ def test_a_fails(dut):
     assert False, "deliberate failure"
 
 
-def test_b_reboot(dut, reboot_dut):
+def test_b_reboot(dut, reboot_dut, record):
     reboot_dut()
-    assert dut.getprop("sys.boot_completed") == "1"
+    record.check("boot_completed", int(dut.getprop("sys.boot_completed") == "1"), "bool", 1, "==")
 
 
-def test_c_after(dut):
-    assert dut.run("echo alive") == "alive\\n"
+def test_c_after(dut, record):
+    record.check("alive", int(dut.run("echo alive") == "alive\\n"), "bool", 1, "==")
 '''
 
 STATION = '''
