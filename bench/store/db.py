@@ -187,6 +187,10 @@ def database_error(exc: DBAPIError, url: str) -> StoreError:
         return StoreError(f"cannot use PostgreSQL results store {describe(url)}: {reason}",
                           hint="is the server running and reachable, and the database created? "
                                "Runs still write results.json; import them later with `bench store-import`")
+    if "locked" in reason.lower() or "busy" in reason.lower():
+        return StoreError(f"results database {describe(url)} is locked by another process ({reason})",
+                          hint="another bench or a viewer holds its write lock; runs still write results.json, "
+                               "and `bench store-import RUN_FOLDER` adds them once the lock is gone")
     if "full" in reason.lower():
         return StoreError(f"results database {describe(url)}: disk full ({reason})",
                           hint="free space; what was committed before is intact")

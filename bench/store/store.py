@@ -311,6 +311,15 @@ class Store:
                 duts[test["dut"]].fingerprint = v.get("extra") or {}
         return len(rows)
 
+    def run_owner(self, run_id: str) -> tuple[str | None, int | None] | None:
+        """(host, pid) of the recorder of a stored run, None if the store has no such run."""
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(select(Run.recorder_host, Run.recorder_pid).where(Run.run_id == run_id)).first()
+        except DBAPIError as exc:
+            raise db.database_error(exc, self.url) from None
+        return None if row is None else (row[0], row[1])
+
     def import_folder(self, folder: str | Path) -> list[SyncResult]:
         """Import a run folder (with results.json), or every run folder inside a folder."""
         from bench.store.importer import import_folder
