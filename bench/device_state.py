@@ -84,5 +84,8 @@ def read_battery(device: Device) -> BatteryReading:
     out = device.run(f"cat {base}/voltage_now {base}/current_now {base}/temp {base}/capacity").split()
     if len(out) != 4:
         raise InvalidMeasurement(f"{device.name}: battery sysfs gave {out!r}, expected 4 values")
-    voltage_uv, current_ua, temp_dc, capacity = (float(x) for x in out)
+    try:
+        voltage_uv, current_ua, temp_dc, capacity = (float(x) for x in out)
+    except ValueError:
+        raise InvalidMeasurement(f"{device.name}: battery sysfs gave {out!r}, not 4 numbers") from None
     return BatteryReading(voltage_uv / 1e6, abs(current_ua) / 1e6, temp_dc / 10.0, capacity)

@@ -7,6 +7,7 @@ numpy; hole and clipped codes are counted and masked, never passed on as numbers
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -44,6 +45,8 @@ class Preamble:
                                   f"{text[:120]!r}", hint="the scope answered something else; check its model")
         try:
             numbers = [float(f) for f in fields]
+            if not all(math.isfinite(n) for n in numbers):
+                raise ValueError("non-finite")
         except ValueError:
             raise InstrumentError(f"{source}: waveform preamble is not numeric: {text[:120]!r}",
                                   hint="the scope answered something else; check its model") from None
