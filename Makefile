@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint install system-deps bench clean
+.PHONY: run test test-fast lint install system-deps bench fuzz clean
 
 $(STAMP): pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ test-fast: $(STAMP)
 
 bench: $(STAMP) system-deps
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# The long fuzz tier: every parser of outside bytes on >= 10,000 seeded inputs (the fast tier is in make test).
+fuzz: $(STAMP)
+	$(BIN)/python benchmarks/fuzz_long.py
 
 clean:
 	rm -rf $(VENV) reports/*/ reports/latest

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import math
 import re
 from pathlib import Path
 
@@ -23,6 +24,7 @@ _BOMS = {codecs.BOM_UTF16_LE: "UTF-16", codecs.BOM_UTF16_BE: "UTF-16", codecs.BO
          codecs.BOM_UTF32_BE: "UTF-32"}
 # IEEE 488.2 section 8.7: optional sign, digits with an optional point, optional exponent.
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_WORDS = {"NAN": math.nan, "INF": math.inf, "+INF": math.inf, "-INF": -math.inf, "NINF": -math.inf}
 
 
 class DecodeError(BenchError):
@@ -49,7 +51,7 @@ def decode(data: bytes, source: str, *, encoding: str = "utf-8", lenient: bool =
     if data.startswith(codecs.BOM_UTF8) and encoding.lower().replace("-", "") == "utf8":
         data = data[len(codecs.BOM_UTF8):]
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         if lenient:
             log.warning("%s: undecodable bytes replaced (%s)", source, describe_bad_bytes(data, exc))
@@ -57,6 +59,10 @@ def decode(data: bytes, source: str, *, encoding: str = "utf-8", lenient: bool =
         kind = "binary data, not text" if b"\x00" in data[:4096] else f"not {encoding.upper()} text"
         raise error(f"{source}: {kind} ({describe_bad_bytes(data, exc)})",
                     hint=hint or "is it the right file or device? text must be UTF-8") from None
+    if "\x00" in text and not lenient:  # valid UTF-8, but no text file or answer holds NUL
+        raise error(f"{source}: binary data, not text (NUL at byte {data.index(0)})",
+                    hint=hint or "is it the right file or device? text must be UTF-8")
+    return text
 
 
 def read_text(path: str | Path, what: str, *, error: type[BenchError] = ConfigError,
@@ -80,9 +86,12 @@ def read_text(path: str | Path, what: str, *, error: type[BenchError] = ConfigEr
 def parse_number(text: str, source: str, *, error: type[BenchError] = DecodeError) -> float:
     """An IEEE 488.2 numeric response (NR1, NR2 or NR3) as a float; anything else raises `error`.
 
-    Overload markers (9.9E37) and NaN sentinels are numbers here: what they mean is the driver's
-    business, which knows the instrument."""
+    Overload markers (9.9E37) and the NAN / INF / NINF words some models print are numbers here:
+    what they mean is the driver's business, which knows the instrument."""
     stripped = text.strip()
+    word = _WORDS.get(stripped.upper())
+    if word is not None:
+        return word
     if not _NUMBER.fullmatch(stripped):
         raise error(f"{source}: answered {text[:80]!r}, not a number",
                     hint="the instrument may be another model or in a different mode")
