@@ -267,7 +267,7 @@ def test_store_still_locked_at_the_end_is_recoverable_with_store_import(
     rec.add_test(_test(0))
     rec.finish()
     sink.close()
-    assert sink.stored_tests < 1  # what `bench run` turns into exit 7 with the command to run
+    assert sink.stored_tests < 1  # what `bench run` turns into exit 9 with the command to run
     holder.execute("ROLLBACK")
     holder.close()
     assert main(["store-import", "--database", url, str(rec.run_dir)]) == 0

@@ -78,7 +78,7 @@ class _SessionGrab:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the suites; exit codes in docs/faults.md (pytest's, plus 6 and 7 from bench.core.exits)."""
+    """Run the suites; exit codes in docs/faults.md (pytest's, plus 8 and 9 from bench.core.exits)."""
     from bench.core.files import check_free_space
     from bench.results import claim_run_dir
 
