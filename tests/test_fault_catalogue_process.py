@@ -208,6 +208,8 @@ def test_store_refuses_a_run_id_another_recorder_owns(tmp_path: Path) -> None:
     assert any("already has a run 'shared'" in e and "never reused" in e for e in rec.sink_errors)
     assert _stored(url, "shared") == ["suites/t.py::t9[bay1]"]  # nothing mixed in
     assert len(json.loads(rec.results_path.read_text())["tests"]) == 1
+    assert main(["store-import", "--database", url, str(rec.run_dir)]) == 1  # nor by importing it
+    assert _stored(url, "shared") == ["suites/t.py::t9[bay1]"]
 
 
 def test_concurrent_claims_of_one_run_id_let_exactly_one_win(tmp_path: Path) -> None:

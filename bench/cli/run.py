@@ -103,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"report:  {report}")
     if recorder is not None and recorder.write_errors:
         return _results_not_written(recorder)
+    if bench is not None and bench.store_sink is not None and bench.store_sink.refused is not None:
+        print(f"bench: {bench.store_sink.refused}", file=sys.stderr)
+        return STORE_BEHIND
     if bench is not None and bench.store_sink is not None and bench.store_sink.stored_tests < len(data["tests"]):
         stored = bench.store_sink.stored_tests
         print(f"bench: the results store has {stored} of this run's {len(data['tests'])} tests ({results} has all); "

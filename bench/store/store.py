@@ -313,12 +313,22 @@ class Store:
 
     def run_owner(self, run_id: str) -> tuple[str | None, int | None] | None:
         """(host, pid) of the recorder of a stored run, None if the store has no such run."""
+        row = self._run_row(run_id)
+        return None if row is None else (row[0], row[1])
+
+    def run_started(self, run_id: str) -> tuple[dt.datetime | None, str | None] | None:
+        """(start time, folder) of a stored run, None if the store has no such run: a run's identity
+        beyond its id, which survives moving the folder."""
+        row = self._run_row(run_id)
+        return None if row is None else (row[2], row[3])
+
+    def _run_row(self, run_id: str) -> Any:
         try:
             with self.engine.connect() as conn:
-                row = conn.execute(select(Run.recorder_host, Run.recorder_pid).where(Run.run_id == run_id)).first()
+                return conn.execute(select(Run.recorder_host, Run.recorder_pid, Run.started, Run.run_dir)
+                                    .where(Run.run_id == run_id)).first()
         except DBAPIError as exc:
             raise db.database_error(exc, self.url) from None
-        return None if row is None else (row[0], row[1])
 
     def import_folder(self, folder: str | Path) -> list[SyncResult]:
         """Import a run folder (with results.json), or every run folder inside a folder."""
