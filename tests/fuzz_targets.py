@@ -312,6 +312,25 @@ _MATRIX = st.one_of(_mutated_lines(["soc,microcode,fingerprint,rule", "{s},{s},{
                     _mutated_lines(["| SoC | Microcode | Fingerprint |", "|---|---|---|", "| {s} | {s} | {n} |"]))
 
 
+def _statistics(case: tuple[Any, str, str]) -> None:
+    """Verdicts on whatever a check collected: empty, NaN, infinite, runs of any length."""
+    from bench.core import stats
+    from bench.core.verdict import Verdict
+
+    samples, comparator, independence = case
+    common = dict(unit="ms", limit=1.0, comparator=comparator)
+    verdicts = [stats.percentile_verdict("m", samples, p=0.9, confidence=0.95, independence=independence, **common),
+                stats.std_verdict("m", samples, confidence=0.95, independence=independence, **common),
+                stats.mean_verdict("m", samples, confidence=0.95, independence=independence, **common),
+                stats.extreme_verdict("m", samples, statistic="max", **common)]
+    assert all(isinstance(v, Verdict) and (v.outcome.is_good or v.outcome.value) for v in verdicts)
+
+
+_SAMPLE = st.floats(allow_nan=True, allow_infinity=True, width=64)
+_STATS = st.tuples(st.one_of(st.lists(_SAMPLE, max_size=40), st.lists(st.lists(_SAMPLE, max_size=12), max_size=5)),
+                   st.sampled_from(["<=", "<", ">=", ">"]), st.sampled_from(["sample", "run"]))
+
+
 def _decode(data: bytes) -> None:
     assert isinstance(decode(data, "fuzz phone"), str)
 
@@ -343,6 +362,7 @@ TARGETS: tuple[Target, ...] = (
     Target("battery and thermal zones", _BATTERY, _battery, (InvalidMeasurement, DeviceError)),
     Target("matrix CSV", _file_bytes(_MATRIX), _matrix_csv, (BenchError,)),
     Target("bytes from phones", st.binary(max_size=200), _decode, (DecodeError,)),
+    Target("run statistics", _STATS, _statistics, ()),
 )
 
 

@@ -12,6 +12,7 @@ FAST = settings(max_examples=60, derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow in statistics of 1e308 samples
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_parser_refuses_bad_input_with_its_own_error(target: Target) -> None:
     @FAST
