@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -92,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
     results = run_dir / "results.json"
     if recorder is None:
         if not results.exists():
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # claimed but never used (usage error, no station): the id stays free
             print(f"bench: no results in {run_dir} (pytest exit code {int(code)})")
             return int(code) or 1
         data = json.loads(results.read_text(encoding="utf-8"))

@@ -35,23 +35,13 @@ def read_results(path: Path) -> dict[str, Any]:
     return data
 
 
-def _started(data: dict[str, Any]) -> Any:
-    from bench.store.store import utc
-
-    try:
-        return utc(data.get("started"))
-    except (TypeError, ValueError):
-        return None
-
-
 def import_folder(store: Any, folder: Path) -> list[Any]:
     results = []
     for run_dir in run_folders(folder):
         data = read_results(run_dir / "results.json")
-        known = store.run_started(data["run_id"])
-        if known is not None and known[0] != _started(data):  # another run of the same id: never mix
-            raise StoreError(f"{run_dir / 'results.json'}: the store already has another run {data['run_id']!r} "
-                             f"(started {known[0]}, folder {known[1] or 'not recorded'}); nothing of this one "
+        other = store.other_run(data)
+        if other is not None:  # the same id, another run: never mix them
+            raise StoreError(f"{run_dir / 'results.json'}: the store already has {other}; nothing of this one "
                              f"was stored",
                              hint="run ids are never reused; keep this folder's results.json as it is")
         if data.get("status") == "running":  # no recorder feeds an imported run: it was killed (or still

@@ -316,11 +316,17 @@ class Store:
         row = self._run_row(run_id)
         return None if row is None else (row[0], row[1])
 
-    def run_started(self, run_id: str) -> tuple[dt.datetime | None, str | None] | None:
-        """(start time, folder) of a stored run, None if the store has no such run: a run's identity
-        beyond its id, which survives moving the folder."""
-        row = self._run_row(run_id)
-        return None if row is None else (row[2], row[3])
+    def other_run(self, data: dict[str, Any]) -> str | None:
+        """A description of the stored run with `data`'s run id if it is another run (started at
+        another time: the identity that survives moving a folder), else None."""
+        row = self._run_row(data["run_id"])
+        try:
+            started = utc(data.get("started"))
+        except (TypeError, ValueError):
+            started = None
+        if row is None or row[2] == started:
+            return None
+        return f"another run {data['run_id']!r} (started {iso(row[2])}, folder {row[3] or 'not recorded'})"
 
     def _run_row(self, run_id: str) -> Any:
         try:
