@@ -29,6 +29,18 @@ def open_station(path: str | Path | None = None, emulated: EmulatedConfig | None
         yield station.merge_into(config)
 
 
+def plan_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None) -> StationConfig:
+    """The station's DUTs and instruments as a run would see them, without starting anything:
+    what collection needs (`pytest --collect-only` starts no station and writes no run)."""
+    config = load_station(path) if path else StationConfig(name="emulated", source=None,
+                                                           emulated=emulated or EmulatedConfig())
+    if config.emulated is None:
+        return config
+    from emulation.station import plan_emulated
+
+    return plan_emulated(config)
+
+
 def emulated_fleet(persona: str | None = None, faults: Sequence[str] = ()) -> EmulatedConfig:
     """The embedded station's default fleet, every phone with `persona` and `faults` added."""
     from emulation.npu_personas import default_fleet

@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import secrets
-import subprocess
 import tempfile
 
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 from bench.core import files
 from bench.core.errors import BenchError
 from bench.core.files import WriteFailed, check_name, confined, safe_name, write_atomically
-from bench.core.paths import SOURCE_ROOT
+from bench.core.version import code_version
 from bench.core.records import RunRecord, TestRecord
 
 log = logging.getLogger(__name__)
@@ -60,15 +59,6 @@ def claim_run_dir(results_dir: Path, run_id: str | None) -> Path:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def code_version() -> str:
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
-                             timeout=5, cwd=SOURCE_ROOT)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 class ResultSink(Protocol):

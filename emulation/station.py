@@ -17,6 +17,21 @@ from emulation.world import World
 log = logging.getLogger(__name__)
 
 
+EMULATED_ROLES = ("scope", "supply", "thermal", "stimulus")
+NOT_STARTED = "(started with the run)"
+
+
+def plan_emulated(config: StationConfig) -> StationConfig:
+    """The DUTs and instrument roles an emulated station will have, before starting it (addresses
+    are placeholders until merge_into gives the real ones)."""
+    serials = [spec.serial for spec in EmulatedStation(config.emulated)._specs()]
+    duts = [DutConfig(name=s, address=NOT_STARTED, expected_serial=s) for s in serials]
+    instruments = {role: InstrumentConfig(role=role, family="emulated", address=NOT_STARTED,
+                                          attached_to=serials[0] if serials else None)
+                   for role in (EMULATED_ROLES if config.emulated.instruments and serials else ())}
+    return dataclasses.replace(config, duts=duts, instruments=instruments)
+
+
 def sla_personas() -> set[str]:
     """Every behaviour persona some part of the emulated phone understands."""
     from emulation.runtime_personas import SLA_PERSONAS_RUNTIME
@@ -95,12 +110,12 @@ class EmulatedStation:
 
     def _start_instruments(self, world: World) -> None:
         from emulation.instruments.awg import AwgServer
+        from emulation.instruments.daq970a import Daq970aServer
         from emulation.instruments.power_analyzer import PowerAnalyzerServer
         from emulation.instruments.scope import ScopeServer
-        from emulation.instruments.thermal_probe import ThermalProbeServer
 
         for role, server in (("scope", ScopeServer(world)), ("supply", PowerAnalyzerServer(world)),
-                             ("thermal", ThermalProbeServer(world)), ("stimulus", AwgServer(world))):
+                             ("thermal", Daq970aServer(world)), ("stimulus", AwgServer(world))):
             server.start()
             self.instruments[role] = server
             log.info("emulated %s (%s) at %s", role, server.family, server.address)
@@ -130,6 +145,10 @@ class EmulatedStation:
             self._payloads = tempfile.TemporaryDirectory(prefix="phonebench-payloads-")
             (Path(self._payloads.name) / "model.bin").write_bytes(update_package().data)
         return Path(self._payloads.name)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return tuple(self.instruments)
 
     def merge_into(self, config: StationConfig) -> StationConfig:
         """The station config a bench uses to reach this emulated station (DUTs and instruments)."""

@@ -243,7 +243,7 @@ def test_late_answer_is_discarded_before_the_next_query() -> None:
 def test_preamble_with_nan_field_is_refused() -> None:
     from drivers.scope import Preamble
 
-    with pytest.raises(InstrumentError, match="scope1: waveform preamble is not numeric"):
+    with pytest.raises(InstrumentError, match="scope1: waveform preamble has NaN, infinite or 9.9E37 fields"):
         Preamble.parse("0,0,1000,1,nan,0,0,0.01,0,128", "scope1")
 
 

@@ -23,6 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run the HIL suites against a station and write a report")
     add_selection_args(p)
     p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="skip the station preflight (bench station check) before the tests")
     p.set_defaults(func=run)
 
 
@@ -50,7 +52,7 @@ def results_dir(args: argparse.Namespace) -> Path:
 
 def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
     suites = getattr(args, "suites", None) or [str(DEFAULT_SUITES)]
-    out = [*suites, "-p", "fixtures.plugin", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
+    out = [*suites, "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
            "--results-dir", str(run_dir.parent), "--run-id", run_dir.name,
            "--junitxml", str(run_dir / "junit.xml"), "-o", "junit_family=xunit2",
            "-v" if args.verbose_tests else "-qq"]
@@ -84,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
     from bench.results import claim_run_dir
 
     folder = results_dir(args)
+    if args.station and not args.no_preflight:
+        from bench.preflight import gate
+
+        if not gate(args.station):
+            return 2
     check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
     run_dir = claim_run_dir(folder, args.run_id)  # refuses an id already used, or not a plain name
     grab = _SessionGrab()
