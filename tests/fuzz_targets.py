@@ -195,7 +195,7 @@ _PREAMBLE = st.lists(_numbers.map(str), min_size=8, max_size=12).map(",".join)
 
 
 def _serial_probe(line: str) -> None:
-    from drivers.thermal import GenericAsciiProbe
+    from drivers.thermal_generic import GenericAsciiProbe
 
     port = ScriptedSerial({"*IDN?": "Fuzz,Probe,1,1.0", "CHAN?": "T1,T2,T3,T4,CJ"})
     probe = GenericAsciiProbe("fuzz://probe", port=port)

@@ -210,10 +210,10 @@ def test_instrument_silence_is_named_with_what_to_check() -> None:
         inst.query("MEAS?")
 
 
-def test_instrument_closing_mid_read_is_an_io_failure_not_silence() -> None:
+def test_instrument_closing_mid_read_is_named_as_such_not_silence() -> None:
     inst = _scpi({})
     inst._res.query = _raise(ConnectionResetError(104, "Connection reset by peer"))
-    with pytest.raises(InstrumentError, match=r"I/O failed on `MEAS\?`.*reset.*\n  hint: check the connection"):
+    with pytest.raises(InstrumentError, match=r"closed the connection during `MEAS\?`\n  hint: .*reopen the instrument"):
         inst.query("MEAS?")
 
 

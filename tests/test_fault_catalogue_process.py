@@ -310,7 +310,7 @@ def test_ctrl_c_marks_the_run_incomplete_and_keeps_its_tests(tmp_path: Path) -> 
 def test_junit_xml_that_cannot_be_written_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
     (tmp_path / "test_one.py").write_text("def test_ok():\n    assert True\n")
     (tmp_path / "blocker").write_text("a file where junit.xml's folder should be")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "fixtures.plugin", "-p", "no:cacheprovider",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",  # the plugin: an entry point
                            "--rootdir", str(tmp_path), "--junitxml", str(tmp_path / "blocker" / "junit.xml"),
                            str(tmp_path / "test_one.py")], cwd=tmp_path, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
