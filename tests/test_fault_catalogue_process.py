@@ -356,16 +356,18 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_killed_at_random_points_results_json_and_store_agree_or_store_import_reconciles(tmp_path: Path) -> None:
-    rng = random.Random(20261201)  # bounded and seeded: the same kill points every run
-    points = sorted(rng.sample(range(1, 60), 8))
+    # The child passes 38 points (before and after each results.json write and store sync, and
+    # inside each store transaction); 8 of them, seeded, so every run kills at the same places.
+    rng = random.Random(20261201)
+    points = sorted(rng.sample(range(1, 39), 8))
     for kill_at in points:
         folder = tmp_path / f"k{kill_at}"
         url = f"sqlite:///{folder / 'store.sqlite'}"
         done = subprocess.run([sys.executable, "-c", CHILD, url, str(folder), str(kill_at)], cwd=REPO,
                               capture_output=True, text=True, timeout=120)
-        killed = done.returncode == -signal.SIGKILL
-        assert killed or done.returncode == 0, done.stderr
+        assert done.returncode == -signal.SIGKILL, f"kill at {kill_at}: {done.stderr[-500:]}"
         results = folder / "crash" / "results.json"
         on_disk = [t["nodeid"] for t in json.loads(results.read_text())["tests"]] if results.exists() else []
         try:
