@@ -71,7 +71,10 @@ def parse_thermalservice(text: str) -> ThermalReport:
         raise InvalidMeasurement("dumpsys thermalservice has no 'Thermal Status:' line")
     section = text.split("Current temperatures from HAL:", 1)
     body = section[1] if len(section) == 2 else text
-    temps = {m["name"]: (int(m["type"]), float(m["value"])) for m in _TEMPERATURE.finditer(body)}
+    try:
+        temps = {m["name"]: (int(m["type"]), float(m["value"])) for m in _TEMPERATURE.finditer(body)}
+    except ValueError as exc:  # the pattern admits "--" or "1.2.3" as a value
+        raise InvalidMeasurement(f"dumpsys thermalservice: a temperature is not a number ({exc})") from None
     return ThermalReport(status=int(status_match.group(1)), temperatures=temps)
 
 

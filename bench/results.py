@@ -35,9 +35,13 @@ class RunIdTaken(BenchError):
     """A run folder with that id already holds a run: ids are never reused (records would mix)."""
 
 
-def claim_run_dir(results_dir: Path, run_id: str | None) -> Path:
+def claim_run_dir(results_dir: Path, run_id: str | None, reuse_empty: bool = True) -> Path:
     """Create this run's folder, refusing a run id that is not a plain name or already has a folder
-    with results in it; a generated id that collides is generated again."""
+    with results in it; a generated id that collides is generated again.
+
+    reuse_empty=True takes over a folder without results.json (made by `bench run` or the
+    acceptance runner for this very run); `bench run` itself claims with False, so of two runs
+    started with one id exactly one gets the folder."""
     results_dir = Path(results_dir)
     if run_id is not None:
         check_name(run_id, "run id")
@@ -45,7 +49,7 @@ def claim_run_dir(results_dir: Path, run_id: str | None) -> Path:
         try:
             return files.make_folder(run_dir, exclusive=True)
         except FileExistsError:
-            if (run_dir / "results.json").exists() or not run_dir.is_dir():
+            if not reuse_empty or (run_dir / "results.json").exists() or not run_dir.is_dir():
                 raise RunIdTaken(f"run id {run_id!r} is already used: {run_dir} holds a run",
                                  hint="choose another --run-id, or omit it for a new one") from None
             return run_dir  # claimed, still empty: made by `bench run` for this very run

@@ -283,10 +283,12 @@ def _thermalservice(text: str) -> None:
     parse_thermalservice(text)
 
 
-_THERMALSERVICE = _mutated_lines([
+_THERMALSERVICE = st.one_of(_numbers.map(lambda n: f"Thermal Status: 1\nCurrent temperatures from HAL:\n"
+                                                      f"\tTemperature{{mValue={n}, mType=3, mName=skin, mStatus=0}}"),
+                             _mutated_lines([
     "IsStatusOverride: false", "Thermal Status: {n}", "Current temperatures from HAL:",
     "\tTemperature{mValue={n}, mType={n}, mName={s}, mStatus={n}}",
-    "\tTemperature{mValue={n}, mType=3, mName=skin, mStatus=0}"])
+    "\tTemperature{mValue={n}, mType=3, mName=skin, mStatus=0}"]))
 
 
 def _battery(text: str) -> None:

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         if not gate(args.station):
             return 2
     check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
-    run_dir = claim_run_dir(folder, args.run_id)  # refuses an id already used, or not a plain name
+    run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
     grab = _SessionGrab()
     code = pytest.main(pytest_args(args, run_dir), plugins=[grab])
     bench = grab.config.stash.get(BENCH, None) if grab.config is not None else None
