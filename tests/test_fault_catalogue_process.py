@@ -378,3 +378,21 @@ def test_killed_at_random_points_results_json_and_store_agree_or_store_import_re
         if results.exists():
             assert main(["store-import", "--database", url, str(folder / "crash")]) == 0
             assert _stored(url, "crash") == on_disk, f"kill at {kill_at}: store-import did not reconcile"
+
+
+@pytest.mark.slow
+def test_bench_run_with_a_corrupt_store_exits_9_naming_the_import(tmp_path: Path) -> None:
+    from bench.core.exits import STORE_BEHIND
+
+    bad = tmp_path / "corrupt.sqlite"
+    bad.write_bytes(b"\x00garbage" * 64)
+    env = {**os.environ, db.ENV_VAR: str(bad), files.MIN_FREE_ENV: "0"}
+    done = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--results-dir", str(tmp_path / "reports"),
+                           "--run-id", "r9", "-q", "-k", "identity"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == STORE_BEHIND, done.stdout + done.stderr
+    assert f"add the rest with `bench store-import {tmp_path / 'reports' / 'r9'}`" in done.stderr
+    data = json.loads((tmp_path / "reports" / "r9" / "results.json").read_text())
+    url = f"sqlite:///{tmp_path / 'fixed.sqlite'}"
+    assert main(["store-import", "--database", url, str(tmp_path / "reports" / "r9")]) == 0
+    assert len(_stored(url, "r9")) == len(data["tests"]) > 0
