@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint install system-deps llama bench clean
+.PHONY: run test test-fast lint install system-deps llama bench fuzz clean
 
 $(STAMP): pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -74,6 +74,10 @@ test-fast: $(STAMP)
 
 bench: $(STAMP) system-deps
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# The long fuzz tier: every parser of outside bytes on >= 10,000 seeded inputs (the fast tier is in make test).
+fuzz: $(STAMP)
+	$(BIN)/python benchmarks/fuzz_long.py
 
 clean:
 	rm -rf $(VENV) reports/*/ reports/latest

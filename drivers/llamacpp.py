@@ -104,7 +104,11 @@ class Completion:
 def _number(text: str | None) -> float | None:
     if text is None:
         return None
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:  # the pattern admits "1.2.3" and "--"
+        raise LlamaCppOutputError(f"llama.cpp timing {text!r} is not a number",
+                                  hint="the binary's perf output is not the format this bench reads") from None
     return None if math.isnan(value) or math.isinf(value) else value
 
 

@@ -18,6 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from bench.core.decoding import read_text
 from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -126,17 +127,17 @@ class _Reader:
 def load_station(path: str | Path) -> StationConfig:
     """Parse and validate a station file; raises ConfigError naming file, key and expectation."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         raise ConfigError(f"station file {path} does not exist",
-                          hint="pass --station with an existing file, or omit it to use the emulated station") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"station file {path} cannot be read: {exc}") from None
+                          hint="pass --station with an existing file, or omit it to use the emulated station")
+    text = read_text(path, "station file", hint="a station file is UTF-8 TOML (docs/station-file.md)")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}", hint="check quoting and brackets on that line") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: TOML nested too deeply to be a station file",
+                          hint="see docs/station-file.md for the station file format") from None
     return parse_station(data, str(path), source=path)
 
 
@@ -234,12 +235,22 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
     if auth not in ("any", "prompt", "none", "listed"):
         raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth,
-                            allowed_keys=list(r.get("allowed_keys", list, [])))
+                            allowed_keys=_strings(r, "allowed_keys"))
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",
+                              hint="see docs/station-file.md for the station file format")
         p = _Reader(r.path, table, f"[[emulated.phone]] #{index + 1}.")
         p.check_unknown({"serial", "npu_persona", "sla_persona", "faults", "seed"})
         config.phones.append(EmulatedPhoneConfig(
             serial=p.get("serial", str), npu_persona=p.get("npu_persona", str, None),
-            sla_persona=p.get("sla_persona", str, "nominal"), faults=list(p.get("faults", list, [])),
+            sla_persona=p.get("sla_persona", str, "nominal"), faults=_strings(p, "faults"),
             seed=p.get("seed", int, index)))
     return config
+
+
+def _strings(r: _Reader, key: str) -> list[str]:
+    values = r.get(key, list, [], expected="an array of strings")
+    if not all(isinstance(v, str) for v in values):
+        raise r._err(key, "an array of strings", values)
+    return list(values)
