@@ -41,6 +41,13 @@ class AudioEvent:
     def t1(self) -> float:
         return self.t0 + len(self.samples) / self.sample_rate
 
+    @property
+    def sound_end(self) -> float:
+        """Ground truth for end-of-speech checks: the instant the clip falls silent for good (its
+        last non-zero sample reaches zero); a clip that ends in a pause went quiet before t1."""
+        loud = np.flatnonzero(self.samples)
+        return self.t0 + (int(loud[-1]) + 1 if loud.size else 0) / self.sample_rate
+
 
 def synth_speech(duration_s: float, sample_rate: float, rng: np.random.Generator,
                  f0_hz: float = 120.0) -> np.ndarray:

@@ -54,6 +54,11 @@ class VoiceSetup:
     settle_s: float = 5.0  # extra wait after a trial whose answer outlasted the record
     trigger_timeout_s: float = 30.0
     detector: OnsetDetector = OnsetDetector(k=6.0, quiet_s=0.05, envelope_s=0.005, hold_s=0.01)
+    # The end of speech, searched back from the record's quiet end: a word's decaying tail lies
+    # below k x noise RMS, so the threshold comes from the envelope's own (much smaller) noise.
+    end_detector: OnsetDetector = OnsetDetector(k=6.0, quiet_s=0.05, envelope_s=0.005, hold_s=0.01,
+                                                k_envelope=8.0)
+    hangover_s = 0.25  # a burst this close after the answer's speech is still the answer (pauses < 0.15 s)
 
     @property
     def points(self) -> int:
@@ -181,24 +186,39 @@ def analyse_trial(ch1: Waveform, ch2: Waveform, setup: VoiceSetup = VoiceSetup()
         return nan, nan, nan, f"invalid: answer: {answer.reason}"
     if not answer.found:
         return float(stim.time_s), math.inf, math.inf, "no-answer"
-    end = _end_of_sound(detector, ch2, fs)
+    end = _end_of_sound(_detector(setup, ch2, end=True), ch2, fs, setup.hangover_s)
     if end is None or end.time_s is None:
         return float(stim.time_s), float(answer.time_s), math.inf, "open-ended"
     answer_end = float(ch2.t[-1]) - float(end.time_s)  # reversed axis: seconds back from the last sample
     return float(stim.time_s), float(answer.time_s), max(answer_end, float(answer.time_s)), "ok"
 
 
-def _detector(setup: VoiceSetup, wave: Waveform) -> OnsetDetector:
-    # A few ADC codes: an 8-bit channel whose noise hides inside one code still needs a floor.
+def _detector(setup: VoiceSetup, wave: Waveform, end: bool = False) -> OnsetDetector:
+    # A few ADC codes: an 8-bit channel whose noise hides inside one code still needs a floor
+    # (for the end detector: the least rise above the envelope's floor, one code).
+    if end:
+        return replace(setup.end_detector, min_threshold=max(setup.end_detector.min_threshold,
+                                                             wave.preamble.yincrement))
     floor = 4 * wave.preamble.yincrement
     return replace(setup.detector, min_threshold=max(setup.detector.min_threshold, floor))
 
 
-def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float) -> Onset | None:
-    """The last sound in the record: the first onset of the time-reversed record (None: the record
-    ends in sound, so its quiet window is not quiet)."""
-    reverse = detector.detect(wave.volts[::-1], fs, t0=0.0)
-    return reverse if reverse.found else None
+def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float, hangover_s: float) -> Onset | None:
+    """The last sound of the answer: the first onset of the time-reversed record (None: the record
+    ends in sound, so its quiet window is not quiet).
+
+    Searching backwards, the first rise that lasts the hold time is surely speech; a shorter
+    burst after it (a word cut off a few ms in) still belongs to the answer when it comes within
+    `hangover_s` of that speech, so the search takes the earliest rise within the hangover.
+    """
+    reversed_volts = wave.volts[::-1]
+    speech = detector.detect(reversed_volts, fs, t0=0.0)
+    if not speech.found or not speech.rejected:
+        return speech if speech.found else None
+    burst = replace(detector, hold_s=0.0).detect(reversed_volts, fs, t0=0.0)
+    if burst.found and speech.time_s - burst.time_s <= hangover_s:
+        return burst
+    return speech
 
 
 def voice_verdicts(trials: VoiceTrials, profile: SlaProfile) -> list[Verdict]:
