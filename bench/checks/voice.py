@@ -27,7 +27,8 @@ from bench.core.paths import data_dir
 from bench.core import stats
 from bench.onset import Onset, OnsetDetector, OnsetStatus
 from bench.sla import SlaEntry, SlaProfile
-from bench.core.verdict import PlotHint, Verdict
+from bench.core.verdict import Evidence, PlotHint, Verdict
+from bench.uncertainty import calibration_of, voice_budget
 from drivers.device import Device
 from drivers.scope import Oscilloscope, Waveform
 from drivers.stimulus import AudioStimulus, read_wav
@@ -77,6 +78,7 @@ class VoiceTrials:
     answer_end_s: list[float] = field(default_factory=list)  # inf: still speaking at the record's end
     status: list[str] = field(default_factory=list)  # "ok", "no-answer", "open-ended", "invalid: ..."
     waveforms: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    calibration: dict | None = None  # the scope's corrections and their uncertainties (uncertainty budget)
 
     def __len__(self) -> int:
         return len(self.status)
@@ -141,7 +143,7 @@ def run_voice_trials(scope: Oscilloscope, stimulus: AudioStimulus, device: Devic
         raise ValueError(f"trials must be >= 1, got {trials}")
     configure(scope, stimulus, setup, clip)
     calibrated = fixture_calibrated if fixture_calibrated is not None else fixture_delay_s != 0.0
-    result = VoiceTrials(fixture_delay_s, calibrated, setup.sample_rate_hz)
+    result = VoiceTrials(fixture_delay_s, calibrated, setup.sample_rate_hz, calibration=calibration_of(scope))
     slowest, slowest_latency = None, -math.inf
     for index in range(trials):
         scope.single()
@@ -239,7 +241,12 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Ver
     valid = samples_s[~np.isnan(samples_s)]  # invalid trials are left out (and counted)
     if entry.statistic == "std":
         valid = valid[np.isfinite(valid)]  # unanswered trials fail the percentile, not the spread
-    verdict = entry.evaluate(valid * scale)
+    finite = valid[np.isfinite(valid)]
+    budget = voice_budget(finite * scale, _statistic(entry), scale, sample_interval_s=1.0 / trials.sample_rate_hz,
+                          dialog=entry.metric.startswith("dialog"), fixture_calibrated=trials.fixture_calibrated,
+                          calibration=trials.calibration,
+                          typical_s=float(np.median(finite)) if finite.size else 0.0)
+    verdict = entry.evaluate(valid * scale, evidence=Evidence.MEASURED, uncertainty=budget)
     unanswered = sum(s == "no-answer" for s in trials.status)
     notes = [f"{len(trials)} trials", f"{trials.invalid} invalid (left out)", f"{unanswered} unanswered"]
     if trials.fixture_calibrated:
@@ -253,6 +260,10 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Ver
                "fixture_delay_s": trials.fixture_delay_s,
                "fixture_calibration": "applied" if trials.fixture_calibrated else "none applied",
                "sample_rate_hz": trials.sample_rate_hz})
+
+
+def _statistic(entry: SlaEntry) -> str:
+    return f"p{100 * entry.p:.10g}" if entry.statistic == "percentile" else entry.statistic
 
 
 def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int = 2) -> list[Verdict]:
