@@ -66,8 +66,8 @@ class Dialog:
     answer_onset: float
     answer_end: float
     # Ground truth at the measurement mic (what the bench's onset detector should find): the
-    # answer's first sound, and the instant it falls silent (before answer_end when the clip
-    # ends in a pause between syllables).
+    # answer's first sound, and the instant its speech ends (last above -30 dB re its peak;
+    # before answer_end when the clip ends in a pause or a word's inaudible tail).
     speech_onset: float = float("nan")
     speech_end: float = float("nan")
 
@@ -127,7 +127,7 @@ class VoiceAssistant:
         answer = AudioEvent(2, answer_onset + acoustic_delay, self._answer_clip(answer_len),
                             ANSWER_SAMPLE_RATE, b.answer_peak_v, label="answer")
         world.audio.play(answer)
-        dialog.speech_onset, dialog.speech_end = answer.t0, answer.sound_end
+        dialog.speech_onset, dialog.speech_end = answer.t0, answer.sound_end()
         self.dialogs.append(dialog)
         log.debug("dialog: onset %.6f latency %.1f ms answer %.2f s", onset, 1e3 * dialog.latency_s, answer_len)
         return dialog

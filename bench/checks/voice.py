@@ -59,7 +59,7 @@ class VoiceSetup:
     # below k x noise RMS, so the threshold comes from the envelope's own (much smaller) noise.
     end_detector: OnsetDetector = OnsetDetector(k=6.0, quiet_s=0.05, envelope_s=0.005, hold_s=0.01,
                                                 k_envelope=8.0)
-    hangover_s = 0.25  # a burst this close after the answer's speech is still the answer (pauses < 0.15 s)
+    hangover_s: float = 0.25  # a burst this close after the answer's speech is still the answer (pauses < 0.15 s)
 
     @property
     def points(self) -> int:
