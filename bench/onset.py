@@ -288,7 +288,7 @@ class _Scan:
         t_hi = cand - 1 + _frac(e_prev, env[-1], self.t_hi)
         # Levels just above the envelope's noise: the rise's first samples, before a voice's
         # pitch pulses make the envelope lumpy.
-        step = max(3.0 * self.spread, (self.t_hi - self.floor) / 64.0)
+        step = max(3.0 * self.spread, (self.t_hi - self.floor) / 32.0)
         t1, t2, t4 = (self._last_below(env, back, self.floor + f * step) for f in (1.0, 2.0, 4.0))
         if t1 is None or t2 is None or t4 is None or not t1 <= t2 <= t4 <= t_hi:
             index = t_hi  # already above the lowest level for 4 windows: keep the crossing

@@ -23,8 +23,8 @@ SQRT3, SQRT12 = math.sqrt(3.0), math.sqrt(12.0)
 
 # Onset detector residuals per trial (standard deviations of measured - true, all voice personas,
 # benchmarks/bench_onset.py on the emulated station at the voice check's 10 kS/s).
-STIMULUS_ONSET_SPREAD_S = 0.3e-3
-ANSWER_ONSET_SPREAD_S = 0.7e-3
+STIMULUS_ONSET_SPREAD_S = 0.15e-3
+ANSWER_ONSET_SPREAD_S = 0.8e-3
 ANSWER_END_SPREAD_S = 2.0e-3
 ANSWER_END_BIAS_S = 3.0e-3  # the end reads ~2 ms early on average: left in the budget (rectangular), not subtracted
 # Plausible size of corrections when no calibration applies them (rectangular half-widths).
