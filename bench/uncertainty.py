@@ -30,6 +30,7 @@ ANSWER_END_BIAS_S = 3.0e-3  # the end reads ~2 ms early on average: left in the 
 # Plausible size of corrections when no calibration applies them (rectangular half-widths).
 UNCALIBRATED_FIXTURE_DELAY_S = 1.0e-3  # calibration accepts 0.1 .. 1 ms of air
 UNCALIBRATED_SKEW_S = 100e-9  # the scope's deskew range
+FIXTURE_ACCEPTANCE = 0.2  # fixture-delay calibration passes within 0.8 .. 1.2 x the geometric delay
 UNCALIBRATED_CURRENT_ZERO_A = 5e-3  # supply-zero acceptance limit
 UNCALIBRATED_THERMOCOUPLE_C = 1.0  # type T/K thermocouple tolerance class 1 is +-0.5..1 C
 # Instrument specifications (rectangular half-widths: "accuracy +-(gain x reading + offset)").
@@ -84,10 +85,11 @@ def _correction(name: str, key: str, calibration: Mapping[str, Any] | None, unca
 
 
 def voice_budget(samples: Any, statistic: str, unit_scale: float, *, sample_interval_s: float,
-                 dialog: bool = False, fixture_calibrated: bool = False,
+                 dialog: bool = False, fixture_delay_s: float | None = None,
                  calibration: Mapping[str, Any] | None = None, typical_s: float = 0.0) -> Uncertainty:
     """Voice latency (answer onset - stimulus onset - fixture delay) or dialog time (answer end ...),
-    in the verdict's unit (unit_scale = unit per second)."""
+    in the verdict's unit (unit_scale = unit per second). `fixture_delay_s`: the delay subtracted
+    (None: none was); `calibration`: the scope's corrections and their uncertainties."""
     end_spread = ANSWER_END_SPREAD_S if dialog else ANSWER_ONSET_SPREAD_S
     parts: Components = [
         UncertaintyComponent("repeatability", standard_error(samples, statistic), "A",
@@ -101,9 +103,17 @@ def voice_budget(samples: Any, statistic: str, unit_scale: float, *, sample_inte
     if dialog:
         parts.append(UncertaintyComponent("end-of-speech bias", unit_scale * ANSWER_END_BIAS_S / SQRT3, "B",
                                           "the last sound's tail below the envelope noise: reads early, rectangular"))
-    fixture = {"corrections": {"fixture_delay_s": 0.0}, **(calibration or {})} if fixture_calibrated else calibration
-    parts.append(_correction("fixture delay", "fixture_delay_s", fixture, UNCALIBRATED_FIXTURE_DELAY_S,
-                             unit_scale, "s"))
+    recorded, certificate = _calibrated(calibration, "fixture_delay_s")
+    if fixture_delay_s is None:
+        parts.append(UncertaintyComponent("fixture delay", unit_scale * UNCALIBRATED_FIXTURE_DELAY_S / SQRT3, "B",
+                                          f"not subtracted: up to {UNCALIBRATED_FIXTURE_DELAY_S:g} s, rectangular"))
+    elif recorded is not None:
+        parts.append(UncertaintyComponent("fixture delay", unit_scale * recorded, "B",
+                                          f"calibration {certificate or 'record'}: u = {recorded:.3g} s"))
+    else:  # subtracted, its record not at hand: the calibration accepts 0.8 .. 1.2 x the fixture's geometry
+        parts.append(UncertaintyComponent("fixture delay", unit_scale * FIXTURE_ACCEPTANCE * fixture_delay_s / SQRT3,
+                                          "B", f"subtracted; within +-{FIXTURE_ACCEPTANCE:.0%} of the geometric "
+                                               "delay (the calibration's acceptance), rectangular"))
     parts.append(_correction("channel skew", "ch2_deskew_s", calibration, UNCALIBRATED_SKEW_S, unit_scale, "s"))
     parts.append(UncertaintyComponent("scope timebase", unit_scale * typical_s * SCOPE_TIMEBASE_PPM * 1e-6 / SQRT3,
                                       "B", f"+-{SCOPE_TIMEBASE_PPM:g} ppm of the interval, rectangular"))

@@ -31,13 +31,17 @@ def test_voice_budget_components_and_calibration():
     assert names(bare) == {"repeatability", "sample interval", "onset detector residual", "fixture delay",
                            "channel skew", "scope timebase"}
     fixture = next(c for c in bare.components if c.name == "fixture delay")
-    assert fixture.standard == pytest.approx(1.0 / math.sqrt(3)) and "not calibrated" in fixture.note
+    assert fixture.standard == pytest.approx(1.0 / math.sqrt(3)) and "not subtracted" in fixture.note
     calibration = {"corrections": {"fixture_delay_s": 2.9e-4, "ch2_deskew_s": 3.5e-8},
                    "uncertainties": {"fixture_delay_s": 2e-6, "ch2_deskew_s": 1e-10}, "certificates": ["CAL-1"]}
     calibrated = unc.voice_budget(latency_ms, "p99", 1e3, sample_interval_s=1e-4, calibration=calibration,
-                                  fixture_calibrated=True, typical_s=0.25)
+                                  fixture_delay_s=2.9e-4, typical_s=0.25)
     assert calibrated.expanded < bare.expanded
     assert next(c for c in calibrated.components if c.name == "fixture delay").standard == pytest.approx(2e-3)
+    # subtracted, without its record: the calibration's +-20 % acceptance, rectangular
+    told = unc.voice_budget(latency_ms, "p99", 1e3, sample_interval_s=1e-4, fixture_delay_s=2.9e-4)
+    assert next(c for c in told.components if c.name == "fixture delay").standard == \
+        pytest.approx(0.2 * 0.29 / math.sqrt(3))
     dialog = unc.voice_budget(latency_ms * 10, "p99", 1.0, sample_interval_s=1e-4, dialog=True)
     assert "end-of-speech bias" in names(dialog) and dialog.coverage_factor == 2.0
 

@@ -243,7 +243,8 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Ver
         valid = valid[np.isfinite(valid)]  # unanswered trials fail the percentile, not the spread
     finite = valid[np.isfinite(valid)]
     budget = voice_budget(finite * scale, _statistic(entry), scale, sample_interval_s=1.0 / trials.sample_rate_hz,
-                          dialog=entry.metric.startswith("dialog"), fixture_calibrated=trials.fixture_calibrated,
+                          dialog=entry.metric.startswith("dialog"),
+                          fixture_delay_s=trials.fixture_delay_s if trials.fixture_calibrated else None,
                           calibration=trials.calibration,
                           typical_s=float(np.median(finite)) if finite.size else 0.0)
     verdict = entry.evaluate(valid * scale, evidence=Evidence.MEASURED, uncertainty=budget)

@@ -8,8 +8,8 @@ Decision rules (field notes, "Statistics for verdicts"):
 - std: studentized bootstrap bound of log s^2 over the independent units (samples, runs, or moving
   blocks of a data-driven length), never below the chi-square bound sigma <= s * sqrt((n-1) /
   chi2_{1-c, n-1}) with the effective n (exact for independent normal samples). The chi-square
-  bound alone covered 51-72 % at nominal 95 % on the emulated runtime's skewed, stalling token
-  latencies (benchmarks/bench_coverage.py; docs/uncertainty.md).
+  bound alone covered 58-73 % at nominal 95 % on the emulated runtime's skewed, stalling token
+  latencies, this one 91-95 % (benchmarks/bench_coverage.py; docs/uncertainty.md).
 - mean: one-sided Student-t bound.
 - proportion: exact one-sided Clopper-Pearson bound.
 - too few samples to ever pass at this confidence -> Outcome.INSUFFICIENT, never a pass.
