@@ -13,8 +13,9 @@ signal's amplitude and attack). A trailing average has no group delay at the sta
 leaves its noise level with the first loud sample and then grows as a power of the time since,
 (t - t0)^p: p = 1 for a step, 2 for a linear attack shorter than the window. Searching back from
 the confirmed crossing, the envelope's last rises through three low levels in geometric ratio
-(1, 2 and 4 steps above its noise level; a step is 3 x the envelope's own noise, so the levels
-sit in the rise's first samples, before a voice's pitch pulses make the envelope lumpy) fix t0
+(1, 2 and 4 steps above its level just before the rise; a step is 3 x the envelope's own noise,
+so the levels sit in the rise's first samples, before a voice's pitch pulses make the envelope
+lumpy) fix t0
 whatever p is: for a power law the three times since t0 are in geometric ratio too (Aitken's
 extrapolation). When noise makes the three crossings inconsistent, the attack is taken as
 linear (p = 2). The sum over whole samples puts the extrapolated point half a sample before the
@@ -289,7 +290,10 @@ class _Scan:
         # Levels just above the envelope's noise: the rise's first samples, before a voice's
         # pitch pulses make the envelope lumpy.
         step = max(3.0 * self.spread, (self.t_hi - self.floor) / 32.0)
-        t1, t2, t4 = (self._last_below(env, back, self.floor + f * step) for f in (1.0, 2.0, 4.0))
+        # The rise starts from the envelope's level just before it, which hum can lift above the
+        # quiet window's mean: the lowest point of the last two windows, if higher.
+        base = max(self.floor, float(np.nanmin(env[-2 * self.w:])))
+        t1, t2, t4 = (self._last_below(env, back, base + f * step) for f in (1.0, 2.0, 4.0))
         if t1 is None or t2 is None or t4 is None or not t1 <= t2 <= t4 <= t_hi:
             index = t_hi  # already above the lowest level for 4 windows: keep the crossing
         else:
