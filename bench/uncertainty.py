@@ -37,7 +37,7 @@ UNCALIBRATED_THERMOCOUPLE_C = 1.0  # type T/K thermocouple tolerance class 1 is 
 SCOPE_TIMEBASE_PPM = 25.0
 ANALYZER_CURRENT_GAIN, ANALYZER_CURRENT_OFFSET_A = 0.0004, 100e-6  # DC power analyzer, 3 A range
 ANALYZER_VOLTAGE_GAIN, ANALYZER_VOLTAGE_OFFSET_V = 0.0005, 2e-3
-THERMAL_RESOLUTION_C = 0.25  # the probe board reports quarter degrees
+THERMAL_RESOLUTION_C = 0.25  # the coarsest supported probe board (generic) reports quarter degrees
 REFERENCE_THERMOMETER_C = 0.01
 
 Components = list[UncertaintyComponent]
