@@ -1,12 +1,25 @@
 """Audio onset detection on scope waveforms, and voice latency from two channels.
 
 The envelope is a trailing moving average of |x - baseline| over `envelope_s`. The threshold is
-k x the RMS measured in a quiet leading window (so hum and noise set their own floor). An onset
-is the first time the envelope rises above the threshold *and* stays above the lower
-(hysteresis) threshold for `hold_s`, so a click shorter than the hold time is rejected. The
-reported time is the start of the rise: the envelope's rising edge through the low and high
-thresholds, extrapolated back to the noise floor (a trailing average rises linearly from the
-first loud sample), so the estimate does not move with the signal's amplitude.
+k x the RMS measured in a quiet leading window (so hum and noise set their own floor), or, with
+`k_envelope`, the envelope's own noise level plus k_envelope x its standard deviation in that
+window: an average over `envelope_s` fluctuates far less than the samples, so this sees sounds a
+few noise RMS below k x RMS (the decaying tail of a word). An onset is the first time the
+envelope rises above the threshold *and* stays above the lower (hysteresis) threshold for
+`hold_s`, so a click shorter than the hold time is rejected.
+
+The reported time is the start of the rise, not the threshold crossing (which moves with the
+signal's amplitude and attack). A trailing average has no group delay at the start of a rise: it
+leaves its noise level with the first loud sample and then grows as a power of the time since,
+(t - t0)^p: p = 1 for a step, 2 for a linear attack shorter than the window. Searching back from
+the confirmed crossing, the envelope's last rises through three low levels in geometric ratio
+(1, 2 and 4 steps above its level just before the rise; a step is 3 x the envelope's own noise,
+so the levels sit in the rise's first samples, before a voice's pitch pulses make the envelope
+lumpy) fix t0
+whatever p is: for a power law the three times since t0 are in geometric ratio too (Aitken's
+extrapolation). When noise makes the three crossings inconsistent, the attack is taken as
+linear (p = 2). The sum over whole samples puts the extrapolated point half a sample before the
+continuous start, which is added back.
 
 Speed: the record is scanned in cache-sized chunks; a chunk whose samples all stay within the
 threshold of the baseline cannot hold a crossing (an average never exceeds its largest term) and
@@ -60,13 +73,14 @@ class OnsetDetector:
     quiet_s: float = 0.05  # leading window that must hold noise only
     envelope_s: float = 0.002  # moving-average length (1-5 ms)
     hold_s: float = 0.005  # the envelope must stay above the low threshold this long
-    hysteresis: float = 0.5  # low threshold = hysteresis x threshold
+    hysteresis: float = 0.5  # low threshold = hysteresis x threshold (x its height above the floor)
     min_threshold: float = 0.0  # floor, e.g. a few ADC codes for a digitally silent channel
+    k_envelope: float | None = None  # threshold = envelope floor + k_envelope x envelope std (quiet window)
     clip_level: float | None = None  # |x| >= clip_level is clipped (the scope's full scale)
 
     def __post_init__(self) -> None:
         if not (self.k > 0 and self.quiet_s > 0 and self.envelope_s > 0 and self.hold_s >= 0
-                and 0 < self.hysteresis <= 1):
+                and 0 < self.hysteresis <= 1 and (self.k_envelope is None or self.k_envelope > 0)):
             raise ValueError(f"bad onset detector settings: {self}")
 
     def detect(self, x: ArrayLike, fs: float, *, t0: float = 0.0, not_before_s: float | None = None) -> Onset:
@@ -123,7 +137,7 @@ class _Scan:
         self.nq = round(cfg.quiet_s * fs)
         self.block = max(1, self.w // 8)  # block length for the envelope's upper bound
         self.clipped = self.holes = self.rejected = 0
-        self.base = self.rms = self.floor = self.t_hi = self.t_lo = math.nan
+        self.base = self.rms = self.floor = self.spread = self.t_hi = self.t_lo = math.nan
         self.start = self.nq
 
     def run(self, not_before_s: float | None) -> Onset:
@@ -140,10 +154,17 @@ class _Scan:
         dev = np.abs(valid - self.base)
         self.rms = float(np.sqrt(np.mean(dev * dev)))
         self.floor = float(dev.mean())  # the envelope's level on noise alone
-        self.t_hi = max(cfg.k * self.rms, cfg.min_threshold)
+        quiet_env = self._envelope(self.w - 1, self.nq)
+        quiet_env = quiet_env[np.isfinite(quiet_env)]
+        self.spread = float(quiet_env.std()) if quiet_env.size > 1 else 0.0  # the envelope's own noise
+        if cfg.k_envelope is None:
+            self.t_hi = max(cfg.k * self.rms, cfg.min_threshold)
+            self.t_lo = max(cfg.hysteresis * self.t_hi, self.floor)
+        else:  # min_threshold is then the least rise above the floor
+            self.t_hi = self.floor + max(cfg.k_envelope * self.spread, cfg.min_threshold)
+            self.t_lo = self.floor + cfg.hysteresis * (self.t_hi - self.floor)
         if self.t_hi == 0.0:
             self.t_hi = np.finfo(np.float64).tiny  # digital silence: any departure is a rise
-        self.t_lo = max(cfg.hysteresis * self.t_hi, self.floor)
         if cfg.clip_level is not None and np.any(np.abs(valid) >= cfg.clip_level):
             return self._result(OnsetStatus.INVALID, reason="clipped samples in the quiet window: noise floor unknown")
         half = valid.size // 2
@@ -178,7 +199,9 @@ class _Scan:
             found, pos = self._scan_chunk(pos, end, holes)
             if found is not None:
                 return found
-        reason = (f"no rise above {self.t_hi:.3g} ({self.cfg.k:g} x noise RMS {self.rms:.3g}) "
+        how = (f"{self.cfg.k:g} x noise RMS {self.rms:.3g}" if self.cfg.k_envelope is None
+               else f"envelope floor + {self.cfg.k_envelope:g} x its spread")
+        reason = (f"no rise above {self.t_hi:.3g} ({how}) "
                   f"lasting {self.cfg.hold_s:g} s")
         if self.rejected:
             reason += f"; {self.rejected} shorter rise(s) rejected as clicks"
@@ -262,24 +285,38 @@ class _Scan:
         """Refine a confirmed crossing at `cand` to the start of the envelope's rise."""
         back = max(0, cand - 4 * self.w)
         env = self._envelope(back, cand + 1)
-        e = env[-1]
         e_prev = env[-2] if env.size > 1 else self.floor
-        t_hi = cand - 1 + _frac(e_prev, e, self.t_hi)
-        below = np.flatnonzero(~(env[:-1] > self.t_lo))
-        if below.size:
-            j = int(below[-1])
-            t_lo = back + j + _frac(env[j], env[j + 1], self.t_lo)
-            slope = (self.t_hi - self.t_lo) / max(t_hi - t_lo, 1e-9)
-            index = t_lo - (self.t_lo - self.floor) / slope + 1.0  # the line meets the floor one sample early
-            index = max(index, t_lo - self.w + 1.0)
-        else:  # already above the low threshold for 4 windows: keep the high crossing
-            index = t_hi
+        t_hi = cand - 1 + _frac(e_prev, env[-1], self.t_hi)
+        # Levels just above the envelope's noise: the rise's first samples, before a voice's
+        # pitch pulses make the envelope lumpy.
+        step = max(3.0 * self.spread, (self.t_hi - self.floor) / 32.0)
+        # The rise starts from the envelope's level just before it, which hum can lift above the
+        # quiet window's mean: the lowest point of the last two windows, if higher.
+        base = max(self.floor, float(np.nanmin(env[-2 * self.w:])))
+        t1, t2, t4 = (self._last_below(env, back, base + f * step) for f in (1.0, 2.0, 4.0))
+        if t1 is None or t2 is None or t4 is None or not t1 <= t2 <= t4 <= t_hi:
+            index = t_hi  # already above the lowest level for 4 windows: keep the crossing
+        else:
+            convexity = t1 + t4 - 2.0 * t2
+            t0 = (t1 * t4 - t2 * t2) / convexity if convexity > 1e-9 else math.nan
+            if not t1 - (t4 - t1) <= t0 <= t1:  # noise in the crossings: take the attack as linear
+                t0 = 2.0 * t1 - t4
+            index = t0 + 0.5
         index = max(min(index, t_hi), float(self.start))  # never before the search began
         gap_from = max(0, math.floor(index) - self.w - 1)
         if np.isnan(self.x[gap_from:cand + 1]).any():
             return self._result(OnsetStatus.INVALID, index=index,
                                 reason="onset next to a hole (NaN samples): the true onset may lie inside it")
         return self._result(OnsetStatus.FOUND, index=index)
+
+    @staticmethod
+    def _last_below(env: np.ndarray, back: int, level: float) -> float | None:
+        """Sub-sample index (in record samples) where `env` last rose through `level`."""
+        below = np.flatnonzero(~(env[:-1] > level))
+        if below.size == 0:
+            return None
+        j = int(below[-1])
+        return back + j + _frac(env[j], env[j + 1], level)
 
     def _time(self, index: float) -> float:
         return self.t0 + index / self.fs

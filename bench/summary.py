@@ -21,7 +21,9 @@ def verdict_text(v: dict[str, Any]) -> str:
     limit = f" {v['comparator']} {_fmt(v['limit'])}" if v["limit"] is not None else ""
     bound = f" (bound {_fmt(v['bound'])} @ {v['confidence']})" if v.get("bound") is not None else ""
     n = f" n={v['n']}" if v.get("n") is not None else ""
-    return f"{v['outcome']}: {v['name']} {v['statistic']} {_fmt(v['value'])} {v['unit']}{bound}{limit}{n}"
+    u = (v.get("uncertainty") or {}).get("expanded")
+    value = f"{_fmt(v['value'])} ±{_fmt(u)}" if u is not None else _fmt(v["value"])  # expanded U, k = 2
+    return f"{v['outcome']}: {v['name']} {v['statistic']} {value} {v['unit']}{bound}{limit}{n}"
 
 
 def summary_lines(data: dict[str, Any], quiet: bool = False) -> list[str]:

@@ -26,6 +26,9 @@ FIXTURE_PATH_M = SPEAKER_TO_PHONE_M + MIC_DISTANCE_M
 # over the same 10 cm, at this fraction of the stimulus voltage.
 LOOPBACK_GAIN = 0.4
 KEEP_S = 600.0
+# Where speech ends for the ground truth: 30 dB under the answer's peak. The measurement mic's
+# noise sits ~39 dB under the answer's peak, so a word's tail below -30 dB is not there to hear.
+AUDIBLE_DB = -30.0
 
 
 @dataclass
@@ -40,6 +43,13 @@ class AudioEvent:
     @property
     def t1(self) -> float:
         return self.t0 + len(self.samples) / self.sample_rate
+
+    def sound_end(self, below_peak_db: float = AUDIBLE_DB) -> float:
+        """Ground truth for end-of-speech checks: the instant the clip last falls below
+        `below_peak_db` re its peak for good (a clip that ends in a pause went quiet before t1)."""
+        level = 10.0 ** (below_peak_db / 20.0) * float(np.max(np.abs(self.samples), initial=0.0))
+        loud = np.flatnonzero(np.abs(self.samples) >= level) if level > 0 else np.empty(0, int)
+        return self.t0 + (int(loud[-1]) + 1 if loud.size else 0) / self.sample_rate
 
 
 def synth_speech(duration_s: float, sample_rate: float, rng: np.random.Generator,

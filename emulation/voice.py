@@ -65,6 +65,11 @@ class Dialog:
     latency_s: float  # drawn; what the bench should measure (plus the fixture's acoustic delay)
     answer_onset: float
     answer_end: float
+    # Ground truth at the measurement mic (what the bench's onset detector should find): the
+    # answer's first sound, and the instant its speech ends (last above -30 dB re its peak;
+    # before answer_end when the clip ends in a pause or a word's inaudible tail).
+    speech_onset: float = float("nan")
+    speech_end: float = float("nan")
 
     @property
     def duration_s(self) -> float:
@@ -119,8 +124,10 @@ class VoiceAssistant:
         if tail > 0:  # a unit whose NPU is not power-gated after answering
             world.schedule("npu_awake", dialog.answer_end, dialog.answer_end + tail)
         acoustic_delay = MIC_DISTANCE_M / SPEED_OF_SOUND_M_S
-        world.audio.play(AudioEvent(2, answer_onset + acoustic_delay, self._answer_clip(answer_len),
-                                    ANSWER_SAMPLE_RATE, b.answer_peak_v, label="answer"))
+        answer = AudioEvent(2, answer_onset + acoustic_delay, self._answer_clip(answer_len),
+                            ANSWER_SAMPLE_RATE, b.answer_peak_v, label="answer")
+        world.audio.play(answer)
+        dialog.speech_onset, dialog.speech_end = answer.t0, answer.sound_end()
         self.dialogs.append(dialog)
         log.debug("dialog: onset %.6f latency %.1f ms answer %.2f s", onset, 1e3 * dialog.latency_s, answer_len)
         return dialog

@@ -19,7 +19,7 @@ from bench.checks import thermal as thermal_check
 from bench.checks import voice as voice_check
 from bench.core.errors import ConfigError, InvalidMeasurement
 from bench.sla import load_profile
-from bench.core.verdict import Outcome
+from bench.core.verdict import Evidence, Outcome
 from drivers.registry import open_instrument
 from drivers.scope import Preamble, Waveform
 from emulation.device import EmulatedPhone, PhoneSpec
@@ -75,9 +75,15 @@ def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_ri
     assert outcomes(result.verdicts) == {"voice_latency_p99": Outcome.PASS, "voice_latency_std": Outcome.PASS,
                                          "dialog_time_p99": Outcome.PASS}
     # Measured = the phone's latency + the fixture's 291.5 us of air (no calibration applied) + the
-    # onset estimator's few ms (envelopes of different voices), never more.
+    # onset detector's residual (unbiased, under a millisecond spread; a few ms at worst).
     error = result.trials.latency_s - truth
-    assert 0.0 < error.min() and error.max() < 0.005
+    assert error.mean() == pytest.approx(r_delay := 291.5e-6, abs=0.2e-3)
+    assert np.abs(error - r_delay).max() < 0.005
+    # Every instrument verdict carries its uncertainty budget and rests on the bench's measurement.
+    for verdict in result.verdicts:
+        assert verdict.evidence is Evidence.MEASURED and 0 < verdict.uncertainty.expanded < 50
+        assert {"repeatability", "sample interval", "onset detector residual", "fixture delay"} <= \
+            {c.name for c in verdict.uncertainty.components}
     p99 = result.verdicts[0]
     assert p99.extra["fixture_calibration"] == "none applied" and "no fixture calibration" in p99.detail
     assert p99.n == 299 and p99.bound <= 410 and p99.unit == "ms" and p99.plot.kind == "samples"

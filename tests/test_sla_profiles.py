@@ -9,7 +9,12 @@ import pytest
 
 from bench.core.errors import ConfigError
 from bench.sla import PROFILE_DIR, available_profiles, load_profile
-from bench.core.verdict import Outcome, Verdict
+from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+
+
+def _measured(standard: float) -> dict:
+    """What an instrument check passes: guarded entries decide on the value's uncertainty."""
+    return {"evidence": Evidence.MEASURED, "uncertainty": Uncertainty.combine([UncertaintyComponent("u", standard)])}
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +80,13 @@ def test_default_profile_details(default):
 
 def test_evaluate_dispatches_by_statistic(default):
     rng = np.random.default_rng(0)
-    ok = default.get("voice_latency_p99").evaluate(rng.normal(300, 30, 400))
+    ok = default.get("voice_latency_p99").evaluate(rng.normal(300, 30, 400), **_measured(1.0))
     assert isinstance(ok, Verdict) and ok.outcome is Outcome.PASS and ok.statistic == "p99"
     assert ok.name == "voice_latency_p99" and ok.profile == "default" and ok.claim == 1
-    slow = default.get("voice_latency_p99").evaluate(rng.normal(390, 30, 400))  # negative control
+    slow = default.get("voice_latency_p99").evaluate(rng.normal(390, 30, 400), **_measured(1.0))  # negative control
     assert slow.outcome is Outcome.FAIL
-    assert default.get("voice_latency_std").evaluate(rng.normal(300, 100, 400)).outcome is Outcome.FAIL
+    assert default.get("voice_latency_std").evaluate(rng.normal(300, 100, 400), **_measured(1.0)).outcome \
+        is Outcome.FAIL
     assert default.get("long_dialog_success").evaluate((400, 400)).outcome is Outcome.PASS
     assert default.get("long_dialog_success").evaluate(np.r_[np.ones(390, bool), np.zeros(10, bool)]).outcome \
         is Outcome.FAIL
@@ -89,9 +95,12 @@ def test_evaluate_dispatches_by_statistic(default):
     assert default.get("npu_trip_temperature").evaluate(71.0).outcome is Outcome.PASS
     assert default.get("npu_trip_temperature").evaluate(65.0).outcome is Outcome.FAIL  # the CPU's trip
     skin = default.get("back_cover_temperature_max")
-    assert skin.evaluate(np.full(60, 41.0), ambient_c=25.0).outcome is Outcome.PASS
-    assert skin.evaluate(np.r_[np.full(59, 41.0), 52.3], ambient_c=25.0).outcome is Outcome.FAIL
-    assert skin.evaluate(np.full(10, 41.0), ambient_c=25.0).outcome is Outcome.INSUFFICIENT
+    assert skin.evaluate(np.full(60, 41.0), ambient_c=25.0, **_measured(0.2)).outcome is Outcome.PASS
+    assert skin.evaluate(np.r_[np.full(59, 41.0), 52.3], ambient_c=25.0, **_measured(0.2)).outcome is Outcome.FAIL
+    assert skin.evaluate(np.full(10, 41.0), ambient_c=25.0, **_measured(0.2)).outcome is Outcome.INSUFFICIENT
+    # Guarded: without an uncertainty, or within it of the limit, the claim is not shown either way.
+    assert skin.evaluate(np.full(60, 41.0), ambient_c=25.0).outcome is Outcome.INCONCLUSIVE
+    assert skin.evaluate(np.full(60, 41.5), ambient_c=25.0, **_measured(0.2)).outcome is Outcome.INCONCLUSIVE
 
 
 def test_evaluate_runs_and_block(default):

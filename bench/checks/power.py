@@ -25,7 +25,8 @@ from bench.core.errors import ConfigError, InvalidMeasurement
 from bench.sla import SlaEntry, SlaProfile
 from bench.core import stats
 from bench.checks.voice import arm_stimulus
-from bench.core.verdict import PlotHint, Verdict, compare
+from bench.core.verdict import Evidence, PlotHint, Verdict, compare
+from bench.uncertainty import calibration_of, power_budget
 from drivers.device import Device
 from drivers.power import PowerAnalyzer, Trace
 from drivers.runtime import RuntimeClient
@@ -42,7 +43,10 @@ SMOOTH_S = 0.01  # edge detection on a 10 ms moving average
 MAX_SWEEP_POINTS = 200_000  # per follow-up sweep (the N678xA holds 512 k points per parameter)
 
 
-def battery_emulation(supply: PowerAnalyzer, volts: float = 3.85, ohms: float = 0.08,
+BATTERY_V = 3.85  # the emulated battery's setpoint: the voltage the budget's V x I accuracy is taken at
+
+
+def battery_emulation(supply: PowerAnalyzer, volts: float = BATTERY_V, ohms: float = 0.08,
                       current_limit_a: float = 3.0) -> None:
     """Power the phone from the analyzer as a battery: voltage, internal resistance, output on."""
     supply.battery_emulation(True)
@@ -61,6 +65,7 @@ class PowerRuns:
     durations_s: list[float] = field(default_factory=list)  # what the runtime reported
     idle_w: list[float] = field(default_factory=list)  # pre-trigger level of each run
     truncated: int = 0  # runs whose window ran past the end of the sweep
+    calibration: dict | None = None  # the analyzer's corrections and their uncertainties
 
     @property
     def sample_rate_hz(self) -> float:
@@ -90,6 +95,7 @@ class DialogEnergy:
     window_s: list[float] = field(default_factory=list)  # stimulus to the return to idle
     open_ended: int = 0  # dialogs still drawing more than idle power after max_s
     traces: list[np.ndarray] = field(default_factory=list)  # W, the first few dialogs (evidence)
+    calibration: dict | None = None  # the analyzer's corrections and their uncertainties
 
     @property
     def percent(self) -> np.ndarray:
@@ -119,7 +125,7 @@ def measure_sustained_power(supply: PowerAnalyzer, device: Device, runs: int, *,
     warmup = client.generate(tokens, prompt_tokens=prompt_tokens, seed=0)
     expected = warmup.done_time - warmup.start_time
     pre = int(round(pre_s / interval_s))
-    result = PowerRuns(interval_s)
+    result = PowerRuns(interval_s, calibration=calibration_of(supply))
     for run in range(runs):
         device.run(["sleep", f"{rest_s:g}"])  # idle before the run: the pre-trigger baseline
         points = pre + int(math.ceil((1.5 * expected + 1.0) / interval_s))
@@ -158,7 +164,11 @@ def _inference_window(trace: Trace, power: np.ndarray, idle_w: float, duration_s
 
 def sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry) -> list[Verdict]:
     """Sustained mean (t over run means, condition: the digitizer's rate) and the peak (info)."""
-    sustained = entry.evaluate(list(runs.runs), sample_rate_hz=runs.sample_rate_hz)
+    mean_w = float(np.mean(runs.means_w)) if runs.runs else 0.0
+    budget = power_budget(runs.means_w, "mean", power_w=mean_w, volts=BATTERY_V, calibration=runs.calibration,
+                          note="run-mean")
+    sustained = entry.evaluate(list(runs.runs), evidence=Evidence.MEASURED, uncertainty=budget,
+                               sample_rate_hz=runs.sample_rate_hz)
     detail = sustained.detail
     if runs.truncated:
         detail += f"; {runs.truncated} run(s) outlasted the sweep (window cut short)"
@@ -196,7 +206,7 @@ def measure_dialog_energy(supply: PowerAnalyzer, stimulus: AudioStimulus, dialog
     pre = int(round(pre_s / interval_s))
     chunk = int(round(chunk_s / interval_s))
     settle = max(1, int(round(settle_s / interval_s)))
-    result = DialogEnergy(interval_s, capacity_wh)
+    result = DialogEnergy(interval_s, capacity_wh, calibration=calibration_of(supply))
     for index in range(dialogs):
         supply.arm_digitizer(pre + chunk, interval_s, pretrigger_points=pre)
         supply.trigger()
@@ -229,7 +239,12 @@ def measure_dialog_energy(supply: PowerAnalyzer, stimulus: AudioStimulus, dialog
 def energy_verdicts(energy: DialogEnergy, entry: SlaEntry) -> list[Verdict]:
     """Mean energy per dialog (% of capacity) against the profile, and the battery share of its
     dialog count (27 by default) for the report."""
-    verdict = entry.evaluate(energy.percent)
+    percent = energy.percent
+    mean_w = float(np.sum(energy.energy_j) / np.sum(energy.window_s)) if np.sum(energy.window_s) > 0 else 0.0
+    scale = float(np.mean(percent)) / mean_w if mean_w > 0 else 0.0  # % of capacity per W of mean power
+    budget = power_budget(percent, "mean", power_w=mean_w, volts=BATTERY_V, scale=scale,
+                          calibration=energy.calibration, note="per-dialog")
+    verdict = entry.evaluate(percent, evidence=Evidence.MEASURED, uncertainty=budget)
     dialogs = int(entry.parameters.get("dialogs", 27))
     share = dialogs * float(np.mean(energy.percent)) if energy.energy_j else math.nan
     detail = (f"{verdict.detail}; {np.mean(energy.energy_j):.1f} J per dialog of a {energy.capacity_wh:g} Wh "

@@ -29,7 +29,8 @@ from bench.checks.voice import arm_stimulus
 from bench.device_state import read_thermal_status
 from bench.core.errors import InvalidMeasurement
 from bench.sla import SlaEntry, SlaProfile
-from bench.core.verdict import PlotHint, Verdict, compare
+from bench.core.verdict import Evidence, PlotHint, Verdict, compare
+from bench.uncertainty import calibration_of, thermal_budget
 from drivers.device import Device
 from drivers.stimulus import AudioStimulus
 from drivers.thermal import ThermalProbe
@@ -63,6 +64,7 @@ class ThermalRun:
     zones: dict[str, list[float]] = field(default_factory=dict)  # the phone's own sensors, °C
     measure_from: int = 0
     stable: bool = False
+    calibration: dict | None = None  # the probes' offsets and their uncertainties
 
     def channel(self, name: str) -> np.ndarray:
         return np.asarray(self.probes.get(name, [math.nan] * len(self.t_s)), dtype=float)
@@ -105,7 +107,7 @@ def run_dialog_loop(thermal: ThermalProbe, stimulus: AudioStimulus, device: Devi
     if missing:
         raise InvalidMeasurement(f"thermal probe has no channel(s) {missing}; it has {thermal.channels}",
                                  hint="name the cover and ambient channels of this station's probe")
-    run = ThermalRun(setup)
+    run = ThermalRun(setup, calibration=calibration_of(thermal))
     window = max(1, int(round(setup.stable_window_s / setup.period_s)))
     elapsed, measured = 0.0, 0
     while measured < samples:
@@ -159,14 +161,18 @@ def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
     verdicts = []
     if COVER_MAX in profile:
         entry = profile.get(COVER_MAX)
-        v = entry.evaluate(run.hottest[part], **context)
+        budget = thermal_budget(run.hottest[part], "max", channels=run.setup.cover_channels,
+                                calibration=run.calibration)
+        v = entry.evaluate(run.hottest[part], evidence=Evidence.MEASURED, uncertainty=budget, **context)
         verdicts.append(v.but(name="cover_temp_max", metric=entry.metric,
                               detail=f"{v.detail}; hottest of {', '.join(run.setup.cover_channels)} per reading, {warmup}",
                               plot=PlotHint("trace", labels=tuple(run.setup.cover_channels), y_label="degC",
                                             steady=run.stable)))
     if COVER_SPREAD in profile:
         entry = profile.get(COVER_SPREAD)
-        v = entry.evaluate(run.spread[part], **context)
+        budget = thermal_budget(run.spread[part], "max", channels=run.setup.cover_channels, difference=True,
+                                calibration=run.calibration)
+        v = entry.evaluate(run.spread[part], evidence=Evidence.MEASURED, uncertainty=budget, **context)
         verdicts.append(v.but(name="cover_temp_spread", metric=entry.metric,
                               detail=f"{v.detail}; hottest minus coolest of {', '.join(run.setup.cover_channels)} "
                                      f"per reading, {warmup}",

@@ -27,7 +27,8 @@ from bench.core.paths import data_dir
 from bench.core import stats
 from bench.onset import Onset, OnsetDetector, OnsetStatus
 from bench.sla import SlaEntry, SlaProfile
-from bench.core.verdict import PlotHint, Verdict
+from bench.core.verdict import Evidence, PlotHint, Verdict
+from bench.uncertainty import calibration_of, voice_budget
 from drivers.device import Device
 from drivers.scope import Oscilloscope, Waveform
 from drivers.stimulus import AudioStimulus, read_wav
@@ -54,6 +55,11 @@ class VoiceSetup:
     settle_s: float = 5.0  # extra wait after a trial whose answer outlasted the record
     trigger_timeout_s: float = 30.0
     detector: OnsetDetector = OnsetDetector(k=6.0, quiet_s=0.05, envelope_s=0.005, hold_s=0.01)
+    # The end of speech, searched back from the record's quiet end: a word's decaying tail lies
+    # below k x noise RMS, so the threshold comes from the envelope's own (much smaller) noise.
+    end_detector: OnsetDetector = OnsetDetector(k=6.0, quiet_s=0.05, envelope_s=0.005, hold_s=0.01,
+                                                k_envelope=8.0)
+    hangover_s: float = 0.25  # a burst this close after the answer's speech is still the answer (pauses < 0.15 s)
 
     @property
     def points(self) -> int:
@@ -72,6 +78,7 @@ class VoiceTrials:
     answer_end_s: list[float] = field(default_factory=list)  # inf: still speaking at the record's end
     status: list[str] = field(default_factory=list)  # "ok", "no-answer", "open-ended", "invalid: ..."
     waveforms: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    calibration: dict | None = None  # the scope's corrections and their uncertainties (uncertainty budget)
 
     def __len__(self) -> int:
         return len(self.status)
@@ -136,7 +143,7 @@ def run_voice_trials(scope: Oscilloscope, stimulus: AudioStimulus, device: Devic
         raise ValueError(f"trials must be >= 1, got {trials}")
     configure(scope, stimulus, setup, clip)
     calibrated = fixture_calibrated if fixture_calibrated is not None else fixture_delay_s != 0.0
-    result = VoiceTrials(fixture_delay_s, calibrated, setup.sample_rate_hz)
+    result = VoiceTrials(fixture_delay_s, calibrated, setup.sample_rate_hz, calibration=calibration_of(scope))
     slowest, slowest_latency = None, -math.inf
     for index in range(trials):
         scope.single()
@@ -181,24 +188,39 @@ def analyse_trial(ch1: Waveform, ch2: Waveform, setup: VoiceSetup = VoiceSetup()
         return nan, nan, nan, f"invalid: answer: {answer.reason}"
     if not answer.found:
         return float(stim.time_s), math.inf, math.inf, "no-answer"
-    end = _end_of_sound(detector, ch2, fs)
+    end = _end_of_sound(_detector(setup, ch2, end=True), ch2, fs, setup.hangover_s)
     if end is None or end.time_s is None:
         return float(stim.time_s), float(answer.time_s), math.inf, "open-ended"
     answer_end = float(ch2.t[-1]) - float(end.time_s)  # reversed axis: seconds back from the last sample
     return float(stim.time_s), float(answer.time_s), max(answer_end, float(answer.time_s)), "ok"
 
 
-def _detector(setup: VoiceSetup, wave: Waveform) -> OnsetDetector:
-    # A few ADC codes: an 8-bit channel whose noise hides inside one code still needs a floor.
+def _detector(setup: VoiceSetup, wave: Waveform, end: bool = False) -> OnsetDetector:
+    # A few ADC codes: an 8-bit channel whose noise hides inside one code still needs a floor
+    # (for the end detector: the least rise above the envelope's floor, one code).
+    if end:
+        return replace(setup.end_detector, min_threshold=max(setup.end_detector.min_threshold,
+                                                             wave.preamble.yincrement))
     floor = 4 * wave.preamble.yincrement
     return replace(setup.detector, min_threshold=max(setup.detector.min_threshold, floor))
 
 
-def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float) -> Onset | None:
-    """The last sound in the record: the first onset of the time-reversed record (None: the record
-    ends in sound, so its quiet window is not quiet)."""
-    reverse = detector.detect(wave.volts[::-1], fs, t0=0.0)
-    return reverse if reverse.found else None
+def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float, hangover_s: float) -> Onset | None:
+    """The last sound of the answer: the first onset of the time-reversed record (None: the record
+    ends in sound, so its quiet window is not quiet).
+
+    Searching backwards, the first rise that lasts the hold time is surely speech; a shorter
+    burst after it (a word cut off a few ms in) still belongs to the answer when it comes within
+    `hangover_s` of that speech, so the search takes the earliest rise within the hangover.
+    """
+    reversed_volts = wave.volts[::-1]
+    speech = detector.detect(reversed_volts, fs, t0=0.0)
+    if not speech.found or not speech.rejected:
+        return speech if speech.found else None
+    burst = replace(detector, hold_s=0.0).detect(reversed_volts, fs, t0=0.0)
+    if burst.found and speech.time_s - burst.time_s <= hangover_s:
+        return burst
+    return speech
 
 
 def voice_verdicts(trials: VoiceTrials, profile: SlaProfile) -> list[Verdict]:
@@ -219,7 +241,13 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Ver
     valid = samples_s[~np.isnan(samples_s)]  # invalid trials are left out (and counted)
     if entry.statistic == "std":
         valid = valid[np.isfinite(valid)]  # unanswered trials fail the percentile, not the spread
-    verdict = entry.evaluate(valid * scale)
+    finite = valid[np.isfinite(valid)]
+    budget = voice_budget(finite * scale, _statistic(entry), scale, sample_interval_s=1.0 / trials.sample_rate_hz,
+                          dialog=entry.metric.startswith("dialog"),
+                          fixture_delay_s=trials.fixture_delay_s if trials.fixture_calibrated else None,
+                          calibration=trials.calibration,
+                          typical_s=float(np.median(finite)) if finite.size else 0.0)
+    verdict = entry.evaluate(valid * scale, evidence=Evidence.MEASURED, uncertainty=budget)
     unanswered = sum(s == "no-answer" for s in trials.status)
     notes = [f"{len(trials)} trials", f"{trials.invalid} invalid (left out)", f"{unanswered} unanswered"]
     if trials.fixture_calibrated:
@@ -233,6 +261,10 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Ver
                "fixture_delay_s": trials.fixture_delay_s,
                "fixture_calibration": "applied" if trials.fixture_calibrated else "none applied",
                "sample_rate_hz": trials.sample_rate_hz})
+
+
+def _statistic(entry: SlaEntry) -> str:
+    return f"p{100 * entry.p:.10g}" if entry.statistic == "percentile" else entry.statistic
 
 
 def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int = 2) -> list[Verdict]:

@@ -1,0 +1,75 @@
+"""bench.uncertainty: the budgets name their components, calibration shrinks them, and a guarded
+SLA entry turns a value within U of its limit into INCONCLUSIVE (the negative control)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bench import uncertainty as unc
+from bench.sla import load_profile
+from bench.summary import verdict_text
+from bench.core.verdict import Evidence, Outcome
+
+
+def names(u) -> set[str]:
+    return {c.name for c in u.components}
+
+
+def test_standard_errors_of_the_statistics():
+    x = np.random.default_rng(0).normal(10, 2, 400)
+    assert unc.standard_error(x, "mean") == pytest.approx(2 / 20, rel=0.1)
+    assert unc.standard_error(x, "std") == pytest.approx(2 / math.sqrt(2 * 399), rel=0.1)
+    assert 0 < unc.standard_error(x, "p99") < 1.0
+    assert unc.standard_error(x, "max") == 0.0 and math.isnan(unc.standard_error(x[:1], "mean"))
+
+
+def test_voice_budget_components_and_calibration():
+    latency_ms = np.random.default_rng(1).normal(250, 24, 299)
+    bare = unc.voice_budget(latency_ms, "p99", 1e3, sample_interval_s=1e-4, typical_s=0.25)
+    assert names(bare) == {"repeatability", "sample interval", "onset detector residual", "fixture delay",
+                           "channel skew", "scope timebase"}
+    fixture = next(c for c in bare.components if c.name == "fixture delay")
+    assert fixture.standard == pytest.approx(1.0 / math.sqrt(3)) and "not subtracted" in fixture.note
+    calibration = {"corrections": {"fixture_delay_s": 2.9e-4, "ch2_deskew_s": 3.5e-8},
+                   "uncertainties": {"fixture_delay_s": 2e-6, "ch2_deskew_s": 1e-10}, "certificates": ["CAL-1"]}
+    calibrated = unc.voice_budget(latency_ms, "p99", 1e3, sample_interval_s=1e-4, calibration=calibration,
+                                  fixture_delay_s=2.9e-4, typical_s=0.25)
+    assert calibrated.expanded < bare.expanded
+    assert next(c for c in calibrated.components if c.name == "fixture delay").standard == pytest.approx(2e-3)
+    # subtracted, without its record: the calibration's +-20 % acceptance, rectangular
+    told = unc.voice_budget(latency_ms, "p99", 1e3, sample_interval_s=1e-4, fixture_delay_s=2.9e-4)
+    assert next(c for c in told.components if c.name == "fixture delay").standard == \
+        pytest.approx(0.2 * 0.29 / math.sqrt(3))
+    dialog = unc.voice_budget(latency_ms * 10, "p99", 1.0, sample_interval_s=1e-4, dialog=True)
+    assert "end-of-speech bias" in names(dialog) and dialog.coverage_factor == 2.0
+
+
+def test_power_and_thermal_budgets():
+    power = unc.power_budget(np.full(10, 3.95) + np.arange(10) * 1e-3, "mean", power_w=3.95, volts=3.85)
+    assert names(power) == {"repeatability", "analyzer current accuracy", "analyzer voltage accuracy",
+                            "current zero offset"}
+    assert 0.01 < power.expanded < 0.05
+    zeroed = unc.power_budget(np.full(10, 3.95), "mean", power_w=3.95, volts=3.85,
+                              calibration={"corrections": {"current_zero_a": 1.8e-3},
+                                           "uncertainties": {"current_zero_a": 1e-5}})
+    assert zeroed.expanded < power.expanded / 2
+    cover = unc.thermal_budget(np.full(60, 39.0), "max", channels=("T1", "T2"))
+    spread = unc.thermal_budget(np.full(60, 2.0), "max", channels=("T1", "T2"), difference=True)
+    assert spread.expanded == pytest.approx(cover.expanded * math.sqrt(2), rel=0.05)
+    assert "resolution" in names(cover) and "reference thermometer" not in names(cover)
+
+
+def test_guarded_entry_is_inconclusive_within_u_and_the_summary_shows_it():
+    entry = load_profile("default").get("back_cover_temperature_max")
+    budget = unc.thermal_budget(np.full(60, 41.2), "max", channels=("T1", "T2"))
+    near = entry.evaluate(np.full(60, 41.2), evidence=Evidence.MEASURED, uncertainty=budget, ambient_c=25.0)
+    assert near.outcome is Outcome.INCONCLUSIVE and "expanded uncertainty" in near.detail
+    far = entry.evaluate(np.full(60, 38.0), evidence=Evidence.MEASURED, uncertainty=budget, ambient_c=25.0)
+    assert far.outcome is Outcome.PASS and far.uncertainty is budget
+    hot = entry.evaluate(np.full(60, 44.0), evidence=Evidence.MEASURED, uncertainty=budget, ambient_c=25.0)
+    assert hot.outcome is Outcome.FAIL
+    simple = load_profile("default").get("cover_temp_spread")
+    assert simple.evaluate(np.full(60, 2.0), evidence=Evidence.MEASURED, uncertainty=budget).outcome is Outcome.PASS
+    assert f"38 ±{budget.expanded:.4g} degC" in verdict_text(far.to_dict())
