@@ -26,3 +26,18 @@ def test_payload_is_found_by_root_not_by_name(tmp_path):
     assert found is not None and found.path.name == "release-7.bin" and found.page(3) == pkg.page(3)
     assert find_payload(tmp_path, bytes(32), SALT, len(pkg.data)) is None
     assert find_payload(None, pkg.tree.root, SALT, len(pkg.data)) is None
+
+
+def test_every_bench_module_has_a_layer():
+    """A new module under bench/ must be placed in the layer contracts (pyproject.toml), or
+    import-linter would leave it unchecked."""
+    import tomllib
+
+    from bench.core.paths import SOURCE_ROOT
+
+    config = tomllib.loads((SOURCE_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layered = {name.strip() for contract in config if contract["type"] == "layers"
+               for layer in contract["layers"] for name in layer.split(":")}
+    modules = {f"bench.{p.stem}" for p in (SOURCE_ROOT / "bench").glob("*.py") if p.stem != "__init__"} | \
+              {f"bench.{p.name}" for p in (SOURCE_ROOT / "bench").iterdir() if (p / "__init__.py").exists()}
+    assert modules - layered == set()
