@@ -70,7 +70,7 @@ def main() -> int:
                      f"27 dialogs ~ {27 * per_dialog:.1f} s"))
 
         t0, start = world.clock.now(), time.perf_counter()
-        _, run = thermal.check_cover_temperature(drivers["thermal"], drivers["stimulus"], device, profile)
+        run = thermal.check_cover_temperature(drivers["thermal"], drivers["stimulus"], device, profile).measurement
         wall = time.perf_counter() - start
         rows.append(("thermal dialog loop", f"{(world.clock.now() - t0) / wall:.0f} sim s / wall s",
                      f"{len(run.t_s)} readings, {run.t_s[-1]:.0f} sim s ~ {wall:.1f} s"))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench.checks import CheckResult
 from bench.checks import power as power_check
 from bench.checks import thermal as thermal_check
 from bench.checks import voice as voice_check
@@ -47,14 +48,8 @@ def _keep(record: Any, verdict: Verdict, *raw: tuple[str, dict[str, np.ndarray]]
     return record(verdict.but(raw=tuple(record.raw(name, data) for name, data in raw)))
 
 
-def _samples(trials: voice_check.VoiceTrials, verdict: Verdict) -> np.ndarray:
-    """The valid samples behind a voice verdict, in its unit (what its `samples` plot shows)."""
-    seconds = trials.dialog_s if verdict.name.startswith("dialog") else trials.latency_s
-    return seconds[~np.isnan(seconds)] * voice_check.UNIT_SCALE[verdict.unit]
-
-
 def _voice(scope: Any, stimulus: Any, dut: Any, profile: SlaProfile, fixture_delay: float | None,
-           trials: int | None) -> voice_check.VoiceResult:
+           trials: int | None) -> CheckResult:
     return voice_check.check_voice(scope, stimulus, dut, profile, trials=trials,
                                    fixture_delay_s=fixture_delay or 0.0,
                                    fixture_calibrated=fixture_delay is not None)
@@ -64,11 +59,7 @@ def _voice(scope: Any, stimulus: Any, dut: Any, profile: SlaProfile, fixture_del
 @pytest.mark.needs("scope", "stimulus")
 def test_voice_latency_and_dialog_time(dut, scope, stimulus, profile, fixture_delay, record):
     """Claims 1 and 2: p99 and std of the end-to-end latency, p99 of the full dialog."""
-    result = _voice(scope, stimulus, dut, profile, fixture_delay, None)
-    trials = ("voice-trials", result.trials.raw())
-    waveforms = ("voice-waveforms", result.trials.raw_waveforms())
-    for verdict in result.verdicts:
-        _keep(record, verdict, (verdict.name, {"samples": _samples(result.trials, verdict)}), trials, waveforms)
+    _voice(scope, stimulus, dut, profile, fixture_delay, None).record_into(record)
 
 
 @pytest.mark.regression
@@ -76,10 +67,7 @@ def test_voice_latency_and_dialog_time(dut, scope, stimulus, profile, fixture_de
 def test_sustained_and_peak_power(dut, supply, profile, record):
     """Claim 6: sustained inference power (run means of long generates) and the peak."""
     power_check.battery_emulation(supply)
-    verdicts, runs = power_check.check_sustained_power(supply, dut, profile)
-    raw = runs.raw()
-    for verdict in verdicts:
-        _keep(record, verdict, ("power-runs", raw))
+    power_check.check_sustained_power(supply, dut, profile).record_into(record)
 
 
 @pytest.mark.regression
@@ -87,9 +75,7 @@ def test_sustained_and_peak_power(dut, supply, profile, record):
 def test_energy_per_dialog(dut, supply, stimulus, profile, record):
     """Claim 6: energy of each spoken dialog until the phone is idle again, as battery share."""
     power_check.battery_emulation(supply)
-    verdicts, energy = power_check.check_dialog_energy(supply, stimulus, profile)
-    for verdict in verdicts:
-        _keep(record, verdict, ("dialog-energy", energy.raw()))
+    power_check.check_dialog_energy(supply, stimulus, profile).record_into(record)
 
 
 @pytest.mark.regression
@@ -97,13 +83,7 @@ def test_energy_per_dialog(dut, supply, stimulus, profile, record):
 def test_cover_temperature_in_sustained_use(dut, thermal, stimulus, profile, record):
     """Claim 7: hottest back-cover probe and the spread between hotspots after warm-up in a
     sustained dialog loop; the phone's own thermal status and zones over the same time."""
-    verdicts, run = thermal_check.check_cover_temperature(thermal, stimulus, dut, profile)
-    series = ("cover-temperature", run.raw())
-    for verdict in verdicts:
-        if verdict.name == "cover_temp_spread":
-            _keep(record, verdict, ("cover-spread", run.raw_spread()), series)
-        else:
-            _keep(record, verdict, series)
+    thermal_check.check_cover_temperature(thermal, stimulus, dut, profile).record_into(record)
 
 
 @pytest.mark.acceptance
@@ -112,9 +92,9 @@ def test_voice_and_power_sanity(dut, scope, stimulus, supply, profile, fixture_d
     """Short line check: a few dialogs, each answered within the latency and dialog limits
     (every trial, no statistics over a handful), and one generate within the sustained power."""
     power_check.battery_emulation(supply)
-    result = _voice(scope, stimulus, dut, profile, fixture_delay, SANITY_TRIALS)
-    trials = ("voice-trials", result.trials.raw())
-    for verdict in voice_check.sanity_verdicts(result.trials, profile):
-        _keep(record, verdict, (verdict.name, {"samples": _samples(result.trials, verdict)}), trials)
+    trials = _voice(scope, stimulus, dut, profile, fixture_delay, SANITY_TRIALS).measurement
+    for verdict in voice_check.sanity_verdicts(trials, profile):
+        _keep(record, verdict, (verdict.name, {"samples": voice_check.verdict_samples(trials, verdict)}),
+              ("voice-trials", trials.raw()))
     runs = power_check.measure_sustained_power(supply, dut, 1, tokens=SANITY_TOKENS)
     _keep(record, power_check.sanity_verdict(runs, profile.get(power_check.SUSTAINED)), ("power-run", runs.raw()))

@@ -71,12 +71,12 @@ def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_ri
     with rig("nominal") as r:
         result = voice_check.check_voice(r.scope, r.stimulus, r.device, PROFILE)
         truth = np.array([d.latency_s for d in r.world.voice.dialogs])
-    assert len(result.trials) == 299 == voice_check.trials_needed(PROFILE)
+    assert len(result.measurement) == 299 == voice_check.trials_needed(PROFILE)
     assert outcomes(result.verdicts) == {"voice_latency_p99": Outcome.PASS, "voice_latency_std": Outcome.PASS,
                                          "dialog_time_p99": Outcome.PASS}
     # Measured = the phone's latency + the fixture's 291.5 us of air (no calibration applied) + the
     # onset detector's residual (unbiased, under a millisecond spread; a few ms at worst).
-    error = result.trials.latency_s - truth
+    error = result.measurement.latency_s - truth
     assert error.mean() == pytest.approx(r_delay := 291.5e-6, abs=0.2e-3)
     assert np.abs(error - r_delay).max() < 0.005
     # Every instrument verdict carries its uncertainty budget and rests on the bench's measurement.
@@ -88,7 +88,7 @@ def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_ri
     assert p99.extra["fixture_calibration"] == "none applied" and "no fixture calibration" in p99.detail
     assert p99.n == 299 and p99.bound <= 410 and p99.unit == "ms" and p99.plot.kind == "samples"
     # The line's sanity check (every trial within the limits) passes on the same trials.
-    assert all(v.outcome is Outcome.PASS for v in voice_check.sanity_verdicts(result.trials, PROFILE))
+    assert all(v.outcome is Outcome.PASS for v in voice_check.sanity_verdicts(result.measurement, PROFILE))
 
 
 def test_slow_phone_fails_latency_p99_and_dialog_time_and_the_line_sanity_check():
@@ -172,8 +172,10 @@ TOKENS = 40
 def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
     with rig("nominal") as r:
         power_check.battery_emulation(r.supply)
-        sustained, runs = power_check.check_sustained_power(r.supply, r.device, PROFILE, tokens=TOKENS)
-        energy, dialogs = power_check.check_dialog_energy(r.supply, r.stimulus, PROFILE)
+        sustained_result = power_check.check_sustained_power(r.supply, r.device, PROFILE, tokens=TOKENS)
+        energy_result = power_check.check_dialog_energy(r.supply, r.stimulus, PROFILE)
+    sustained, runs = sustained_result.verdicts, sustained_result.measurement
+    energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained) == {"power_sustained_mean": Outcome.PASS, "power_peak": Outcome.INFO}
     assert power_check.sanity_verdict(runs, PROFILE.get("sustained_power_mean")).outcome is Outcome.PASS
     assert len(runs.runs) == 10 and runs.sample_rate_hz >= 5000 and runs.truncated == 0
@@ -187,8 +189,10 @@ def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
 def test_power_hungry_phone_fails_sustained_power_and_energy_per_dialog():
     with rig("power-hungry") as r:
         power_check.battery_emulation(r.supply)
-        sustained, runs = power_check.check_sustained_power(r.supply, r.device, PROFILE, tokens=TOKENS)
-        energy, dialogs = power_check.check_dialog_energy(r.supply, r.stimulus, PROFILE)
+        sustained_result = power_check.check_sustained_power(r.supply, r.device, PROFILE, tokens=TOKENS)
+        energy_result = power_check.check_dialog_energy(r.supply, r.stimulus, PROFILE)
+    sustained, runs = sustained_result.verdicts, sustained_result.measurement
+    energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained)["power_sustained_mean"] is Outcome.FAIL
     assert power_check.sanity_verdict(runs, PROFILE.get("sustained_power_mean")).outcome is Outcome.FAIL
     assert outcomes(energy)["energy_per_dialog"] is Outcome.FAIL
@@ -210,7 +214,8 @@ def test_power_checks_refuse_a_phone_not_on_the_analyzer_and_a_profile_without_c
 # --- claim 7: back-cover temperature and spread ---------------------------------------------
 def test_nominal_phone_stays_under_the_cover_limit_with_even_heat():
     with rig("nominal") as r:
-        verdicts, run = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE)
+        result = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE)
+    verdicts, run = result.verdicts, result.measurement
     assert outcomes(verdicts) == {"cover_temp_max": Outcome.PASS, "cover_temp_spread": Outcome.PASS,
                                   "thermal_status_max": Outcome.INFO}
     assert run.stable and run.t_s[run.measure_from] > 600 and len(run.t_s) - run.measure_from == 60
@@ -221,14 +226,14 @@ def test_nominal_phone_stays_under_the_cover_limit_with_even_heat():
 
 def test_hot_phone_fails_the_cover_temperature():
     with rig("hot") as r:
-        verdicts, _ = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE)
+        verdicts = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE).verdicts
     found = outcomes(verdicts)
     assert found["cover_temp_max"] is Outcome.FAIL and found["cover_temp_spread"] is Outcome.PASS
 
 
 def test_uneven_heat_fails_the_spread_and_only_the_spread():
     with rig("uneven-heat") as r:
-        verdicts, _ = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE)
+        verdicts = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE).verdicts
     found = outcomes(verdicts)
     assert found["cover_temp_spread"] is Outcome.FAIL and found["cover_temp_max"] is Outcome.PASS
 

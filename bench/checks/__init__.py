@@ -29,8 +29,13 @@ class Recorder(Protocol):
 
 @dataclass
 class CheckResult:
+    """What every check returns: its verdicts, the raw data they point at by name, and the check's
+    own typed record of what it measured (voice trials, power runs, a soak) for callers that need
+    more than the verdicts."""
+
     verdicts: list[Verdict] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)  # name -> {array name: ndarray} (npz) or JSON-able
+    measurement: Any = None
 
     def verdict(self, name: str) -> Verdict:
         for verdict in self.verdicts:

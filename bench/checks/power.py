@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.checks import CheckResult
 from bench.core.errors import ConfigError, InvalidMeasurement
 from bench.sla import SlaEntry, SlaProfile
 from bench.core import stats
@@ -270,22 +271,25 @@ def battery_capacity_wh(entry: SlaEntry) -> float:
 
 
 def check_sustained_power(supply: PowerAnalyzer, device: Device, profile: SlaProfile, *, runs: int | None = None,
-                          tokens: int = 200, interval_s: float = DEFAULT_INTERVAL_S) -> tuple[list[Verdict], PowerRuns]:
-    """Claim 6, sustained and peak power; `runs` defaults to the profile's minimum number of runs."""
+                          tokens: int = 200, interval_s: float = DEFAULT_INTERVAL_S) -> CheckResult:
+    """Claim 6, sustained and peak power; `runs` defaults to the profile's minimum number of runs.
+    `measurement` is the PowerRuns."""
     entry = profile.get(SUSTAINED)
     count = runs if runs is not None else max(entry.min_runs, entry.n_required)
     result = measure_sustained_power(supply, device, count, tokens=tokens, interval_s=interval_s)
-    return sustained_power_verdicts(result, entry), result
+    verdicts = [v.but(raw=("power-runs",)) for v in sustained_power_verdicts(result, entry)]
+    return CheckResult(verdicts, {"power-runs": result.raw()}, measurement=result)
 
 
 def check_dialog_energy(supply: PowerAnalyzer, stimulus: AudioStimulus, profile: SlaProfile, *,
                         dialogs: int | None = None, capacity_wh: float | None = None,
                         interval_s: float = ENERGY_INTERVAL_S,
-                        clip: tuple[np.ndarray, float] | None = None) -> tuple[list[Verdict], DialogEnergy]:
+                        clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
     """Claim 6, energy per dialog: `dialogs` (default: the profile's) spoken questions."""
     entry = profile.get(ENERGY)
     arm_stimulus(stimulus, clip=clip)
     count = dialogs if dialogs is not None else max(entry.n_required, int(entry.parameters.get("dialogs", 27)))
     capacity = capacity_wh if capacity_wh is not None else battery_capacity_wh(entry)
     result = measure_dialog_energy(supply, stimulus, count, capacity_wh=capacity, interval_s=interval_s)
-    return energy_verdicts(result, entry), result
+    verdicts = [v.but(raw=("dialog-energy",)) for v in energy_verdicts(result, entry)]
+    return CheckResult(verdicts, {"dialog-energy": result.raw()}, measurement=result)

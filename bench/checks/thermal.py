@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from bench.checks import CheckResult
 from bench.checks.voice import arm_stimulus
 from bench.device_state import read_thermal_status
 from bench.core.errors import InvalidMeasurement
@@ -191,8 +192,9 @@ def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
 def check_cover_temperature(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
                             samples: int | None = None, setup: ThermalSetup | None = None,
                             cover_channels: Sequence[str] | None = None,
-                            clip: tuple[np.ndarray, float] | None = None) -> tuple[list[Verdict], ThermalRun]:
-    """Claim 7 with the profile's limits; warm-up and sample count default to the profile's."""
+                            clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
+    """Claim 7 with the profile's limits; warm-up and sample count default to the profile's.
+    `measurement` is the ThermalRun."""
     entry = profile.get(COVER_MAX)
     arm_stimulus(stimulus, clip=clip)
     if setup is None:
@@ -202,4 +204,6 @@ def check_cover_temperature(thermal: ThermalProbe, stimulus: AudioStimulus, devi
     needed = [profile.get(m).n_required for m in (COVER_MAX, COVER_SPREAD) if m in profile]
     count = samples if samples is not None else max(needed)
     run = run_dialog_loop(thermal, stimulus, device, count, setup)
-    return thermal_verdicts(run, profile), run
+    verdicts = [v.but(raw=("cover-spread", "cover-temperature") if v.name == "cover_temp_spread"
+                      else ("cover-temperature",)) for v in thermal_verdicts(run, profile)]
+    return CheckResult(verdicts, {"cover-temperature": run.raw(), "cover-spread": run.raw_spread()}, measurement=run)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.checks import CheckResult
 from bench.core.paths import data_dir
 from bench.core import stats
 from bench.onset import Onset, OnsetDetector, OnsetStatus
@@ -109,11 +110,6 @@ class VoiceTrials:
 
 
 @dataclass
-class VoiceResult:
-    verdicts: list[Verdict]
-    trials: VoiceTrials
-
-
 def arm_stimulus(stimulus: AudioStimulus, setup: VoiceSetup = VoiceSetup(),
                  clip: tuple[np.ndarray, float] | None = None) -> None:
     """Load the utterance (default: suites/data/utterance.wav) and wait for fire()."""
@@ -292,9 +288,20 @@ def trials_needed(profile: SlaProfile) -> int:
 
 def check_voice(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
                 trials: int | None = None, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
-                setup: VoiceSetup = VoiceSetup(), clip: tuple[np.ndarray, float] | None = None) -> VoiceResult:
-    """Claims 1 and 2 with the profile's limits; `trials` defaults to what the profile needs."""
+                setup: VoiceSetup = VoiceSetup(), clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
+    """Claims 1 and 2 with the profile's limits; `trials` defaults to what the profile needs.
+    Each verdict points at its own samples (what its plot shows), the trials and the waveforms;
+    `measurement` is the VoiceTrials."""
     count = trials if trials is not None else trials_needed(profile)
     result = run_voice_trials(scope, stimulus, device, count, fixture_delay_s=fixture_delay_s,
                               fixture_calibrated=fixture_calibrated, setup=setup, clip=clip)
-    return VoiceResult(voice_verdicts(result, profile), result)
+    verdicts = [v.but(raw=(v.name, "voice-trials", "voice-waveforms")) for v in voice_verdicts(result, profile)]
+    raw = {"voice-trials": result.raw(), "voice-waveforms": result.raw_waveforms(),
+           **{v.name: {"samples": verdict_samples(result, v)} for v in verdicts}}
+    return CheckResult(verdicts, raw, measurement=result)
+
+
+def verdict_samples(trials: VoiceTrials, verdict: Verdict) -> np.ndarray:
+    """The valid samples behind a voice verdict, in its unit (what its `samples` plot shows)."""
+    seconds = trials.dialog_s if verdict.name.startswith("dialog") else trials.latency_s
+    return seconds[~np.isnan(seconds)] * UNIT_SCALE[verdict.unit]
