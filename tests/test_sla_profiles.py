@@ -317,3 +317,18 @@ def test_a_verdict_round_trips_through_its_dict():
     assert Verdict.from_dict(v.to_dict()) == v
     with pytest.raises(Exception):
         v.value = 3.0  # frozen
+
+
+def test_a_check_whose_metric_the_profile_lacks_names_both(tmp_path):
+    from bench.checks import voice
+
+    lab = load_profile(write(tmp_path, "lab", '''
+name = "lab"
+[metrics.first_token_p99]
+statistic = "max"
+comparator = "<="
+limit = 300
+unit = "ms"
+'''))
+    with pytest.raises(ConfigError, match=r"'lab'.*no metric 'voice_latency_p99'"):
+        voice.trials_needed(lab)

@@ -159,25 +159,18 @@ def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
     warmup = (f"measured after {run.t_s[run.measure_from - 1] if run.measure_from else 0:.0f} s of warm-up "
               f"({'steady' if run.stable else 'NOT steady: the warm-up limit ended it'}), "
               f"dialog every {run.setup.period_s:g} s")
+    # Both entries are required: a profile without one is a ConfigError naming it, never a silent skip.
     verdicts = []
-    if COVER_MAX in profile:
-        entry = profile.get(COVER_MAX)
-        budget = thermal_budget(run.hottest[part], "max", channels=run.setup.cover_channels,
-                                calibration=run.calibration)
-        v = entry.evaluate(run.hottest[part], evidence=Evidence.MEASURED, uncertainty=budget, **context)
-        verdicts.append(v.but(name="cover_temp_max", metric=entry.metric,
-                              detail=f"{v.detail}; hottest of {', '.join(run.setup.cover_channels)} per reading, {warmup}",
-                              plot=PlotHint("trace", labels=tuple(run.setup.cover_channels), y_label="degC",
-                                            steady=run.stable)))
-    if COVER_SPREAD in profile:
-        entry = profile.get(COVER_SPREAD)
-        budget = thermal_budget(run.spread[part], "max", channels=run.setup.cover_channels, difference=True,
-                                calibration=run.calibration)
-        v = entry.evaluate(run.spread[part], evidence=Evidence.MEASURED, uncertainty=budget, **context)
-        verdicts.append(v.but(name="cover_temp_spread", metric=entry.metric,
-                              detail=f"{v.detail}; hottest minus coolest of {', '.join(run.setup.cover_channels)} "
-                                     f"per reading, {warmup}",
-                              plot=PlotHint("trace", labels=("spread",), y_label="degC", steady=run.stable)))
+    for metric, name, series, labels, what in (
+            (COVER_MAX, "cover_temp_max", run.hottest, tuple(run.setup.cover_channels), "hottest of"),
+            (COVER_SPREAD, "cover_temp_spread", run.spread, ("spread",), "hottest minus coolest of")):
+        entry = profile.get(metric)
+        budget = thermal_budget(series[part], "max", channels=run.setup.cover_channels,
+                                difference=metric == COVER_SPREAD, calibration=run.calibration)
+        v = entry.evaluate(series[part], evidence=Evidence.MEASURED, uncertainty=budget, **context)
+        verdicts.append(v.but(name=name, metric=entry.metric,
+                              detail=f"{v.detail}; {what} {', '.join(run.setup.cover_channels)} per reading, {warmup}",
+                              plot=PlotHint("trace", labels=labels, y_label="degC", steady=run.stable)))
     status = np.asarray(run.status[part])
     skin = run.zones.get("skin")
     counts = {int(k): int(n) for k, n in zip(*np.unique(status, return_counts=True))}
@@ -201,7 +194,7 @@ def check_cover_temperature(thermal: ThermalProbe, stimulus: AudioStimulus, devi
         setup = ThermalSetup(warmup_s=float(entry.parameters.get("warmup_s", ThermalSetup.warmup_s)))
     if cover_channels is not None:
         setup = replace(setup, cover_channels=tuple(cover_channels))
-    needed = [profile.get(m).n_required for m in (COVER_MAX, COVER_SPREAD) if m in profile]
+    needed = [profile.get(m).n_required for m in (COVER_MAX, COVER_SPREAD)]
     count = samples if samples is not None else max(needed)
     run = run_dialog_loop(thermal, stimulus, device, count, setup)
     verdicts = [v.but(raw=("cover-spread", "cover-temperature") if v.name == "cover_temp_spread"

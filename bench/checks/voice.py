@@ -109,7 +109,6 @@ class VoiceTrials:
         return out
 
 
-@dataclass
 def arm_stimulus(stimulus: AudioStimulus, setup: VoiceSetup = VoiceSetup(),
                  clip: tuple[np.ndarray, float] | None = None) -> None:
     """Load the utterance (default: suites/data/utterance.wav) and wait for fire()."""
@@ -224,9 +223,7 @@ def voice_verdicts(trials: VoiceTrials, profile: SlaProfile) -> list[Verdict]:
     verdicts = []
     for key, samples_s in (("latency_p99", trials.latency_s), ("latency_std", trials.latency_s),
                            ("dialog_p99", trials.dialog_s)):
-        if METRICS[key] not in profile:
-            continue
-        verdicts.append(_verdict(profile.get(METRICS[key]), samples_s, trials))
+        verdicts.append(_verdict(profile.get(METRICS[key]), samples_s, trials))  # absent: ConfigError names it
     return verdicts
 
 
@@ -283,7 +280,7 @@ def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int =
 
 def trials_needed(profile: SlaProfile) -> int:
     """Trials the profile's voice metrics need (the largest of their required sample counts)."""
-    return max((profile.get(m).n_required for m in METRICS.values() if m in profile), default=1)
+    return max(profile.get(m).n_required for m in METRICS.values())
 
 
 def check_voice(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
