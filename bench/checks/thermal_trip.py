@@ -165,7 +165,8 @@ class SoakLog:
 
 
 def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, perf_profile: str = SOAK_PROFILE,
-         cover: CoverProbe | None = None, tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
+         cover: CoverProbe | None = None, approach_calls: int = APPROACH_MAX_CALLS,
+         tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
     """Approach the trip, run the soak and leave the phone as found (perf profile, near its
     starting temperature)."""
     log_ = SoakLog()
@@ -174,7 +175,7 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
     start_npu, start_skin = log_.npu_c[0], log_.skin_c[0]
     runtime.config_set("npu.perf_profile", perf_profile)
     try:
-        bracket = approach_trip(runtime, cover=cover)
+        bracket = approach_trip(runtime, max_calls=approach_calls, cover=cover, tick=tick)
         for i in range(dialogs):
             gen = runtime.generate(tokens, seed=PROMPT_SEEDS[i % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
                                    allow_incomplete=True)
@@ -208,8 +209,7 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, tr
         hottest = np.nanmax(log_.npu_c)
         verdict = named(trip.evaluate(None, evidence=Evidence.MEASURED), "npu_trip_temperature", **trace_hint,
                         reported_trips_c=reported[:50])
-        return verdict.but(detail=f"no thermal trip in the approach (max NPU {hottest:.1f} degC in the soak); "
-                                  f"{verdict.detail}")
+        return verdict.but(detail=f"no thermal trip in the approach (max NPU zone {hottest:.1f} degC in the soak)")
     u = Uncertainty.combine([UncertaintyComponent(
         "trip bracket", bracket.half_width_c / np.sqrt(3.0), "B",
         "uniform over the zone readings around the call that tripped")])
@@ -234,10 +234,11 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, tr
 
 def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, success: SlaEntry, *,
                        dialogs: int | None = None, tokens: int = DIALOG_TOKENS, cover: CoverProbe | None = None,
-                       tick: Tick = no_tick) -> CheckResult:
-    """cover: the hottest back-cover probe reading, when a thermal instrument is wired (a bound)."""
+                       approach_calls: int = APPROACH_MAX_CALLS, tick: Tick = no_tick) -> CheckResult:
+    """cover: the hottest back-cover probe reading, when a thermal instrument is wired (a bound);
+    approach_calls: at most this many short inferences to find the trip."""
     dialogs = max(dialogs or 0, success.n_required)
-    log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, tick=tick)
+    log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, approach_calls=approach_calls, tick=tick)
     t = np.asarray(log_.t) - log_.t[0]
     trace = {"t": t, "y": np.asarray(log_.npu_c), "y2": np.asarray(log_.cpu_c),
              "layers_on_cpu": np.asarray(log_.layers_on_cpu, dtype=float), "skin": np.asarray(log_.skin_c)}
