@@ -169,7 +169,7 @@ def read_errors_check(device: Device, runtime: RuntimeClient, entry: SlaEntry,
 
 def _no_pass_without_merkle(verdict: Verdict, merkle_missing: bool) -> Verdict:
     """Only the unit's CRC word: a clean result shows nothing the bench checked itself."""
-    if not merkle_missing or verdict.outcome is not Outcome.PASS:
+    if not merkle_missing or verdict.outcome not in (Outcome.PASS, Outcome.INCONCLUSIVE):
         return verdict
     return verdict.but(outcome=Outcome.INCONCLUSIVE, detail="inconclusive: the bench's Merkle verify could not "
                        "run (hash device does not rebuild the signed root), only the unit's CRC check is left; "
