@@ -100,7 +100,8 @@ def root_check(device: Device, runtime: RuntimeClient, entry: SlaEntry) -> Check
     problems = ([f"manifest signature: {manifest.problem}"] if manifest.problem else []) + \
         [f"hash block {b} does not match the level above" for b in bad_blocks] + \
         ([] if root_ok else ["the hash device's top block does not hash to the manifest's root"])
-    verdict = named(entry.evaluate(len(problems)), "weights_root_mismatches", raw="weights_root",
+    verdict = named(entry.evaluate(len(problems), evidence=Evidence.MEASURED), "weights_root_mismatches",
+                    raw="weights_root",
                     root=manifest.root.hex(), signed_by=manifest.key_id)
     verdict = verdict.but(detail="; ".join(problems)
                           or f"root {manifest.root.hex()[:16]}... verified, signed by {manifest.key_id}")
@@ -300,12 +301,13 @@ def corrupt_and_repair_check(device: Device, runtime: RuntimeClient, payload: Pa
     raw = {"injected": sorted(injected), "at_rest": sorted(at_rest), "found": sorted(found),
            "spot_failed": sorted(spot_failed), "bytes_pushed": pushed, "refused": refused, "bad_after": after}
     verdicts = [
-        named(entries["weights_undetected_corruptions"].evaluate(len(undetected)), "weights_undetected_corruptions",
-              raw="weights_repair", pages=undetected),
-        named(entries["weights_repair_bytes_per_page"].evaluate(np.asarray(list(pushed.values()), dtype=float)),
+        named(entries["weights_undetected_corruptions"].evaluate(len(undetected), evidence=Evidence.MEASURED),
+              "weights_undetected_corruptions", raw="weights_repair", pages=undetected),
+        named(entries["weights_repair_bytes_per_page"].evaluate(np.asarray(list(pushed.values()), dtype=float),
+                                                                 evidence=Evidence.MEASURED),
               "weights_repair_bytes_per_page", raw="weights_repair"),
-        named(entries["weights_bad_pages_after_repair"].evaluate(len(after)), "weights_bad_pages_after_repair",
-              raw="weights_repair", pages=after, refused=refused),
+        named(entries["weights_bad_pages_after_repair"].evaluate(len(after), evidence=Evidence.MEASURED),
+              "weights_bad_pages_after_repair", raw="weights_repair", pages=after, refused=refused),
     ]
     verdicts[0] = verdicts[0].but(detail=f"corrupted {sorted(at_rest | injected)}, found {sorted(found)}"
                                          + (f", missed {undetected}" if undetected else ""))
