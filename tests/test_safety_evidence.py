@@ -78,7 +78,7 @@ def test_an_honest_trip_is_bracketed_by_the_bench_and_the_report_agrees(sla):
     verdict = _trip(sla, "nominal").verdict("npu_trip_temperature")
     assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED
     low, high = verdict.extra["bracket_c"]
-    assert 70.0 < low <= high < 74.0
+    assert low - 0.1 <= 72.0 <= high + 0.1 and high - low < 0.5  # refined with one-token inferences
     assert low - thermal_trip.REPORT_TOLERANCE_C <= verdict.extra["runtime_reported_c"] \
         <= high + thermal_trip.REPORT_TOLERANCE_C
     assert verdict.uncertainty is not None and verdict.uncertainty.expanded > 0

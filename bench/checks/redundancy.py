@@ -361,12 +361,15 @@ def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entr
         client.config_set(MODE, mode)
     flag = bool(before.redundancy_active and after.redundancy_active)
     n = runs * tokens
-    on_v = named(entry.evaluate(_mismatches(engaged, reference), evidence=Evidence.MEASURED, ripple_mv=measured),
+    wrong_auto, wrong_off = _mismatches(engaged, reference), _mismatches(forced_off, reference)
+    on_v = named(entry.evaluate(wrong_auto, evidence=Evidence.MEASURED, ripple_mv=measured),
                  "redundancy_token_mismatches", raw="bit_exact", tokens=n, reported_active=flag,
-                 votes_detected=_delta(before.mac_errors_detected, after.mac_errors_detected)).but(n=n)
-    off_v = named(off_entry.evaluate(_mismatches(forced_off, reference), evidence=Evidence.MEASURED,
-                                     ripple_mv=measured),
-                  "redundancy_off_token_mismatches", raw="bit_exact", tokens=n).but(n=n)
+                 votes_detected=_delta(before.mac_errors_detected, after.mac_errors_detected))
+    on_v = on_v.but(n=n, detail=f"{wrong_auto} of {n} tokens differ from the clean-supply tokens at "
+                                f"{measured:.1f} mV measured, auto mode; {on_v.detail}")
+    off_v = named(off_entry.evaluate(wrong_off, evidence=Evidence.MEASURED, ripple_mv=measured),
+                  "redundancy_off_token_mismatches", raw="bit_exact", tokens=n)
+    off_v = off_v.but(n=n, detail=f"{wrong_off} of {n} tokens differ with redundancy forced off; {off_v.detail}")
     raw = {"amplitude_mv": amplitude_mv, "measured_mv": measured, "reference": reference,
            "redundancy_auto": engaged, "redundancy_off": forced_off,
            "engaged": flag}  # the runtime's flag (the production line records it); the tokens judge

@@ -11,9 +11,12 @@ runtime).
 - Trip temperature, taken by the bench: before the soak an approach phase runs short inferences
   and reads the phone's NPU thermal zone itself (sysfs over the shell, bench/device_state.py)
   before and after each, sizing each call so the NPU rises about APPROACH_STEP_C per call. The
-  call in which the runtime first migrates layers brackets the trip: above the reading before it
-  (no trip there yet), below the reading before it plus the previous call's rise scaled to this
-  call's length (or the reading after it, if higher). The verdict's value is the bracket's middle,
+  call in which the runtime first migrates layers brackets the trip coarsely (a long call can
+  peak between the bench's readings). The phone then rests until the NPU is REFINE_BELOW_C under
+  that bracket and climbs back with one-token inferences: the trip lies above the lowest reading
+  around the last call that did not trip and at most the highest around the call that did. (If
+  refining fails, the coarse bracket stands: from the reading before the tripping call to that
+  plus the previous call's rise scaled to its length.) The verdict's value is the bracket's middle,
   its half-width an uncertainty component. The runtime's own `npu_c` in the migrate event is a
   report: it must lie in the bracket (within REPORT_TOLERANCE_C), or the verdict fails. With a
   thermal instrument wired, the hottest back-cover probe at the trip is a lower bound for the die:
@@ -56,6 +59,10 @@ APPROACH_TOKENS = (4, 128)   # shortest and longest approach call
 APPROACH_MAX_CALLS = 1500
 REPORT_TOLERANCE_C = 1.0     # the runtime's reported trip temperature may sit this far outside the bracket
 COVER_TOLERANCE_C = 1.0      # a die reading may sit this far below the hottest cover probe (probe accuracy)
+REFINE_BELOW_C = 4.0         # cool this far below the coarse bracket (past the runtime's hysteresis) to refine
+REFINE_COOL_STEP_S = 2.0
+REFINE_COOL_MAX_S = 600.0
+REFINE_MAX_CALLS = 3000
 
 CoverProbe = Callable[[], float]  # hottest back-cover probe reading now, degC
 
@@ -96,7 +103,15 @@ def _trip_event(gen: Generation, layers_on_cpu: int) -> dict[str, Any] | None:
 
 def approach_trip(runtime: RuntimeClient, *, max_calls: int = APPROACH_MAX_CALLS, cover: CoverProbe | None = None,
                   tick: Tick = no_tick) -> TripBracket | None:
-    """Short inferences until the runtime first migrates; None if it never does (or is killed)."""
+    """Find the trip, then refine it; None if the runtime never migrates (or is killed)."""
+    coarse = _approach(runtime, max_calls=max_calls, cover=cover, tick=tick)
+    if coarse is None:
+        return None
+    return _refine(runtime, coarse, cover=cover, tick=tick) or coarse
+
+
+def _approach(runtime: RuntimeClient, *, max_calls: int, cover: CoverProbe | None, tick: Tick) -> TripBracket | None:
+    """Inferences sized to heat the NPU ~APPROACH_STEP_C each, until the first migration."""
     tokens, previous = 16, None  # previous: (tokens, rise) of the last call that did not trip
     layers = int(runtime.status().thermal.get("layers_on_cpu", 0))
     before = _npu_zone(runtime)
@@ -116,13 +131,48 @@ def approach_trip(runtime: RuntimeClient, *, max_calls: int = APPROACH_MAX_CALLS
             rise = max(previous[1], 0.0) * tokens / previous[0]
             reported = float(event["npu_c"]) if "npu_c" in event else None
             return TripBracket(before, max(before + rise, after), reported, call, tokens, cover_c)
-        layers = int(gen.thermal_events[-1].get("layers_on_cpu", layers)) if gen.thermal_events else layers
+        layers = _layers_after(gen, layers)
         rise = after - before
         previous = (tokens, rise)
         wanted = tokens * APPROACH_STEP_C / rise if rise > 1e-3 else APPROACH_TOKENS[1]
         tokens = int(np.clip(round(wanted), *APPROACH_TOKENS))
         before = after
     return None
+
+
+def _refine(runtime: RuntimeClient, coarse: TripBracket, *, cover: CoverProbe | None, tick: Tick) -> TripBracket | None:
+    """Let the NPU cool below the coarse bracket, then climb back with one-token inferences, the
+    shortest there are: the die moves little within one, so the readings between them bracket
+    the trip closely (a long call can peak between the bench's readings)."""
+    rested = 0.0
+    while _npu_zone(runtime) > coarse.low_c - REFINE_BELOW_C:
+        if rested >= REFINE_COOL_MAX_S:
+            return None
+        runtime.device.run(["sleep", f"{REFINE_COOL_STEP_S:g}"], timeout_s=REFINE_COOL_STEP_S + 60.0)
+        rested += REFINE_COOL_STEP_S
+    layers = int(runtime.status().thermal.get("layers_on_cpu", 0))
+    low = before = _npu_zone(runtime)
+    for call in range(1, REFINE_MAX_CALLS + 1):
+        gen = runtime.generate(1, seed=PROMPT_SEEDS[call % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
+                               allow_incomplete=True)
+        cover_c = cover() if cover is not None else None
+        after = _npu_zone(runtime)
+        tick(1)
+        if not gen.completed:
+            return None
+        event = _trip_event(gen, layers)
+        if event is not None and layers == 0 and call > 1:
+            reported = float(event["npu_c"]) if "npu_c" in event else None
+            return TripBracket(low, max(before, after), reported, coarse.calls + call, 1, cover_c)
+        layers = _layers_after(gen, layers)
+        # The last call without a trip ran through temperatures from before to after.
+        low = min(before, after)
+        before = after
+    return None
+
+
+def _layers_after(gen: Generation, layers: int) -> int:
+    return int(gen.thermal_events[-1].get("layers_on_cpu", layers)) if gen.thermal_events else layers
 
 
 @dataclass
