@@ -366,14 +366,19 @@ def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entr
                  "redundancy_token_mismatches", raw="bit_exact", tokens=n, reported_active=flag,
                  votes_detected=_delta(before.mac_errors_detected, after.mac_errors_detected))
     on_v = on_v.but(n=n, detail=f"{wrong_auto} of {n} tokens differ from the clean-supply tokens at "
-                                f"{measured:.1f} mV measured, auto mode; {on_v.detail}")
+                                f"{measured:.1f} mV measured, auto mode" + _why_invalid(on_v))
     off_v = named(off_entry.evaluate(wrong_off, evidence=Evidence.MEASURED, ripple_mv=measured),
                   "redundancy_off_token_mismatches", raw="bit_exact", tokens=n)
-    off_v = off_v.but(n=n, detail=f"{wrong_off} of {n} tokens differ with redundancy forced off; {off_v.detail}")
+    off_v = off_v.but(n=n, detail=f"{wrong_off} of {n} tokens differ with redundancy forced off"
+                            + _why_invalid(off_v))
     raw = {"amplitude_mv": amplitude_mv, "measured_mv": measured, "reference": reference,
            "redundancy_auto": engaged, "redundancy_off": forced_off,
            "engaged": flag}  # the runtime's flag (the production line records it); the tokens judge
     return CheckResult([on_v, off_v], {"bit_exact": raw})
+
+
+def _why_invalid(verdict: Verdict) -> str:
+    return f"; {verdict.detail}" if verdict.outcome is Outcome.INVALID else ""
 
 
 def _delta(a: int | None, b: int | None) -> int | None:
