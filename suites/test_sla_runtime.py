@@ -105,7 +105,8 @@ def test_redundancy_ripple_sweep(runtime, supply, sla, record, progress):
     _require(runtime, "config", "probe")
     with progress.bar(None, "ripple steps") as bar:
         result = redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"),
-                                               sla.get("redundancy_unprotected_errors"), tick=bar.update)
+                                               target(sla, "redundancy_unprotected_errors"),
+                                               target(sla, "redundancy_mac_error_ratio_50mv"), tick=bar.update)
     result.record_into(record)
 
 
@@ -129,7 +130,7 @@ def test_redundancy_slowdown(station, runtime, sla, record, progress):
 def test_weight_pages_read_without_error(dut, runtime, sla, record):
     _require(runtime, "weights")
     weights.read_errors_check(dut, runtime, sla.get("weight_page_read_errors"),
-                              sla.get("weights_page_error_rate")).record_into(record)
+                              target(sla, "weights_page_error_rate")).record_into(record)
 
 
 @pytest.mark.acceptance

@@ -123,7 +123,8 @@ def test_the_digitizer_measures_the_ripple_at_the_terminals(bench_supply):
 def _sweep(sla: SlaProfile, bench_supply: Any, persona: str) -> Any:
     _, runtime, supply = bench_supply(persona)
     return redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"),
-                                         sla.get("redundancy_unprotected_errors"))
+                                         target(sla, "redundancy_unprotected_errors"),
+                                         target(sla, "redundancy_mac_error_ratio_50mv"))
 
 
 def test_a_redundancy_flag_without_dual_compute_fails_sweep_tokens_and_cost(sla, bench_supply):
@@ -157,7 +158,23 @@ def test_the_honest_unit_engages_by_behaviour_and_its_flag_is_corroborated(sla, 
     assert swept.verdict("redundancy_sensed_over_measured").value == pytest.approx(1.0, abs=0.03)
     ratio = swept.verdict("redundancy_mac_error_ratio_50mv")
     low, high = ratio.extra["interval"]
-    assert low < ratio.value < high and low > 1.0  # errors really grow with ripple
+    assert ratio.outcome is Outcome.PASS and low < 12.0 < high and low > 1.0  # errors really grow with ripple
+
+
+def _point(mv: float, wrong: int, probes: int = 256) -> redundancy.RipplePoint:
+    point = redundancy.RipplePoint(mv, False, "auto", mv, mv, probes=probes, probes_wrong=wrong,
+                                   probes_wrong_auto=0)
+    point.mac_error_rate = redundancy._error_rate(wrong, probes, point.macs_per_probe)
+    return point
+
+
+def test_a_ratio_whose_interval_misses_the_claimed_12x_fails(sla):
+    entry = target(sla, "redundancy_mac_error_ratio_50mv")
+    flat = redundancy._ratio_verdict(entry, [_point(25, 0), _point(30, 60), _point(50, 70)])
+    assert flat.outcome is Outcome.FAIL and flat.extra["interval"][1] < 8.0
+    steep = redundancy._ratio_verdict(entry, [_point(25, 0), _point(30, 8), _point(50, 100)])
+    assert steep.outcome is Outcome.PASS
+    assert redundancy._ratio_verdict(entry, [_point(25, 0), _point(50, 0)]).outcome is Outcome.INVALID
 
 
 def test_known_answer_probes_keep_every_partial_sum_inside_16_bits():
@@ -175,17 +192,17 @@ def test_known_answer_probes_keep_every_partial_sum_inside_16_bits():
 def test_page_error_rate_reads_enough_pages_to_beat_the_old_rate(sla):
     device, runtime = phone()
     result = weights.read_errors_check(device, runtime, sla.get("weight_page_read_errors"),
-                                       sla.get("weights_page_error_rate"))
+                                       target(sla, "weights_page_error_rate"))
     rate = result.verdict("weights_page_error_rate")
     assert rate.outcome is Outcome.PASS and rate.bound < weights.OLD_PAGE_ERROR_RATE
-    assert rate.n >= sla.get("weights_page_error_rate").n_required == 9985
+    assert rate.n >= target(sla, "weights_page_error_rate").n_required == 9985
     assert result.raw["weights_read_errors"]["passes"] == 2
 
 
 def test_without_the_benchs_merkle_verify_a_clean_crc_is_inconclusive(sla):
     device, runtime = phone("nominal", "verity-tree-corrupt")
     result = weights.read_errors_check(device, runtime, sla.get("weight_page_read_errors"),
-                                       sla.get("weights_page_error_rate"))
+                                       target(sla, "weights_page_error_rate"))
     assert set(outcomes(result).values()) == {Outcome.INCONCLUSIVE}
     assert "Merkle verify could not run" in result.verdicts[0].detail
 

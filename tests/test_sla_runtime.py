@@ -171,7 +171,7 @@ def bench_supply() -> Iterator[Any]:
 
 
 def test_ripple_sweep_finds_the_engage_threshold_and_fails_late_or_missing_redundancy(sla, bench_supply):
-    entry, unprotected = sla.get("redundancy_engage_threshold"), sla.get("redundancy_unprotected_errors")
+    entry, unprotected = sla.get("redundancy_engage_threshold"), target(sla, "redundancy_unprotected_errors")
     device, runtime, supply = bench_supply()
     ok = redundancy.ripple_sweep_check(supply, runtime, entry, unprotected)
     assert outcomes(ok)["redundancy_engage_threshold"] is Outcome.PASS
@@ -360,7 +360,7 @@ def test_counters_not_exposed_are_recorded_not_failed():
 
 # --- plumbing ------------------------------------------------------------------------------------
 def test_check_targets_are_a_valid_profile_and_the_station_profile_wins(sla):
-    assert len(check_targets()) == 14
+    assert len(check_targets()) == 17
     lab = dataclasses.replace(sla, entries={**sla.entries, "audit_bad_signatures": dataclasses.replace(
         check_targets().get("audit_bad_signatures"), limit=2.0)})
     assert target(lab, "audit_bad_signatures").limit == 2.0 and target(sla, "audit_bad_signatures").limit == 0
@@ -406,6 +406,6 @@ def test_a_unit_whose_trigger_calibration_lowered_still_meets_the_engage_claim(s
     _, runtime, supply = bench_supply()
     runtime.config_set("redundancy.trigger_mv", 23)
     runtime.config_set("redundancy.release_mv", 19)
-    verdict = redundancy.ripple_sweep_check(supply, runtime, entry, sla.get("redundancy_unprotected_errors")).verdict(
+    verdict = redundancy.ripple_sweep_check(supply, runtime, entry, target(sla, "redundancy_unprotected_errors")).verdict(
         "redundancy_engage_threshold")
     assert verdict.outcome is Outcome.PASS and verdict.value < 30

@@ -248,10 +248,11 @@ def _ratio_at_50(up: list[RipplePoint], confidence: float) -> tuple[float | None
 
 
 def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entry: SlaEntry,
-                       unprotected_entry: SlaEntry, *, probes: int = PROBES, macs: int = PROBE_MACS,
-                       tick: Tick = no_tick) -> CheckResult:
+                       unprotected_entry: SlaEntry, ratio_entry: SlaEntry | None = None, *, probes: int = PROBES,
+                       macs: int = PROBE_MACS, tick: Tick = no_tick) -> CheckResult:
     """Engage threshold (the entry), wrong results above the claimed trigger (unprotected_entry),
-    release threshold and the MAC error rate curve (info)."""
+    the 50 mV MAC error ratio (ratio_entry; None: recorded, not judged), release threshold and
+    the MAC error rate curve."""
     client = _client(runtime)
     amplitudes = _sweep_amplitudes(entry)
     mode = client.config_get(MODE)
@@ -304,7 +305,6 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
                                              f"{claimed + tolerance:g} mV measured"
                                              + (f" (at {[round(p.x_mv, 1) for p in unprotected]} mV)" if unprotected
                                                 else ""))
-    ratio, ratio_lo, ratio_hi, ratio_detail = _ratio_at_50(up, RATIO_CONFIDENCE)
     sensed = [(p.x_mv, p.sensed_mv) for p in sweep if p.sensed_mv is not None and p.x_mv > 5.0]
     sense_ratio = float(np.median([s_ / x for x, s_ in sensed])) if sensed else None
     verdicts = [
@@ -314,15 +314,34 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
                 raw=["ripple_sweep"], detail="midpoint of the measured ripple where the down sweep first finds "
                                              "redundancy released", evidence=evidence,
                 extra={"engage_mv": engage, "hysteresis_mv": None if None in (engage, release) else engage - release}),
-        Verdict("redundancy_mac_error_ratio_50mv", ratio, "x", Outcome.INFO, statistic="ratio",
-                raw=["ripple_sweep"], evidence=Evidence.MEASURED, confidence=RATIO_CONFIDENCE,
-                detail=f"{ratio_detail}; {RATIO_CONFIDENCE:.0%} interval {ratio_lo:.3g}..{ratio_hi:.3g}",
-                extra={"interval": [ratio_lo, ratio_hi]}),
+        _ratio_verdict(ratio_entry, up),
         Verdict("redundancy_sensed_over_measured", sense_ratio, "x", Outcome.INFO, statistic="median",
                 raw=["ripple_sweep"], evidence=Evidence.CORROBORATED,
                 detail="the runtime's sensed ripple over the digitizer's, median over the steps with ripple"),
     ]
     return CheckResult(verdicts, {"ripple_sweep": raw, "ripple_points": [asdict(p) for p in sweep]})
+
+
+def _ratio_verdict(entry: SlaEntry | None, up: list[RipplePoint]) -> Verdict:
+    """The measured ratio's exact interval must reach the claimed ratio's tolerance band."""
+    confidence = float(entry.parameters.get("interval_confidence", RATIO_CONFIDENCE)) if entry else RATIO_CONFIDENCE
+    ratio, lo, hi, detail = _ratio_at_50(up, confidence)
+    detail = f"{detail}; {confidence:.0%} interval {lo:.3g}..{hi:.3g}"
+    if entry is None:
+        return Verdict("redundancy_mac_error_ratio_50mv", ratio, "x", Outcome.INFO, statistic="ratio",
+                       raw=["ripple_sweep"], evidence=Evidence.MEASURED, confidence=confidence, detail=detail,
+                       extra={"interval": [lo, hi]})
+    verdict = named(entry.evaluate(ratio, evidence=Evidence.MEASURED), "redundancy_mac_error_ratio_50mv",
+                    raw="ripple_sweep", interval=[lo, hi])
+    if ratio is None:
+        return verdict.but(detail=detail)
+    tolerance = entry.tolerance or 0.0
+    band = (entry.limit - tolerance, entry.limit + tolerance)
+    inside = lo <= band[1] and hi >= band[0]
+    outcome = Outcome.PASS if inside else Outcome.FAIL
+    return entry.require_evidence(verdict.but(
+        outcome=outcome, bound=lo, confidence=confidence,
+        detail=f"claimed {band[0]:g}..{band[1]:g}x {'meets' if inside else 'misses'} the interval; {detail}"))
 
 
 def _generate_set(client: RuntimeClient, runs: int, tokens: int) -> list[list[int]]:
