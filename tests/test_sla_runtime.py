@@ -406,6 +406,6 @@ def test_a_unit_whose_trigger_calibration_lowered_still_meets_the_engage_claim(s
     _, runtime, supply = bench_supply()
     runtime.config_set("redundancy.trigger_mv", 23)
     runtime.config_set("redundancy.release_mv", 19)
-    verdict = redundancy.ripple_sweep_check(supply, runtime, entry, target(sla, "redundancy_unprotected_errors")).verdict(
-        "redundancy_engage_threshold")
+    verdict = redundancy.ripple_sweep_check(supply, runtime, entry, target(sla, "redundancy_unprotected_errors"))
+    verdict = verdict.verdict("redundancy_engage_threshold")
     assert verdict.outcome is Outcome.PASS and verdict.value < 30

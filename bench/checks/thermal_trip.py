@@ -4,9 +4,9 @@ long dialogs succeed.
 The soak pins the NPU at its burst clock (`npu.perf_profile = burst`, the thermal worst case a
 lab uses to reach the trip at room ambient) and runs long dialogs back to back. For each dialog:
 the runtime's streamed thermal events (migrate / restore, with the NPU temperature it acted on),
-whether it completed (a killed process ends the stream with exit 137), and a status read (NPU
-and CPU temperature, layers on the CPU, the process id: a new pid is a restarted, i.e. killed,
-runtime).
+whether it completed (a killed process ends the stream with exit 137), the bench's own reading
+of the NPU, CPU and skin thermal zones, and a status read (layers on the CPU, the process id: a
+new pid is a restarted, i.e. killed, runtime).
 
 - Trip temperature, taken by the bench: before the soak an approach phase runs short inferences
   and reads the phone's NPU thermal zone itself (sysfs over the shell, bench/device_state.py)
@@ -33,8 +33,8 @@ temperatures, so the next check does not inherit a hot phone.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,8 +71,8 @@ CoverProbe = Callable[[], float]  # hottest back-cover probe reading now, degC
 class TripBracket:
     """Where the trip happened, from the bench's own NPU zone readings around the call."""
 
-    low_c: float  # the reading before the call that tripped (no trip there yet)
-    high_c: float
+    low_c: float  # below every temperature the runtime acted on without tripping
+    high_c: float  # at least the temperature it tripped at
     reported_c: float | None  # the runtime's npu_c in its migrate event
     calls: int  # approach calls it took
     tokens: int  # length of the tripping call
