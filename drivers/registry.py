@@ -15,12 +15,17 @@ from bench.core.errors import ConfigError
 from drivers.power import KeysightN6705C, PowerAnalyzer
 from drivers.scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
 from drivers.stimulus import AudioStimulus, Keysight33500B
-from drivers.thermal import FlukeHart, GenericAsciiProbe, ThermalProbe
+from drivers.daq970a import KeysightDaq970a
+from drivers.thermal import ThermalProbe
+from drivers.thermal_fluke import Fluke1521, Fluke1529
+from drivers.thermal_generic import GenericAsciiProbe
 
 FAMILIES: dict[str, dict[str, Callable[..., Any]]] = {
     "scope": {"keysight-infiniivision": KeysightInfiniiVision, "rigol-ds1000z": RigolDS1000Z},
     "supply": {"keysight-n6705c": KeysightN6705C},
-    "thermal": {"generic-ascii": GenericAsciiProbe, "fluke-hart": FlukeHart},
+    # "fluke-hart" is the 1529's older name in station files.
+    "thermal": {"keysight-daq970a": KeysightDaq970a, "fluke-1529": Fluke1529, "fluke-hart": Fluke1529,
+                "fluke-1521": Fluke1521, "generic-ascii": GenericAsciiProbe},
     "stimulus": {"keysight-33500b": Keysight33500B},
 }
 PROTOCOLS = {"scope": Oscilloscope, "supply": PowerAnalyzer, "thermal": ThermalProbe, "stimulus": AudioStimulus}

@@ -17,12 +17,12 @@ import pytest
 
 from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
 from bench.checks.targets import target, targets
+from bench.payloads import find_payload
 from bench.core.errors import UnsupportedCapability
 from bench.core.verdict import Evidence
 from bench.device_state import phone_clock
 from bench.station import StationConfig
 from drivers.runtime import RuntimeClient
-from emulation.weights import update_package
 
 COVER_CHANNELS = ("T1", "T2")  # the thermal fixture's back-cover probes (bench/checks/thermal.py)
 
@@ -148,14 +148,14 @@ def test_weights_spot_check_time(station, dut, runtime, sla, record, progress):
                                       tick=bar.update).record_into(record)
 
 
-def test_weights_corrupt_page_repaired(dut, runtime, sla, record):
+def test_weights_corrupt_page_repaired(dut, runtime, sla, record, station):
     """Inject one bad page (an engineering unit's /data/vendor is writable), detect it, re-send it alone."""
     _require(runtime, "weights")
     manifest = weights.load_manifest(dut, runtime)
-    package = update_package()
-    if manifest.root != package.tree.root:
-        pytest.skip(f"no update payload for weights root {manifest.root.hex()[:16]}... on this bench "
-                    "(the bench holds the emulated update's payload only)")
+    package = find_payload(station.payloads, manifest.root, manifest.salt, manifest.data_size)
+    if package is None:
+        pytest.skip(f"no update payload for weights root {manifest.root.hex()[:16]}... in the station's payloads "
+                    f"folder ({station.payloads or 'none set'}): add the release's weight file there")
     entries = targets(sla, "weights_undetected_corruptions", "weights_repair_bytes_per_page",
                       "weights_bad_pages_after_repair")
     weights.corrupt_and_repair_check(dut, runtime, package.page, entries).record_into(record)

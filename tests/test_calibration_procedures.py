@@ -38,7 +38,7 @@ from bench.core.verdict import Outcome
 from drivers.power import KeysightN6705C
 from drivers.scope import KeysightInfiniiVision
 from drivers.stimulus import Keysight33500B
-from drivers.thermal import GenericAsciiProbe
+from drivers.thermal_generic import GenericAsciiProbe
 from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.instruments.awg import AwgServer
 from emulation.instruments.power_analyzer import PowerAnalyzerServer

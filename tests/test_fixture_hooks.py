@@ -11,7 +11,7 @@ from scipy import signal
 from drivers.power import KeysightN6705C
 from drivers.scope import KeysightInfiniiVision
 from drivers.stimulus import Keysight33500B
-from drivers.thermal import GenericAsciiProbe
+from drivers.thermal_generic import GenericAsciiProbe
 from emulation.audio import synth_speech
 from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.instruments.awg import AwgServer

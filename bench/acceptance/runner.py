@@ -28,7 +28,7 @@ from bench.calibration.state import REFUSED_EXIT
 from bench.calibration.station import evaluate
 from bench.core.errors import BenchError, ConfigError
 from bench.results import new_run_id
-from bench.station import StationConfig, load_station
+from bench.core.station import StationConfig, load_station
 from bench.waits import WaitMeter
 
 log = logging.getLogger(__name__)
@@ -89,9 +89,11 @@ class UnitResult:
 class AcceptanceStation:
     def __init__(self, station_file: str | Path, *, dut: str | None = None, results_dir: str | Path | None = None,
                  calibration_config: str | Path | None = None, policy: RetestPolicy = RetestPolicy(),
-                 operator: str = "", batch: str | None = None, profile: str = "acceptance") -> None:
+                 operator: str = "", batch: str | None = None, profile: str = "acceptance",
+                 observers: tuple[Any, ...] = ()) -> None:
         from bench.store import open_store, resolve_database_url
 
+        self.observers = tuple(observers)  # pytest plugin objects that watch each run (live progress)
         self.station_file = Path(station_file)
         self.station: StationConfig = load_station(self.station_file)
         if self.station.emulated is not None:
@@ -249,7 +251,7 @@ class AcceptanceStation:
         """The acceptance tests as one pytest run (in this process); its output goes to pytest.log."""
         run_dir.mkdir(parents=True, exist_ok=True)
         # no:unraisableexception: its gc.collect() at the end costs the line 0.2 s of takt per unit.
-        args = [*(_absolute(t) for t in targets), "-p", "fixtures.plugin", "--rootdir", str(SUITES_DIR.parent),
+        args = [*(_absolute(t) for t in targets), "-p", "phonebench", "--rootdir", str(SUITES_DIR.parent),
                 "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-m", "acceptance",
                 "--station", str(self.station_file), "--dut", self.dut.name,
                 "--results-dir", str(self.results_dir), "--run-id", run_id,
@@ -261,7 +263,7 @@ class AcceptanceStation:
             args += ["--calibration-config", str(self.calibration_config)]
         with open(run_dir / "pytest.log", "w", encoding="utf-8") as out, \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = pytest.main(args)
+            code = pytest.main(args, plugins=list(self.observers))
         results = run_dir / "results.json"
         try:
             return int(code), json.loads(results.read_text(encoding="utf-8"))

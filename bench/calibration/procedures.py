@@ -25,7 +25,7 @@ from scipy import signal
 
 from bench.calibration.corrections import CURRENT_ZERO_KEY, DESKEW_KEY, FIXTURE_DELAY_KEY, OFFSET_KEY
 from bench.calibration.fixture import FixtureControl
-from bench.calibration.records import CalibrationRecord, Criterion, Equipment, Reading, conclude
+from bench.calibration.records import CalibrationRecord, Criterion, Equipment, Reading, check_ambient, conclude
 from bench.calibration.settings import CalibrationSettings
 from bench.core.errors import BenchError, InstrumentError, InvalidMeasurement
 
@@ -282,18 +282,29 @@ def thermocouple_offsets(probe: Any, fixture: FixtureControl, ctx: Context,
 
 def ambient_conditions(probe: Any | None, settings: CalibrationSettings) -> dict[str, Any]:
     """Air temperature from the probe board (its ambient channel, else its cold junction), and
-    the lab's humidity if the settings carry it."""
+    the lab's humidity if the settings carry it.
+
+    An unreachable probe leaves the temperature "not measured"; an invalid reading (overload,
+    open thermocouple, a value that is not lab air) is an InvalidMeasurement: a calibration
+    record never carries a number that is not a temperature.
+    """
     out: dict[str, Any] = {"temperature_c": None, "source": "not measured", "humidity_pct": settings.humidity_pct}
     if probe is None:
         return out
     try:
         reading = probe.read()
-    except BenchError as exc:
+    except InstrumentError as exc:
         log.warning("ambient temperature not measured: %s", exc)
         return out
     channel = settings.ambient_channel
+    if channel in reading.faults:
+        raise InvalidMeasurement(f"{probe.name}: ambient channel {channel} reading is invalid "
+                                 f"({reading.faults[channel]})",
+                                 hint="check the ambient thermocouple (open, unplugged) or set ambient_channel "
+                                      "to the probe that hangs in free air")
     if channel in reading.celsius:
         out.update(temperature_c=round(reading.celsius[channel], 2), source=f"{probe.name} {channel}")
     elif reading.cold_junction_c is not None:
         out.update(temperature_c=round(reading.cold_junction_c, 2), source=f"{probe.name} cold junction")
+    check_ambient(out)
     return out

@@ -14,6 +14,8 @@ import secrets
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from bench.core.errors import InvalidMeasurement
+
 PASSED, FAILED = "passed", "failed"
 KINDS = ("instrument", "fixture", "dut")
 
@@ -162,6 +164,22 @@ def new_certificate(procedure: str, when: dt.datetime) -> str:
     return f"PB-{procedure.upper()}-{when.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3).upper()}"
 
 
+AMBIENT_AIR_C = (-20.0, 60.0)  # air a calibration can be done in; anything else is a broken reading
+
+
+def check_ambient(ambient: dict[str, Any]) -> None:
+    """A record never carries an ambient temperature that is not one (9.9E37, NaN, -500 °C, ...)."""
+    value = ambient.get("temperature_c")
+    if value is None:
+        return
+    low, high = AMBIENT_AIR_C
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
+        raise InvalidMeasurement(f"ambient temperature {value!r} °C from {ambient.get('source', 'the probe')} "
+                                 f"is not lab air ({low:g} to {high:g} °C); no calibration record is kept with it",
+                                 hint="check the ambient probe (open or unplugged thermocouple, wrong channel in "
+                                      "ambient_channel) and calibrate again")
+
+
 def conclude(equipment: Equipment, procedure: str, version: str, results: list[Reading],
              adjustments: dict[str, float], acceptance: list[Criterion], interval: dt.timedelta,
              *, ambient: dict[str, Any] | None = None, reference: dict[str, Any] | None = None,
@@ -169,6 +187,7 @@ def conclude(equipment: Equipment, procedure: str, version: str, results: list[R
              performed: dt.datetime | None = None, extra_problems: list[str] | None = None) -> CalibrationRecord:
     """The record of one calibration: passed when every criterion holds (and nothing else went
     wrong), failed otherwise; a failed record has no due date (it never becomes current)."""
+    check_ambient(ambient or {})
     when = performed or utcnow()
     readings = {r.name: r for r in results}
     problems = [p for p in (c.problem(readings) for c in acceptance) if p] + list(extra_problems or [])

@@ -124,6 +124,9 @@ def run_dialog_loop(thermal: ThermalProbe, stimulus: AudioStimulus, device: Devi
             run.measure_from = len(run.t_s)
             log.info("warm-up done after %.0f s (%s); measuring %d readings", elapsed,
                      "steady" if run.stable else "not steady", samples)
+    # The last question may still be being answered: hand the phone on quiet, or the next test's
+    # first recording starts inside this answer (its quiet lead-in is not quiet).
+    device.run(["sleep", f"{setup.period_s:g}"])
     return run
 
 

@@ -34,7 +34,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(a)
     a.set_defaults(func=accept)
 
-    line = subparsers.add_parser("line", help="an emulated production line: N phones back to back")
+    line = subparsers.add_parser("line", help="an emulated production line: N phones back to back; "
+                                              "`bench line serve`: the operator station in a browser")
+    line.add_argument("mode", nargs="?", choices=("batch", "serve"), default="batch",
+                      help="batch (default): the emulated batch; serve: the operator page")
+    line.add_argument("--station", help="serve: the station file (one fixture per DUT); "
+                                        "default: emulated fixtures")
+    line.add_argument("--fixtures", type=int, default=2, help="serve, emulated: how many fixtures (default 2)")
+    line.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default loopback only)")
+    line.add_argument("--port", type=int, default=8080, help="serve: port (default 8080; 0 = any free one)")
     line.add_argument("--count", type=int, default=20, help="units in the batch (default 20)")
     line.add_argument("--faulty", type=int, default=2, help="how many of them are faulty (default 2)")
     line.add_argument("--seed", type=int, default=7, help="which units are faulty, and the units' own seeds")
@@ -48,9 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _default_faults() -> tuple[str, ...]:
-    from emulation.line import DEFAULT_FAULTS
+    from bench.backend import default_line_faults
 
-    return DEFAULT_FAULTS
+    return default_line_faults()
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -86,7 +94,7 @@ def calibrate(args: argparse.Namespace) -> int:
     from bench.calibration.runner import calibrate_instruments, expand
     from bench.calibration.settings import load_settings
     from bench.calibration.station import open_book
-    from bench.station import open_station
+    from bench.backend import open_station
 
     settings = load_settings(args.calibration_config)
     names = expand(args.procedure or ["instruments"])
@@ -198,10 +206,10 @@ def _accept_station(args: argparse.Namespace) -> Iterator[Path]:
     if args.station:
         yield Path(args.station)
         return
-    from emulation.line import EmulatedLine
+    from bench.backend import emulated_line
 
     results = Path(args.results_dir or "reports").resolve()
-    with EmulatedLine(count=1, seed=0, name="emulated", serial_format="EMU{n:04d}") as line, \
+    with emulated_line(count=1, seed=0, name="emulated", serial_format="EMU{n:04d}") as line, \
             tempfile.TemporaryDirectory(prefix="phonebench-fixture-") as tmp:
         yield line.write_station(Path(tmp) / "fixture.toml", results_dir=results)
 
@@ -224,18 +232,20 @@ def accept(args: argparse.Namespace) -> int:
 
 # --- bench line ----------------------------------------------------------------------------
 def run_line(args: argparse.Namespace) -> int:
+    if args.mode == "serve":
+        return serve_line(args)
     from bench.acceptance.line import run_line as run_batch
     from bench.acceptance.runner import AcceptanceStation
     from bench.calibration.fixture import EmulatedFixture
     from bench.calibration.runner import calibrate_station
     from bench.calibration.settings import load_settings
     from bench.line_report import render_line
+    from bench.backend import emulated_line
     from bench.results import new_run_id
-    from emulation.line import EmulatedLine
 
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     try:
-        line = EmulatedLine(count=args.count, faulty=args.faulty, seed=args.seed, faults=faults)
+        line = emulated_line(count=args.count, faulty=args.faulty, seed=args.seed, faults=faults)
     except ValueError as exc:
         raise ConfigError(f"bench line: {exc}", hint="e.g. --count 20 --faulty 2") from None
     results = Path(args.results_dir or "reports").resolve()
@@ -258,6 +268,45 @@ def run_line(args: argparse.Namespace) -> int:
     print(f"batch report: {page}")
     print(f"store: every attempt of batch {batch} (`bench runs` lists the unit runs)")
     return 0 if figures["as_expected"] else 1
+
+
+def serve_line(args: argparse.Namespace) -> int:
+    """The operator station: a page on loopback, one worker process per fixture."""
+    from bench.core.station import load_station
+    from bench.operator.app import OperatorStation, serve
+    from bench.operator.fixture import EmulatedUnits, FixtureSpec
+
+    policy = _policy(args)
+    results = Path(args.results_dir or "reports").resolve()
+    common = dict(results_dir=results, calibration_config=args.calibration_config, retries=policy.retries,
+                  retestable=tuple(sorted(policy.retestable)), profile=args.profile, batch=args.batch,
+                  operator=args.operator)
+    if args.station:
+        station = load_station(args.station)
+        specs = [FixtureSpec(name=d.name, station_file=Path(args.station), dut=d.name, **common) for d in station.duts]
+        title = f"{station.name}: operator station"
+    else:
+        faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+        specs = [FixtureSpec(name=chr(ord("A") + i), emulated=EmulatedUnits(
+            count=args.count, faulty=args.faulty, seed=args.seed + i, faults=faults), **common)
+            for i in range(args.fixtures)]
+        title = "emulated line: operator station"
+    with OperatorStation(specs, title=title) as station:
+        server = serve(station, args.host, args.port)
+        print(f"operator station on http://{args.host}:{server.server_port}/ (Ctrl-C stops it)")
+        for spec in specs:
+            if spec.emulated is not None:
+                print(f"  fixture {spec.name}: emulated units "
+                      + ", ".join(spec.emulated.serial_format.format(seed=spec.emulated.seed, n=n)
+                                  for n in range(1, min(spec.emulated.count, 5) + 1)) + ", ...")
+        sys.stdout.flush()
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+    return 0
 
 
 def _print_unit(unit: Any) -> None:

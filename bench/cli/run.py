@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.core.paths import data_dir
-from bench.station import load_station
+from bench.core.station import load_station
 from bench.summary import print_summary
 
 DEFAULT_SUITES = data_dir("suites")
@@ -18,6 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run the HIL suites against a station and write a report")
     add_selection_args(p)
     p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="skip the station preflight (bench station check) before the tests")
     p.set_defaults(func=run)
 
 
@@ -45,7 +47,7 @@ def results_dir(args: argparse.Namespace) -> Path:
 
 def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
     suites = getattr(args, "suites", None) or [str(DEFAULT_SUITES)]
-    out = [*suites, "-p", "fixtures.plugin", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
+    out = [*suites, "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
            "--results-dir", str(run_dir.parent), "--run-id", run_dir.name,
            "--junitxml", str(run_dir / "junit.xml"), "-o", "junit_family=xunit2",
            "-v" if args.verbose_tests else "-qq"]
@@ -67,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     from bench.results import new_run_id
 
     run_dir = results_dir(args) / (args.run_id or new_run_id())
+    if args.station and not args.no_preflight:
+        from bench.preflight import gate
+
+        if not gate(args.station):
+            return 2
     code = pytest.main(pytest_args(args, run_dir))
     results = run_dir / "results.json"
     if not results.exists():

@@ -1,0 +1,286 @@
+"""Station preflight: before a run, reach every phone and instrument of a station and say what
+is wrong in words an operator can act on.
+
+For each instrument: its identity (*IDN? or the model's own), installed modules / options, its
+calibration state and due date from the calibration book, whether another bench process holds it
+(drivers.locks). For each phone: ADB reachability, serial and model, and for USB phones whether a
+running adb server would take the device away from the bench. For the host: the VISA library and
+backend in use, and whether USB instruments are usable (pyvisa-py needs pyusb and libusb).
+
+`bench station check` prints it; `bench run --station FILE` runs it first and stops before any
+test when an instrument cannot be reached (`Preflight.unreachable`).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.core.errors import BenchError
+from bench.core.station import DutConfig, InstrumentConfig, StationConfig
+
+log = logging.getLogger(__name__)
+
+ADB_SERVER_PORT = 5037
+DUE_SOON_DAYS = 7
+
+
+@dataclass
+class Item:
+    """One thing the preflight looked at."""
+
+    subject: str  # "thermal keysight-daq970a at TCPIP::...", "phone bay1 at 10.0.0.20:5555", "host"
+    found: list[str] = field(default_factory=list)  # what it is (identity, options, calibration)
+    problems: list[str] = field(default_factory=list)  # what must be fixed before a run
+    warnings: list[str] = field(default_factory=list)  # worth knowing, not blocking
+    reachable: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class Preflight:
+    station: str
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(i.ok for i in self.items)
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{i.subject}: {p}" for i in self.items for p in i.problems]
+
+    @property
+    def unreachable(self) -> list[Item]:
+        """Phones and instruments that did not answer: a run must not start without them."""
+        return [i for i in self.items if not i.reachable]
+
+    def render(self) -> str:
+        lines = [f"station {self.station}"]
+        for item in self.items:
+            mark = "ok  " if item.ok else "FAIL"
+            lines.append(f"  [{mark}] {item.subject}")
+            lines += [f"         {text}" for text in item.found]
+            lines += [f"         warning: {text}" for text in item.warnings]
+            lines += [f"         problem: {text}" for text in item.problems]
+        if self.problems:
+            lines.append("to fix:")
+            lines += [f"  - {p}" for p in self.problems]
+        else:
+            lines.append("ready: every phone and instrument answered")
+        return "\n".join(lines)
+
+
+# --- host --------------------------------------------------------------------------------------
+def _version(module: str) -> str | None:
+    try:
+        return getattr(importlib.import_module(module), "__version__", "installed")
+    except ImportError:
+        return None
+
+
+def usb_instruments_usable() -> tuple[bool, str]:
+    """(usable, why): pyvisa-py reaches USBTMC instruments through pyusb and a libusb backend."""
+    if _version("usb") is None:
+        return False, "pyusb is not installed (pip install pyusb; and the libusb-1.0 system library)"
+    try:
+        import usb.backend.libusb1 as libusb1
+
+        if libusb1.get_backend() is None:
+            return False, "pyusb finds no libusb-1.0 library (apt install libusb-1.0-0)"
+    except Exception as exc:  # a broken libusb install raises its own errors
+        return False, f"pyusb cannot load libusb: {exc}"
+    return True, "pyusb and libusb-1.0 present"
+
+
+def check_host(station: StationConfig) -> Item:
+    item = Item("host")
+    item.found.append(f"VISA: pyvisa {_version('pyvisa') or 'missing'}, backend pyvisa-py "
+                      f"{_version('pyvisa_py') or 'missing'} ('@py'), pyserial {_version('serial') or 'missing'}")
+    usable, why = usb_instruments_usable()
+    item.found.append(f"USB instruments: {'usable' if usable else 'not usable'} ({why})")
+    usb = [f"{r} at {c.address}" for r, c in station.instruments.items() if c.address.upper().startswith("USB")]
+    if usb and not usable:
+        item.problems.append(f"USB instruments configured ({', '.join(usb)}) but {why}")
+    return item
+
+
+# --- instruments -------------------------------------------------------------------------------
+def _describe_instrument(role: str, cfg: InstrumentConfig) -> str:
+    return f"{role} {cfg.family} at {cfg.address}"
+
+
+def _serial_path_problem(address: str) -> str | None:
+    if not address.startswith("/dev/"):
+        return None
+    if not os.path.exists(address):
+        return f"serial device {address} does not exist (unplugged, or another /dev/ttyUSB number after replugging)"
+    if not os.access(address, os.R_OK | os.W_OK):
+        return f"no permission on {address} (add the user to the dialout group)"
+    return None
+
+
+def check_instrument(role: str, cfg: InstrumentConfig, calibration: Any = None) -> Item:
+    """Open the instrument as a run would (without waiting for another holder), describe it, close it."""
+    from drivers import locks
+    from drivers.registry import open_instrument
+
+    item = Item(_describe_instrument(role, cfg))
+    problem = _serial_path_problem(cfg.address)
+    if problem:
+        item.problems.append(problem)
+        item.reachable = False
+        return item
+    try:
+        with locks.acquire(cfg.address, item.subject, wait_s=0.0):
+            driver = open_instrument(role, cfg.family, cfg.address, **cfg.options)
+            try:
+                identity = driver.identity
+                item.found.append(f"identity: {identity}")
+                if identity.options:
+                    item.found.append("modules/options: " + ", ".join(f"{k} {v}" for k, v in identity.options.items()))
+                channels = getattr(driver, "channels", None)
+                if channels:
+                    item.found.append(f"channels: {', '.join(map(str, channels))}")
+            finally:
+                driver.close()
+    except locks.InstrumentBusy as exc:
+        item.problems.append(str(exc).split("\n")[0])
+        item.reachable = False
+        return item
+    except BenchError as exc:
+        item.problems.append(str(exc).replace("\n  hint:", "; fix:"))
+        item.reachable = False
+        return item
+    if calibration is not None:
+        _calibration_lines(item, calibration(role, identity))
+    return item
+
+
+def _calibration_lines(item: Item, role_cal: Any) -> None:
+    from bench.calibration.records import utcnow
+    from bench.calibration.state import EXPIRED, FAILED, NOT_REQUIRED, UNCALIBRATED
+
+    if role_cal.state == NOT_REQUIRED:
+        item.found.append("calibration: not required for this role")
+        return
+    due = role_cal.due
+    item.found.append(f"calibration: {role_cal.state}" + (f", due {due:%Y-%m-%d}" if due else ""))
+    for proc in role_cal.procedures:
+        if proc.state in (EXPIRED, FAILED):
+            item.problems.append(proc.problem() + " — run `bench calibrate`")
+        elif proc.state == UNCALIBRATED:
+            item.warnings.append(proc.problem() + " (results will be marked uncalibrated)")
+    if due is not None and role_cal.state not in (EXPIRED, FAILED):
+        left = due - utcnow()
+        if left < dt.timedelta(days=DUE_SOON_DAYS):
+            item.warnings.append(f"calibration due in {left.days} days ({due:%Y-%m-%d})")
+
+
+# --- phones ------------------------------------------------------------------------------------
+def adb_server_running(port: int | None = None) -> bool:
+    """Is a host adb server listening? It claims every USB phone it sees, so the bench cannot."""
+    port = port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", ADB_SERVER_PORT))
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.settimeout(0.3)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def check_phone(cfg: DutConfig, connect_timeout_s: float = 5.0) -> Item:
+    from drivers.adb import AdbPhone
+
+    item = Item(f"phone {cfg.name} at {cfg.address}")
+    if cfg.address.startswith("usb") and adb_server_running():
+        item.problems.append(f"an adb server is running on this host (port {ADB_SERVER_PORT}) and holds USB "
+                             "phones; run `adb kill-server` (and stop IDEs that restart it) before the bench")
+        item.reachable = False
+        return item
+    try:
+        with AdbPhone(cfg.address, key_path=cfg.key, name=cfg.name, connect_timeout_s=connect_timeout_s) as phone:
+            serial, model = phone.serial, phone.getprop("ro.product.model")
+            item.found.append(f"serial {serial}, model {model or '?'}, "
+                              f"Android {phone.getprop('ro.build.version.release') or '?'}")
+    except BenchError as exc:
+        item.problems.append(str(exc).replace("\n  hint:", "; fix:"))
+        item.reachable = False
+        return item
+    if cfg.expected_serial and serial != cfg.expected_serial:
+        item.problems.append(f"serial {serial!r} is not the expected {cfg.expected_serial!r} "
+                             "(wrong unit on this fixture? check the station file)")
+    return item
+
+
+# --- the whole station -------------------------------------------------------------------------
+def _calibration_view(station: StationConfig, settings: Any) -> tuple[Any, Any]:
+    """(role, identity) -> RoleCalibration from the station's calibration book, and the book."""
+    from bench.calibration.station import StationCalibrationView, open_book
+
+    book = open_book(station.database, station.results_dir)
+    view = StationCalibrationView(station.name, station.location, settings, book)
+    return view.role, book
+
+
+def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool = True,
+                  connect_timeout_s: float = 5.0) -> Preflight:
+    """Check every phone and instrument of a (ready) station; nothing is left open."""
+    from bench.calibration.settings import load_settings
+
+    report = Preflight(station.name, [check_host(station)])
+    calibration, book = None, None
+    try:
+        calibration, book = _calibration_view(station, settings or load_settings())
+    except BenchError as exc:
+        report.items[0].warnings.append(f"calibration state unknown: {exc}")
+    try:
+        for role in sorted(station.instruments):
+            report.items.append(check_instrument(role, station.instruments[role], calibration))
+    finally:
+        if book is not None:
+            book.store.close()
+    if phones:
+        for dut in station.duts:
+            report.items.append(check_phone(dut, connect_timeout_s))
+    missing = [r for r in ("scope", "supply", "thermal", "stimulus") if r not in station.instruments]
+    if missing:
+        report.items[0].warnings.append(f"no {', '.join(missing)} in the station: tests needing them are skipped")
+    return report
+
+
+def preflight_file(path: str | Path | None, settings: Any = None, **kwargs: Any) -> Preflight:
+    """Preflight of a station file (None: the embedded emulated station, started for the check)."""
+    from bench.backend import open_station
+
+    with open_station(path) as station:
+        return run_preflight(station, settings, **kwargs)
+
+
+def gate(path: str | Path) -> bool:
+    """`bench run`'s preflight: False (after printing why) when an instrument of the station file
+    is unreachable, so the run stops before any test. Phones are not checked here: a run records
+    an unreachable phone's error with each of its tests and goes on with the others. Stations with
+    an [emulated] table are started fresh by the run itself and are not checked here."""
+    import sys
+
+    from bench.core.station import load_station
+
+    station = load_station(path)
+    if station.emulated is not None:
+        return True
+    report = run_preflight(station, phones=False)
+    if report.unreachable:
+        print(report.render(), file=sys.stderr)
+        print(f"bench run: stopped before any test: {len(report.unreachable)} instrument(s) of {path} "
+              f"unreachable (bench station check --station {path} shows the same)", file=sys.stderr)
+        return False
+    for problem in report.problems:
+        print(f"bench run: preflight: {problem}", file=sys.stderr)
+    return True

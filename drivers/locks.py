@@ -1,0 +1,185 @@
+"""Exclusive instrument access across bench processes.
+
+Two bench processes talking to one instrument interleave their commands: one reads the other's
+answers. While a driver has an instrument open it holds a lock keyed by the instrument's address:
+
+- the bench's own inter-process lock, always: `flock` on a file in the lock folder
+  ($PHONEBENCH_LOCK_DIR, else `<user cache dir>/phonebench/locks`). The kernel drops it when the
+  holder exits, so a crashed run never leaves a stale lock; the file records who holds it (pid,
+  host, user, since when) for the message a second user sees;
+- in addition, VISA's exclusive lock (`lock_excl`) where the VISA library and resource support
+  it (NI-VISA and Keysight IO Libraries do for USB/GPIB/VXI-11; pyvisa-py raw sockets do not),
+  which also keeps out non-bench VISA programs.
+
+A second user waits, logging the holder once, and fails after a bounded time
+($PHONEBENCH_LOCK_WAIT_S, default 60 s) with an InstrumentBusy naming the holder. Within one
+process the lock is re-entrant: the same bench opening an instrument twice does not deadlock.
+
+flock on a network file system (NFS) may not be shared between hosts: keep the lock folder local
+(the default is), which makes it a per-host lock — instruments on a LAN shared by several hosts
+also need the VISA lock or a lab rule.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.core.errors import InstrumentError
+
+log = logging.getLogger(__name__)
+
+ENV_DIR = "PHONEBENCH_LOCK_DIR"
+ENV_WAIT = "PHONEBENCH_LOCK_WAIT_S"
+DEFAULT_WAIT_S = 60.0
+RETRY_S = 0.1
+
+
+class InstrumentBusy(InstrumentError):
+    """Another bench process holds the instrument."""
+
+
+def lock_dir() -> Path:
+    if os.environ.get(ENV_DIR):
+        return Path(os.environ[ENV_DIR])
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "phonebench" / "locks"
+
+
+def lock_path(address: str) -> Path:
+    """One file per address: readable prefix, hash for uniqueness (addresses differ in case and
+    punctuation only: TCPIP0::10.0.0.5::INSTR vs tcpip::10.0.0.5::inst0::INSTR stay distinct)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", address)[:60]
+    digest = hashlib.sha256(address.encode()).hexdigest()[:12]
+    return lock_dir() / f"{safe}-{digest}.lock"
+
+
+def default_wait_s() -> float:
+    try:
+        return float(os.environ.get(ENV_WAIT, DEFAULT_WAIT_S))
+    except ValueError:
+        return DEFAULT_WAIT_S
+
+
+@dataclass
+class _Held:
+    fd: int
+    count: int
+
+
+_held: dict[str, _Held] = {}  # address -> this process's lock on it
+_held_lock = threading.Lock()
+
+
+def holder(address: str) -> dict[str, Any] | None:
+    """Who holds the lock on `address` as its file records (None: nobody recorded)."""
+    try:
+        text = lock_path(address).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def describe(info: dict[str, Any] | None) -> str:
+    if not info:
+        return "another process (no holder recorded)"
+    return (f"pid {info.get('pid')} on {info.get('host')} (user {info.get('user')}, {info.get('name', '')}) "
+            f"since {info.get('since')}")
+
+
+class ResourceLock:
+    """This process's hold on one address; release() once per acquire()."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self._released = False
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        with _held_lock:
+            held = _held.get(self.address)
+            if held is None:
+                return
+            held.count -= 1
+            if held.count:
+                return
+            del _held[self.address]
+            try:
+                os.ftruncate(held.fd, 0)
+                fcntl.flock(held.fd, fcntl.LOCK_UN)
+            finally:
+                os.close(held.fd)
+
+    def __enter__(self) -> "ResourceLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def acquire(address: str, name: str = "", wait_s: float | None = None) -> ResourceLock:
+    """Hold the bench's lock on `address`; wait up to wait_s for another holder, then InstrumentBusy."""
+    wait_s = default_wait_s() if wait_s is None else wait_s
+    with _held_lock:
+        if address in _held:
+            _held[address].count += 1
+            return ResourceLock(address)
+    path = lock_path(address)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise InstrumentError(f"cannot create the instrument lock {path} for {name or address}: {exc}",
+                              hint=f"make the lock folder writable, or point ${ENV_DIR} at one that is") from exc
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            info = holder(address)
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise InstrumentBusy(f"{name or address} is in use by {describe(info)}; "
+                                     f"waited {wait_s:g} s for it",
+                                     hint=f"wait for that run to finish (or stop it), or set ${ENV_WAIT} to wait "
+                                          f"longer; the lock file is {path}") from None
+            if not told:
+                log.warning("%s is in use by %s; waiting up to %g s", name or address, describe(info), wait_s)
+                told = True
+            time.sleep(RETRY_S)
+    record = {"pid": os.getpid(), "host": socket.gethostname(), "user": os.environ.get("USER", ""),
+              "name": name, "address": address,
+              "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(record).encode(), 0)
+    with _held_lock:
+        _held[address] = _Held(fd, 1)
+    return ResourceLock(address)
+
+
+def visa_exclusive(resource: Any, name: str, timeout_s: float) -> bool:
+    """Take VISA's exclusive lock on an open resource where supported; True if taken."""
+    try:
+        resource.lock_excl(timeout=int(timeout_s * 1000))
+    except Exception as exc:  # backends refuse in their own ways (NotImplementedError, VisaIOError, ...)
+        log.debug("%s: no VISA exclusive lock (%s); the bench's file lock alone guards it", name, exc)
+        return False
+    return True
