@@ -21,7 +21,7 @@ from bench.payloads import find_payload
 from bench.core.errors import UnsupportedCapability
 from bench.core.verdict import Evidence
 from bench.device_state import phone_clock
-from bench.station import StationConfig
+from bench.core.station import StationConfig
 from drivers.runtime import RuntimeClient
 
 COVER_CHANNELS = ("T1", "T2")  # the thermal fixture's back-cover probes (bench/checks/thermal.py)
