@@ -59,9 +59,13 @@ def _preheated(persona: str) -> tuple[PhoneDevice, RuntimeClient]:
     return device, runtime
 
 
-def _trip(sla: SlaProfile, persona: str, **kwargs: Any) -> Any:
+def _trip(sla: SlaProfile, persona: str, slow_cover_c: float | None = None, **kwargs: Any) -> Any:
+    """slow_cover_c: a cover probe reading this, whose scan takes a second of the phone's time."""
     success = dataclasses.replace(sla.get("long_dialog_success"), limit=0.9, min_samples=0)
-    _, runtime = _preheated(persona)
+    device, runtime = _preheated(persona)
+    if slow_cover_c is not None:
+        world = device.phone.world
+        kwargs["cover"] = lambda: (world.wait(1.0), slow_cover_c)[1]
     return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
                                            success, dialogs=28, **kwargs)
 
@@ -75,18 +79,21 @@ def test_a_trip_reported_at_72_but_taken_at_65_fails_on_the_bench_reading(sla):
 
 
 def test_an_honest_trip_is_bracketed_by_the_bench_and_the_report_agrees(sla):
-    verdict = _trip(sla, "nominal").verdict("npu_trip_temperature")
+    """With a thermal instrument whose scan takes time, too: it must not cool the die between the
+    bench's zone readings and the runtime's look."""
+    verdict = _trip(sla, "nominal", slow_cover_c=45.0).verdict("npu_trip_temperature")
     assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED
     low, high = verdict.extra["bracket_c"]
     assert low - 0.1 <= 72.0 <= high + 0.1 and high - low < 0.5  # refined with one-token inferences
     assert low - thermal_trip.REPORT_TOLERANCE_C <= verdict.extra["runtime_reported_c"] \
         <= high + thermal_trip.REPORT_TOLERANCE_C
     assert verdict.uncertainty is not None and verdict.uncertainty.expanded > 0
+    assert verdict.extra["cover_c"] == 45.0
 
 
 def test_a_zone_reading_below_the_back_cover_is_not_credible(sla):
     """The die heats the cover: a cover probe hotter than the NPU zone means the zone lies low."""
-    verdict = _trip(sla, "early-trip", cover=lambda: 80.0).verdict("npu_trip_temperature")
+    verdict = _trip(sla, "early-trip", slow_cover_c=80.0).verdict("npu_trip_temperature")
     assert verdict.outcome is Outcome.INVALID and "back cover" in verdict.detail
     assert verdict.extra["cover_c"] == 80.0
 

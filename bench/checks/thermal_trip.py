@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -103,14 +103,17 @@ def _trip_event(gen: Generation, layers_on_cpu: int) -> dict[str, Any] | None:
 
 def approach_trip(runtime: RuntimeClient, *, max_calls: int = APPROACH_MAX_CALLS, cover: CoverProbe | None = None,
                   tick: Tick = no_tick) -> TripBracket | None:
-    """Find the trip, then refine it; None if the runtime never migrates (or is killed)."""
-    coarse = _approach(runtime, max_calls=max_calls, cover=cover, tick=tick)
+    """Find the trip, then refine it; None if the runtime never migrates (or is killed). The
+    cover is read once, after the trip: it changes over minutes, and reading a scanning
+    instrument between the calls would let the die cool between the bench's readings."""
+    coarse = _approach(runtime, max_calls=max_calls, tick=tick)
     if coarse is None:
         return None
-    return _refine(runtime, coarse, cover=cover, tick=tick) or coarse
+    bracket = _refine(runtime, coarse, tick=tick) or coarse
+    return replace(bracket, cover_c=cover()) if cover is not None else bracket
 
 
-def _approach(runtime: RuntimeClient, *, max_calls: int, cover: CoverProbe | None, tick: Tick) -> TripBracket | None:
+def _approach(runtime: RuntimeClient, *, max_calls: int, tick: Tick) -> TripBracket | None:
     """Inferences sized to heat the NPU ~APPROACH_STEP_C each, until the first migration."""
     tokens, previous = 16, None  # previous: (tokens, rise) of the last call that did not trip
     layers = int(runtime.status().thermal.get("layers_on_cpu", 0))
@@ -118,7 +121,6 @@ def _approach(runtime: RuntimeClient, *, max_calls: int, cover: CoverProbe | Non
     for call in range(1, max_calls + 1):
         gen = runtime.generate(tokens, seed=PROMPT_SEEDS[call % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
                                allow_incomplete=True)
-        cover_c = cover() if cover is not None else None
         after = _npu_zone(runtime)
         tick(1)
         if not gen.completed:
@@ -130,7 +132,7 @@ def _approach(runtime: RuntimeClient, *, max_calls: int, cover: CoverProbe | Non
                 return None
             rise = max(previous[1], 0.0) * tokens / previous[0]
             reported = float(event["npu_c"]) if "npu_c" in event else None
-            return TripBracket(before, max(before + rise, after), reported, call, tokens, cover_c)
+            return TripBracket(before, max(before + rise, after), reported, call, tokens)
         layers = _layers_after(gen, layers)
         rise = after - before
         previous = (tokens, rise)
@@ -140,7 +142,7 @@ def _approach(runtime: RuntimeClient, *, max_calls: int, cover: CoverProbe | Non
     return None
 
 
-def _refine(runtime: RuntimeClient, coarse: TripBracket, *, cover: CoverProbe | None, tick: Tick) -> TripBracket | None:
+def _refine(runtime: RuntimeClient, coarse: TripBracket, *, tick: Tick) -> TripBracket | None:
     """Let the NPU cool below the coarse bracket, then climb back with one-token inferences, the
     shortest there are: the die moves little within one, so the readings between them bracket
     the trip closely (a long call can peak between the bench's readings)."""
@@ -155,7 +157,6 @@ def _refine(runtime: RuntimeClient, coarse: TripBracket, *, cover: CoverProbe | 
     for call in range(1, REFINE_MAX_CALLS + 1):
         gen = runtime.generate(1, seed=PROMPT_SEEDS[call % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
                                allow_incomplete=True)
-        cover_c = cover() if cover is not None else None
         after = _npu_zone(runtime)
         tick(1)
         if not gen.completed:
@@ -163,7 +164,7 @@ def _refine(runtime: RuntimeClient, coarse: TripBracket, *, cover: CoverProbe | 
         event = _trip_event(gen, layers)
         if event is not None and layers == 0 and call > 1:
             reported = float(event["npu_c"]) if "npu_c" in event else None
-            return TripBracket(low, max(before, after), reported, coarse.calls + call, 1, cover_c)
+            return TripBracket(low, max(before, after), reported, coarse.calls + call, 1)
         layers = _layers_after(gen, layers)
         # The last call without a trip ran through temperatures from before to after.
         low = min(before, after)
