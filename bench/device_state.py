@@ -74,7 +74,10 @@ def parse_thermalservice(text: str) -> ThermalReport:
         raise InvalidMeasurement("dumpsys thermalservice has no 'Thermal Status:' line")
     section = text.split("Current temperatures from HAL:", 1)
     body = section[1] if len(section) == 2 else text
-    temps = {m["name"]: (int(m["type"]), float(m["value"])) for m in _TEMPERATURE.finditer(body)}
+    try:
+        temps = {m["name"]: (int(m["type"]), float(m["value"])) for m in _TEMPERATURE.finditer(body)}
+    except ValueError as exc:  # the pattern admits "--" or "1.2.3" as a value
+        raise InvalidMeasurement(f"dumpsys thermalservice: a temperature is not a number ({exc})") from None
     return ThermalReport(status=int(status_match.group(1)), temperatures=temps)
 
 
@@ -87,7 +90,10 @@ def read_battery(device: Device) -> BatteryReading:
     out = device.run(f"cat {base}/voltage_now {base}/current_now {base}/temp {base}/capacity").split()
     if len(out) != 4:
         raise InvalidMeasurement(f"{device.name}: battery sysfs gave {out!r}, expected 4 values")
-    voltage_uv, current_ua, temp_dc, capacity = (float(x) for x in out)
+    try:
+        voltage_uv, current_ua, temp_dc, capacity = (float(x) for x in out)
+    except ValueError:
+        raise InvalidMeasurement(f"{device.name}: battery sysfs gave {out!r}, not 4 numbers") from None
     return BatteryReading(voltage_uv / 1e6, abs(current_ua) / 1e6, temp_dc / 10.0, capacity)
 
 

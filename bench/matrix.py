@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.core.decoding import read_text
 from bench.core.errors import BenchError
 from bench.core.verdict import GOOD_OUTCOMES, severity_of
 
@@ -194,18 +195,31 @@ def parse_date(text: str) -> dt.datetime | None:
 
 def load_matrix_file(path: Path) -> list[dict[str, str]]:
     """Rows of a matrix written by `bench matrix --format csv` or `--format md`."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         raise MatrixError(f"--against {path}: no such file, and not a date (YYYY-MM-DD)",
-                          hint="give an earlier `bench matrix --format csv` output, or a date") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MatrixError(f"--against {path}: cannot read it: {exc}") from None
-    rows = _parse_markdown(text) if text.lstrip().startswith("|") or path.suffix == ".md" else \
-        [{k: _csv_unguard(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
+                          hint="give an earlier `bench matrix --format csv` output, or a date")
+    text = read_text(path, "--against matrix", error=MatrixError,
+                     hint="give an earlier `bench matrix --format csv` output, or a date")
+    rows = _parse_markdown(text) if text.lstrip().startswith("|") or path.suffix == ".md" else _parse_csv(text, path)
     if not rows or not {"soc", "microcode", "fingerprint"} <= set(rows[0]):
         raise MatrixError(f"--against {path}: not a matrix written by `bench matrix` (CSV or Markdown)",
                           hint="HTML matrices cannot be compared; keep the CSV for that")
+    return rows
+
+
+def _parse_csv(text: str, path: Path) -> list[dict[str, str]]:
+    reader = csv.DictReader(io.StringIO(text))
+    rows = []
+    try:
+        for row in reader:
+            if None in row or None in row.values():  # more cells than the header, or fewer
+                raise MatrixError(f"--against {path}:{reader.line_num}: {len(reader.fieldnames or [])} columns in "
+                                  f"the header, a different number on this line",
+                                  hint="give the CSV as `bench matrix --format csv` wrote it")
+            rows.append({k: _csv_unguard(v) for k, v in row.items()})
+    except csv.Error as exc:
+        raise MatrixError(f"--against {path}:{reader.line_num}: not CSV ({exc})",
+                          hint="give the CSV as `bench matrix --format csv` wrote it") from None
     return rows
 
 

@@ -23,6 +23,7 @@ else:  # pragma: no cover
 
 from bench.core.paths import data_dir
 from bench.core import signing
+from bench.core.decoding import decode, read_text
 from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -193,15 +194,20 @@ class _Table:
 # --- loading ----------------------------------------------------------------------------------
 def load_adapter(path: Path) -> Adapter:
     """Parse and validate one adapter file (signature checked separately)."""
-    data = path.read_bytes()
     try:
-        spec = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", 1)
-        raise ConfigError(f"{path}:{line}: not valid JSON: {exc}", hint=_HINT) from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"adapter {path} cannot be read: {exc.strerror or exc}", hint=_HINT) from None
+    text = decode(data, f"adapter {path}", error=ConfigError, hint=_HINT)
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: not valid JSON: {exc}", hint=_HINT) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: JSON nested too deeply to be an adapter", hint=_HINT) from None
     if not isinstance(spec, dict):
         raise ConfigError(f"{path}:1: an adapter is a JSON object", hint=_HINT)
-    lines = data.decode().splitlines()
+    lines = text.splitlines()
 
     def fail(key: str, problem: str) -> ConfigError:
         line = next((i for i, text in enumerate(lines, start=1) if f'"{key}"' in text), 1)
@@ -230,11 +236,13 @@ def load_adapter(path: Path) -> Adapter:
 
 
 def _load_soc(path: Path, adapters: dict[str, Adapter]) -> SocProfile:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "firmware profile", hint=_HINT)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}", hint=_HINT) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: TOML nested too deeply to be a profile", hint=_HINT) from None
     locator = _Locator(text)
     top = _Table(path, data, locator, ("", 0), "")
     top.check_unknown({"schema", "vendor", "soc_manufacturer", "soc_model", "marketing_name", "board_platform", "build"})

@@ -1,27 +1,64 @@
 """A run's record on disk: reports/<run-id>/results.json, rewritten atomically after every test,
-so a crash or a kill loses nothing already measured; raw data files beside it."""
+so a crash or a kill loses nothing already measured; raw data files beside it. A disk that
+refuses the record stops the run and the whole record is rescued elsewhere (docs/faults.md)."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import logging
-import re
+import os
 import secrets
+import tempfile
 
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from bench.core import files
+from bench.core.errors import BenchError
+from bench.core.files import WriteFailed, check_name, confined, safe_name, write_atomically
 from bench.core.version import code_version
-from bench.core.files import write_atomically
 from bench.core.records import RunRecord, TestRecord
 
 log = logging.getLogger(__name__)
 
+RESCUE_ENV = "PHONEBENCH_RESCUE_DIR"  # where a record that its run folder refused goes first
+
 
 def new_run_id() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+class RunIdTaken(BenchError):
+    """A run folder with that id already holds a run: ids are never reused (records would mix)."""
+
+
+def claim_run_dir(results_dir: Path, run_id: str | None, reuse_empty: bool = True) -> Path:
+    """Create this run's folder, refusing a run id that is not a plain name or already has a folder
+    with results in it; a generated id that collides is generated again.
+
+    reuse_empty=True takes over a folder without results.json (made by `bench run` or the
+    acceptance runner for this very run); `bench run` itself claims with False, so of two runs
+    started with one id exactly one gets the folder."""
+    results_dir = Path(results_dir)
+    if run_id is not None:
+        check_name(run_id, "run id")
+        run_dir = confined(results_dir, run_id)
+        try:
+            return files.make_folder(run_dir, exclusive=True)
+        except FileExistsError:
+            if not reuse_empty or (run_dir / "results.json").exists() or not run_dir.is_dir():
+                raise RunIdTaken(f"run id {run_id!r} is already used: {run_dir} holds a run",
+                                 hint="choose another --run-id, or omit it for a new one") from None
+            return run_dir  # claimed, still empty: made by `bench run` for this very run
+    for _ in range(100):
+        try:
+            return files.make_folder(results_dir / new_run_id(), exclusive=True)
+        except FileExistsError:
+            continue
+    raise RunIdTaken(f"{results_dir}: no free run id after 100 tries")  # pragma: no cover
 
 
 def _now() -> str:
@@ -36,18 +73,24 @@ class ResultSink(Protocol):
 
 
 class RunRecorder:
-    """Owns one run folder. Everything recorded is on disk before the next test starts."""
+    """Owns one run folder. Everything recorded is on disk before the next test starts.
+
+    When results.json cannot be written (disk full, read-only folder) the record stays whole in
+    memory and in the sinks, `write_failed` says why (the plugin then stops the run after the
+    current test), and finish() rescues the whole record to another folder (`rescued_to`).
+    """
 
     def __init__(self, results_dir: Path, station: dict[str, Any], run_id: str | None = None,
                  sinks: list[ResultSink] | None = None) -> None:
         self.sinks = list(sinks or [])
         self.sink_errors: list[str] = []
         self.write_errors: list[str] = []
+        self.write_failed: WriteFailed | None = None
+        self.rescued_to: Path | None = None
         self._tests_on_disk = 0
-        self.run_id = run_id or new_run_id()
         self.results_dir = Path(results_dir)
-        self.run_dir = self.results_dir / self.run_id
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = claim_run_dir(self.results_dir, run_id)
+        self.run_id = self.run_dir.name
         self.record = RunRecord(run_id=self.run_id, started=_now(), station=station, code_version=code_version())
         self.data: dict[str, Any] = self.record.to_dict()  # the record as written, for sinks and readers
         self._write("start", None)
@@ -56,6 +99,11 @@ class RunRecorder:
     @property
     def results_path(self) -> Path:
         return self.run_dir / "results.json"
+
+    @property
+    def tests_on_disk(self) -> int:
+        """Tests in the last complete results.json written."""
+        return self._tests_on_disk
 
     def add_dut(self, name: str, identity: dict[str, Any]) -> None:
         self.record.duts[name] = identity
@@ -70,48 +118,89 @@ class RunRecorder:
         self._write("test", record.to_dict())
 
     def save_raw(self, test_slug: str, name: str, data: Any) -> str:
-        """Save raw data (numpy arrays -> .npz, anything else -> .json); returns the relative path."""
-        folder = self.run_dir / "raw" / _slug(test_slug)
-        folder.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, dict) and data and all(isinstance(v, np.ndarray) for v in data.values()):
-            path = folder / f"{_slug(name)}.npz"
-            np.savez_compressed(path, **data)
-        elif isinstance(data, np.ndarray):
-            path = folder / f"{_slug(name)}.npz"
-            np.savez_compressed(path, data=data)
+        """Save raw data (numpy arrays -> .npz, anything else -> .json); returns the relative path.
+
+        Raises WriteFailed (and stops the run after this test) when the disk refuses it."""
+        folder = confined(self.run_dir, "raw", safe_name(test_slug))
+        arrays = data if isinstance(data, dict) and data and all(isinstance(v, np.ndarray) for v in data.values()) \
+            else {"data": data} if isinstance(data, np.ndarray) else None
+        if arrays is not None:
+            path, buffer = folder / f"{safe_name(name)}.npz", io.BytesIO()
+            np.savez_compressed(buffer, **arrays)
+            payload: str | bytes = buffer.getvalue()
         else:
-            path = folder / f"{_slug(name)}.json"
-            path.write_text(json.dumps(data, indent=1, default=_json_default))
+            path, payload = folder / f"{safe_name(name)}.json", json.dumps(data, indent=1, default=_json_default)
+        try:
+            write_atomically(path, payload)
+        except WriteFailed as exc:
+            self._failed(exc)
+            raise
         return str(path.relative_to(self.run_dir))
 
+    def note_problem(self, message: str) -> None:
+        """A file of the run folder (junit.xml, a report) that could not be written."""
+        if message not in self.write_errors:
+            self.write_errors.append(message)
+
     def finish(self, status: str = "complete") -> None:
-        self.record.status = status
+        self.record.status = "incomplete" if self.write_failed is not None and status == "complete" else status
         self.record.finished = _now()
         self.record.problems = list(dict.fromkeys(self.write_errors + self.sink_errors))
-        self._write("finish", status)
+        if not self._write("finish", status):
+            self.rescued_to = self._rescue()
 
-    def _write(self, event: str, payload: Any) -> None:
+    def _write(self, event: str, payload: Any) -> bool:
+        """Write results.json, then update the sinks; False if results.json could not be written."""
         self.data = self.record.to_dict()
+        written = True
         try:
             self._write_file()
-        except OSError as exc:  # e.g. disk full: keep measuring, keep the record in memory and the sinks
-            message = f"{self.results_path}: {exc.strerror or exc}"
-            if message not in self.write_errors:
-                log.error("cannot write %s; the last complete copy on disk has %d tests", message,
-                          self._tests_on_disk)
-            self.write_errors.append(message)
+        except WriteFailed as exc:  # e.g. disk full: keep the record in memory and the sinks; the run stops
+            self._failed(exc)
+            written = False
         else:
             self._tests_on_disk = len(self.data["tests"])
+        on_disk = "results.json is complete" if self._tests_on_disk == len(self.data["tests"]) else \
+            f"results.json has {self._tests_on_disk} of {len(self.data['tests'])} tests"
         for sink in self.sinks:
             try:
                 sink.run_updated(self.data, event, payload)
             except Exception as exc:  # a sink failing must not lose the local record
                 message = f"{type(sink).__name__}: {exc}"
-                log.error("results sink failed on %s: %s (results.json is complete)", event, message)
+                log.error("results sink failed on %s: %s (%s)", event, message, on_disk)
                 self.sink_errors.append(message)
+        return written
+
+    def _failed(self, exc: WriteFailed) -> None:
+        first = str(exc).splitlines()[0]
+        if first not in self.write_errors:
+            log.error("%s; the last complete results.json has %d of %d tests; the run stops after this test",
+                      first, self._tests_on_disk, len(self.record.tests))
+            self.write_errors.append(first)
+        if self.write_failed is None:
+            self.write_failed = exc
 
     def _write_file(self) -> None:
         write_atomically(self.results_path, json.dumps(self.data, indent=1, default=_json_default))
+
+    def _rescue(self) -> Path | None:
+        """The whole record to the first folder that takes it; logged as the last resort."""
+        text = json.dumps(self.data, indent=1, default=_json_default)
+        name = f"phonebench-{self.run_id}-results.json"
+        folders = [Path(os.environ[RESCUE_ENV])] if os.environ.get(RESCUE_ENV) else []
+        folders += [Path(tempfile.gettempdir()), Path.home()]
+        for folder in folders:
+            path = folder / name
+            try:
+                write_atomically(path, text)
+            except (WriteFailed, OSError):
+                continue
+            log.error("the whole record of run %s (%d tests) was written to %s: copy it to %s once there is "
+                      "room, then `bench store-import %s`", self.run_id, len(self.record.tests), path,
+                      self.results_path, self.run_dir)
+            return path
+        log.critical("no folder takes the record of run %s; here it is whole:\n%s", self.run_id, text)
+        return None
 
     def _point_latest(self) -> None:
         latest = self.results_dir / "latest"
@@ -121,10 +210,6 @@ class RunRecorder:
             latest.symlink_to(self.run_id, target_is_directory=True)
         except OSError as exc:  # e.g. a filesystem without symlinks: the run folder is still complete
             log.warning("could not update %s: %s", latest, exc)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120] or "item"
 
 
 def _json_default(obj: Any) -> Any:

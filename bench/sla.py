@@ -36,6 +36,7 @@ import numpy as np
 
 from bench.core.paths import data_dir
 from bench.core import stats
+from bench.core.decoding import read_text
 from bench.core.errors import ConfigError
 from bench.core.verdict import (COMPARATORS, DecisionRule, Evidence, Outcome, Uncertainty, Verdict,
                                 apply_decision_rule)
@@ -61,6 +62,10 @@ EVIDENCE_ACCEPTED = {
     "any": (Evidence.MEASURED, Evidence.CORROBORATED, Evidence.SELF_REPORTED),
 }
 REQUIRED = ("statistic", "comparator", "limit", "unit")
+CLAIMS = range(1, 15)  # the rows of the claims table in docs/claims.md
+# Units whose quantity can be below zero; any other (durations, power, counts, fractions) cannot,
+# so a negative limit there is a typo that would pass or fail everything.
+SIGNED_UNITS = frozenset({"degC", "°C", "C", "dB", "dBm", "dBV", "dBFS"})
 METRIC_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -259,16 +264,14 @@ def _load_chain(path: Path, search: tuple[Path, ...], seen: tuple[Path, ...] = (
 
 
 def _read(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"SLA profile {path}: cannot read it ({exc.strerror})",
-                          hint="check the path and permissions") from exc
+    text = read_text(path, "SLA profile")  # missing, unreadable, binary or not UTF-8: ConfigError
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
         raise ConfigError(f"SLA profile {path}: TOML syntax error: {exc}",
                           hint="fix the TOML at that line (strings need quotes, tables [metrics.<id>])") from exc
+    except RecursionError:
+        raise ConfigError(f"SLA profile {path}: TOML nested too deeply", hint="a profile is flat tables") from None
 
 
 def _resolve(name_or_path: str | Path, search: tuple[Path, ...], referrer: Path | None) -> Path:
@@ -320,8 +323,11 @@ def _entry(metric: str, t: dict, prov: dict, profile: str) -> SlaEntry:
         raise fail(None, "field 'tolerance' with comparator '==' (a measured value never equals exactly)")
     if not _is_number(t["limit"]):
         raise fail("limit", "a number")
-    if not isinstance(t["unit"], str):
+    if not isinstance(t["unit"], str) or not t["unit"].strip():
         raise fail("unit", "a string (e.g. \"ms\", \"W\", \"fraction\")")
+    if t["limit"] < 0 and t["unit"] not in SIGNED_UNITS:
+        raise fail("limit", f"a limit >= 0 for a quantity in {t['unit']!r} (only {', '.join(sorted(SIGNED_UNITS))} "
+                            "can be negative)")
     if statistic in SAMPLED:
         if not _is_number(t.get("confidence")) or not 0.0 < t["confidence"] < 1.0:
             raise fail("confidence", "a number strictly between 0 and 1 (e.g. 0.95)")
@@ -356,8 +362,8 @@ def _entry(metric: str, t: dict, prov: dict, profile: str) -> SlaEntry:
     if decision_rule not in {r.value for r in DecisionRule}:
         raise fail("decision_rule", f"one of {', '.join(r.value for r in DecisionRule)}")
     claim = t.get("claim")
-    if claim is not None and (not isinstance(claim, int) or isinstance(claim, bool)):
-        raise fail("claim", "the claim's row number in docs/claims.md")
+    if claim is not None and (not isinstance(claim, int) or isinstance(claim, bool) or claim not in CLAIMS):
+        raise fail("claim", f"the claim's row number in docs/claims.md ({CLAIMS.start}-{CLAIMS.stop - 1})")
     if not isinstance(t.get("description", ""), str):
         raise fail("description", "a string")
     conditions = t.get("conditions", {})
@@ -400,8 +406,8 @@ def _loosenings(metric: str, base: dict, override: dict) -> list[str]:
 def _where(path: Path, metric: str, key: str | None) -> str:
     """'see line N' for the metric's table (and field), found by scanning the file's text."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
+        lines = read_text(path, "SLA profile").splitlines()
+    except ConfigError:
         return f"edit [metrics.{metric}] in {path}"
     header = re.compile(rf"^\s*\[\s*metrics\s*\.\s*\"?{re.escape(metric)}\"?\s*(\.|\])")
     field_re = re.compile(rf"^\s*{re.escape(key)}\s*=") if key else None

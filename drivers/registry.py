@@ -49,4 +49,26 @@ def open_instrument(role: str, family: str, address: str, **options: Any) -> Any
     except TypeError as exc:
         raise ConfigError(f"{role} {family} at {address}: bad option ({exc})",
                           hint="check the instrument's options in the station file") from exc
+    _check_option_types(driver, role, family, address, options)
     return driver(address, **options)
+
+
+_SIMPLE = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+
+
+def _check_option_types(driver: Callable[..., Any], role: str, family: str, address: str,
+                        options: dict[str, Any]) -> None:
+    """Options from a station file against the driver's annotations (int, float, str, bool and
+    their unions): a wrong type is the station file's mistake, named, not a TypeError deep inside."""
+    parameters = inspect.signature(driver).parameters
+    for key, value in options.items():
+        annotation = parameters[key].annotation if key in parameters else inspect.Parameter.empty
+        names = [part.strip() for part in str(annotation).split("|")] if isinstance(annotation, str) else []
+        if not names or any(n not in _SIMPLE and n != "None" for n in names):
+            continue  # not a simple annotation: the driver checks it
+        allowed = tuple(t for n in names if n != "None" for t in _SIMPLE[n])
+        if (value is None and "None" in names) or (isinstance(value, allowed)
+                                                    and not (isinstance(value, bool) and bool not in allowed)):
+            continue
+        raise ConfigError(f"{role} {family} at {address}: option {key} = {value!r} is a {type(value).__name__}, "
+                          f"expected {' or '.join(names)}", hint="fix the instrument's options in the station file")

@@ -47,7 +47,7 @@ def parse_json_lines(output: str) -> list[dict[str, Any]]:
             continue
         try:
             value = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested past the parser's depth: noise too
             log.debug("runtime noise (not JSON): %s", line[:200])
             continue
         if isinstance(value, dict):
@@ -253,6 +253,10 @@ class RuntimeClient:
         if self._identity is None or refresh:
             data = self._single("identity")
             self._require_fields(data, ("contract", "runtime_version", "model", "microcode"), "identity")
+            capabilities = data.get("capabilities", [])
+            if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
+                raise RuntimeProtocolError(f"{self.device.name}: identity capabilities {capabilities!r} is not a "
+                                           "list of names", hint="the runtime does not follow docs/runtime-contract.md")
             self._identity = RuntimeIdentity(**_known(RuntimeIdentity, data), extra=_extra(RuntimeIdentity, data))
         return self._identity
 
@@ -346,6 +350,9 @@ class RuntimeClient:
         data = self._single("config", "get", *([key] if key else []))
         if key is None:
             self._require_fields(data, ("config",), "config get")
+            if not isinstance(data["config"], dict):
+                raise RuntimeProtocolError(f"{self.device.name}: config get answered config = {data['config']!r}, "
+                                           "not an object", hint="the runtime does not follow docs/runtime-contract.md")
             return dict(data["config"])
         self._require_fields(data, ("value",), "config get")
         return data["value"]

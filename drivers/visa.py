@@ -25,6 +25,7 @@ import pyvisa
 from pyvisa import constants
 from pyvisa.errors import VisaIOError
 
+from bench.core.decoding import DecodeError, parse_number
 from bench.core.errors import InstrumentError
 from drivers import locks
 
@@ -331,8 +332,8 @@ class ScpiInstrument:
     def query_float(self, command: str) -> float:
         answer = self.query(command)
         try:
-            return float(answer)
-        except ValueError:
+            return parse_number(answer, self.name)  # IEEE 488.2 only: float() would take "1_0E-4"
+        except DecodeError:
             self.resync()
             raise InstrumentError(f"{self.name}: `{command}` answered {answer[:80]!r}, not a number",
                                   hint="the instrument may be another model or in a different mode") from None

@@ -129,8 +129,9 @@ def test_a_corrupted_active_adapter_stops_generation(library):
 def _run_suite(tmp_path: Path, *args: str) -> dict[str, str]:
     """Run the HIL numerics suite on in-process phones; outcome per test id."""
     junit = tmp_path / f"junit-{len(list(tmp_path.iterdir()))}.xml"
-    subprocess.run([sys.executable, "-m", "pytest", "--noconftest", "-p", "tests.device_double", "-p",
-                    "no:cacheprovider", "-q", str(REPO / "suites" / "test_numerics.py"), f"--junitxml={junit}", *args],
+    # The bench plugin (an entry point) would parametrize `dut` a second time: the double replaces it.
+    subprocess.run([sys.executable, "-m", "pytest", "--noconftest", "-p", "no:phonebench", "-p", "tests.device_double",
+                    "-p", "no:cacheprovider", "-q", str(REPO / "suites" / "test_numerics.py"), f"--junitxml={junit}", *args],
                    cwd=REPO, capture_output=True, text=True, timeout=600)
     outcomes = {}
     for case in ET.parse(junit).getroot().iter("testcase"):

@@ -4,8 +4,6 @@ errors, and hostile device strings stay text."""
 from __future__ import annotations
 
 import io
-import os
-import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -15,33 +13,17 @@ import pytest
 from bench.matrix import assemble, to_html
 from bench.report import render_run
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
+from tests.browser_helpers import needs_browser, start_browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 XSS_DUT = "<script>alert(1)</script>"
 XSS_MICROCODE = 'mc "q" & <img src=x onerror=alert(2)>'
 
-HAVE_BROWSER = Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()
-# CI installs them (make system-deps): absent there is a failure, not a skip.
-pytestmark = pytest.mark.skipif(not HAVE_BROWSER and not os.environ.get("CI"),
-                                reason="Debian chromium and chromium-driver are not installed (`make system-deps`)")
+pytestmark = needs_browser
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-default-apps", "--disable-extensions", "--no-first-run", "--window-size=1280,1000"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
+    driver = start_browser()
     try:
         yield driver
     finally:

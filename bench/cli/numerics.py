@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bench.core import signing
 from bench.core.errors import BenchError
+from bench.core.files import confined, safe_name, write_atomically
 from bench.profiles import DEFAULT_ROOT, load_library
 
 log = logging.getLogger(__name__)
@@ -97,15 +98,15 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
             rows.append(report)
             print(report.summary())
             flagged += report.verdict in FLAGGED
-    report_dir.mkdir(parents=True, exist_ok=True)
-    (report_dir / "fingerprint.json").write_text(json.dumps([r.to_dict() for r in rows], indent=1, default=str))
+    write_atomically(report_dir / "fingerprint.json", json.dumps([r.to_dict() for r in rows], indent=1, default=str))
     for report in rows:
         if report.verdict != "known":
             print(f"  {report.device}: {report.verdict.upper()}: {report.detail}")
         if report.stub:
-            stub = report_dir / "profile-stubs" / f"{report.soc_model}-{report.device}.toml"
-            stub.parent.mkdir(exist_ok=True)
-            stub.write_text(report.stub)
+            # The SoC model is the phone's own text: it names the file, never where it goes.
+            name = safe_name(f"{report.soc_model}-{report.device}") + ".toml"
+            stub = confined(report_dir, "profile-stubs", name)
+            write_atomically(stub, report.stub)
             print(f"  {report.device}: profile stub for review: {stub}")
     calls = max((r.runtime_calls for r in rows), default=0)
     print(f"{len(rows)} DUTs fingerprinted ({calls} runtime calls each at most); report: {report_dir / 'fingerprint.json'}")

@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
 from bench.core.paths import data_dir
 from bench.core.station import load_station
 from bench.summary import print_summary
+from fixtures.session import BENCH
 
 DEFAULT_SUITES = data_dir("suites")
 
@@ -29,7 +34,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-m", "--marker", help="only tests with this marker expression, e.g. acceptance")
     p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
     p.add_argument("--results-dir", help="where the run folder goes (default: the station's, ./reports)")
-    p.add_argument("--run-id", help="name of the run folder")
+    p.add_argument("--run-id", help="name of the run folder (a plain name; an id already used is refused)")
     p.add_argument("--persona", help="emulated station: SLA behaviour persona for every phone")
     p.add_argument("--fault", action="append", default=[], help="emulated station: inject a fault (repeatable)")
     p.add_argument("--verbose-tests", action="store_true", help="pytest's own per-test lines")
@@ -65,26 +70,76 @@ def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    from bench.results import new_run_id
+class _SessionGrab:
+    """Keeps pytest's config so the run's record is read from memory, whole, even when the disk
+    refused part of it."""
 
-    run_dir = results_dir(args) / (args.run_id or new_run_id())
+    config: pytest.Config | None = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the suites; exit codes in docs/faults.md (pytest's, plus 8 and 9 from bench.core.exits)."""
+    from bench.core.files import check_free_space
+    from bench.results import claim_run_dir
+
+    folder = results_dir(args)
     if args.station and not args.no_preflight:
         from bench.preflight import gate
 
         if not gate(args.station):
             return 2
-    code = pytest.main(pytest_args(args, run_dir))
+    check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
+    run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
+    grab = _SessionGrab()
+    code = pytest.main(pytest_args(args, run_dir), plugins=[grab])
+    bench = grab.config.stash.get(BENCH, None) if grab.config is not None else None
+    recorder = bench.recorder if bench is not None else None
     results = run_dir / "results.json"
-    if not results.exists():
-        print(f"bench: no results in {run_dir} (pytest exit code {int(code)})")
-        return int(code) or 1
-    data = json.loads(results.read_text())
+    if recorder is None:
+        if not results.exists():
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # claimed but never used (usage error, no station): the id stays free
+            print(f"bench: no results in {run_dir} (pytest exit code {int(code)})")
+            return int(code) or 1
+        data = json.loads(results.read_text(encoding="utf-8"))
+    else:
+        data = recorder.data
     print_summary(data, results, quiet=args.quiet)
     report = run_dir / "report.html"
     if report.exists():
         print(f"report:  {report}")
+    if recorder is not None and recorder.write_errors:
+        return _results_not_written(recorder)
+    if bench is not None and bench.store_sink is not None and bench.store_sink.refused is not None:
+        print(f"bench: {bench.store_sink.refused}", file=sys.stderr)
+        return STORE_BEHIND
+    if bench is not None and bench.store_sink is not None and bench.store_sink.stored_tests < len(data["tests"]):
+        stored = bench.store_sink.stored_tests
+        print(f"bench: the results store has {stored} of this run's {len(data['tests'])} tests ({results} has all); "
+              f"add the rest with `bench store-import {run_dir}`", file=sys.stderr)
+        return STORE_BEHIND
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
     if code == pytest.ExitCode.OK and bad == 0:
         return 0
     return 1 if code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) else int(code)
+
+
+def _results_not_written(recorder: Any) -> int:
+    tests = len(recorder.data["tests"])
+    lines = [f"bench: the run folder {recorder.run_dir} did not take the whole record: "
+             + "; ".join(recorder.write_errors)]
+    if recorder.tests_on_disk == tests:
+        lines.append(f"  {recorder.results_path} has all {tests} tests")
+    elif recorder.rescued_to is not None:
+        lines.append(f"  {recorder.results_path} has {recorder.tests_on_disk} of {tests} tests; all {tests} are in "
+                     f"{recorder.rescued_to}")
+        lines.append(f"  to recover: free space, `cp {recorder.rescued_to} {recorder.results_path}`, then "
+                     f"`bench store-import {recorder.run_dir}`")
+    else:
+        lines.append(f"  {recorder.results_path} has {recorder.tests_on_disk} of {tests} tests; the whole record "
+                     "was logged above (no folder would take it)")
+    print("\n".join(lines), file=sys.stderr)
+    return RESULTS_NOT_WRITTEN

@@ -23,7 +23,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from bench.core.paths import data_dir
+from bench.core.decoding import read_text
 from bench.core.errors import ConfigError
+from bench.core.files import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +153,7 @@ def signature_path(path: Path) -> Path:
 def sign_file(path: str | Path, private: Ed25519PrivateKey) -> Path:
     path = Path(path)
     out = signature_path(path)
-    out.write_text(sign_bytes(path.read_bytes(), private))
+    write_atomically(out, sign_bytes(path.read_bytes(), private))
     return out
 
 
@@ -161,4 +163,11 @@ def verify_file(path: str | Path, trusted: Sequence[TrustedKey], data: bytes | N
     sig = signature_path(path)
     if not sig.exists():
         raise SignatureError(f"{path}: unsigned (no {sig.name})", hint=_HINT)
-    return verify_bytes(path.read_bytes() if data is None else data, sig.read_text(), trusted, str(path))
+    text = read_text(sig, "signature", error=SignatureError, hint=_HINT)
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise SignatureError(f"{path}: cannot be read ({exc.strerror or exc})",
+                                 hint="check the file and its permissions") from None
+    return verify_bytes(data, text, trusted, str(path))

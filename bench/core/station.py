@@ -18,11 +18,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from bench.core.decoding import read_text
 from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus")
+ADB_TRANSPORTS = ("server", "direct")
 
 
 @dataclass
@@ -31,6 +33,7 @@ class DutConfig:
     address: str  # "host:port" for ADB over TCP, "usb:SERIAL" for USB
     key: str | None = None  # ADB RSA private key path; None = ~/.android/adbkey
     expected_serial: str | None = None
+    transport: str = "server"  # "server": the host's adb server; "direct": adb-shell, no server
 
 
 @dataclass
@@ -55,7 +58,9 @@ class EmulatedPhoneConfig:
 class EmulatedConfig:
     phones: list[EmulatedPhoneConfig] = field(default_factory=list)  # empty = the default fleet
     instruments: bool = True
-    auth: str = "any"  # "any" accepts every key; "none" skips AUTH; "listed" needs allowed_keys
+    # "any": the phones trust every host; "prompt": a new key gets the first-connection dialogue
+    # (accepted); "none" skips AUTH; "listed" needs allowed_keys
+    auth: str = "any"
     allowed_keys: list[str] = field(default_factory=list)
 
 
@@ -122,17 +127,17 @@ class _Reader:
 def load_station(path: str | Path) -> StationConfig:
     """Parse and validate a station file; raises ConfigError naming file, key and expectation."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         raise ConfigError(f"station file {path} does not exist",
-                          hint="pass --station with an existing file, or omit it to use the emulated station") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"station file {path} cannot be read: {exc}") from None
+                          hint="pass --station with an existing file, or omit it to use the emulated station")
+    text = read_text(path, "station file", hint="a station file is UTF-8 TOML (docs/station-file.md)")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}", hint="check quoting and brackets on that line") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: TOML nested too deeply to be a station file",
+                          hint="see docs/station-file.md for the station file format") from None
     return parse_station(data, str(path), source=path)
 
 
@@ -192,7 +197,7 @@ def _database_url(url: str | None, base: Path) -> str | None:
 
 
 def _parse_dut(r: _Reader, base: Path) -> DutConfig:
-    r.check_unknown({"name", "adb", "usb", "key", "expected_serial"})
+    r.check_unknown({"name", "adb", "usb", "key", "expected_serial", "transport"})
     name = r.get("name", str)
     adb, usb = r.get("adb", str, None), r.get("usb", str, None)
     if (adb is None) == (usb is None):
@@ -208,7 +213,11 @@ def _parse_dut(r: _Reader, base: Path) -> DutConfig:
     if key is not None:
         key_path = Path(key).expanduser()
         key = str(key_path if key_path.is_absolute() else base / key_path)
-    return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None))
+    transport = r.get("transport", str, "server")
+    if transport not in ADB_TRANSPORTS:
+        raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
+    return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None),
+                     transport=transport)
 
 
 def _parse_instrument(r: _Reader, role: str, dut_names: list[str]) -> InstrumentConfig:
@@ -223,15 +232,25 @@ def _parse_instrument(r: _Reader, role: str, dut_names: list[str]) -> Instrument
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
     r.check_unknown({"phone", "instruments", "auth", "allowed_keys"})
     auth = r.get("auth", str, "any")
-    if auth not in ("any", "none", "listed"):
-        raise r._err("auth", '"any", "none" or "listed"', auth)
+    if auth not in ("any", "prompt", "none", "listed"):
+        raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth,
-                            allowed_keys=list(r.get("allowed_keys", list, [])))
+                            allowed_keys=_strings(r, "allowed_keys"))
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",
+                              hint="see docs/station-file.md for the station file format")
         p = _Reader(r.path, table, f"[[emulated.phone]] #{index + 1}.")
         p.check_unknown({"serial", "npu_persona", "sla_persona", "faults", "seed"})
         config.phones.append(EmulatedPhoneConfig(
             serial=p.get("serial", str), npu_persona=p.get("npu_persona", str, None),
-            sla_persona=p.get("sla_persona", str, "nominal"), faults=list(p.get("faults", list, [])),
+            sla_persona=p.get("sla_persona", str, "nominal"), faults=_strings(p, "faults"),
             seed=p.get("seed", int, index)))
     return config
+
+
+def _strings(r: _Reader, key: str) -> list[str]:
+    values = r.get(key, list, [], expected="an array of strings")
+    if not all(isinstance(v, str) for v in values):
+        raise r._err(key, "an array of strings", values)
+    return list(values)

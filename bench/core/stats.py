@@ -196,6 +196,8 @@ def percentile_verdict(name: str, samples: Samples, *, p: float, limit: float | 
         return _invalid(base, f"{int(np.isnan(flat).sum())} NaN samples")
     if side == "upper" and np.isneginf(flat).any() or side == "lower" and np.isposinf(flat).any():
         return _invalid(base, "infinite samples on the good side of the limit")
+    if flat.size == 0:  # nothing measured: no quantile exists, never a pass
+        return _decide(base, None, None, min_samples_percentile(p, confidence), "no samples", {})
     # Mirror a lower-side claim onto the upper side: the rule then reads the same for both.
     sign = 1.0 if side == "upper" else -1.0
     ordered = np.sort(sign * flat)
@@ -387,7 +389,8 @@ def _normalise(samples: Samples) -> tuple[np.ndarray, list[np.ndarray]]:
     else:
         flat = np.asarray(samples, dtype=float).ravel()
         return flat, [flat]
-    flat = np.concatenate(runs) if runs else np.empty(0)
+    runs = [r for r in runs if r.size] or [np.empty(0)]  # a run that measured nothing is no evidence
+    flat = np.concatenate(runs)
     return flat, runs
 
 

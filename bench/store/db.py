@@ -23,6 +23,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "phonebench_schema"  # alembic's version table, named so that it marks our databases
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ENV_VAR = "PHONEBENCH_DATABASE"
+SQLITE_LOCK_TIMEOUT_S = 30.0  # how long a write waits for another process's lock before it fails
 DEFAULT_FILE = "results.sqlite"
 
 
@@ -85,7 +86,7 @@ def create_store_engine(url: str) -> Engine:
                          hint='use a path, sqlite:///PATH or postgresql://user:password@host:port/dbname') from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        engine = create_engine(parsed, connect_args={"timeout": 30})
+        engine = create_engine(parsed, connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -187,6 +188,10 @@ def database_error(exc: DBAPIError, url: str) -> StoreError:
         return StoreError(f"cannot use PostgreSQL results store {describe(url)}: {reason}",
                           hint="is the server running and reachable, and the database created? "
                                "Runs still write results.json; import them later with `bench store-import`")
+    if "locked" in reason.lower() or "busy" in reason.lower():
+        return StoreError(f"results database {describe(url)} is locked by another process ({reason})",
+                          hint="another bench or a viewer holds its write lock; runs still write results.json, "
+                               "and `bench store-import RUN_FOLDER` adds them once the lock is gone")
     if "full" in reason.lower():
         return StoreError(f"results database {describe(url)}: disk full ({reason})",
                           hint="free space; what was committed before is intact")

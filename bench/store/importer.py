@@ -39,6 +39,11 @@ def import_folder(store: Any, folder: Path) -> list[Any]:
     results = []
     for run_dir in run_folders(folder):
         data = read_results(run_dir / "results.json")
+        other = store.other_run(data)
+        if other is not None:  # the same id, another run: never mix them
+            raise StoreError(f"{run_dir / 'results.json'}: the store already has {other}; nothing of this one "
+                             f"was stored",
+                             hint="run ids are never reused; keep this folder's results.json as it is")
         if data.get("status") == "running":  # no recorder feeds an imported run: it was killed (or still
             data = {**data, "status": "incomplete"}  # runs, and its own sink will set the status again)
         try:

@@ -32,26 +32,49 @@ class StoreSink:
         self.retry_after_s = retry_after_s
         self._down_since: float | None = None
         self._down_error: StoreError | None = None
+        self._claimed = False
+        self.refused: StoreError | None = None  # the run id is another run's in the store
         self.stored_tests = 0
 
     def run_updated(self, data: dict[str, Any], event: str, payload: Any) -> None:
-        store = self._open()
+        if self.refused is not None:
+            raise self.refused
+        store = self._open(retry_now=event == "finish")  # the last event always tries again
         run_dir = self.results_dir / data["run_id"] if self.results_dir is not None else None
+        if not self._claimed:
+            self._claim(store, data["run_id"], run_dir)
         try:
             result = store.sync_run(data, run_dir=run_dir, recorder=(socket.gethostname(), os.getpid()))
         except StoreError as exc:
             self._mark_down(exc)
             folder = run_dir or data["run_id"]
             raise StoreError(f"{exc.args[0].splitlines()[0]}; the store has {self.stored_tests} of this run's "
-                             f"{len(data.get('tests') or [])} tests, {folder}/results.json has them all",
+                             f"{len(data.get('tests') or [])} tests",
                              hint=f"`bench store-import {folder}` adds the rest once the store works") from None
         if self._down_since is not None:
             log.warning("results store %s is back: caught up to %d tests", describe(store.url), result.tests_stored)
         self._down_since = self._down_error = None
         self.stored_tests = result.tests_stored
 
-    def _open(self) -> Any:
-        if self._down_since is not None and time.monotonic() - self._down_since < self.retry_after_s:
+    def _claim(self, store: Any, run_id: str, run_dir: Path | None) -> None:
+        """Refuse to add to a stored run of the same id that another recorder wrote: two runs'
+        tests must never mix under one summary."""
+        try:
+            existing = store.run_owner(run_id)
+        except StoreError as exc:
+            self._mark_down(exc)
+            raise
+        if existing is not None and existing != (socket.gethostname(), os.getpid()):
+            self.refused = StoreError(
+                f"results store {describe(store.url)} already has a run {run_id!r} (recorded by "
+                f"{existing[0]} pid {existing[1]}); this run is kept in {run_dir or run_id}/results.json only",
+                hint="run ids are never reused: run again without --run-id, or with a new one")
+            raise self.refused
+        self._claimed = True
+
+    def _open(self, retry_now: bool = False) -> Any:
+        if not retry_now and self._down_since is not None and \
+                time.monotonic() - self._down_since < self.retry_after_s:
             raise StoreError(f"results store still unavailable (not retried for {self.retry_after_s:.0f} s): "
                              f"{self._down_error}")
         if self._store is None:

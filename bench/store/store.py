@@ -311,6 +311,31 @@ class Store:
                 duts[test["dut"]].fingerprint = v.get("extra") or {}
         return len(rows)
 
+    def run_owner(self, run_id: str) -> tuple[str | None, int | None] | None:
+        """(host, pid) of the recorder of a stored run, None if the store has no such run."""
+        row = self._run_row(run_id)
+        return None if row is None else (row[0], row[1])
+
+    def other_run(self, data: dict[str, Any]) -> str | None:
+        """A description of the stored run with `data`'s run id if it is another run (started at
+        another time: the identity that survives moving a folder), else None."""
+        row = self._run_row(data["run_id"])
+        try:
+            started = utc(data.get("started"))
+        except (TypeError, ValueError):
+            started = None
+        if row is None or row[2] == started:
+            return None
+        return f"another run {data['run_id']!r} (started {iso(row[2])}, folder {row[3] or 'not recorded'})"
+
+    def _run_row(self, run_id: str) -> Any:
+        try:
+            with self.engine.connect() as conn:
+                return conn.execute(select(Run.recorder_host, Run.recorder_pid, Run.started, Run.run_dir)
+                                    .where(Run.run_id == run_id)).first()
+        except DBAPIError as exc:
+            raise db.database_error(exc, self.url) from None
+
     def import_folder(self, folder: str | Path) -> list[SyncResult]:
         """Import a run folder (with results.json), or every run folder inside a folder."""
         from bench.store.importer import import_folder

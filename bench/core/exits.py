@@ -1,0 +1,8 @@
+"""Exit codes of `bench run` beyond pytest's own (docs/faults.md lists them all)."""
+from __future__ import annotations
+
+# 0-5 are pytest's: 0 all passed, 1 a test failed, 2 interrupted (or a bench error before the
+# run started), 3 internal error, 4 usage error, 5 no tests selected. 6 is a pytest run that
+# --require-calibration refused (bench.calibration.state.REFUSED_EXIT).
+RESULTS_NOT_WRITTEN = 8  # the run folder refused part of the record (disk full, read-only): see the message
+STORE_BEHIND = 9  # results.json is whole but the results store lacks tests: `bench store-import` adds them

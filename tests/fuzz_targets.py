@@ -1,0 +1,376 @@
+"""Every parser that reads bytes from outside the bench, as a fuzz target: a hypothesis strategy of
+hostile input, the call, and the error type the parser owns. Any other exception is a bug.
+
+Shared by the fast tier (tests/test_fuzz_parsers.py, a few examples each, derandomized) and the
+long tier (benchmarks/fuzz_long.py, >= 10,000 examples each).
+"""
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from hypothesis import strategies as st
+
+from bench.core.decoding import DecodeError, decode, parse_number
+from bench.core.errors import BenchError, ConfigError, DeviceError, InstrumentError, InvalidMeasurement
+from drivers.device import ShellResult
+from instrument_helpers import ScriptedResource, ScriptedSerial
+
+_DIR = Path(tempfile.mkdtemp(prefix="phonebench-fuzz-"))
+
+# --- building blocks of hostile input ------------------------------------------------------
+_numbers = st.one_of(st.integers(-10**30, 10**30), st.floats(allow_nan=True, allow_infinity=True),
+                     st.sampled_from(["9.9E37", "9.91E37", "nan", "NaN", "inf", "-inf", "1_0E-4", "1e999",
+                                      "0x10", "", " ", "--1", "1.2.3", "+", "."]))
+_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
+                          st.text(max_size=20))
+_json_values = st.recursive(_json_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)), max_leaves=12)
+_hostile_text = st.one_of(
+    st.text(max_size=300),
+    st.binary(max_size=300).map(lambda b: b.decode("latin-1")),
+    st.integers(1, 100_000).map(lambda n: "[" * n + "]" * (n % 7)),  # deep nesting
+    st.integers(1, 100_000).map(lambda n: '{"a":' * n + "1" + "}" * (n % 5)),
+    st.sampled_from(["\x00\x01\x02", "\ufeff", "\udcff", "$(reboot)", "`id`", "; rm -rf /", "../../..",
+                     "/tmp/x", "a\r\nb", "\u202e"]),
+)
+
+
+def _mutated_lines(template: list[str]) -> st.SearchStrategy[str]:
+    """Lines of a real format with fields replaced by hostile values."""
+    @st.composite
+    def build(draw: Any) -> str:
+        lines = []
+        for line in template:
+            if draw(st.booleans()):
+                lines.append(draw(_hostile_text))
+            else:
+                lines.append(line.replace("{n}", str(draw(_numbers))).replace("{s}", draw(st.text(max_size=12))))
+        return "\n".join(draw(st.permutations(lines)) if draw(st.booleans()) else lines)
+    return build()
+
+
+def _toml_value(draw: Any) -> str:
+    return draw(st.one_of(
+        _numbers.map(str), st.text(max_size=10).map(json.dumps), st.sampled_from(
+            ["true", "[1, 2]", "[{a = 1}]", "{x = 1}", '["a", 1]', "[[1]]", '"1_0E-4"', "1_0E-4", "-300", "9999",
+             "nan", "inf", "1979-05-27", "[]", "{}"])))
+
+
+def _toml_document(tables: dict[str, list[str]]) -> st.SearchStrategy[str]:
+    """TOML documents shaped like a real file (its tables and keys) with hostile values."""
+    @st.composite
+    def build(draw: Any) -> str:
+        out = []
+        for header, keys in tables.items():
+            if draw(st.integers(0, 9)) == 0:
+                continue
+            out.append(header)
+            for key in keys:
+                if draw(st.integers(0, 3)):
+                    out.append(f"{key} = {_toml_value(draw)}")
+            if draw(st.integers(0, 5)) == 0:
+                out.append(f"{draw(st.sampled_from(['extra', 'name', 'limit', 'phone']))} = {_toml_value(draw)}")
+        if draw(st.integers(0, 6)) == 0:
+            out.append(draw(_hostile_text))
+        return "\n".join(out)
+    return build()
+
+
+def _file_bytes(text_strategy: st.SearchStrategy[str]) -> st.SearchStrategy[bytes]:
+    return st.one_of(text_strategy.map(lambda t: t.encode("utf-8", "surrogatepass")),
+                     text_strategy.map(lambda t: t.encode("utf-16", "surrogatepass")),
+                     st.binary(max_size=400))
+
+
+def _write(name: str, data: bytes) -> Path:
+    path = _DIR / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+# --- the targets ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    name: str
+    strategy: st.SearchStrategy[Any]
+    call: Callable[[Any], Any]
+    errors: tuple[type[BaseException], ...]  # what a bad input may raise: the parser's own types
+
+
+def _runtime_json_lines(text: str) -> None:
+    from drivers.runtime import parse_json_lines
+
+    for obj in parse_json_lines(text):
+        assert isinstance(obj, dict)
+
+
+class _Device:
+    name = "fuzz-dut"
+
+    def __init__(self, output: str, exit_code: int = 0) -> None:
+        self.output, self.exit_code = output, exit_code
+
+    def shell(self, command: str, timeout_s: float | None = None) -> ShellResult:
+        return ShellResult(self.name, command, self.output, self.exit_code)
+
+    def run(self, command: str, timeout_s: float | None = None) -> str:
+        return self.output
+
+
+_IDENTITY = json.dumps({"contract": "1.2", "runtime_version": "x", "model": "m", "microcode": "u",
+                        "capabilities": ["status", "adapter", "config"]})
+
+
+def _runtime_answers(answer: Any) -> None:
+    from drivers.runtime import RuntimeClient
+
+    line = json.dumps(answer, allow_nan=True) if not isinstance(answer, str) else answer
+    for call in ("status", "adapter_status", "config_get"):
+        client = RuntimeClient(_Device(line))  # type: ignore[arg-type]
+        client._identity = None
+        client.device = _Device(_IDENTITY)  # type: ignore[assignment]
+        client.identity()
+        client.device = _Device(line)  # type: ignore[assignment]
+        try:
+            getattr(client, call)()
+        except BenchError:  # each call must refuse cleanly on its own
+            pass
+    client = RuntimeClient(_Device(line))  # type: ignore[arg-type]
+    client.require("status")
+
+
+_RUNTIME_ANSWER = st.dictionaries(st.sampled_from(
+    ["t", "active", "config", "value", "thermal_status", "capabilities", "contract", "runtime_version", "model",
+     "microcode", "redundancy", "temperatures_c", "installed", "error"]), _json_values, max_size=8)
+
+
+def _llamacpp(text: str) -> None:
+    from drivers.llamacpp import parse_bench_jsonl, parse_timings
+
+    parse_timings(text)
+    parse_bench_jsonl(text)
+
+
+def _scpi_number(text: str) -> None:
+    value = parse_number(text, "fuzz instrument")
+    assert isinstance(value, float)
+
+
+def _scpi_query_float(text: str) -> None:
+    from drivers.visa import ScpiInstrument
+
+    res = ScriptedResource({"*IDN?": "Fuzz,Model,1,1.0", "MEAS?": text})
+    ScpiInstrument("TCPIP::fuzz::SOCKET", resource=res).query_float("MEAS?")
+
+
+def _scpi_idn(text: str) -> None:
+    from drivers.visa import parse_idn
+
+    parse_idn(text, "TCPIP::fuzz::SOCKET", "scope", "fuzz")
+
+
+def _scpi_block(data: bytes) -> None:
+    from drivers.visa import ScpiInstrument
+
+    res = ScriptedResource({"*IDN?": "Fuzz,Model,1,1.0"})
+    inst = ScpiInstrument("TCPIP::fuzz::SOCKET", resource=res)
+    res._pending += data
+    inst.read_block("WAV:DATA?")
+
+
+def _preamble(text: str) -> None:
+    from drivers.scope import Preamble
+
+    pre = Preamble.parse(text, "fuzz scope")
+    assert pre.points > 0 and math.isfinite(pre.xincrement) and pre.xincrement > 0
+
+
+_PREAMBLE = st.lists(_numbers.map(str), min_size=8, max_size=12).map(",".join)
+
+
+def _serial_probe(line: str) -> None:
+    from drivers.thermal_generic import GenericAsciiProbe
+
+    port = ScriptedSerial({"*IDN?": "Fuzz,Probe,1,1.0", "CHAN?": "T1,T2,T3,T4,CJ"})
+    probe = GenericAsciiProbe("fuzz://probe", port=port)
+    probe._parse_poll(line)
+    probe._parse_stream(line)
+
+
+_PROBE_LINE = st.one_of(_hostile_text, st.lists(_numbers.map(str), min_size=1, max_size=8).map(",".join),
+                        st.lists(st.tuples(st.sampled_from(["T1", "T2", "T3", "T4", "CJ", "X"]), _numbers.map(str)),
+                                 max_size=6).map(lambda kv: ",".join(f"{k}={v}" for k, v in kv)))
+
+
+def _station(data: bytes) -> None:
+    from bench.core.station import load_station
+
+    load_station(_write("station.toml", data))
+
+
+_STATION = _toml_document({
+    "[station]": ["name", "results_dir", "sla_profile", "location", "database", "payloads"],
+    "[[dut]]": ["name", "adb", "usb", "key", "expected_serial"],
+    "[instruments.scope]": ["family", "address", "attached_to", "options"],
+    "[instruments.scope.options]": ["timeout_s", "channel"],
+    "[emulated]": ["instruments", "auth", "allowed_keys", "phone"],
+    "[[emulated.phone]]": ["serial", "npu_persona", "sla_persona", "faults", "seed"],
+})
+
+
+def _sla(data: bytes) -> None:
+    from bench.sla import load_profile
+
+    load_profile(_write("sla/fuzz.toml", data))
+
+
+_SLA = _toml_document({
+    "": ["name", "description", "extends"],
+    "[metrics.voice_latency_p99]": ["statistic", "p", "comparator", "limit", "unit", "confidence", "min_samples",
+                                    "claim", "independence", "min_runs", "tolerance", "evidence", "decision_rule"],
+    "[metrics.voice_latency_p99.conditions]": ["gpu_load_min", "mode"],
+})
+
+
+def _firmware(data: bytes) -> None:
+    from bench.profiles import load_library
+
+    root = _DIR / "profiles"
+    (root / "adapters").mkdir(parents=True, exist_ok=True)
+    (root / "soc.toml").write_bytes(data)
+    load_library(root, require_signatures=False)
+
+
+_FIRMWARE = _toml_document({
+    "": ["schema", "vendor", "soc_manufacturer", "soc_model", "marketing_name", "board_platform"],
+    "[[build]]": ["microcode", "stage", "accumulator_bits", "overflow", "adapter", "notes"],
+})
+
+
+def _adapter(data: bytes) -> None:
+    from bench.profiles import load_adapter
+
+    load_adapter(_write("adapters/tile8.json", data))
+
+
+_ADAPTER = st.one_of(_json_values.map(lambda v: json.dumps(v, allow_nan=True)),
+                     st.dictionaries(st.sampled_from(["schema", "name", "transform", "tile", "partials",
+                                                      "description", "x"]), _json_values, max_size=7)
+                     .map(lambda d: json.dumps(d, allow_nan=True)), _hostile_text)
+
+
+def _signature(data: bytes) -> None:
+    from bench.core import signing
+
+    path = _write("signed/profile.toml", b"schema = 1\n")
+    _write("signed/profile.toml.sig", data)
+    signing.verify_file(path, signing.trusted_keys())
+
+
+_SIG = st.one_of(st.tuples(st.sampled_from(["ed25519", "rsa", ""]), st.text(max_size=20),
+                           st.text(max_size=90)).map(" ".join), _hostile_text)
+
+
+def _thermalservice(text: str) -> None:
+    from bench.device_state import parse_thermalservice
+
+    parse_thermalservice(text)
+
+
+_THERMALSERVICE = st.one_of(_numbers.map(lambda n: f"Thermal Status: 1\nCurrent temperatures from HAL:\n"
+                                                      f"\tTemperature{{mValue={n}, mType=3, mName=skin, mStatus=0}}"),
+                             _mutated_lines([
+    "IsStatusOverride: false", "Thermal Status: {n}", "Current temperatures from HAL:",
+    "\tTemperature{mValue={n}, mType={n}, mName={s}, mStatus={n}}",
+    "\tTemperature{mValue={n}, mType=3, mName=skin, mStatus=0}"]))
+
+
+def _battery(text: str) -> None:
+    from bench.device_state import read_battery, read_thermal_zones
+
+    read_battery(_Device(text))  # type: ignore[arg-type]
+    read_thermal_zones(_Device(text))  # type: ignore[arg-type]
+
+
+_BATTERY = st.one_of(_hostile_text, st.lists(_numbers.map(str), min_size=0, max_size=6).map("\n".join),
+                     _mutated_lines(["/sys/class/thermal/thermal_zone{n}/type:{s}",
+                                     "/sys/class/thermal/thermal_zone{n}/temp:{n}"]))
+
+
+def _matrix_csv(data: bytes) -> None:
+    from bench.matrix import load_matrix_file
+
+    load_matrix_file(_write("matrix.csv", data))
+
+
+_MATRIX = st.one_of(_mutated_lines(["soc,microcode,fingerprint,rule", "{s},{s},{s},{n}", "{s},{s},known,{s},{s}",
+                                    "\"{s},{s}", "x"]),
+                    _mutated_lines(["| SoC | Microcode | Fingerprint |", "|---|---|---|", "| {s} | {s} | {n} |"]))
+
+
+def _statistics(case: tuple[Any, str, str]) -> None:
+    """Verdicts on whatever a check collected: empty, NaN, infinite, runs of any length."""
+    from bench.core import stats
+    from bench.core.verdict import Verdict
+
+    samples, comparator, independence = case
+    common = dict(unit="ms", limit=1.0, comparator=comparator)
+    verdicts = [stats.percentile_verdict("m", samples, p=0.9, confidence=0.95, independence=independence, **common),
+                stats.std_verdict("m", samples, confidence=0.95, independence=independence, **common),
+                stats.mean_verdict("m", samples, confidence=0.95, independence=independence, **common),
+                stats.extreme_verdict("m", samples, statistic="max", **common)]
+    assert all(isinstance(v, Verdict) and (v.outcome.is_good or v.outcome.value) for v in verdicts)
+
+
+_SAMPLE = st.floats(allow_nan=True, allow_infinity=True, width=64)
+_STATS = st.tuples(st.one_of(st.lists(_SAMPLE, max_size=40), st.lists(st.lists(_SAMPLE, max_size=12), max_size=5)),
+                   st.sampled_from(["<=", "<", ">=", ">"]), st.sampled_from(["sample", "run"]))
+
+
+def _decode(data: bytes) -> None:
+    assert isinstance(decode(data, "fuzz phone"), str)
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("runtime JSON lines", _hostile_text, _runtime_json_lines, ()),
+    Target("runtime answers (status, adapter, config)", st.one_of(_RUNTIME_ANSWER, _json_values, _hostile_text),
+           _runtime_answers,
+           (DeviceError, BenchError)),
+    Target("llama.cpp output", st.one_of(_hostile_text, _mutated_lines([
+        "llama_perf_context_print: prompt eval time = {n} ms / {n} tokens ({n} ms per token, {n} tokens per second)",
+        "llama_perf_context_print:        eval time = {n} ms / {n} runs   ({n} ms per token, {n} tokens per second)",
+        '{"n_prompt": {n}, "n_gen": {n}, "avg_ns": {n}, "avg_ts": {n}}'])), _llamacpp, (DeviceError,)),
+    Target("SCPI numbers", _numbers.map(str), _scpi_number, (DecodeError,)),
+    Target("SCPI query_float", _numbers.map(str), _scpi_query_float, (InstrumentError,)),
+    Target("SCPI *IDN?", _hostile_text, _scpi_idn, (InstrumentError,)),
+    Target("SCPI binary blocks", st.one_of(st.binary(max_size=64), st.tuples(
+        st.integers(0, 9), st.text("0123456789x", max_size=10), st.binary(max_size=40), st.binary(max_size=2))
+        .map(lambda t: b"#" + str(t[0]).encode() + t[1].encode() + t[2] + t[3])), _scpi_block, (InstrumentError,)),
+    Target("scope preamble", st.one_of(_PREAMBLE, _hostile_text), _preamble, (InstrumentError,)),
+    Target("serial probe lines", _PROBE_LINE, _serial_probe, (InstrumentError, InvalidMeasurement)),
+    Target("station files", _file_bytes(_STATION), _station, (ConfigError,)),
+    Target("SLA profiles", _file_bytes(_SLA), _sla, (ConfigError,)),
+    Target("firmware profiles", _file_bytes(_FIRMWARE), _firmware, (ConfigError,)),
+    Target("firmware adapters", _file_bytes(_ADAPTER), _adapter, (ConfigError,)),
+    Target("signatures", _file_bytes(_SIG), _signature, (ConfigError,)),
+    Target("thermal service dumps", st.one_of(_THERMALSERVICE, _hostile_text), _thermalservice,
+           (InvalidMeasurement,)),
+    Target("battery and thermal zones", _BATTERY, _battery, (InvalidMeasurement, DeviceError)),
+    Target("matrix CSV", _file_bytes(_MATRIX), _matrix_csv, (BenchError,)),
+    Target("bytes from phones", st.binary(max_size=200), _decode, (DecodeError,)),
+    Target("run statistics", _STATS, _statistics, ()),
+)
+
+
+def run_one(target: Target, value: Any) -> None:
+    """Call the target; its own error types are a clean refusal, anything else propagates."""
+    try:
+        target.call(value)
+    except target.errors:
+        pass
