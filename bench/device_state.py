@@ -1,8 +1,11 @@
-"""Reading a phone's own view of itself over the shell: thermal zones, thermal status, battery."""
+"""Reading a phone's own view of itself over the shell: thermal zones, thermal status, battery,
+and its clock (for a bench without a clock of its own that runs with the phone's time)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from bench.core.errors import InvalidMeasurement
 from drivers.device import Device
@@ -92,3 +95,17 @@ def read_battery(device: Device) -> BatteryReading:
     except ValueError:
         raise InvalidMeasurement(f"{device.name}: battery sysfs gave {out!r}, not 4 numbers") from None
     return BatteryReading(voltage_uv / 1e6, abs(current_ua) / 1e6, temp_dc / 10.0, capacity)
+
+
+def zone_celsius(zones: list[ThermalZone], zone_type: str) -> float | None:
+    """The reading of the first zone of this type (None: the phone has no such zone)."""
+    return next((z.celsius for z in zones if z.type == zone_type), None)
+
+
+def phone_clock(runtime: Any) -> Callable[[], float]:
+    """The phone's clock (the runtime's status `t`, seconds), read over ADB at each call.
+
+    Two reads around a device call bracket the whole call on the phone: what its reads took, not
+    what the runtime says they took. The transport is not in the interval. For the emulated
+    station, whose phones live on simulated time the host's clock does not see."""
+    return lambda: float(runtime.status().t)

@@ -9,7 +9,8 @@ no spaces). The device key is derived from the unit's serial and seed; `llmrt au
 publishes its public key.
 
 Personas and faults: "leaky-log" writes the prompt's token ids into each record, "unsigned-log"
-signs with the wrong key; "audit-drop" loses every 7th record; "audit-missing-fields" omits
+signs with the wrong key; "audit-drop" (persona, and the fault of the same name) loses each
+record with probability 1/7, at random from the unit's seed; "audit-missing-fields" omits
 npu_temp_c.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
+import numpy as np
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -35,7 +37,7 @@ ROTATE_BYTES = 256 * 1024
 GENESIS = "0" * 64
 FAULT_DROP = "audit-drop"
 FAULT_MISSING_FIELDS = "audit-missing-fields"
-DROP_EVERY = 7
+DROP_RATE = 1.0 / 7.0
 
 
 def canonical(record: dict[str, Any]) -> bytes:
@@ -50,14 +52,16 @@ def _device_key(phone: "EmulatedPhone", label: bytes) -> Ed25519PrivateKey:
 
 
 class AuditLog:
-    def __init__(self, phone: "EmulatedPhone", leaks_prompt: bool, bad_signatures: bool) -> None:
+    def __init__(self, phone: "EmulatedPhone", leaks_prompt: bool, bad_signatures: bool,
+                 drop_rate: float = 0.0) -> None:
         self.phone = phone
         self.leaks_prompt = leaks_prompt
         self._key = _device_key(phone, b"phonebench audit key")
         # "unsigned-log": records are signed, but not by the key the device publishes.
         self._signer = _device_key(phone, b"someone else") if bad_signatures else self._key
         faults = set(phone.spec.faults)
-        self.drop = FAULT_DROP in faults
+        self.drop_rate = max(drop_rate, DROP_RATE if FAULT_DROP in faults else 0.0)
+        self._drops = np.random.default_rng([phone.spec.seed, 0xA0D1])
         self.missing_fields = FAULT_MISSING_FIELDS in faults
         self.seq = 0
         self._prev = GENESIS
@@ -86,7 +90,7 @@ class AuditLog:
         record["sig"] = base64.b64encode(self._signer.sign(canonical(record))).decode()
         line = json.dumps(record, sort_keys=True) + "\n"
         self._prev = hashlib.sha256(line.encode()).hexdigest()
-        if self.drop and self.seq % DROP_EVERY == 0:
+        if self.drop_rate and self._drops.random() < self.drop_rate:
             return  # lost on the way to storage (the chain shows it)
         fs = self.phone.fs
         old = fs.read(AUDIT_LOG) if fs.exists(AUDIT_LOG) else b""

@@ -168,14 +168,14 @@ class EmulatedRuntime:
         self._erratic = np.random.default_rng([seed, 0xE7])
         self._mac_rng = np.random.default_rng([seed, 0xFA17])
         self.timer = TokenTimer(timing_profile(self.sla.timing), np.random.default_rng([seed, 0x71]))
-        self.redundancy = RedundancyController(works=self.sla.redundancy_works,
-                                               fixed_trigger_mv=self.sla.redundancy_trigger_mv)
-        self.governor = ThermalGovernor(trip_c=self.sla.trip_c, kill_at_trip=self.sla.kill_at_trip)
+        self.redundancy = RedundancyController.for_persona(self.sla)
+        self.governor = ThermalGovernor.for_persona(self.sla)
         self.onset_mv = float(np.random.default_rng([seed, 0x0E5E]).uniform(*ONSET_MV))
         self.mac_errors_detected = 0
-        self.weights = weights.WeightStore(phone, corrupt_page=self.sla.corrupt_weight_page)
+        self.weights = weights.WeightStore(phone, corrupt_page=self.sla.corrupt_weight_page,
+                                           read_time_omitted=self.sla.spot_read_omitted)
         self.audit = audit.AuditLog(phone, leaks_prompt=self.sla.audit_leaks_prompt,
-                                    bad_signatures=self.sla.audit_bad_signatures)
+                                    bad_signatures=self.sla.audit_bad_signatures, drop_rate=self.sla.audit_drop_rate)
         now = phone.world.clock.now()
         self.counters = Counters(dict(self.sla.counters), np.random.default_rng([seed, 0xC0]), now)
         self._pids = np.random.default_rng([seed, 0x91D])
@@ -246,7 +246,7 @@ class EmulatedRuntime:
         r = self.redundancy
         return _lines({"t": world.clock.now(), "thermal_status": self.phone.thermal_status(),
                        "temperatures_c": self._temperatures(), "skin_offset_c": cfg["thermal.skin_offset_c"],
-                       "redundancy": {"active": r.active(cfg["redundancy.mode"]), "mode": cfg["redundancy.mode"],
+                       "redundancy": {"active": r.reported(cfg["redundancy.mode"]), "mode": cfg["redundancy.mode"],
                                       "trigger_mv": cfg["redundancy.trigger_mv"],
                                       "release_mv": cfg["redundancy.release_mv"], "sensed_mv": round(r.sensed_mv, 2)},
                        "mac_errors_detected": self.mac_errors_detected,
@@ -400,10 +400,12 @@ class EmulatedRuntime:
         faults, vote = self._mac_faults(), npu.Vote()
         redundant = faults is not None and self._redundant()
         events: list[dict[str, Any]] = []
+        vectors: dict[str, npu.RunVector] = {}  # a batch often repeats one long vector
         for index, probe in enumerate(probes):
             ident = probe.get("id", index) if isinstance(probe, dict) else index
             try:
-                a, b = parse_vector(probe["a"]), parse_vector(probe["b"])
+                a, b = (vectors[t] if t in vectors else vectors.setdefault(t, parse_vector(t))
+                        for t in (probe["a"], probe["b"]))
                 if max(a.values.size, b.values.size) > MAX_SEGMENTS or a.length > MAX_PROBE_LENGTH:
                     raise ValueError(f"vector too large (limits: {MAX_SEGMENTS} segments, length {MAX_PROBE_LENGTH})")
                 if redundant:

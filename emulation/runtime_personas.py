@@ -24,6 +24,12 @@ class RuntimePersona:
     audit_leaks_prompt: bool = False         # prompt token ids written into the audit log
     audit_bad_signatures: bool = False       # audit records signed wrongly
     counters: dict[str, float] = field(default_factory=dict)  # overrides of the counter rates
+    # --- self-reports that disagree with what the unit does (the trust checks' negative controls) ---
+    trip_reported_c: float | None = None     # the trip event's npu_c says this, whatever it acted on
+    redundancy_flag_only: bool = False       # status says engaged, but it computes once (no vote, no cost)
+    ripple_sense_gain: float = 1.0           # the PMIC's ripple reading as a fraction of the real ripple
+    spot_read_omitted: bool = False          # a slow flash whose weights-read time leaves the page read out
+    audit_drop_rate: float = 0.0             # audit records lost on the way to storage, at random
 
 
 PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
@@ -42,6 +48,12 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("corrupt-weights", corrupt_weight_page=True),
     RuntimePersona("leaky-log", audit_leaks_prompt=True),
     RuntimePersona("unsigned-log", audit_bad_signatures=True),
+    # --- liars: the unit's report of itself is wrong; only the bench's own measurement shows it ---
+    RuntimePersona("trip-misreported", trip_c=65.0, trip_reported_c=72.0),
+    RuntimePersona("redundancy-flag-only", redundancy_flag_only=True),
+    RuntimePersona("ripple-sensed-low", ripple_sense_gain=0.5),
+    RuntimePersona("spot-time-omits-read", spot_read_omitted=True),
+    RuntimePersona("audit-drop", audit_drop_rate=1.0 / 7.0),
 )}
 
 SLA_PERSONAS_RUNTIME: set[str] = set(PERSONAS)

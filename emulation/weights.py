@@ -17,7 +17,9 @@ re-sent, after checking it against the on-device hash tree.
 
 Faults: persona "corrupt-weights" (one page corrupted at rest); "verity-tree-corrupt" (one
 leaf-level hash block corrupted); "slow-flash" (every read ~0.1 s: a failing UFS part);
-"weights-repair-ignored" (repair answers ok but writes nothing).
+"weights-repair-ignored" (repair answers ok but writes nothing). Persona "spot-time-omits-read":
+the flash is as slow as "slow-flash", but the read time a page read reports leaves the data page
+out and counts the hash blocks at a healthy part's speed (only a clock outside the runtime shows it).
 """
 from __future__ import annotations
 
@@ -107,10 +109,11 @@ def _flip(data: bytes, offset: int) -> bytes:
 
 
 class WeightStore:
-    def __init__(self, phone: "EmulatedPhone", corrupt_page: bool) -> None:
+    def __init__(self, phone: "EmulatedPhone", corrupt_page: bool, read_time_omitted: bool = False) -> None:
         self.phone = phone
         faults = set(phone.spec.faults)
-        self.slow = FAULT_SLOW_FLASH in faults
+        self.read_time_omitted = read_time_omitted
+        self.slow = FAULT_SLOW_FLASH in faults or read_time_omitted
         self.repair_ignored = FAULT_REPAIR_IGNORED in faults
         self._rng = np.random.default_rng([phone.spec.seed, 0x3E16])
         self.crc_errors = 0
@@ -162,7 +165,12 @@ class WeightStore:
                 path.append({"block": block, "data": image[block * BLOCK_SIZE:(block + 1) * BLOCK_SIZE]})
         seconds = float(self._read_times(1 + len(path)).sum())
         self.phone.world.wait(seconds)
-        return {"page": index, "data": page, "crc_ok": crc_ok, "path": path, "read_s": seconds}
+        return {"page": index, "data": page, "crc_ok": crc_ok, "path": path,
+                "read_s": self._reported_read_s(len(path)) if self.read_time_omitted else seconds}
+
+    def _reported_read_s(self, hash_blocks: int) -> float:
+        """The lie of "spot-time-omits-read": the hash blocks at a healthy part's speed, no page read."""
+        return hash_blocks * READ_S
 
     def verify(self) -> dict[str, Any]:
         """Read every page and check its CRC (what the runtime does on a full model load)."""

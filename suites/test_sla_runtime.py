@@ -9,6 +9,8 @@ with the reason. `acceptance` marks the two checks cheap enough for a production
 """
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,7 +19,12 @@ from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weig
 from bench.checks.targets import target, targets
 from bench.payloads import find_payload
 from bench.core.errors import UnsupportedCapability
+from bench.core.verdict import Evidence
+from bench.device_state import phone_clock
+from bench.core.station import StationConfig
 from drivers.runtime import RuntimeClient
+
+COVER_CHANNELS = ("T1", "T2")  # the thermal fixture's back-cover probes (bench/checks/thermal.py)
 
 pytestmark = pytest.mark.regression
 
@@ -35,6 +42,27 @@ def _require(runtime: RuntimeClient, *capabilities: str) -> None:
             runtime.require(capability)
     except UnsupportedCapability as exc:
         pytest.skip(str(exc))
+
+
+def _bench_clock(station: StationConfig, runtime: RuntimeClient) -> tuple[Callable[[], float], Evidence]:
+    """The clock that times device calls, and what it is as evidence: the host's monotonic clock
+    on a real station; on the emulated station, whose phones run on simulated time the host never
+    sees, the phone's own clock read over ADB around each call."""
+    if station.source is None or station.emulated is not None:
+        return phone_clock(runtime), Evidence.CORROBORATED
+    return time.monotonic, Evidence.MEASURED
+
+
+def _cover_probe(request: pytest.FixtureRequest, station: StationConfig, dut: Any) -> thermal_trip.CoverProbe | None:
+    """The hottest back-cover probe, when the station's thermal instrument is on this DUT."""
+    if "thermal" not in station.instruments or station.instrument_dut("thermal") != dut.name:
+        return None
+    probe = request.getfixturevalue("thermal")
+
+    def hottest() -> float:
+        reading = probe.read()
+        return max(reading.celsius[c] for c in COVER_CHANNELS if c in reading.celsius)
+    return hottest
 
 
 # --- claims 3-5: token timing --------------------------------------------------------------------
@@ -61,12 +89,13 @@ def test_token_latency_under_gpu_load(dut, runtime, sla, record, progress):
 
 
 # --- claim 8: thermal trip soak ------------------------------------------------------------------
-def test_npu_thermal_trip_soak(runtime, sla, record, progress):
+def test_npu_thermal_trip_soak(request, station, dut, runtime, sla, record, progress):
     _require(runtime, "config")
     success = sla.get("long_dialog_success")
-    with progress.bar(success.n_required, "soak dialogs") as bar:
+    with progress.bar(None, "approach and soak dialogs") as bar:
         result = thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"),
-                                                 sla.get("npu_process_kills"), success, tick=bar.update)
+                                                 sla.get("npu_process_kills"), success,
+                                                 cover=_cover_probe(request, station, dut), tick=bar.update)
     result.record_into(record)
 
 
@@ -75,7 +104,9 @@ def test_npu_thermal_trip_soak(runtime, sla, record, progress):
 def test_redundancy_ripple_sweep(runtime, supply, sla, record, progress):
     _require(runtime, "config", "probe")
     with progress.bar(None, "ripple steps") as bar:
-        result = redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"), tick=bar.update)
+        result = redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"),
+                                               target(sla, "redundancy_unprotected_errors"),
+                                               target(sla, "redundancy_mac_error_ratio_50mv"), tick=bar.update)
     result.record_into(record)
 
 
@@ -87,16 +118,19 @@ def test_redundancy_bit_exact_at_50mv(runtime, supply, sla, record):
     result.record_into(record)
 
 
-def test_redundancy_slowdown(runtime, sla, record, progress):
+def test_redundancy_slowdown(station, runtime, sla, record, progress):
     _require(runtime, "config")
+    now, evidence = _bench_clock(station, runtime)
     with progress.bar(None, "paired runs") as bar:
-        redundancy.slowdown_check(runtime, sla.get("redundancy_slowdown"), tick=bar.update).record_into(record)
+        redundancy.slowdown_check(runtime, sla.get("redundancy_slowdown"), now=now, now_evidence=evidence,
+                                  tick=bar.update).record_into(record)
 
 
 # --- claims 11, 12: weights ----------------------------------------------------------------------
 def test_weight_pages_read_without_error(dut, runtime, sla, record):
     _require(runtime, "weights")
-    weights.read_errors_check(dut, runtime, sla.get("weight_page_read_errors")).record_into(record)
+    weights.read_errors_check(dut, runtime, sla.get("weight_page_read_errors"),
+                              target(sla, "weights_page_error_rate")).record_into(record)
 
 
 @pytest.mark.acceptance
@@ -105,11 +139,13 @@ def test_weights_merkle_root(dut, runtime, sla, record):
     weights.root_check(dut, runtime, target(sla, "weights_root_mismatches")).record_into(record)
 
 
-def test_weights_spot_check_time(dut, runtime, sla, record, progress):
+def test_weights_spot_check_time(station, dut, runtime, sla, record, progress):
     _require(runtime, "weights")
     entry = sla.get("merkle_spot_check_time")
+    now, evidence = _bench_clock(station, runtime)
     with progress.bar(entry.n_required, "spot checks") as bar:
-        weights.spot_check_time_check(dut, runtime, entry, tick=bar.update).record_into(record)
+        weights.spot_check_time_check(dut, runtime, entry, now=now, now_evidence=evidence,
+                                      tick=bar.update).record_into(record)
 
 
 def test_weights_corrupt_page_repaired(dut, runtime, sla, record, station):

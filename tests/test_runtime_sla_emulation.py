@@ -213,9 +213,72 @@ def test_generate_streams_thermal_events_and_the_killed_process_ends_with_137():
 # --- personas -------------------------------------------------------------------------------------
 def test_runtime_personas_are_declared_and_unknown_names_run_nominal():
     assert {"nominal", "jittery", "slow", "contention-sensitive", "no-redundancy", "late-redundancy",
-            "thermal-kill", "corrupt-weights", "leaky-log", "unsigned-log"} <= SLA_PERSONAS_RUNTIME
+            "thermal-kill", "corrupt-weights", "leaky-log", "unsigned-log", "trip-misreported",
+            "redundancy-flag-only", "ripple-sensed-low", "spot-time-omits-read", "audit-drop"} <= SLA_PERSONAS_RUNTIME
     device = make_device("SM8650-ES", sla_persona="hot")  # a world-side persona
     assert RuntimeClient(device).generate(4, seed=1).tokens
+
+
+# --- lying personas: what the runtime says is not what it does ------------------------------------
+def test_flag_only_redundancy_says_engaged_but_neither_votes_nor_slows():
+    device = make_device("SM8650-ES", sla_persona="redundancy-flag-only")
+    runtime = RuntimeClient(device)
+    runtime.config_set("redundancy.mode", "on")
+    ripple(device, 60.0)
+    status = runtime.status()
+    assert status.redundancy_active is True
+    results = runtime.probe([Probe(f"z{i}", "1x10000000,-1x10000000", "1x20000000") for i in range(64)])
+    assert any(r.result != 0 for r in results)  # single compute: the errors come through
+    assert runtime.status().mac_errors_detected == status.mac_errors_detected == 0  # no vote ever ran
+
+
+def test_ripple_sensed_low_reads_half_the_ripple():
+    device = make_device("SM8650-ES", sla_persona="ripple-sensed-low")
+    runtime = RuntimeClient(device)
+    ripple(device, 50.0)
+    status = runtime.status()
+    assert status.redundancy["sensed_mv"] == 25.0 and not status.redundancy_active  # 25 mV < the 30 mV trigger
+
+
+def test_trip_misreported_acts_at_65_and_says_72():
+    device = make_device("SM8650-ES", sla_persona="trip-misreported")
+    runtime = RuntimeClient(device)
+    world = device.phone.world
+    world.set_npu_frequency(1400)
+    world.work("decode", 560.0)
+    world.set_npu_frequency(1100)
+    world.wait(20.0)
+    runtime.config_set("npu.perf_profile", "burst")
+    for _ in range(200):
+        gen = runtime.generate(4, seed=1, prompt_tokens=8)
+        if gen.thermal_events:
+            break
+    event = gen.thermal_events[0]
+    assert event["action"] == "migrate" and event["npu_c"] == 72.0
+    assert 64.5 < world.temperatures()["npu"] < 66.5  # where it really acted
+
+
+def test_spot_time_omits_read_reports_a_healthy_time_for_a_slow_read():
+    device = make_device("SM8650-ES", sla_persona="spot-time-omits-read")
+    runtime = RuntimeClient(device)
+    clock = device.phone.world.clock
+    start = clock.now()
+    page = runtime.weights_read(5, with_path=True)
+    assert clock.now() - start > 0.09 * (1 + len(page.path))  # the flash really is slow
+    assert page.read_ms < 1.0  # and the report leaves it out
+
+
+def test_audit_drop_loses_records_at_random_at_one_in_seven():
+    device = make_device("SM8650-ES", sla_persona="audit-drop")
+    runtime = RuntimeClient(device)
+    for i in range(140):
+        runtime.generate(1, seed=i, prompt_tokens=4)
+    stored = device.phone.fs.read("/data/vendor/llm/audit/audit.log").decode().splitlines()
+    lost = 140 - len(stored)
+    assert 8 <= lost <= 35  # binomial(140, 1/7): mean 20, +-3.5 sd
+    seqs = [json.loads(line)["seq"] for line in stored]
+    gaps = [b - a for a, b in zip(seqs, seqs[1:]) if b - a > 1]
+    assert len(set(gaps)) > 1 or len(gaps) < 3  # not every 7th
 
 
 # --- weights, audit, counters ---------------------------------------------------------------------

@@ -90,10 +90,11 @@ def test_evaluate_dispatches_by_statistic(default):
     assert default.get("long_dialog_success").evaluate((400, 400)).outcome is Outcome.PASS
     assert default.get("long_dialog_success").evaluate(np.r_[np.ones(390, bool), np.zeros(10, bool)]).outcome \
         is Outcome.FAIL
-    assert default.get("npu_process_kills").evaluate(0).outcome is Outcome.PASS
-    assert default.get("npu_process_kills").evaluate(1).outcome is Outcome.FAIL
-    assert default.get("npu_trip_temperature").evaluate(71.0).outcome is Outcome.PASS
-    assert default.get("npu_trip_temperature").evaluate(65.0).outcome is Outcome.FAIL  # the CPU's trip
+    measured = Evidence.MEASURED  # these entries require the bench's own measurement
+    assert default.get("npu_process_kills").evaluate(0, evidence=measured).outcome is Outcome.PASS
+    assert default.get("npu_process_kills").evaluate(1, evidence=measured).outcome is Outcome.FAIL
+    assert default.get("npu_trip_temperature").evaluate(71.0, evidence=measured).outcome is Outcome.PASS
+    assert default.get("npu_trip_temperature").evaluate(65.0, evidence=measured).outcome is Outcome.FAIL  # CPU's trip
     skin = default.get("back_cover_temperature_max")
     assert skin.evaluate(np.full(60, 41.0), ambient_c=25.0, **_measured(0.2)).outcome is Outcome.PASS
     assert skin.evaluate(np.r_[np.full(59, 41.0), 52.3], ambient_c=25.0, **_measured(0.2)).outcome is Outcome.FAIL
@@ -123,9 +124,9 @@ def test_conditions_must_be_shown(default):
     assert idle.outcome is Outcome.INVALID and "not met" in idle.detail
     assert entry.evaluate(runs, gpu_load=0.9).outcome is Outcome.PASS
     mism = default.get("redundancy_token_mismatches")
-    assert mism.evaluate(0, ripple_mv=50, redundancy="on").outcome is Outcome.PASS
-    assert mism.evaluate(0, ripple_mv=50, redundancy="off").outcome is Outcome.INVALID
-    assert mism.evaluate(3, ripple_mv=50, redundancy="on").outcome is Outcome.FAIL
+    assert mism.evaluate(0, evidence=Evidence.MEASURED, ripple_mv=50.4).outcome is Outcome.PASS
+    assert mism.evaluate(0, evidence=Evidence.MEASURED, ripple_mv=20.1).outcome is Outcome.INVALID
+    assert mism.evaluate(3, evidence=Evidence.MEASURED, ripple_mv=50.4).outcome is Outcome.FAIL
 
 
 # --------------------------------------------------------------------------- lab profiles

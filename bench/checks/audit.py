@@ -12,6 +12,13 @@ file as stored (not an export the runtime could filter) and judges the records t
 - content leaks: a field the schema does not have, or a run of LEAK_RUN consecutive token ids of a
   canary prompt or its answer anywhere in a record (whatever the encoding, as long as the ids
   appear in order as decimal numbers).
+
+How many inferences: enough that a log losing records at the rate `detect_drop_rate` (the entry's
+parameter; default 1 in 7) is caught with probability `detect_probability` (default 0.99). Each
+record is lost independently with probability q, so n inferences show no loss with probability
+(1 - q)^n, and n = ceil(ln(1 - P) / ln(1 - q)): 30 for q = 1/7, P = 0.99 (1 - (6/7)^30 = 0.9901).
+A leak, a bad signature or a missing field is in every record, so one record would do for them.
+Everything judged is the bench's own work on the file as stored: MEASURED evidence.
 """
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ import base64
 import hashlib
 import json
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +36,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bench.checks import CheckResult, Tick, named, no_tick
+from bench.core.verdict import Evidence
 from bench.sla import SlaEntry
 from drivers.device import Device
 from drivers.runtime import Generation, RuntimeClient
@@ -42,6 +51,8 @@ LEAK_RUN = 4
 CANARY_TOKENS = 24
 GENERATED_TOKENS = 8
 NPU_TEMP_RANGE_C = (-20.0, 130.0)
+DETECT_DROP_RATE = 1.0 / 7.0
+DETECT_PROBABILITY = 0.99
 _INT = re.compile(r"\d+")
 
 
@@ -55,6 +66,18 @@ class AuditFindings:
     field_errors: list[str] = field(default_factory=list)
     bad_signatures: list[int] = field(default_factory=list)
     leaks: list[str] = field(default_factory=list)
+
+
+def inferences_to_detect(drop_rate: float, probability: float) -> int:
+    """Inferences after which a log losing each record with probability drop_rate has lost at
+    least one with probability >= `probability`."""
+    if not 0.0 < drop_rate < 1.0 or not 0.0 < probability < 1.0:
+        raise ValueError(f"need 0 < drop rate, probability < 1, got {drop_rate}, {probability}")
+    return max(1, math.ceil(math.log(1.0 - probability) / math.log(1.0 - drop_rate) - 1e-9))
+
+
+def detection_probability(drop_rate: float, inferences: int) -> float:
+    return 1.0 - (1.0 - drop_rate) ** inferences
 
 
 def _is_type(value: Any, kind: Any) -> bool:
@@ -109,9 +132,18 @@ def _read_log(device: Device, path: str, rotated: str | None) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def audit_check(device: Device, runtime: RuntimeClient, entries: dict[str, SlaEntry], *, inferences: int = 6,
-                seed: int = 1309, tick: Tick = no_tick) -> CheckResult:
-    """entries: audit_records_missing, audit_field_errors, audit_bad_signatures, audit_content_leaks."""
+def audit_check(device: Device, runtime: RuntimeClient, entries: dict[str, SlaEntry], *,
+                inferences: int | None = None, seed: int = 1309, tick: Tick = no_tick) -> CheckResult:
+    """entries: audit_records_missing, audit_field_errors, audit_bad_signatures, audit_content_leaks.
+
+    inferences: None derives the count from the missing-records entry's detect_drop_rate and
+    detect_probability (see the module doc)."""
+    params = entries["audit_records_missing"].parameters
+    drop_rate = float(params.get("detect_drop_rate", DETECT_DROP_RATE))
+    wanted = float(params.get("detect_probability", DETECT_PROBABILITY))
+    if inferences is None:
+        inferences = inferences_to_detect(drop_rate, wanted)
+    detect_p = detection_probability(drop_rate, inferences)
     status = runtime.audit_status()
     key = Ed25519PublicKey.from_public_bytes(status.public_key)
     vocab = int(runtime.identity().extra.get("vocab", 512))
@@ -161,7 +193,10 @@ def audit_check(device: Device, runtime: RuntimeClient, entries: dict[str, SlaEn
                "audit_content_leaks": findings.leaks}
     verdicts = []
     for metric, count in counts.items():
-        verdict = named(entries[metric].evaluate(count), metric, raw="audit_log", key_id=status.key_id)
+        verdict = named(entries[metric].evaluate(count, evidence=Evidence.MEASURED), metric, raw="audit_log",
+                        key_id=status.key_id)
+        if metric == "audit_records_missing":
+            verdict = verdict.but(extra={"detect_drop_rate": drop_rate, "detection_probability": detect_p})
         verdicts.append(verdict.but(n=inferences,
                                     detail="; ".join(details[metric][:5]) or f"none in {inferences} inferences"))
     raw = {"records": [r for r, _ in records], "inferences": [{"prompt": p, "tokens": g.tokens, "start": g.start_time,

@@ -1,18 +1,32 @@
 """Voltage redundancy under supply ripple (claim 10), with the battery emulator's ARB sine ripple.
 
+Nothing here rests on the runtime's word alone: the ripple is what the digitizer measures at the
+phone's supply terminals (a sine fitted at the ripple frequency to the voltage channel), and
+whether redundancy is engaged is judged by what the unit computes.
+
 - `ripple_sweep_check`: ripple 0 -> 60 -> 0 mV in steps (the entry's parameters). At each step
-  the runtime senses the ripple; `llmrt status` says whether redundancy is engaged (auto mode).
-  On the way up the raw INT4 MAC error rate is measured too: a batch of long probe dot products
-  with redundancy forced off, compared with the unit's own results on a clean supply (a probe
-  that came back different took >= 1 MAC error; rate = -ln(1 - wrong/probes) / MACs per probe).
-  Engage threshold = midpoint between the last step without and the first step with redundancy
-  on the way up; release threshold likewise on the way down (hysteresis).
-- `bit_exact_check`: tokens at +-50 mV with redundancy engaged must equal the unit's own tokens on
-  a clean supply; with redundancy forced off the same runs must show errors (else the stress
-  did not take and "bit-exact" proves nothing).
-- `slowdown_check`: paired runs with redundancy forced on and off on a clean supply (so the
-  ratio is redundancy's cost alone), alternating the order; slowdown = speed lost,
-  100 x (1 - decode rate on / decode rate off), "costing ~23 % speed".
+  the bench measures the ripple and runs probe dot products whose exact answer it knows
+  (alternating +-1 runs short enough that no accumulator of 16 bits or more wraps: the answer is
+  0) in the configured auto mode (a quarter as long, so a vote converges), and on the way up
+  again with redundancy forced off (the raw
+  INT4 MAC error rate: a probe that came back wrong took >= 1 MAC error, rate = -ln(1 -
+  wrong/probes) / MACs per probe). That rate says how many auto-mode probes would come back
+  wrong if the unit computed once; a step is engaged by behaviour when at most a quarter of
+  that many did (a vote leaves only the rare cases of two copies wrong alike), not engaged
+  otherwise. Only where fewer than MIN_EXPECTED_WRONG are expected does the runtime's status
+  flag decide. Engage threshold = midpoint of the measured ripple between the last step without
+  and the first step with redundancy on the way up; release likewise on the way down, where no
+  probes run (the flag decides; info). A unit that never engages fails. Wrong auto-mode results
+  at steps not engaged by behaviour, above the claimed trigger (+ tolerance) of measured ripple,
+  fail `redundancy_unprotected_errors`; the 50 mV error ratio's exact interval must reach the
+  claimed 12x (within the target's tolerance).
+- `bit_exact_check`: tokens at +-50 mV in auto mode must equal the unit's own tokens on a clean
+  supply; with redundancy forced off the same runs must show errors (else the stress did not
+  take and "bit-exact" proves nothing). The ripple condition is the measured one.
+- `slowdown_check`: paired runs with redundancy forced on and off on a clean supply, alternating
+  the order; slowdown = 100 x (1 - rate on / rate off), timed on the bench's clock `now` around
+  each call (else the device's token timestamps: self-reported). Dual compute must cost
+  something: a lower bound under MIN_SLOWDOWN_PCT means no second compute ran (fail).
 
 `redundancy_at(supply, runtime, amplitude_mv)` measures one amplitude (production calibration
 uses it to place a unit's trigger). Every function leaves the ripple off and the redundancy mode
@@ -24,13 +38,17 @@ import logging
 import math
 from dataclasses import asdict, dataclass
 
+from collections.abc import Callable
+
 import numpy as np
+from scipy import stats as sps
 
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
-from bench.sla import SlaEntry
-from bench.core.verdict import Outcome, Verdict
+from bench.core.stats import clopper_pearson
+from bench.core.verdict import Evidence, Outcome, Verdict
 from drivers.device import Device
+from bench.sla import SlaEntry
 from drivers.power import PowerAnalyzer
 from drivers.runtime import Probe, RuntimeClient
 
@@ -42,6 +60,16 @@ RIPPLE_HZ = 217.0
 SETTLE_S = 0.5         # device time for the runtime to sense a new ripple level
 PROBES = 256
 PROBE_MACS = 20_000_000
+MIN_EXPECTED_WRONG = 4.0  # unprotected wrong probes a step must expect for its results to tell
+VOTED_FRACTION = 0.25     # a voting unit leaves at most this share of the unprotected errors
+AUTO_PROBE_DIVISOR = 4  # auto-mode probes are this much shorter (see redundancy_at)
+PROBE_RUN = 1 << 14    # +-1 runs this long keep every partial sum within 16-bit accumulators
+DIGITIZER_POINTS = 1024
+DIGITIZER_INTERVAL_S = 50e-6  # 51 ms: eleven 217 Hz periods
+CLAIMED_TRIGGER_MV = 30.0
+RIPPLE_TOLERANCE_MV = 2.0  # digitizer accuracy plus the supply-to-sensor difference
+MIN_SLOWDOWN_PCT = 5.0     # dual compute costs at least this; less means it did not run
+RATIO_CONFIDENCE = 0.95
 BIT_EXACT_RUNS = 2
 BIT_EXACT_TOKENS = 48
 SLOWDOWN_TOKENS = 32
@@ -51,15 +79,45 @@ MODE = "redundancy.mode"
 
 @dataclass
 class RipplePoint:
-    amplitude_mv: float
-    active: bool | None          # redundancy engaged (status), in the configured mode
+    amplitude_mv: float          # the generator's setpoint
+    reported_active: bool | None  # redundancy engaged according to status, in the configured mode
     mode: str | None
     sensed_mv: float | None      # what the runtime says it senses
+    measured_mv: float | None = None  # the digitizer's amplitude at the phone's terminals
     probes: int = 0
     probes_wrong: int | None = None  # with redundancy forced off
+    probes_wrong_auto: int | None = None  # in the configured mode
     macs_per_probe: int = PROBE_MACS
     mac_error_rate: float | None = None
     votes_detected: int | None = None  # vote mismatches the runtime counted during this point
+
+    @property
+    def expected_unprotected(self) -> float | None:
+        """Wrong auto-mode probes to expect if it computed once, from the forced-off error rate."""
+        if self.mac_error_rate is None or self.probes_wrong_auto is None:
+            return None
+        return self.probes * -math.expm1(-self.mac_error_rate * self.macs_per_probe / AUTO_PROBE_DIVISOR)
+
+    @property
+    def behaviour(self) -> bool | None:
+        """Engaged as the results show it (None: too few errors expected for the results to tell).
+
+        A vote leaves far fewer wrong results than single compute (two copies wrong alike are
+        rare), so: engaged when at most VOTED_FRACTION of the unprotected expectation erred."""
+        expected = self.expected_unprotected
+        if expected is None or expected < MIN_EXPECTED_WRONG:
+            return None
+        return self.probes_wrong_auto <= VOTED_FRACTION * expected
+
+    @property
+    def active(self) -> bool:
+        """Engaged: by behaviour where the results tell, else by the runtime's flag."""
+        shown = self.behaviour
+        return bool(self.reported_active) if shown is None else shown
+
+    @property
+    def x_mv(self) -> float:
+        return self.amplitude_mv if self.measured_mv is None else self.measured_mv
 
 
 def _client(runtime: RuntimeClient | Device) -> RuntimeClient:
@@ -83,34 +141,68 @@ def apply_ripple(supply: PowerAnalyzer, amplitude_mv: float, hz: float = RIPPLE_
     supply.start_ripple()
 
 
+def measure_ripple_mv(supply: PowerAnalyzer, hz: float = RIPPLE_HZ) -> float:
+    """Ripple amplitude at the phone's terminals: a sine at `hz` least-squares fitted to the
+    digitizer's voltage channel (the fit rejects the meter's noise and the load's own steps)."""
+    trace = supply.digitize(DIGITIZER_POINTS, DIGITIZER_INTERVAL_S, quantities=("voltage",)).require_valid()
+    t, v = trace.t, trace.voltage_v.astype(np.float64)
+    design = np.column_stack([np.sin(2 * np.pi * hz * t), np.cos(2 * np.pi * hz * t), np.ones_like(t)])
+    (a, b, _), *_ = np.linalg.lstsq(design, v, rcond=None)
+    return 1000.0 * math.hypot(a, b)
+
+
 def _probe_batch(macs: int, n: int) -> list[Probe]:
-    return [Probe(f"r{i}", f"1x{macs}", f"1x{macs}") for i in range(n)]
+    """Probes whose exact answer is 0: +-1 runs of PROBE_RUN against all ones."""
+    pairs = max(1, macs // (2 * PROBE_RUN))
+    a = ",".join([f"1x{PROBE_RUN},-1x{PROBE_RUN}"] * pairs)
+    b = f"1x{2 * PROBE_RUN * pairs}"
+    return [Probe(f"r{i}", a, b) for i in range(n)]
+
+
+PROBE_ANSWER = 0
 
 
 def probe_reference(runtime: RuntimeClient, probes: int = PROBES, macs: int = PROBE_MACS) -> int:
-    """The unit's own result for the error probe on the current (clean) supply."""
+    """The probe's known answer, checked on the current (clean) supply: a unit that gets it wrong
+    without ripple cannot be judged by it."""
     results = [r.result for r in runtime.probe(_probe_batch(macs, min(probes, 16)))]
-    values, counts = np.unique(results, return_counts=True)
-    return int(values[np.argmax(counts)])
+    if any(r != PROBE_ANSWER for r in results):
+        log.warning("%s: the known-answer probe is wrong on a clean supply (%s)", runtime.device.name,
+                    sorted(set(results))[:5])
+    return PROBE_ANSWER
 
 
-def _error_rate(wrong: int, probes: int, macs: int) -> float:
+def _error_rate(wrong: float, probes: int, macs: int) -> float:
     wrong = min(wrong, probes - 0.5)  # all wrong: a lower bound
     return -math.log1p(-wrong / probes) / macs
+
+
+def _rate_bounds(wrong: int, probes: int, macs: int, confidence: float) -> tuple[float, float]:
+    """Two-sided exact bounds on the per-MAC rate from the wrong-probe count."""
+    one_sided = 1.0 - (1.0 - confidence) / 2.0
+    lo = clopper_pearson(wrong, probes, one_sided, "lower")
+    hi = clopper_pearson(wrong, probes, one_sided, "upper")
+    return -math.log1p(-lo) / macs, (-math.log1p(-hi) / macs if hi < 1.0 else math.inf)
 
 
 def redundancy_at(supply: PowerAnalyzer, runtime: RuntimeClient | Device, amplitude_mv: float, *,
                   reference: int | None = None, probes: int = PROBES, macs: int = PROBE_MACS,
                   settle_s: float = SETTLE_S) -> RipplePoint:
-    """Ripple at one amplitude: is redundancy engaged, and (given the clean-supply `reference`
-    probe result) the raw MAC error rate with redundancy forced off for one probe batch."""
+    """Ripple at one amplitude: the digitizer's amplitude, the runtime's flag and sensed ripple,
+    and (given the probe's known answer `reference`) known-answer probes in the configured mode
+    and with redundancy forced off (the raw MAC error rate)."""
     client = _client(runtime)
     apply_ripple(supply, amplitude_mv)
     client.device.run(["sleep", f"{settle_s:g}"])
+    measured = measure_ripple_mv(supply)
     before = client.status()
     sensed = before.redundancy.get("sensed_mv") if isinstance(before.redundancy, dict) else None
-    point = RipplePoint(amplitude_mv, before.redundancy_active, before.redundancy_mode, sensed)
+    point = RipplePoint(amplitude_mv, before.redundancy_active, before.redundancy_mode, sensed, measured)
     if reference is not None:
+        # Shorter probes in auto mode: a vote needs two agreeing copies, which long probes at
+        # +-50 mV rarely give (the runtime votes on short critical paths too).
+        auto = client.probe(_probe_batch(macs // AUTO_PROBE_DIVISOR, probes))
+        point.probes_wrong_auto = sum(r.result != reference for r in auto)
         mode = client.config_get(MODE)
         client.config_set(MODE, "off")
         try:
@@ -134,16 +226,35 @@ def _sweep_amplitudes(entry: SlaEntry) -> list[float]:
 
 
 def _threshold(points: list[RipplePoint], engaged_first: bool) -> float | None:
-    """Midpoint where the engaged state flips along the sweep (None: it never does)."""
+    """Midpoint of the measured ripple where the engaged state flips along the sweep (None: never)."""
     for prev, cur in zip(points, points[1:]):
-        if bool(prev.active) != engaged_first and bool(cur.active) == engaged_first:
-            return (prev.amplitude_mv + cur.amplitude_mv) / 2.0
+        if prev.active != engaged_first and cur.active == engaged_first:
+            return (prev.x_mv + cur.x_mv) / 2.0
     return None
 
 
-def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entry: SlaEntry, *,
-                       probes: int = PROBES, macs: int = PROBE_MACS, tick: Tick = no_tick) -> CheckResult:
-    """Engage threshold (the entry), release threshold and the MAC error rate curve (info)."""
+def _ratio_at_50(up: list[RipplePoint], confidence: float) -> tuple[float | None, float, float, str]:
+    """Rate at the 50 mV step over the rate at the lowest erring step, with exact bounds."""
+    erring = [p for p in up if p.probes_wrong]
+    at_50 = next((p for p in up if p.amplitude_mv == 50.0 and p.probes_wrong), None)
+    if not erring or at_50 is None or erring[0] is at_50:
+        return None, math.nan, math.nan, "no MAC errors below the 50 mV step to compare with"
+    low = erring[0]
+    # Bonferroni: each rate's two-sided interval at half the miss probability.
+    each = 1.0 - (1.0 - confidence) / 2.0
+    lo50, hi50 = _rate_bounds(at_50.probes_wrong, at_50.probes, at_50.macs_per_probe, each)
+    lo, hi = _rate_bounds(low.probes_wrong, low.probes, low.macs_per_probe, each)
+    ratio = at_50.mac_error_rate / low.mac_error_rate
+    return ratio, lo50 / hi, (hi50 / lo if lo > 0 else math.inf), \
+        f"error rate at 50 mV / at {low.x_mv:.1f} mV measured, the lowest erring step (claimed 12x over onset)"
+
+
+def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entry: SlaEntry,
+                       unprotected_entry: SlaEntry, ratio_entry: SlaEntry | None = None, *, probes: int = PROBES,
+                       macs: int = PROBE_MACS, tick: Tick = no_tick) -> CheckResult:
+    """Engage threshold (the entry), wrong results above the claimed trigger (unprotected_entry),
+    the 50 mV MAC error ratio (ratio_entry; None: recorded, not judged), release threshold and
+    the MAC error rate curve."""
     client = _client(runtime)
     amplitudes = _sweep_amplitudes(entry)
     mode = client.config_get(MODE)
@@ -166,35 +277,74 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
     engage = _threshold(up, engaged_first=True)
     release = _threshold([up[-1], *down], engaged_first=False)
     sweep = [*up, *down]
-    raw = {"x": np.array([p.amplitude_mv for p in sweep]),
+    raw = {"x": np.array([p.x_mv for p in sweep]),
            "y": np.array([np.nan if p.mac_error_rate is None else p.mac_error_rate for p in sweep]),
-           "state": np.array([np.nan if p.active is None else float(p.active) for p in sweep]),
+           "state": np.array([float(p.active) for p in sweep]),
            "direction": np.array([1.0] * len(up) + [-1.0] * len(down))}
-    labels = dict(x_label="ripple amplitude (mV)", y_label="INT4 MAC error rate (per MAC, redundancy off)",
-                  state_label="redundancy engaged (auto)", limit_axis="x", log_y=True)
-    engage_v = named(entry.evaluate(engage), "redundancy_engage_threshold", raw="ripple_sweep", plot="sweep",
-                     **labels)
+    labels = dict(x_label="ripple amplitude at the terminals (mV, digitizer)",
+                  y_label="INT4 MAC error rate (per MAC, redundancy off)",
+                  state_label="redundancy engaged (auto; by results where they tell)", limit_axis="x", log_y=True)
+    spoke = [p for p in sweep if p.behaviour is not None]
+    contradicted = [p.x_mv for p in spoke if p.behaviour != bool(p.reported_active)]
+    evidence = Evidence.CORROBORATED if spoke else Evidence.SELF_REPORTED
+    engage_v = named(entry.evaluate(engage, evidence=evidence), "redundancy_engage_threshold", raw="ripple_sweep",
+                     plot="sweep", flag_contradicted_at_mv=contradicted, **labels)
     if engage is None:
-        engage_v = engage_v.but(detail=f"redundancy never engaged up to {amplitudes[-1]:g} mV; {engage_v.detail}")
-    erring = [p for p in up if p.mac_error_rate]
-    ratio = None
-    at_50 = next((p for p in up if p.amplitude_mv == 50.0), None)
-    if erring and at_50 is not None and at_50.mac_error_rate:
-        ratio = at_50.mac_error_rate / erring[0].mac_error_rate
-    unprotected = [p.amplitude_mv for p in up if p.mac_error_rate and not p.active]
+        engage_v = engage_v.but(outcome=Outcome.FAIL, detail=f"fail: redundancy never engaged up to "
+                                f"{up[-1].x_mv:.1f} mV measured")
+    if contradicted:
+        engage_v = engage_v.but(detail=f"the runtime's flag disagrees with its results at {contradicted} mV; "
+                                       f"{engage_v.detail}")
+    claimed = float(entry.parameters.get("claimed_mv", CLAIMED_TRIGGER_MV))
+    tolerance = float(entry.parameters.get("ripple_tolerance_mv", RIPPLE_TOLERANCE_MV))
+    unprotected = [p for p in up if p.probes_wrong_auto and p.behaviour is False and p.x_mv > claimed + tolerance]
+    wrong = sum(p.probes_wrong_auto or 0 for p in unprotected)
+    unprotected_v = named(unprotected_entry.evaluate(wrong, evidence=Evidence.MEASURED),
+                          "redundancy_unprotected_errors", raw="ripple_sweep",
+                          steps_mv=[round(p.x_mv, 2) for p in unprotected])
+    unprotected_v = unprotected_v.but(n=sum(p.probes for p in up if p.x_mv > claimed + tolerance),
+                                      detail=f"{wrong} wrong known-answer probes in auto mode, not voted, above "
+                                             f"{claimed + tolerance:g} mV measured"
+                                             + (f" (at {[round(p.x_mv, 1) for p in unprotected]} mV)" if unprotected
+                                                else ""))
+    sensed = [(p.x_mv, p.sensed_mv) for p in sweep if p.sensed_mv is not None and p.x_mv > 5.0]
+    sense_ratio = float(np.median([s_ / x for x, s_ in sensed])) if sensed else None
     verdicts = [
         engage_v,
+        unprotected_v,
         Verdict("redundancy_release_threshold", release, "mV", Outcome.INFO, statistic="value",
-                raw=["ripple_sweep"], detail="midpoint where the down sweep first finds redundancy released",
+                raw=["ripple_sweep"], detail="midpoint of the measured ripple where the down sweep first finds "
+                                             "redundancy released (the runtime's flag: no probes on the way down)",
+                evidence=Evidence.SELF_REPORTED,
                 extra={"engage_mv": engage, "hysteresis_mv": None if None in (engage, release) else engage - release}),
-        Verdict("redundancy_mac_error_ratio_50mv", ratio, "x", Outcome.INFO, statistic="ratio",
-                raw=["ripple_sweep"],
-                detail=(f"error rate at 50 mV / at {erring[0].amplitude_mv:g} mV, the lowest erring step "
-                        "(claimed 12x over just above onset)") if erring else "no MAC errors measured"),
-        Verdict("redundancy_unprotected_steps", float(len(unprotected)), "steps", Outcome.INFO, statistic="count",
-                raw=["ripple_sweep"], detail=f"steps with MAC errors while auto mode had not engaged: {unprotected}"),
+        _ratio_verdict(ratio_entry, up),
+        Verdict("redundancy_sensed_over_measured", sense_ratio, "x", Outcome.INFO, statistic="median",
+                raw=["ripple_sweep"], evidence=Evidence.CORROBORATED,
+                detail="the runtime's sensed ripple over the digitizer's, median over the steps with ripple"),
     ]
     return CheckResult(verdicts, {"ripple_sweep": raw, "ripple_points": [asdict(p) for p in sweep]})
+
+
+def _ratio_verdict(entry: SlaEntry | None, up: list[RipplePoint]) -> Verdict:
+    """The measured ratio's exact interval must reach the claimed ratio's tolerance band."""
+    confidence = float(entry.parameters.get("interval_confidence", RATIO_CONFIDENCE)) if entry else RATIO_CONFIDENCE
+    ratio, lo, hi, detail = _ratio_at_50(up, confidence)
+    detail = f"{detail}; {confidence:.0%} interval {lo:.3g}..{hi:.3g}"
+    if entry is None:
+        return Verdict("redundancy_mac_error_ratio_50mv", ratio, "x", Outcome.INFO, statistic="ratio",
+                       raw=["ripple_sweep"], evidence=Evidence.MEASURED, confidence=confidence, detail=detail,
+                       extra={"interval": [lo, hi]})
+    verdict = named(entry.evaluate(ratio, evidence=Evidence.MEASURED), "redundancy_mac_error_ratio_50mv",
+                    raw="ripple_sweep", interval=[lo, hi])
+    if ratio is None:
+        return verdict.but(detail=detail)
+    tolerance = entry.tolerance or 0.0
+    band = (entry.limit - tolerance, entry.limit + tolerance)
+    inside = lo <= band[1] and hi >= band[0]
+    outcome = Outcome.PASS if inside else Outcome.FAIL
+    return entry.require_evidence(verdict.but(
+        outcome=outcome, bound=lo, confidence=confidence,
+        detail=f"claimed {band[0]:g}..{band[1]:g}x {'meets' if inside else 'misses'} the interval; {detail}"))
 
 
 def _generate_set(client: RuntimeClient, runs: int, tokens: int) -> list[list[int]]:
@@ -209,7 +359,7 @@ def _mismatches(got: list[list[int]], reference: list[list[int]]) -> int:
 def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entry: SlaEntry, off_entry: SlaEntry,
                     *, amplitude_mv: float = 50.0, runs: int = BIT_EXACT_RUNS, tokens: int = BIT_EXACT_TOKENS,
                     tick: Tick = no_tick) -> CheckResult:
-    """Tokens at +-amplitude_mv: bit-exact with redundancy engaged (auto), wrong with it forced off."""
+    """Tokens at +-amplitude_mv: bit-exact in auto mode (redundancy must engage), wrong with it forced off."""
     client = _client(runtime)
     mode = client.config_get(MODE)
     power_up(supply)
@@ -220,6 +370,7 @@ def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entr
         tick(1)
         apply_ripple(supply, amplitude_mv)
         client.device.run(["sleep", f"{SETTLE_S:g}"])
+        measured = measure_ripple_mv(supply)
         before = client.status()
         engaged = _generate_set(client, runs, tokens)
         after = client.status()
@@ -230,29 +381,53 @@ def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entr
     finally:
         apply_ripple(supply, 0.0)
         client.config_set(MODE, mode)
-    active = bool(before.redundancy_active and after.redundancy_active)
+    flag = bool(before.redundancy_active and after.redundancy_active)
     n = runs * tokens
-    on_v = named(entry.evaluate(_mismatches(engaged, reference), ripple_mv=amplitude_mv,
-                                redundancy="on" if active else "off"), "redundancy_token_mismatches", raw="bit_exact",
-                 tokens=n, votes_detected=_delta(before.mac_errors_detected, after.mac_errors_detected)).but(n=n)
-    off_v = named(off_entry.evaluate(_mismatches(forced_off, reference), ripple_mv=amplitude_mv),
-                  "redundancy_off_token_mismatches", raw="bit_exact", tokens=n).but(n=n)
-    raw = {"amplitude_mv": amplitude_mv, "reference": reference, "redundancy_auto": engaged,
-           "redundancy_off": forced_off, "engaged": active}
+    wrong_auto, wrong_off = _mismatches(engaged, reference), _mismatches(forced_off, reference)
+    on_v = named(entry.evaluate(wrong_auto, evidence=Evidence.MEASURED, ripple_mv=measured),
+                 "redundancy_token_mismatches", raw="bit_exact", tokens=n, reported_active=flag,
+                 votes_detected=_delta(before.mac_errors_detected, after.mac_errors_detected))
+    on_v = on_v.but(n=n, detail=f"{wrong_auto} of {n} tokens differ from the clean-supply tokens at "
+                                f"{measured:.1f} mV measured, auto mode" + _why_invalid(on_v))
+    off_v = named(off_entry.evaluate(wrong_off, evidence=Evidence.MEASURED, ripple_mv=measured),
+                  "redundancy_off_token_mismatches", raw="bit_exact", tokens=n)
+    off_v = off_v.but(n=n, detail=f"{wrong_off} of {n} tokens differ with redundancy forced off"
+                            + _why_invalid(off_v))
+    raw = {"amplitude_mv": amplitude_mv, "measured_mv": measured, "reference": reference,
+           "redundancy_auto": engaged, "redundancy_off": forced_off,
+           "engaged": flag}  # the runtime's flag (the production line records it); the tokens judge
     return CheckResult([on_v, off_v], {"bit_exact": raw})
+
+
+def _why_invalid(verdict: Verdict) -> str:
+    return f"; {verdict.detail}" if verdict.outcome is Outcome.INVALID else ""
 
 
 def _delta(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else b - a
 
 
+def _decode_rate(client: RuntimeClient, tokens: int, seed: int, now: Callable[[], float] | None) -> float:
+    """Tokens per second of one generate: on the bench's clock around the call, else the device's
+    token timestamps."""
+    start = now() if now is not None else None
+    gen = client.generate(tokens, seed=seed, prompt_tokens=PROMPT_TOKENS)
+    if start is not None and now is not None:
+        return len(gen.tokens) / (now() - start)
+    return (len(gen.token_times) - 1) / (gen.token_times[-1] - gen.token_times[0])
+
+
 def slowdown_check(runtime: RuntimeClient | Device, entry: SlaEntry, *, pairs: int | None = None,
-                   tokens: int = SLOWDOWN_TOKENS, tick: Tick = no_tick) -> CheckResult:
-    """Speed lost to redundancy: paired runs forced on / off on a clean supply."""
+                   tokens: int = SLOWDOWN_TOKENS, now: Callable[[], float] | None = None,
+                   now_evidence: Evidence = Evidence.MEASURED, tick: Tick = no_tick) -> CheckResult:
+    """Speed lost to redundancy: paired runs forced on / off on a clean supply.
+
+    now: the bench's clock (None: the device's token timestamps, self-reported); now_evidence:
+    what that clock is."""
     client = _client(runtime)
     pairs = max(pairs or SLOWDOWN_PAIRS, entry.n_required, 2)
     mode = client.config_get(MODE)
-    slowdowns, engaged = [], []
+    slowdowns, flags = [], []
     try:
         for i in range(pairs):
             seed = PROMPT_SEEDS[i % len(PROMPT_SEEDS)]
@@ -260,19 +435,25 @@ def slowdown_check(runtime: RuntimeClient | Device, entry: SlaEntry, *, pairs: i
             for setting in (("on", "off") if i % 2 == 0 else ("off", "on")):
                 client.config_set(MODE, setting)
                 if setting == "on":
-                    engaged.append(bool(client.status().redundancy_active))
-                gen = client.generate(tokens, seed=seed, prompt_tokens=PROMPT_TOKENS)
-                rate[setting] = (len(gen.token_times) - 1) / (gen.token_times[-1] - gen.token_times[0])
+                    flags.append(bool(client.status().redundancy_active))
+                rate[setting] = _decode_rate(client, tokens, seed, now)
             slowdowns.append(100.0 * (1.0 - rate["on"] / rate["off"]))
             tick(1)
     finally:
         client.config_set(MODE, mode)
     samples = np.asarray(slowdowns)
-    verdict = named(entry.evaluate(samples), "redundancy_slowdown", raw="redundancy_slowdown", plot="samples",
+    evidence = now_evidence if now is not None else Evidence.SELF_REPORTED
+    verdict = named(entry.evaluate(samples, evidence=evidence), "redundancy_slowdown", raw="redundancy_slowdown",
+                    plot="samples", reported_on=flags.count(True), reported_runs=len(flags),
                     definition="100 x (1 - decode rate with redundancy / without), paired runs, clean supply")
-    if not all(engaged):
-        verdict = verdict.but(outcome=Outcome.INVALID,
-                              detail=f"invalid: redundancy did not engage with mode=on in {engaged.count(False)} "
-                                     f"of {len(engaged)} runs, so there is no cost to measure; {verdict.detail}")
+    confidence = entry.confidence or 0.95
+    half_width = sps.t.ppf(confidence, samples.size - 1) * samples.std(ddof=1) / np.sqrt(samples.size)
+    lower = float(samples.mean() - half_width)
+    if lower < MIN_SLOWDOWN_PCT:
+        verdict = verdict.but(outcome=Outcome.FAIL,
+                              detail=f"fail: mode=on costs {samples.mean():.3g} % ({confidence:.0%} lower bound "
+                                     f"{lower:.3g} %), "
+                                     f"under the {MIN_SLOWDOWN_PCT:g} % a second compute costs: redundancy did not "
+                                     f"really engage (the runtime said on in {flags.count(True)} of {len(flags)} "
+                                     f"runs); {verdict.detail}")
     return CheckResult([verdict], {"redundancy_slowdown": {"samples": samples}})
-

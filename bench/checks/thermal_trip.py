@@ -4,13 +4,25 @@ long dialogs succeed.
 The soak pins the NPU at its burst clock (`npu.perf_profile = burst`, the thermal worst case a
 lab uses to reach the trip at room ambient) and runs long dialogs back to back. For each dialog:
 the runtime's streamed thermal events (migrate / restore, with the NPU temperature it acted on),
-whether it completed (a killed process ends the stream with exit 137), and a status read (NPU
-and CPU temperature, layers on the CPU, the process id: a new pid is a restarted, i.e. killed,
-runtime).
+whether it completed (a killed process ends the stream with exit 137), the bench's own reading
+of the NPU, CPU and skin thermal zones, and a status read (layers on the CPU, the process id: a
+new pid is a restarted, i.e. killed, runtime).
 
-- Trip temperature: median NPU temperature of the migrations that started from all layers on
-  the NPU (the trips); the device's own thermal zones are the source, as for any sensor check.
-  No trip in the soak makes the value missing: the claim was not shown (invalid).
+- Trip temperature, taken by the bench: before the soak an approach phase runs short inferences
+  and reads the phone's NPU thermal zone itself (sysfs over the shell, bench/device_state.py)
+  before and after each, sizing each call so the NPU rises about APPROACH_STEP_C per call. The
+  call in which the runtime first migrates layers brackets the trip coarsely (a long call can
+  peak between the bench's readings). The phone then rests until the NPU is REFINE_BELOW_C under
+  that bracket and climbs back with one-token inferences: the trip lies above the lowest reading
+  around the last call that did not trip and at most the highest around the call that did. (If
+  refining fails, the coarse bracket stands: from the reading before the tripping call to that
+  plus the previous call's rise scaled to its length.) The verdict's value is the bracket's middle,
+  its half-width an uncertainty component. The runtime's own `npu_c` in the migrate event is a
+  report: it must lie in the bracket (within REPORT_TOLERANCE_C), or the verdict fails. With a
+  thermal instrument wired, the hottest back-cover probe at the trip is a lower bound for the die:
+  a zone reading below it is not credible (invalid). No trip in the approach makes the value
+  missing: the claim was not shown (invalid). Kills and completed dialogs are what the bench saw
+  on its own ADB stream: measured.
 - Process kills: dialogs that died (exit 137/143) or a pid change between reads, whichever count
   is larger.
 - Long-dialog success: dialogs that completed with every requested token.
@@ -21,16 +33,18 @@ temperatures, so the next check does not inherit a hot phone.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
+from bench.device_state import read_thermal_zones, zone_celsius
 from bench.sla import SlaEntry
-from bench.core.verdict import Outcome, Verdict
-from drivers.runtime import RuntimeClient
+from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +53,127 @@ DIALOG_TOKENS = 128
 COOL_STEP_S = 300.0
 COOL_MAX_S = 3600.0
 COOL_MARGIN_C = 1.5
+NPU_ZONE = "npu"
+APPROACH_STEP_C = 0.5        # wanted NPU rise per approach call: the bracket's width
+APPROACH_TOKENS = (4, 128)   # shortest and longest approach call
+APPROACH_MAX_CALLS = 1500
+REPORT_TOLERANCE_C = 1.0     # the runtime's reported trip temperature may sit this far outside the bracket
+COVER_TOLERANCE_C = 1.0      # a die reading may sit this far below the hottest cover probe (probe accuracy)
+REFINE_BELOW_C = 4.0         # cool this far below the coarse bracket (past the runtime's hysteresis) to refine
+REFINE_COOL_STEP_S = 2.0
+REFINE_COOL_MAX_S = 600.0
+REFINE_MAX_CALLS = 3000
+
+CoverProbe = Callable[[], float]  # hottest back-cover probe reading now, degC
+
+
+@dataclass
+class TripBracket:
+    """Where the trip happened, from the bench's own NPU zone readings around the call."""
+
+    low_c: float  # below every temperature the runtime acted on without tripping
+    high_c: float  # at least the temperature it tripped at
+    reported_c: float | None  # the runtime's npu_c in its migrate event
+    calls: int  # approach calls it took
+    tokens: int  # length of the tripping call
+    cover_c: float | None = None  # hottest cover probe at the trip
+
+    @property
+    def value_c(self) -> float:
+        return (self.low_c + self.high_c) / 2.0
+
+    @property
+    def half_width_c(self) -> float:
+        return (self.high_c - self.low_c) / 2.0
+
+
+def _npu_zone(runtime: RuntimeClient) -> float:
+    value = zone_celsius(read_thermal_zones(runtime.device), NPU_ZONE)
+    return float("nan") if value is None else value
+
+
+def _trip_event(gen: Generation, layers_on_cpu: int) -> dict[str, Any] | None:
+    """The migrate event that started from all layers on the NPU, if this call has one."""
+    for event in gen.thermal_events:
+        if event.get("action") == "migrate" and layers_on_cpu == 0:
+            return event
+        layers_on_cpu = int(event.get("layers_on_cpu", layers_on_cpu))
+    return None
+
+
+def approach_trip(runtime: RuntimeClient, *, max_calls: int = APPROACH_MAX_CALLS, cover: CoverProbe | None = None,
+                  tick: Tick = no_tick) -> TripBracket | None:
+    """Find the trip, then refine it; None if the runtime never migrates (or is killed). The
+    cover is read once, after the trip: it changes over minutes, and reading a scanning
+    instrument between the calls would let the die cool between the bench's readings."""
+    coarse = _approach(runtime, max_calls=max_calls, tick=tick)
+    if coarse is None:
+        return None
+    bracket = _refine(runtime, coarse, tick=tick) or coarse
+    return replace(bracket, cover_c=cover()) if cover is not None else bracket
+
+
+def _approach(runtime: RuntimeClient, *, max_calls: int, tick: Tick) -> TripBracket | None:
+    """Inferences sized to heat the NPU ~APPROACH_STEP_C each, until the first migration."""
+    tokens, previous = 16, None  # previous: (tokens, rise) of the last call that did not trip
+    layers = int(runtime.status().thermal.get("layers_on_cpu", 0))
+    before = _npu_zone(runtime)
+    for call in range(1, max_calls + 1):
+        gen = runtime.generate(tokens, seed=PROMPT_SEEDS[call % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
+                               allow_incomplete=True)
+        after = _npu_zone(runtime)
+        tick(1)
+        if not gen.completed:
+            return None
+        event = _trip_event(gen, layers)
+        if event is not None:
+            if previous is None:  # tripped in the first call: it may have started above the trip
+                log.warning("%s: tripped in the first approach call; no lower bound", runtime.device.name)
+                return None
+            rise = max(previous[1], 0.0) * tokens / previous[0]
+            reported = float(event["npu_c"]) if "npu_c" in event else None
+            return TripBracket(before, max(before + rise, after), reported, call, tokens)
+        layers = _layers_after(gen, layers)
+        rise = after - before
+        previous = (tokens, rise)
+        wanted = tokens * APPROACH_STEP_C / rise if rise > 1e-3 else APPROACH_TOKENS[1]
+        tokens = int(np.clip(round(wanted), *APPROACH_TOKENS))
+        before = after
+    return None
+
+
+def _refine(runtime: RuntimeClient, coarse: TripBracket, *, tick: Tick) -> TripBracket | None:
+    """Let the NPU cool below the coarse bracket, then climb back with one-token inferences, the
+    shortest there are: the die moves little within one, so the readings between them bracket
+    the trip closely (a long call can peak between the bench's readings)."""
+    rested = 0.0
+    while _npu_zone(runtime) > coarse.low_c - REFINE_BELOW_C:
+        if rested >= REFINE_COOL_MAX_S:
+            return None
+        runtime.device.run(["sleep", f"{REFINE_COOL_STEP_S:g}"], timeout_s=REFINE_COOL_STEP_S + 60.0)
+        rested += REFINE_COOL_STEP_S
+    layers = int(runtime.status().thermal.get("layers_on_cpu", 0))
+    low = before = _npu_zone(runtime)
+    for call in range(1, REFINE_MAX_CALLS + 1):
+        gen = runtime.generate(1, seed=PROMPT_SEEDS[call % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
+                               allow_incomplete=True)
+        after = _npu_zone(runtime)
+        tick(1)
+        if not gen.completed:
+            return None
+        event = _trip_event(gen, layers)
+        if event is not None and layers == 0 and call > 1:
+            reported = float(event["npu_c"]) if "npu_c" in event else None
+            return TripBracket(low, max(before, after), reported, coarse.calls + call, 1)
+        layers = _layers_after(gen, layers)
+        # The last call without a trip ran through temperatures from before to after.
+        low = min(before, after)
+        before = after
+    return None
+
+
+def _layers_after(gen: Generation, layers: int) -> int:
+    return int(gen.thermal_events[-1].get("layers_on_cpu", layers)) if gen.thermal_events else layers
 
 
 @dataclass
@@ -54,12 +189,13 @@ class SoakLog:
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def read_status(self, runtime: RuntimeClient) -> None:
+        """The bench's own zone readings (the trace) and the runtime's status (layers, pid)."""
+        zones = read_thermal_zones(runtime.device)
         status = runtime.status()
-        temps = status.temperatures_c
         self.t.append(status.t)
-        self.npu_c.append(float(temps.get("npu", np.nan)))
-        self.cpu_c.append(float(temps.get("cpu", np.nan)))
-        self.skin_c.append(float(temps.get("skin", np.nan)))
+        for series, zone in ((self.npu_c, NPU_ZONE), (self.cpu_c, "cpu0"), (self.skin_c, "skin")):
+            value = zone_celsius(zones, zone)
+            series.append(np.nan if value is None else value)
         self.layers_on_cpu.append(int(status.thermal.get("layers_on_cpu", 0)))
         self.pids.append(status.pid)
 
@@ -70,7 +206,7 @@ class SoakLog:
 
     @property
     def trip_temperatures(self) -> list[float]:
-        """NPU temperature at each trip: a migration that started with no layers on the CPU."""
+        """The runtime's reported NPU temperature at each trip (a migration from no layers on the CPU)."""
         trips, on_cpu = [], 0
         for event in self.events:
             if event.get("action") == "migrate" and on_cpu == 0 and "npu_c" in event:
@@ -80,14 +216,17 @@ class SoakLog:
 
 
 def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, perf_profile: str = SOAK_PROFILE,
-         tick: Tick = no_tick) -> SoakLog:
-    """Run the soak and leave the phone as found (perf profile, near its starting temperature)."""
+         cover: CoverProbe | None = None, approach_calls: int = APPROACH_MAX_CALLS,
+         tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
+    """Approach the trip, run the soak and leave the phone as found (perf profile, near its
+    starting temperature)."""
     log_ = SoakLog()
     previous = runtime.config_get("npu.perf_profile")
     log_.read_status(runtime)
     start_npu, start_skin = log_.npu_c[0], log_.skin_c[0]
     runtime.config_set("npu.perf_profile", perf_profile)
     try:
+        bracket = approach_trip(runtime, max_calls=approach_calls, cover=cover, tick=tick)
         for i in range(dialogs):
             gen = runtime.generate(tokens, seed=PROMPT_SEEDS[i % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
                                    allow_incomplete=True)
@@ -99,49 +238,84 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
     finally:
         runtime.config_set("npu.perf_profile", previous)
         _cool_down(runtime, start_npu, start_skin)
-    return log_
+    return log_, bracket
 
 
 def _cool_down(runtime: RuntimeClient, npu_c: float, skin_c: float) -> None:
     rested = 0.0
     while rested < COOL_MAX_S:
-        temps = runtime.status().temperatures_c
-        if temps.get("npu", npu_c) <= npu_c + COOL_MARGIN_C and temps.get("skin", skin_c) <= skin_c + COOL_MARGIN_C:
+        zones = read_thermal_zones(runtime.device)
+        npu_now, skin_now = zone_celsius(zones, NPU_ZONE), zone_celsius(zones, "skin")
+        if (npu_now is None or npu_now <= npu_c + COOL_MARGIN_C) and \
+                (skin_now is None or skin_now <= skin_c + COOL_MARGIN_C):
             return
         runtime.device.run(["sleep", f"{COOL_STEP_S:g}"], timeout_s=COOL_STEP_S + 60.0)
         rested += COOL_STEP_S
     log.warning("%s: still warm after resting %.0f s", runtime.device.name, rested)
 
 
+def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, trace_hint: dict[str, Any]) -> Verdict:
+    reported = log_.trip_temperatures
+    if bracket is None:
+        hottest = np.nanmax(log_.npu_c)
+        verdict = named(trip.evaluate(None, evidence=Evidence.MEASURED), "npu_trip_temperature", **trace_hint,
+                        reported_trips_c=reported[:50])
+        return verdict.but(detail=f"no thermal trip in the approach (max NPU zone {hottest:.1f} degC in the soak)")
+    u = Uncertainty.combine([UncertaintyComponent(
+        "trip bracket", bracket.half_width_c / np.sqrt(3.0), "B",
+        "uniform over the zone readings around the call that tripped")])
+    verdict = named(trip.evaluate(bracket.value_c, evidence=Evidence.MEASURED, uncertainty=u), "npu_trip_temperature",
+                    **trace_hint, bracket_c=[bracket.low_c, bracket.high_c], runtime_reported_c=bracket.reported_c,
+                    approach_calls=bracket.calls, cover_c=bracket.cover_c, reported_trips_c=reported[:50])
+    detail = (f"bench's NPU zone bracket {bracket.low_c:.2f}..{bracket.high_c:.2f} degC after {bracket.calls} "
+              f"approach calls; {verdict.detail}")
+    problems = []
+    if bracket.reported_c is None:
+        problems.append("the runtime's migrate event carries no temperature")
+    elif not bracket.low_c - REPORT_TOLERANCE_C <= bracket.reported_c <= bracket.high_c + REPORT_TOLERANCE_C:
+        problems.append(f"the runtime reports its trip at {bracket.reported_c:.2f} degC, outside the bench's "
+                        f"bracket: its report is wrong")
+    if bracket.cover_c is not None and bracket.high_c < bracket.cover_c - COVER_TOLERANCE_C:
+        return verdict.but(outcome=Outcome.INVALID, detail=f"invalid: the NPU zone reads {bracket.high_c:.2f} degC, "
+                           f"below the back cover's {bracket.cover_c:.2f} degC: the zone is not credible; {detail}")
+    if problems and verdict.outcome is not Outcome.INVALID:
+        return verdict.but(outcome=Outcome.FAIL, detail=f"{'; '.join(problems)}; {detail}")
+    return verdict.but(detail=detail)
+
+
 def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, success: SlaEntry, *,
-                       dialogs: int | None = None, tokens: int = DIALOG_TOKENS, tick: Tick = no_tick) -> CheckResult:
+                       dialogs: int | None = None, tokens: int = DIALOG_TOKENS, cover: CoverProbe | None = None,
+                       approach_calls: int = APPROACH_MAX_CALLS, tick: Tick = no_tick) -> CheckResult:
+    """cover: the hottest back-cover probe reading, when a thermal instrument is wired (a bound);
+    approach_calls: at most this many short inferences to find the trip."""
     dialogs = max(dialogs or 0, success.n_required)
-    log_ = soak(runtime, dialogs, tokens=tokens, tick=tick)
-    trips = log_.trip_temperatures
-    trip_c = float(np.median(trips)) if trips else None
+    log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, approach_calls=approach_calls, tick=tick)
     t = np.asarray(log_.t) - log_.t[0]
     trace = {"t": t, "y": np.asarray(log_.npu_c), "y2": np.asarray(log_.cpu_c),
              "layers_on_cpu": np.asarray(log_.layers_on_cpu, dtype=float), "skin": np.asarray(log_.skin_c)}
     cpu_at_trips = [e["cpu_c"] for e in log_.events if e.get("action") == "migrate" and "cpu_c" in e]
-    trip_v = named(trip.evaluate(trip_c), "npu_trip_temperature", raw="soak_trace", plot="trace",
-                   labels=["NPU", "CPU"], y_label="degC", x_label="soak time (s)", trips=len(trips),
-                   cpu_c_at_trips=cpu_at_trips[:50])
-    if trip_c is None:
-        hottest = np.nanmax(log_.npu_c)
-        trip_v = trip_v.but(detail=f"no thermal trip in {dialogs} dialogs (max NPU {hottest:.1f} degC); {trip_v.detail}")
+    trace_hint = dict(raw="soak_trace", plot="trace", labels=["NPU", "CPU"], y_label="degC",
+                      x_label="soak time (s)", trips=len(log_.trip_temperatures), cpu_c_at_trips=cpu_at_trips[:50])
+    trip_v = _trip_verdict(trip, bracket, log_, trace_hint)
     kill_count = max(log_.killed, log_.pid_changes)
-    kills_v = named(kills.evaluate(kill_count), "npu_trip_process_kills", raw="soak_events",
-                    killed_streams=log_.killed, pid_changes=log_.pid_changes)
+    kills_v = named(kills.evaluate(kill_count, evidence=Evidence.MEASURED), "npu_trip_process_kills",
+                    raw="soak_events", killed_streams=log_.killed, pid_changes=log_.pid_changes)
     ok = np.asarray(log_.completed, dtype=bool)
-    success_v = named(success.evaluate(ok), "npu_trip_long_dialog_success", raw="soak_events", tokens=tokens)
+    success_v = named(success.evaluate(ok, evidence=Evidence.MEASURED), "npu_trip_long_dialog_success",
+                      raw="soak_events", tokens=tokens)
     migrations = sum(1 for e in log_.events if e.get("action") == "migrate")
     info = [
         Verdict("thermal_throttle_events", float(migrations), "events", Outcome.INFO, statistic="count", n=dialogs,
-                raw=["soak_events"], detail=f"{len(trips)} trips, {migrations} migration steps to the CPU"),
+                raw=["soak_events"], detail=f"{len(log_.trip_temperatures)} trips, {migrations} migration steps "
+                                            "to the CPU (the runtime's events)", evidence=Evidence.SELF_REPORTED),
         Verdict("thermal_soak_npu_max", float(np.nanmax(log_.npu_c)), "degC", Outcome.INFO, statistic="max",
-                n=len(log_.npu_c), raw=["soak_trace"], detail="hottest NPU reading between dialogs"),
+                n=len(log_.npu_c), raw=["soak_trace"], detail="hottest NPU zone reading between dialogs",
+                evidence=Evidence.MEASURED),
     ]
     raw = {"soak_trace": trace,
            "soak_events": {"events": log_.events, "completed": log_.completed, "pids": log_.pids,
-                           "killed_streams": log_.killed, "dialog_tokens": tokens}}
+                           "killed_streams": log_.killed, "dialog_tokens": tokens,
+                           "trip_bracket": None if bracket is None else {
+                               "low_c": bracket.low_c, "high_c": bracket.high_c, "reported_c": bracket.reported_c,
+                               "calls": bracket.calls, "tokens": bracket.tokens, "cover_c": bracket.cover_c}}}
     return CheckResult([trip_v, kills_v, success_v, *info], raw)

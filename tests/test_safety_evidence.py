@@ -1,0 +1,254 @@
+"""The safety claims (8, 10-13) rest on what the bench measures, not on what the phone says.
+
+Each lying persona reports something about itself that is not what it does; its check must turn
+FAIL (or INCONCLUSIVE where nothing independent can be measured), while the honest phone passes
+the same checks. Sample counts are the profile's where a pass must be shown.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bench.checks import audit, redundancy, thermal_trip, weights
+from bench.checks.targets import target, targets
+from bench.core.verdict import Evidence, Outcome
+from bench.device_state import phone_clock
+from bench.sla import SlaProfile, load_profile
+from device_double import PhoneDevice, make_device
+from drivers.power import KeysightN6705C
+from drivers.runtime import RuntimeClient
+from emulation.instruments.power_analyzer import PowerAnalyzerServer
+from emulation.runtime_personas import PERSONAS
+
+NPU = "SM8650-ES"
+AUDIT = ("audit_records_missing", "audit_field_errors", "audit_bad_signatures", "audit_content_leaks")
+
+
+@pytest.fixture(scope="module")
+def sla() -> SlaProfile:
+    return load_profile("default")
+
+
+def phone(persona: str = "nominal", *faults: str) -> tuple[PhoneDevice, RuntimeClient]:
+    device = make_device(NPU, f"EMU-{persona}", sla_persona=persona, faults=list(faults))
+    return device, RuntimeClient(device)
+
+
+def outcomes(result: Any) -> dict[str, Outcome]:
+    return {v.name: v.outcome for v in result.verdicts}
+
+
+def test_every_liar_is_a_declared_persona():
+    for name in ("trip-misreported", "redundancy-flag-only", "ripple-sensed-low", "spot-time-omits-read",
+                 "audit-drop"):
+        assert name in PERSONAS
+
+
+# --- claim 8: the trip temperature is the bench's zone reading, the event field a report ----------
+def _preheated(persona: str) -> tuple[PhoneDevice, RuntimeClient]:
+    device, runtime = phone(persona)
+    world = device.phone.world
+    world.set_npu_frequency(1400.0)
+    world.work("decode", 560.0)
+    world.set_npu_frequency(1100.0)
+    world.wait(20.0)
+    return device, runtime
+
+
+def _trip(sla: SlaProfile, persona: str, slow_cover_c: float | None = None, **kwargs: Any) -> Any:
+    """slow_cover_c: a cover probe reading this, whose scan takes a second of the phone's time."""
+    success = dataclasses.replace(sla.get("long_dialog_success"), limit=0.9, min_samples=0)
+    device, runtime = _preheated(persona)
+    if slow_cover_c is not None:
+        world = device.phone.world
+        kwargs["cover"] = lambda: (world.wait(1.0), slow_cover_c)[1]
+    return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
+                                           success, dialogs=28, **kwargs)
+
+
+def test_a_trip_reported_at_72_but_taken_at_65_fails_on_the_bench_reading(sla):
+    verdict = _trip(sla, "trip-misreported").verdict("npu_trip_temperature")
+    assert verdict.outcome is Outcome.FAIL and verdict.evidence is Evidence.MEASURED
+    low, high = verdict.extra["bracket_c"]
+    assert 63.0 < low <= high < 67.0 and high - low < 1.5  # the bench's own bracket, tight
+    assert verdict.extra["runtime_reported_c"] == 72.0 and "report is wrong" in verdict.detail
+
+
+def test_an_honest_trip_is_bracketed_by_the_bench_and_the_report_agrees(sla):
+    """With a thermal instrument whose scan takes time, too: it must not cool the die between the
+    bench's zone readings and the runtime's look."""
+    verdict = _trip(sla, "nominal", slow_cover_c=45.0).verdict("npu_trip_temperature")
+    assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED
+    low, high = verdict.extra["bracket_c"]
+    assert low - 0.1 <= 72.0 <= high + 0.1 and high - low < 0.5  # refined with one-token inferences
+    assert low - thermal_trip.REPORT_TOLERANCE_C <= verdict.extra["runtime_reported_c"] \
+        <= high + thermal_trip.REPORT_TOLERANCE_C
+    assert verdict.uncertainty is not None and verdict.uncertainty.expanded > 0
+    assert verdict.extra["cover_c"] == 45.0
+
+
+def test_a_zone_reading_below_the_back_cover_is_not_credible(sla):
+    """The die heats the cover: a cover probe hotter than the NPU zone means the zone lies low."""
+    verdict = _trip(sla, "early-trip", slow_cover_c=80.0).verdict("npu_trip_temperature")
+    assert verdict.outcome is Outcome.INVALID and "back cover" in verdict.detail
+    assert verdict.extra["cover_c"] == 80.0
+
+
+# --- claim 10: ripple from the digitizer, engagement from the results ------------------------------
+@pytest.fixture
+def bench_supply() -> Iterator[Any]:
+    started: list[tuple[PowerAnalyzerServer, KeysightN6705C]] = []
+
+    def make(persona: str = "nominal") -> tuple[PhoneDevice, RuntimeClient, KeysightN6705C]:
+        device, runtime = phone(persona)
+        server = PowerAnalyzerServer(device.phone.world)
+        server.start()
+        supply = KeysightN6705C(server.address, timeout_s=5)
+        started.append((server, supply))
+        return device, runtime, supply
+
+    yield make
+    for server, supply in started:
+        supply.close()
+        server.stop()
+
+
+def test_the_digitizer_measures_the_ripple_at_the_terminals(bench_supply):
+    _, _, supply = bench_supply()
+    redundancy.power_up(supply)
+    redundancy.apply_ripple(supply, 40.0)
+    measured = redundancy.measure_ripple_mv(supply)
+    redundancy.apply_ripple(supply, 0.0)
+    assert 39.5 < measured < 41.5  # the load's constant power adds a little at the terminals
+    assert redundancy.measure_ripple_mv(supply) < 0.5
+
+
+def _sweep(sla: SlaProfile, bench_supply: Any, persona: str) -> Any:
+    _, runtime, supply = bench_supply(persona)
+    return redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"),
+                                         target(sla, "redundancy_unprotected_errors"),
+                                         target(sla, "redundancy_mac_error_ratio_50mv"))
+
+
+def test_a_redundancy_flag_without_dual_compute_fails_sweep_tokens_and_cost(sla, bench_supply):
+    swept = _sweep(sla, bench_supply, "redundancy-flag-only")
+    assert outcomes(swept)["redundancy_engage_threshold"] is Outcome.FAIL
+    assert outcomes(swept)["redundancy_unprotected_errors"] is Outcome.FAIL
+    assert swept.verdict("redundancy_engage_threshold").extra["flag_contradicted_at_mv"]
+    _, runtime, supply = bench_supply("redundancy-flag-only")
+    exact = redundancy.bit_exact_check(supply, runtime, sla.get("redundancy_token_mismatches"),
+                                       target(sla, "redundancy_off_token_mismatches"), tokens=24)
+    assert outcomes(exact)["redundancy_token_mismatches"] is Outcome.FAIL
+    assert exact.raw["bit_exact"]["engaged"] is True  # it did say so
+    cost = redundancy.slowdown_check(runtime, sla.get("redundancy_slowdown"), pairs=10, now=phone_clock(runtime),
+                                     now_evidence=Evidence.CORROBORATED).verdicts[0]
+    assert cost.outcome is Outcome.FAIL and "did not really engage" in cost.detail
+
+
+def test_a_ripple_sensor_reading_low_fails_on_the_measured_ripple(sla, bench_supply):
+    swept = _sweep(sla, bench_supply, "ripple-sensed-low")
+    assert outcomes(swept)["redundancy_engage_threshold"] is Outcome.FAIL  # never engaged up to 60 mV measured
+    assert outcomes(swept)["redundancy_unprotected_errors"] is Outcome.FAIL
+    assert swept.verdict("redundancy_sensed_over_measured").value == pytest.approx(0.5, abs=0.02)
+
+
+def test_the_honest_unit_engages_by_behaviour_and_its_flag_is_corroborated(sla, bench_supply):
+    swept = _sweep(sla, bench_supply, "nominal")
+    engage = swept.verdict("redundancy_engage_threshold")
+    assert engage.outcome is Outcome.PASS and engage.evidence is Evidence.CORROBORATED
+    assert not engage.extra["flag_contradicted_at_mv"]
+    assert outcomes(swept)["redundancy_unprotected_errors"] is Outcome.PASS
+    assert swept.verdict("redundancy_sensed_over_measured").value == pytest.approx(1.0, abs=0.03)
+    ratio = swept.verdict("redundancy_mac_error_ratio_50mv")
+    low, high = ratio.extra["interval"]
+    assert ratio.outcome is Outcome.PASS and low < 12.0 < high and low > 1.0  # errors really grow with ripple
+
+
+def _point(mv: float, wrong: int, probes: int = 256) -> redundancy.RipplePoint:
+    point = redundancy.RipplePoint(mv, False, "auto", mv, mv, probes=probes, probes_wrong=wrong,
+                                   probes_wrong_auto=0)
+    point.mac_error_rate = redundancy._error_rate(wrong, probes, point.macs_per_probe)
+    return point
+
+
+def test_a_ratio_whose_interval_misses_the_claimed_12x_fails(sla):
+    entry = target(sla, "redundancy_mac_error_ratio_50mv")
+    flat = redundancy._ratio_verdict(entry, [_point(25, 0), _point(30, 60), _point(50, 70)])
+    assert flat.outcome is Outcome.FAIL and flat.extra["interval"][1] < 8.0
+    steep = redundancy._ratio_verdict(entry, [_point(25, 0), _point(30, 8), _point(50, 100)])
+    assert steep.outcome is Outcome.PASS
+    assert redundancy._ratio_verdict(entry, [_point(25, 0), _point(50, 0)]).outcome is Outcome.INVALID
+
+
+def test_known_answer_probes_keep_every_partial_sum_inside_16_bits():
+    probe = redundancy._probe_batch(20_000_000, 1)[0]
+    runs = [segment.split("x") for segment in probe.a.split(",")]
+    partial, peak = 0, 0
+    for value, count in runs:
+        partial += int(value) * int(count)
+        peak = max(peak, abs(partial))
+    assert partial == redundancy.PROBE_ANSWER and peak < 1 << 15
+    assert sum(int(c) for _, c in runs) == int(probe.b.split("x")[1])
+
+
+# --- claims 11, 12: the bench's Merkle verify and clock -------------------------------------------
+def test_page_error_rate_reads_enough_pages_to_beat_the_old_rate(sla):
+    device, runtime = phone()
+    result = weights.read_errors_check(device, runtime, sla.get("weight_page_read_errors"),
+                                       target(sla, "weights_page_error_rate"))
+    rate = result.verdict("weights_page_error_rate")
+    assert rate.outcome is Outcome.PASS and rate.bound < weights.OLD_PAGE_ERROR_RATE
+    assert rate.n >= target(sla, "weights_page_error_rate").n_required == 9985
+    assert result.raw["weights_read_errors"]["passes"] == 2
+
+
+def test_without_the_benchs_merkle_verify_a_clean_crc_is_inconclusive(sla):
+    device, runtime = phone("nominal", "verity-tree-corrupt")
+    result = weights.read_errors_check(device, runtime, sla.get("weight_page_read_errors"),
+                                       target(sla, "weights_page_error_rate"))
+    assert set(outcomes(result).values()) == {Outcome.INCONCLUSIVE}
+    assert "Merkle verify could not run" in result.verdicts[0].detail
+
+
+def test_a_spot_check_time_that_omits_the_read_fails_on_the_benchs_clock(sla):
+    entry = sla.get("merkle_spot_check_time")
+    device, runtime = phone("spot-time-omits-read")
+    result = weights.spot_check_time_check(device, runtime, entry, n=40, now=phone_clock(runtime),
+                                           now_evidence=Evidence.CORROBORATED)
+    verdict = result.verdicts[0]
+    assert verdict.outcome is Outcome.FAIL and verdict.value > 100.0
+    assert max(result.raw["weights_spot_checks"]["device_read_ms"]) < 1.0  # what it claimed: kept as raw data
+    device, runtime = phone()
+    honest = weights.spot_check_time_check(device, runtime, entry, now=phone_clock(runtime),
+                                           now_evidence=Evidence.CORROBORATED).verdicts[0]
+    assert honest.outcome is Outcome.PASS and honest.evidence is Evidence.CORROBORATED
+
+
+def test_the_runtimes_read_time_is_only_a_report(sla):
+    """With a clock that does not run with the phone (the host's, on simulated phones) the runtime's
+    slow-flash report exceeds what the bench measured: the check refuses to pass."""
+    device, runtime = phone("nominal", "slow-flash")
+    verdict = weights.spot_check_time_check(device, runtime, sla.get("merkle_spot_check_time"), n=20).verdicts[0]
+    assert verdict.outcome is Outcome.INVALID and "longer than the bench measured" in verdict.detail
+
+
+# --- claim 13: sample size from the fault rate to detect ------------------------------------------
+def test_audit_sample_size_catches_a_one_in_seven_loss_with_99_percent():
+    n = audit.inferences_to_detect(1 / 7, 0.99)
+    assert n == 30
+    assert audit.detection_probability(1 / 7, n) >= 0.99 > audit.detection_probability(1 / 7, n - 1)
+    assert audit.detection_probability(1 / 7, 6) == pytest.approx(1 - (6 / 7) ** 6)  # the old 6: 60 %
+    assert math.isclose(audit.detection_probability(1 / 7, n), 1 - (6 / 7) ** 30)
+
+
+def test_the_audit_drop_persona_fails_in_the_default_configuration():
+    device, runtime = phone("audit-drop")
+    result = audit.audit_check(device, runtime, targets(None, *AUDIT))
+    missing = result.verdict("audit_records_missing")
+    assert missing.outcome is Outcome.FAIL and missing.evidence is Evidence.MEASURED
+    assert missing.n == 30 and missing.extra["detection_probability"] >= 0.99
+    assert {v.name for v in result.verdicts if not v.passed} == {"audit_records_missing"}
