@@ -23,7 +23,8 @@ def verdict_text(v: dict[str, Any]) -> str:
     n = f" n={v['n']}" if v.get("n") is not None else ""
     u = (v.get("uncertainty") or {}).get("expanded")
     value = f"{_fmt(v['value'])} ±{_fmt(u)}" if u is not None else _fmt(v["value"])  # expanded U, k = 2
-    return f"{v['outcome']}: {v['name']} {v['statistic']} {value} {v['unit']}{bound}{limit}{n}"
+    evidence = f" [{v['evidence']}]" if v.get("evidence") else " [evidence unstated]"
+    return f"{v['outcome']}: {v['name']} {v['statistic']} {value} {v['unit']}{bound}{limit}{n}{evidence}"
 
 
 def summary_lines(data: dict[str, Any], quiet: bool = False) -> list[str]:

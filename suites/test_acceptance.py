@@ -24,7 +24,7 @@ from bench.sla import SlaProfile, load_profile
 from bench.core.verdict import Verdict
 from drivers.runtime import RuntimeClient
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.evidence("measured")]
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +33,7 @@ def profile(request: pytest.FixtureRequest) -> SlaProfile:
 
 
 @pytest.mark.acceptance(check="serial")
+@pytest.mark.evidence("self-reported")  # the phone's own ro.serialno against the scan
 def test_unit_serial_matches_scan(dut_identity, scanned_serial, record):
     """The unit on the fixture is the unit the operator scanned."""
     if scanned_serial is None:

@@ -15,7 +15,7 @@ from bench.calibration.corrections import uncorrected
 from bench.calibration.fixture import emulated_fixture_of
 from bench.calibration.records import record_verdict
 
-pytestmark = pytest.mark.calibration
+pytestmark = [pytest.mark.calibration, pytest.mark.evidence("measured")]
 
 
 @pytest.fixture(scope="module")

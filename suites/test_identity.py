@@ -5,7 +5,8 @@ import pytest
 
 from bench.device_state import read_battery, read_thermal_status, read_thermal_zones
 
-pytestmark = [pytest.mark.acceptance, pytest.mark.regression]
+# What a phone says about itself (properties, thermal zones, battery): nothing independent.
+pytestmark = [pytest.mark.acceptance, pytest.mark.regression, pytest.mark.evidence("self-reported")]
 
 SUPPORTED_CONTRACTS = ("1.",)
 

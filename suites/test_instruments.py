@@ -16,7 +16,7 @@ import pytest
 from bench.onset import measure_latency
 from drivers.stimulus import read_wav
 
-pytestmark = pytest.mark.regression
+pytestmark = [pytest.mark.regression, pytest.mark.evidence("measured")]
 
 CLIP = Path(__file__).parent / "data" / "utterance.wav"
 SUPPLY_V = 3.85  # nominal Li-ion voltage the battery emulator holds

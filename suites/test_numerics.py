@@ -16,7 +16,8 @@ from bench.references import find_reference, golden_folder
 from drivers.llamacpp import DEFAULT_DIR, LlamaCpp
 from drivers.runtime import RuntimeClient, RuntimeCommandFailed
 
-pytestmark = [pytest.mark.matrix, pytest.mark.acceptance, pytest.mark.regression]
+# The bench's own computation: probe answers and tokens against references computed off the phone.
+pytestmark = [pytest.mark.matrix, pytest.mark.acceptance, pytest.mark.regression, pytest.mark.evidence("measured")]
 
 FINGERPRINT_CALL_BUDGET = 20
 LLAMACPP_MODEL = os.environ.get("PHONEBENCH_LLAMACPP_MODEL", "/data/local/tmp/models/model.gguf")
@@ -131,6 +132,7 @@ def test_corrupt_adapter_transfer_keeps_previous(dut, runtime: RuntimeClient, re
     record.check("active_adapter_unchanged", int(after == before), "bool", 1, "==", detail=f"{before} -> {after}")
 
 
+@pytest.mark.evidence("self-reported")  # llama-bench's and llama-completion's own timings
 def test_llamacpp_throughput(dut, record):
     """Decode and prompt throughput from llama-bench, when llama.cpp is on the phone."""
     llama = LlamaCpp(dut, LLAMACPP_MODEL)

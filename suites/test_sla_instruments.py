@@ -21,6 +21,8 @@ from bench.checks import voice as voice_check
 from bench.sla import SlaProfile, load_profile
 from bench.core.verdict import Verdict
 
+pytestmark = pytest.mark.evidence("measured")  # the scope, the digitizer and the probes
+
 SANITY_TRIALS = 20
 SANITY_TOKENS = 64
 

@@ -26,7 +26,8 @@ from drivers.runtime import RuntimeClient
 
 COVER_CHANNELS = ("T1", "T2")  # the thermal fixture's back-cover probes (bench/checks/thermal.py)
 
-pytestmark = pytest.mark.regression
+# Checks state their own evidence; what they leave unstated (informative counts) is the phone's word.
+pytestmark = [pytest.mark.regression, pytest.mark.evidence("self-reported")]
 
 
 @pytest.fixture
