@@ -21,6 +21,7 @@ import pytest
 
 from bench.core.paths import data_dir
 from bench.acceptance.attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook
+from bench.acceptance.takt import StopOnFault
 from bench.acceptance.judge import Failure, Judgement, RetestPolicy, judge, merge_retest
 from bench.calibration.book import CalibrationBook
 from bench.calibration.settings import load_settings
@@ -34,9 +35,11 @@ from bench.waits import WaitMeter
 log = logging.getLogger(__name__)
 
 SUITES_DIR = data_dir("suites")
-# The acceptance profile's tests: identity first (cheap, and every result needs it), then the
-# acceptance suite (serial, DUT calibration, sanity checks), then the numerics' adapter checks.
-SUITES = ("suites/test_identity.py", "suites/test_acceptance.py", "suites/test_numerics.py")
+# The acceptance profile's tests, in the takt plan's order: identity first (cheap, and every
+# result needs it), the numerics' fingerprint and adapter checks (seconds, and they catch an
+# erratic NPU), then the acceptance suite (serial, DUT calibration, weights, then the long
+# sequential measurements), so a faulty unit fails as early as its fault shows.
+SUITES = ("suites/test_identity.py", "suites/test_numerics.py", "suites/test_acceptance.py")
 DESELECT = ("suites/test_numerics.py::test_llamacpp_throughput",)  # a lab benchmark, not a line check
 EXIT_CODES = {PASS: 0, FAIL: 1, WRONG_UNIT: 3, INCOMPLETE: 4, REFUSED: 5}
 SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{2,39}$")
@@ -263,7 +266,7 @@ class AcceptanceStation:
             args += ["--calibration-config", str(self.calibration_config)]
         with open(run_dir / "pytest.log", "w", encoding="utf-8") as out, \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = pytest.main(args, plugins=list(self.observers))
+            code = pytest.main(args, plugins=[*self.observers, StopOnFault()])
         results = run_dir / "results.json"
         try:
             return int(code), json.loads(results.read_text(encoding="utf-8"))
