@@ -61,7 +61,7 @@ def test_a_batch_passes_good_units_and_fails_faulty_ones_with_reasons(tmp_path):
     assert len(faulty.result.attempts) == 1  # the failure is not retestable
     good = next(u for u in run.units if not u.fault)
     assert good.world_s - faulty.world_s > 20  # on the line's clock, handling included in both
-    assert set(run.steps) >= {"latency", "power", "weights"} and run.steps["latency"][0] > 0
+    assert set(run.steps) >= {"latency", "power", "weights"} and max(run.steps["latency"]) > 0
     assert figures["first_pass_yield"] == pytest.approx(1 / 2)
     assert figures["units_per_hour"] > 0 and figures["overhead_mean_s"] >= 0
     with open_store(results / "results.sqlite") as store:

@@ -74,13 +74,13 @@ class StepClock:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Any:
         t0 = self.clock.now()
-        self.units[-1][OTHER] += t0 - self._t0
+        self.units[-1][OTHER] += float(t0 - self._t0)
         yield
         self._t0 = self.clock.now()
-        self.units[-1][_check_of(item)] += self._t0 - t0
+        self.units[-1][_check_of(item)] += float(self._t0 - t0)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.units[-1][OTHER] += self.clock.now() - self._t0
+        self.units[-1][OTHER] += float(self.clock.now() - self._t0)
 
     def totals(self) -> dict[str, list[float]]:
         """Per check, the seconds each unit (run) used."""
@@ -152,13 +152,17 @@ class ShareGate:
 
 
 class StopOnFault:
-    """Pytest plugin: a failed check that no retest may clear ends the run there, so a faulty unit
-    leaves the fixture as soon as its fault shows (the checks after it are reported not run).
-    A retestable check's failure lets the run go on: its retest needs the rest proven."""
+    """Pytest plugin: the first failed check ends the run, so a faulty unit leaves the fixture as
+    soon as its fault shows; the tests it did not reach are kept (`not_run`): a retest of a
+    retestable failure runs the failed test and those (bench.acceptance.judge.retest_nodeids)."""
+
+    def __init__(self) -> None:
+        self.not_run: list[str] = []
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report = (yield).get_result()
-        check = CHECKS.get(_check_of(item))
-        if report.failed and (check is None or not check.retestable):
-            item.session.shouldstop = f"{item.nodeid} failed: no retest can pass this unit"
+        if report.failed and not item.session.shouldfail:
+            item.session.shouldfail = f"{item.nodeid} failed: the unit fails here"  # as -x does
+            items = item.session.items
+            self.not_run = [i.nodeid for i in items[items.index(item) + 1:]]
