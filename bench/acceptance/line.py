@@ -89,7 +89,7 @@ class _Fixture:
     def __init__(self, name: str, line: Any, station: AcceptanceStation, batch: str, handling_s: float,
                  gate: ShareGate | None) -> None:
         self.name, self.line, self.station = name, line, station
-        self.steps = StepClock(line.world.clock)
+        self.steps = StepClock(line.world.clock, per_run=False)
         self.run = LineRun(batch, handling_s=handling_s)
         self.observers = station.observers
         station.observers = (*station.observers, self.steps, *((gate,) if gate is not None else ()))
@@ -100,6 +100,7 @@ class _Fixture:
         self.line.load(unit)
         swap_s = time.perf_counter() - swap
         self.line.world.wait(self.run.handling_s)
+        self.steps.start_unit()
         result = self.station.accept(unit.serial)
         done = LineUnitResult(unit.serial, unit.expected, unit.fault, result, swap_s,
                               self.line.world.clock.now() - world0, self.name)

@@ -60,15 +60,21 @@ def _check_of(item: pytest.Item) -> str:
 
 
 class StepClock:
-    """Clock time per acceptance check, per unit (pytest run): setup, call and teardown count."""
+    """Clock time per acceptance check, per unit (its attempts together; each pytest run is one
+    unit unless `start_unit` marks the units): setup, call and teardown count."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, per_run: bool = True) -> None:
         self.clock = clock
+        self.per_run = per_run
         self.units: list[dict[str, float]] = []
         self._t0 = 0.0
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
+    def start_unit(self) -> None:
         self.units.append(defaultdict(float))
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.per_run or not self.units:
+            self.start_unit()
         self._t0 = self.clock.now()
 
     @pytest.hookimpl(hookwrapper=True)

@@ -242,19 +242,18 @@ def run_line(args: argparse.Namespace) -> int:
     from bench.backend import emulated_line
     from bench.line_report import render_line
     from bench.results import new_run_id
-    from emulation.line import plan_units
 
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     fixtures = args.fixtures if args.fixtures is not None else 1
     if fixtures < 1:
         raise ConfigError(f"bench line: --fixtures {fixtures}: a station needs at least one fixture")
     try:
-        plan = plan_units(args.count, args.faulty, args.seed, faults)
+        line = emulated_line(count=args.count, faulty=args.faulty, seed=args.seed, faults=faults,
+                             name="emulated-line" if fixtures == 1 else "emulated-line-A")
     except ValueError as exc:
         raise ConfigError(f"bench line: {exc}", hint="e.g. --count 20 --faulty 2") from None
     if fixtures > 1:
-        return _run_station(args, plan, fixtures)
-    line = emulated_line(units=plan)
+        return _run_station(args, line, fixtures)
     results = Path(args.results_dir or "reports").resolve()
     batch = args.batch or f"line-{new_run_id()}"
     with line:
@@ -291,8 +290,9 @@ def _calibrate(args: argparse.Namespace, station: Any, line: Any, results: Path)
                                          results_dir=results))
 
 
-def _run_station(args: argparse.Namespace, plan: list[Any], count: int) -> int:
-    """Several emulated fixtures side by side, the units dealt to whichever is free first."""
+def _run_station(args: argparse.Namespace, first: Any, count: int) -> int:
+    """Several emulated fixtures side by side, the units dealt to whichever is free first; `first`
+    is fixture A's line, planned with the whole batch."""
     from bench.acceptance.line import run_station
     from bench.backend import emulated_line
     from bench.results import new_run_id
@@ -300,13 +300,14 @@ def _run_station(args: argparse.Namespace, plan: list[Any], count: int) -> int:
     results = Path(args.results_dir or "reports").resolve()
     batch = args.batch or f"line-{new_run_id()}"
     shared = tuple(r.strip() for r in args.share.split(",") if r.strip())
+    plan = first.units
     with contextlib.ExitStack() as stack:
         fixtures = {}
         for i in range(count):
             name = chr(ord("A") + i)
-            # Each fixture's line starts holding its first unit of the plan, dealt in turn.
-            line = stack.enter_context(emulated_line(units=plan[i::count] or plan[:1], seed=args.seed + i,
-                                                     name=f"emulated-line-{name}"))
+            # Each other fixture's line starts holding its first unit of the plan, dealt in turn.
+            line = stack.enter_context(first if i == 0 else emulated_line(
+                units=plan[i::count] or plan[:1], seed=args.seed + i, name=f"emulated-line-{name}"))
             station_file = line.write_station(results / batch / f"station-{name}.toml", results_dir=results)
             station = stack.enter_context(_station(args, station_file, results, batch))
             _calibrate(args, station, line, results)
