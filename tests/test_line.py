@@ -71,6 +71,10 @@ def test_a_batch_passes_good_units_and_fails_faulty_ones_with_reasons(tmp_path):
         faulty_run = store.load_run(next(a.run_id for a in stored if a.outcome == "fail")).data
         zones = [v for t in faulty_run["tests"] for v in t["verdicts"] if v["name"] == "thermal_zone_vs_hal_max_diff"]
         assert zones and zones[0]["outcome"] == "fail"
+        good_run = store.load_run(next(a.run_id for a in stored if a.outcome == "pass")).data
+        latency = next(v for t in good_run["tests"] for v in t["verdicts"] if v["name"] == "acceptance_voice_latency_max")
+        # Sequential: decided at a planned look (5 or 8 trials), never fewer than the first.
+        assert latency["outcome"] == "pass" and latency["n"] in (5, 8) and "sequential:" in latency["detail"]
     page = render_line(results / "B1" / "line.html", "B1", line.name, run.rows(), figures)
     html = page.read_text()
     assert all(u.serial in html for u in run.units) and "thermal_zone_vs_hal_max_diff" in html and "report.html" in html

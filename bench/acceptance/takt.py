@@ -116,12 +116,18 @@ class SharedInstrument:
     waited_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     conflicts: int = 0  # steps that outran their hold into another fixture's slot
 
-    def book(self, fixture: str, ready: float, hold_s: float) -> Booking:
+    def earliest(self, ready: float, hold_s: float) -> float:
+        """The start of the first free slot of hold_s at or after `ready`."""
         start = ready
         for other in sorted(self.bookings, key=lambda b: b.start):
             if other.end <= start or other.start >= start + hold_s:
                 continue
             start = other.end
+        return start
+
+    def book(self, fixture: str, ready: float, hold_s: float, start: float | None = None) -> Booking:
+        """Book the first free slot (or the free slot at `start`); the wait since `ready` is counted."""
+        start = self.earliest(ready, hold_s) if start is None else start
         booking = Booking(fixture, start, start + hold_s)
         self.bookings.append(booking)
         self.waited_s[fixture] += start - ready
@@ -146,12 +152,15 @@ class ShareGate:
         needs = item.get_closest_marker("needs")
         roles = [r for r in (needs.args if needs is not None else ()) if r in self.shared]
         hold = BUDGETS.get(_check_of(item), StepBudget(0.0, 60.0)).hold_s
-        bookings = []
-        for role in roles:  # one slot for all of them: the step uses them together
-            ready = self.world.clock.now()
-            booking = self.shared[role].book(self.fixture, ready, hold)
-            self.world.wait_until(booking.start)
-            bookings.append((role, booking))
+        ready = start = self.world.clock.now()
+        while roles:  # one slot free on every shared instrument the step needs: it uses them together
+            later = max(self.shared[role].earliest(start, hold) for role in roles)
+            if later == start:
+                break
+            start = later
+        bookings = [(role, self.shared[role].book(self.fixture, ready, hold, start)) for role in roles]
+        if roles:
+            self.world.wait_until(start)
         yield
         for role, booking in bookings:
             self.shared[role].release(booking, self.world.clock.now())

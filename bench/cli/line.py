@@ -323,6 +323,11 @@ def _run_station(args: argparse.Namespace, first: Any, count: int) -> int:
               f"(phone/instrument clock, {fig['handling_s']:g} s handling), waited {fig['shared_wait_s']:.1f} s "
               f"for shared instruments")
     print(f"  station: {f['units_per_hour_sim']:.0f} units/hour over {f['world_s']:.0f} s of station clock")
+    steps: dict[str, list[float]] = {}
+    for fixture_run in run.fixtures.values():
+        for name, used in fixture_run.steps.items():
+            steps.setdefault(name, []).extend(used)
+    _print_steps(steps)
     for role, s in f["shared"].items():
         print(f"  shared {role}: busy {s['busy_s']:.0f} s ({100 * s['utilisation']:.0f} %), waits "
               + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(s["waited_s"].items())) + f", conflicts {s['conflicts']}")
