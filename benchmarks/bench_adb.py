@@ -1,6 +1,7 @@
-"""ADB speed against the emulated phone on loopback: AdbPhone vs stock adb-shell vs the adb binary.
+"""ADB speed against the emulated phone on loopback: both bench paths vs stock adb-shell vs the adb binary.
 
 Prints median shell round trip (`true`) and push/pull throughput of a 64 MiB file for:
+  ServerAdbPhone     drivers.adb_server (through a private adb server: shell v2, own sync framing)
   AdbPhone (files)   drivers.adb push()/pull() (hardened adb-shell), local file to device and back
   AdbPhone (bytes)   drivers.adb push_bytes()/pull_bytes(), memory to device and back
   adb-shell stock    adb_shell.adb_device.AdbDeviceTcp, no tweaks
@@ -35,6 +36,7 @@ from adb_shell.auth.keygen import keygen  # noqa: E402
 from adb_shell.auth.sign_cryptography import CryptographySigner  # noqa: E402
 
 from drivers.adb import AdbPhone  # noqa: E402
+from drivers.adb_server import AdbServer, ServerAdbPhone  # noqa: E402
 
 MIB = 1024 * 1024
 TARGET_RTT_MS, TARGET_SPEEDUP, TARGET_MBPS = 3.0, 20.0, 100.0
@@ -134,8 +136,9 @@ def main() -> int:
     key = work / "adbkey"
     keygen(str(key))
     source, back = work / "payload.bin", work / "back.bin"
-    rows = {name: _Row() for name in ("AdbPhone (files)", "AdbPhone (bytes)", "adb-shell stock", "adb binary")}
-    adb_bin = None
+    rows = {name: _Row() for name in ("ServerAdbPhone", "AdbPhone (files)", "AdbPhone (bytes)", "adb-shell stock",
+                                      "adb binary")}
+    adb_bin = served = None
     try:
         phone = AdbPhone(address, key_path=key, name="bench")
         phone.connect()
@@ -144,8 +147,13 @@ def main() -> int:
         if shutil.which("adb"):
             adb_bin = _AdbBinary(address, work)
             adb_bin.connect()
+            served = ServerAdbPhone(address, server=AdbServer("127.0.0.1", int(adb_bin.env["ANDROID_ADB_SERVER_PORT"])),
+                                    name="bench-server")
+            served.connect()
         # Round trips first, on a quiet machine (before 64 MiB of file writes are flushing).
         rows["AdbPhone (files)"].rtt_ms = _median_ms(lambda: phone.shell("true"), calls)
+        if served is not None:
+            rows["ServerAdbPhone"].rtt_ms = _median_ms(lambda: served.shell("true"), calls)
         rows["adb-shell stock"].rtt_ms = _median_ms(lambda: stock.shell("true"), stock_calls)
         if adb_bin is not None:
             rows["adb binary"].rtt_ms = _median_ms(lambda: adb_bin.shell("true"), bin_calls)
@@ -160,6 +168,10 @@ def main() -> int:
             "adb-shell stock": (lambda: stock.push(str(source), "/data/local/tmp/s.bin", read_timeout_s=60),
                                 lambda: stock.pull("/data/local/tmp/s.bin", str(back), read_timeout_s=60)),
         }
+        if served is not None:
+            via = served
+            transfers["ServerAdbPhone"] = (lambda: via.push(source, "/data/local/tmp/v.bin"),
+                                           lambda: via.pull("/data/local/tmp/v.bin", back))
         if adb_bin is not None:
             binary = adb_bin
             transfers["adb binary"] = (
@@ -210,6 +222,11 @@ def _report(rows: dict[str, _Row], calls: int, stock_calls: int, bin_calls: int,
               f"{cell(row.cpu('push'), 20)}{cell(row.cpu('pull'), 9)}")
 
     ours, stock, binary = rows["AdbPhone (files)"], rows["adb-shell stock"], rows["adb binary"]
+    served = rows["ServerAdbPhone"]
+    if served.rtt_ms is not None and ours.rtt_ms:
+        print(f"\n  through the adb server: shell RTT {served.rtt_ms / ours.rtt_ms:.1f}x the direct path's; "
+              f"push {(served.rate('push') or 0) / (ours.rate('push') or 1):.2f}x, "
+              f"pull {(served.rate('pull') or 0) / (ours.rate('pull') or 1):.2f}x its throughput")
     speedup = (stock.rtt_ms or 0.0) / (ours.rtt_ms or 1.0)
     checks = [(f"AdbPhone shell RTT {ours.rtt_ms:.2f} ms <= {TARGET_RTT_MS} ms", (ours.rtt_ms or 1e9) <= TARGET_RTT_MS),
               (f"AdbPhone {speedup:.0f}x faster than stock adb-shell (>= {TARGET_SPEEDUP:.0f}x)",

@@ -130,6 +130,30 @@ class AdbPhone:
         twin._signer = self._signer
         return twin
 
+    def online(self) -> bool:
+        """One bounded look (no retries): can the phone be reached on ADB right now? A fresh
+        connection is made, and kept when it works."""
+        with self._lock:
+            self.close()
+            try:
+                self._device = self._connect_once(self._load_signer(), min(self.connect_timeout_s, 2.0))
+            except DeviceError:
+                return False
+            return True
+
+    def reboot(self) -> None:
+        """`adb reboot`: returns once the phone has taken the request (it drops the link as it goes)."""
+        timeout = self.command_timeout_s
+        with self._lock:
+            if self._device is None:
+                self.connect()
+            try:
+                self._device.reboot(transport_timeout_s=timeout, read_timeout_s=timeout, timeout_s=timeout)
+            except (DeviceError, adb_exc.AdbCommandFailureException, *_TIMEOUTS, *_LINK_ERRORS, OSError) as exc:
+                log.debug("%s: link dropped by the reboot: %s", self._where, _reason(exc))
+            finally:
+                self.close()
+
     def __enter__(self) -> "AdbPhone":
         return self.connect()
 

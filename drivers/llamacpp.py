@@ -4,11 +4,15 @@ timings, so the bench is useful on any phone with a llama.cpp build.
 Parsing is by field name: unknown JSON fields are kept in `extra`, lines that are not JSON (ggml
 backend logs and other stderr merged by ADB shell v1) are skipped, and the perf lines
 ("eval time = 1234.56 ms / 128 runs ( 9.65 ms per token, 103.68 tokens per second)") are read
-whatever their prefix (llama_print_timings, llama_perf_context_print, common_perf_print).
+whatever their function prefix (llama_print_timings in old builds, llama_perf_context_print,
+common_perf_print in new ones), with or without the log prefix (`--log-prefix`: a level letter,
+`--log-timestamps`: M.ss.mmm.uuu before it), with colour codes, or as JSONL log records
+({"type": "log", "msg": ...}).
 llama.cpp has no NPU probe, adapter or status interface: those checks are skipped with a reason.
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -31,8 +35,9 @@ UNSUPPORTED = {
     "token-timestamps": "llama.cpp prints aggregate timings, not per-token device timestamps",
 }
 
+_ANSI = re.compile(r"\x1b\[[\d;]*m")
 _TIMING = re.compile(
-    r"^(?:[\w.]+:)?\s*(?P<phase>[a-z][a-z ]*?) time\s*=\s*(?P<ms>[-\d.]+|nan|inf)\s*ms"
+    r"^(?:\d+\.\d{2}\.\d{3}\.\d{3}\s+)?(?:[IWED]\s+)?(?:[\w.]+:)?\s*(?P<phase>[a-z][a-z ]*?) time\s*=\s*(?P<ms>[-\d.]+|nan|inf)\s*ms"
     r"(?:\s*/\s*(?P<count>\d+)\s+(?P<unit>runs|tokens))?"
     r"(?:\s*\(\s*(?P<per>[-\d.]+|nan|inf)\s*ms per token,\s*(?P<tps>[-\d.]+|nan|inf)\s*tokens per second\s*\))?",
     re.MULTILINE)
@@ -120,12 +125,28 @@ def parse_timings(text: str) -> dict[str, Timing]:
     """Perf lines by phase; when a phase appears twice (e.g. sampler and context prints), the
     last one wins."""
     timings = {}
-    for match in _TIMING.finditer(text):
+    for match in _TIMING.finditer(_plain_log(text)):
         phase = match["phase"].strip()
         timings[phase] = Timing(phase=phase, ms=_number(match["ms"]) or 0.0,
                                 count=int(match["count"]) if match["count"] else None, unit=match["unit"],
                                 ms_per_token=_number(match["per"]), tokens_per_second=_number(match["tps"]))
     return timings
+
+
+def _plain_log(text: str) -> str:
+    """The log as plain lines: colour codes dropped, JSONL log records replaced by their message."""
+    lines = []
+    for line in _ANSI.sub("", text).splitlines():
+        if line.startswith("{") and '"msg"' in line:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and isinstance(record.get("msg"), str):
+                lines.extend(record["msg"].splitlines())
+                continue
+        lines.append(line)
+    return "\n".join(lines)
 
 
 class LlamaCpp:

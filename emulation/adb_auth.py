@@ -97,24 +97,40 @@ def load_keys(spec: str | Path) -> list[AndroidPublicKey]:
     return keys
 
 
-class AuthPolicy:
-    """What the emulated phone's user does with the "Allow USB debugging?" prompt.
+# Stands for "the host's key, already in the phone's adb_keys" when the phone trusts every host.
+TRUSTED_HOST = AndroidPublicKey(0, 0, "a host this phone already trusts")
+_SIGNATURE_BYTES = 2048 // 8
 
-    accept_any: every offered key is accepted and remembered (like "always allow").
+
+class AuthPolicy:
+    """What the emulated phone knows of hosts, and what its user does with the "Allow USB
+    debugging?" prompt.
+
+    accept_any, prompt=False (the default): the phone already trusts the host ("always allow" was
+    ticked before): the host's signature is accepted, so the first connection goes straight
+    online, as on a lab's phones.
+    accept_any, prompt=True: a first connection from an unknown key: the signature is refused,
+    the host offers its public key, the user accepts it and it is remembered (the stock client
+    prints "failed to authenticate" meanwhile).
     allowed_keys: key strings or key files pre-installed on the phone; with accept_any off,
     only these authenticate and any other offered key is refused.
     """
 
-    def __init__(self, accept_any: bool = True, allowed_keys: Sequence[str | Path] = ()) -> None:
+    def __init__(self, accept_any: bool = True, allowed_keys: Sequence[str | Path] = (), prompt: bool = False) -> None:
         self.accept_any = accept_any
+        self.prompt = prompt
         self._lock = threading.Lock()
         self._known: list[AndroidPublicKey] = [key for spec in allowed_keys for key in load_keys(spec)]
 
     def verify(self, token: bytes, signature: bytes) -> AndroidPublicKey | None:
-        """The trusted key that made `signature` over `token`, if any."""
+        """The trusted key that made `signature` over `token`, if any. A phone that trusts every
+        host cannot check a key it never saw: any RSA-2048 signature stands for the host's."""
         with self._lock:
             known = list(self._known)
-        return next((key for key in known if key.verify(token, signature)), None)
+        key = next((key for key in known if key.verify(token, signature)), None)
+        if key is None and self.accept_any and not self.prompt and len(signature) == _SIGNATURE_BYTES:
+            return TRUSTED_HOST
+        return key
 
     def offer(self, key_line: bytes) -> AndroidPublicKey | None:
         """A host offers its public key (AUTH RSAPUBLICKEY). Returns the key if accepted."""

@@ -5,9 +5,12 @@ bench's driver (adb-shell underneath) and the stock `adb` binary alike. One thre
 connection; every stream runs in its own thread, so several streams of one connection can be
 open at once; a per-connection lock keeps packets whole on the wire.
 
-Services: `shell:<cmd>` (v1: stdout and stderr merged, no exit status), `exec:<cmd>`
-(stdout only) and `sync:` (emulation.adb_sync). A command raising DaemonKilled makes the
-daemon die like a crashed adbd: every connection drops and nothing more is accepted.
+Services: `shell:<cmd>` (v1: stdout and stderr merged, no exit status), `shell,v2[,raw|pty]
+[,TERM=..]:<cmd>` (the shell protocol: stdout, stderr and the exit status in framed packets, as
+AOSP's shell_protocol.h defines them), `exec:<cmd>` (stdout only), `sync:` (emulation.adb_sync)
+and `reboot:` (the phone goes away, comes back after a simulated boot). A command raising
+DaemonKilled makes the daemon die like a crashed adbd: every connection drops and nothing more
+is accepted.
 """
 from __future__ import annotations
 
@@ -50,7 +53,14 @@ MAX_RECEIVE = 1024 * 1024            # largest payload accepted from a client (a
 AUTH_TOKEN, AUTH_SIGNATURE, AUTH_RSAPUBLICKEY = 1, 2, 3
 TOKEN_SIZE = 20
 # Banner features this daemon really implements; the phone's banner may list more.
-SUPPORTED_FEATURES = ("stat_v2", "ls_v2", "fixed_push_mkdir", "fixed_push_symlink_timestamp")
+SUPPORTED_FEATURES = ("shell_v2", "stat_v2", "ls_v2", "fixed_push_mkdir", "fixed_push_symlink_timestamp")
+# Shell protocol packet ids (AOSP adb/shell_protocol.h): 1 id byte, 4 length bytes (LE), data.
+SHELL_STDIN, SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT, SHELL_CLOSE_STDIN, SHELL_WINDOW_SIZE = range(6)
+_SHELL_HEADER = struct.Struct("<BI")
+# A reboot as the phone's clock sees it: down (no adbd), then adbd up but still booting.
+REBOOT_DOWN_S, REBOOT_BOOTING_S = 20.0, 10.0
+_REBOOT_STEPS = 20      # each phase passes in this many steps ...
+_REBOOT_STEP_PAUSE_S = 0.02  # ... with this real pause between, so a host can see the phone gone
 
 _HEADER = struct.Struct("<6I")
 Buffer = Union[bytes, bytearray, memoryview]
@@ -362,7 +372,7 @@ class _Connection:
                 raise _Gone()  # refused: drop the connection (a real phone would leave it hanging)
 
     def _on_open(self, remote_id: int, service: str) -> None:
-        if not service.startswith(("shell:", "exec:")) and service != "sync:":
+        if not service.startswith(("shell:", "shell,", "exec:")) and service not in ("sync:", "reboot:"):
             log.info("adbd %s: unsupported service %r", self.peer, service)
             self.send(A_CLSE, 0, remote_id)
             return
@@ -377,9 +387,15 @@ class _Connection:
             self.send(A_OKAY, stream.local_id, stream.remote_id)
             if stream.service == "sync:":
                 SyncSession(stream, self.daemon.phone.fs).serve()
+            elif stream.service == "reboot:":
+                self.daemon.reboot()
             else:
                 kind, _, command = stream.service.partition(":")
-                self._run_command(stream, command, merge_stderr=kind == "shell")
+                name, *options = kind.split(",")
+                if "v2" in options:
+                    self._run_v2(stream, command)
+                else:
+                    self._run_command(stream, command, merge_stderr=name == "shell")
         except DaemonKilled as exc:
             log.warning("adbd %s: daemon killed by `%s` (injected fault)", self.peer, exc)
             self.daemon.kill()
@@ -398,6 +414,21 @@ class _Connection:
         output = result.stdout + result.stderr if merge_stderr else result.stdout
         if output:
             stream.write(output)
+
+
+    def _run_v2(self, stream: _Stream, command: str) -> None:
+        """Shell protocol: stdout and stderr kept apart, then the exit status (one byte)."""
+        if not command.strip():
+            stream.write(_shell_packet(SHELL_STDOUT, _INTERACTIVE_NOTE) + _shell_packet(SHELL_EXIT, b"\0"))
+            return
+        result = self.daemon.phone.shell.execute(command)
+        pieces = [_shell_packet(kind, data) for kind, data in ((SHELL_STDOUT, result.stdout),
+                                                               (SHELL_STDERR, result.stderr)) if data]
+        stream.write_all([*pieces, _shell_packet(SHELL_EXIT, bytes([result.status & 0xFF]))])
+
+
+def _shell_packet(kind: int, data: bytes) -> bytes:
+    return _SHELL_HEADER.pack(kind, len(data)) + data
 
 
 def _send_buffers(sock: socket.socket, header: bytes, payload: Buffer) -> None:
@@ -430,6 +461,7 @@ class AdbDaemon:
         self._lock = threading.Lock()
         self._connections: set[_Connection] = set()
         self._threads: set[threading.Thread] = set()
+        self._stopped = False  # stop() was called: a reboot in progress must not bring it back
 
     @property
     def port(self) -> int:
@@ -454,6 +486,7 @@ class AdbDaemon:
         """Listen and serve in background threads; returns the bound port."""
         if self._listener is not None:
             return self.port
+        self._stopped = False
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((self.host, self._port or self._requested_port))
@@ -469,6 +502,41 @@ class AdbDaemon:
         """Start listening again on the same port after kill()."""
         return self.start()
 
+    def reboot(self) -> None:
+        """`adb reboot`: every connection drops, the phone is away for REBOOT_DOWN_S of its
+        simulated time, then adbd is back while the boot finishes (sys.boot_completed 0 -> 1).
+        With the fault "no-return-after-reboot" it never comes back."""
+        phone = self.phone
+        phone.props["sys.boot_completed"] = "0"
+        phone.logs.log("I", "ShutdownThread", "Rebooting, reason: adb", pid=1000)
+        log.info("adbd %s: rebooting %s", self._port, phone.spec.serial)
+        self.kill()
+        self._spawn(self._boot, name=f"adbd-{self._port}-boot")
+
+    def _boot(self) -> None:
+        def elapse(seconds: float) -> bool:
+            for _ in range(_REBOOT_STEPS):
+                time.sleep(_REBOOT_STEP_PAUSE_S)
+                if self._stopped:
+                    return False
+                self.phone.world.wait(seconds / _REBOOT_STEPS)
+            return True
+
+        if not elapse(REBOOT_DOWN_S):
+            return
+        if "no-return-after-reboot" in self.phone.spec.faults:
+            log.warning("adbd %s: %s stays down after the reboot (injected fault)", self._port, self.phone.spec.serial)
+            return
+        self.phone.boot()
+        with self._lock:
+            if self._stopped:
+                return
+        self.start()
+        if not elapse(REBOOT_BOOTING_S):
+            return
+        self.phone.props["sys.boot_completed"] = "1"
+        self.phone.logs.log("I", "ActivityManager", "Boot completed", pid=1000)
+
     def kill(self) -> None:
         """Die like a crashed adbd: stop accepting and drop every connection at once."""
         with self._lock:
@@ -481,6 +549,7 @@ class AdbDaemon:
 
     def stop(self) -> None:
         """kill(), then wait (bounded) for every thread to end."""
+        self._stopped = True
         self.kill()
         deadline = time.monotonic() + _STOP_JOIN_S
         with self._lock:

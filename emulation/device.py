@@ -6,10 +6,12 @@ of its shell commands; its physical state lives in its World.
 from __future__ import annotations
 
 import logging
+import time as _time
 
 from emulation.filesystem import DeviceFileSystem
+from emulation.logcat import LogBuffer, logcat
 from emulation.phone_spec import DEVICE_FAULTS, PhoneSpec
-from emulation.shell import Shell
+from emulation.shell import CommandResult, Shell, ShellContext
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -20,6 +22,9 @@ TYPE_CPU, TYPE_GPU, TYPE_BATTERY, TYPE_SKIN, TYPE_NPU = 0, 1, 2, 3, 9
 SKIN_STATUS_THRESHOLDS_C = (39.0, 43.0, 45.0, 47.0, 51.0, 55.0)
 
 
+THERMAL_WATCH_S = 1.0  # how often (simulated) the thermal service re-evaluates the skin status
+
+
 class EmulatedPhone:
     def __init__(self, spec: PhoneSpec, world: World | None = None) -> None:
         self.spec = spec
@@ -27,6 +32,10 @@ class EmulatedPhone:
         self.props = spec.props()
         self.fs = DeviceFileSystem(self.world.clock.now)
         self.shell = Shell(self)
+        self.logs = LogBuffer(self.world.clock.now)
+        self.shell.register("logcat", logcat)
+        self.shell.register("date", _date)
+        self.shell.register("bugreport", _bugreport)
         self.dumpsys = {"thermalservice": self._dumpsys_thermal, "battery": self._dumpsys_battery}
         self.kill_on_commands = {f.split(":", 1)[1] for f in spec.faults if f.startswith("kill-on:")}
         for d in ("/data/local/tmp", "/sdcard", "/system/bin", "/data/vendor/llm"):
@@ -40,16 +49,54 @@ class EmulatedPhone:
             from emulation import runtime  # local import: the runtime builds on this class
 
             runtime.install(self)
+            self.shell.watch("llmrt", self._log_runtime)
         if "no-llamacpp" not in spec.faults:
             from emulation import llamacpp
 
             llamacpp.install(self)
+        self._thermal_status, self._thermal_checked = 0, self.world.clock.now()
+        self.world.clock.add_listener(self._watch_thermal)
+        self.boot()
+
+    # --- life cycle -----------------------------------------------------------------------
+    def boot(self) -> None:
+        """What a boot leaves in the log (the buffer starts empty, as after a real boot)."""
+        self.logs.clear()
+        self.logs.log("I", "init", f"starting service 'adbd' (build {self.spec.build_fingerprint})", pid=1)
+        self.logs.log("I", "ActivityManager", "System now ready", pid=1000)
+        self.logs.log("I", "ThermalManagerService", f"Thermal Status: {self.thermal_status()}", pid=1000)
+
+    def _log_runtime(self, argv: list[str], result: CommandResult | None) -> None:
+        """The runtime's starts and stops in the log, as its service logs them."""
+        verb = argv[1] if len(argv) > 1 else ""
+        if result is None:
+            self.logs.log("I", "llmrt", f"llmrt {verb}: start", pid=4242)
+            return
+        detail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] if result.status else []
+        self.logs.log("I" if result.status == 0 else "E", "llmrt",
+                      f"llmrt {verb}: exit {result.status}" + (f" ({detail[0]})" if detail else ""), pid=4242)
+
+    def _watch_thermal(self, t: float, dt: float) -> None:
+        if t + dt - self._thermal_checked < THERMAL_WATCH_S:
+            return
+        self._thermal_checked = t + dt
+        status = self.thermal_status()
+        if status != self._thermal_status:
+            level = "W" if status > self._thermal_status else "I"
+            skin = self.world.temperatures()["skin"]
+            self.logs.log(level, "ThermalManagerService",
+                          f"Thermal status changed {self._thermal_status} -> {status} (skin {skin:.1f} C)")
+            self._thermal_status = status
+
+    @property
+    def booted(self) -> bool:
+        return self.props.get("sys.boot_completed") == "1"
 
     @property
     def banner(self) -> bytes:
         p = self.props
         return (f"device::ro.product.name={p['ro.product.name']};ro.product.model={p['ro.product.model']};"
-                f"ro.product.device={p['ro.product.device']};features=cmd,stat_v2,ls_v2,fixed_push_mkdir,"
+                f"ro.product.device={p['ro.product.device']};features=cmd,shell_v2,stat_v2,ls_v2,fixed_push_mkdir,"
                 f"apex,abb,fixed_push_symlink_timestamp,abb_exec,remount_shell,track_app,sendrecv_v2\0").encode()
 
     # --- sensors ------------------------------------------------------------------------
@@ -102,3 +149,22 @@ class EmulatedPhone:
                 f"  present: true\n  level: {int(s.capacity_pct)}\n  scale: 100\n"
                 f"  voltage: {round(s.voltage_v * 1000)}\n  temperature: {round(s.temp_c * 10)}\n"
                 "  technology: Li-ion\n")
+
+
+def _date(argv: list[str], ctx: ShellContext) -> CommandResult:
+    """toybox `date` on the phone's clock: `+%s`, `+%s.%N` (what the bench asks), else the default form."""
+    now = ctx.phone.world.clock.now()
+    if len(argv) > 1 and argv[1].startswith("+"):
+        text = argv[1][1:].replace("%s", str(int(now))).replace("%N", f"{int((now % 1) * 1e9):09d}")
+        return CommandResult(f"{text}\n".encode())
+    return CommandResult(_time.strftime("%a %b %d %H:%M:%S UTC %Y\n", _time.gmtime(now)).encode())
+
+
+def _bugreport(argv: list[str], ctx: ShellContext) -> CommandResult:
+    """The plain-text bugreport of older Android (dumpstate's sections): properties, services, log."""
+    phone = ctx.phone
+    sections = [("SYSTEM PROPERTIES", "".join(f"[{k}]: [{v}]\n" for k, v in sorted(phone.props.items())))]
+    sections += [(f"DUMPSYS {name}", render()) for name, render in sorted(phone.dumpsys.items())]
+    sections.append(("SYSTEM LOG", "".join(e.threadtime() + "\n" for e in phone.logs.entries())))
+    header = f"== dumpstate: {_time.strftime('%Y-%m-%d %H:%M:%S', _time.gmtime(phone.world.clock.now()))}\n"
+    return CommandResult((header + "".join(f"------ {title} ------\n{body}" for title, body in sections)).encode())

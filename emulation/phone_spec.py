@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Faults the device model itself understands ("kill-on:<command>" is a pattern).
-DEVICE_FAULTS = {"no-runtime", "no-llamacpp", "low-battery", "skin-sensor-drift"}
+DEVICE_FAULTS = {"no-runtime", "no-llamacpp", "low-battery", "skin-sensor-drift", "no-return-after-reboot"}
 
 
 @dataclass
@@ -23,9 +23,13 @@ class PhoneSpec:
     npu_persona: str = "SM8650-MP"          # which microcode build the emulated NPU runs
     sla_persona: str = "nominal"            # behaviour persona for SLA checks (slow, jittery, hot, ...)
     # Injected faults: "kill-on:<command>" (adbd dies when it runs), "no-runtime", "no-llamacpp", "low-battery",
-    # "skin-sensor-drift", and those the runtime and world understand.
+    # "skin-sensor-drift", "no-return-after-reboot" (a reboot it never comes back from), and those the
+    # runtime and world understand.
     faults: list[str] = field(default_factory=list)
     seed: int = 0
+    # llama.cpp behind the phone's llama-bench / llama-completion: "auto" (the host's real build
+    # when `make llama` made one, else the imitation), "real" (the build, or an error), "imitation".
+    llamacpp: str = "auto"
 
     def props(self) -> dict[str, str]:
         return {
@@ -43,4 +47,5 @@ class PhoneSpec:
             "ro.build.version.sdk": "35",
             "ro.build.version.release": "15",
             "ro.build.type": "user",
+            "sys.boot_completed": "1",
         }

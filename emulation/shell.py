@@ -29,6 +29,8 @@ class ShellContext:
 
 
 Command = Callable[[list[str], ShellContext], CommandResult]
+# Told about a command as it starts (result None) and as it ends (its result): the phone's log.
+Watcher = Callable[[list[str], "CommandResult | None"], None]
 
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -94,11 +96,15 @@ class Shell:
     def __init__(self, phone: "EmulatedPhone") -> None:
         self.phone = phone
         self.commands: dict[str, Command] = {}
+        self.watchers: dict[str, Watcher] = {}
         for name, fn in _BUILTINS.items():
             self.commands[name] = fn
 
     def register(self, name: str, command: Command) -> None:
         self.commands[name] = command
+
+    def watch(self, name: str, watcher: Watcher) -> None:
+        self.watchers[name] = watcher
 
     def execute(self, line: str) -> CommandResult:
         ctx = ShellContext(self.phone)
@@ -141,6 +147,15 @@ class Shell:
         while argv and _ASSIGNMENT.match(argv[0]):  # `VAR=value cmd`: environment for this command
             key, _, value = argv.pop(0).partition("=")
             ctx.env[key] = value
+        if argv and argv[0] == "export":  # `adb logcat` sends `export ANDROID_LOG_TAGS=...; exec logcat`
+            for assignment in argv[1:]:
+                key, _, value = assignment.partition("=")
+                ctx.env[key] = value
+            return CommandResult()
+        if argv and argv[0] == "exec":  # no process to replace here: run the command
+            argv = argv[1:]
+            if not argv:
+                return CommandResult()
         if argv and argv[0] == "exit":
             code = argv[1] if len(argv) > 1 and argv[1].isdigit() else "0"
             return CommandResult(stdout=code.encode(), status=_EXIT)
@@ -150,7 +165,12 @@ class Shell:
             return CommandResult(stderr=f"/system/bin/sh: {argv[0]}: not found\n".encode(), status=127)
         if name in self.phone.kill_on_commands:
             raise DaemonKilled(name)
+        watcher = self.watchers.get(name)
+        if watcher is not None:
+            watcher(argv, None)
         result = command(argv, ctx)
+        if watcher is not None:
+            watcher(argv, result)
         if redirect is not None:
             old = self.phone.fs.read(redirect) if append and self.phone.fs.exists(redirect) else b""
             self.phone.fs.write(redirect, old + result.stdout)

@@ -92,7 +92,8 @@ class EmulatedStation:
         from emulation.adbd import AdbDaemon, AuthPolicy
 
         auth = None if self.config.auth == "none" else AuthPolicy(
-            accept_any=self.config.auth == "any", allowed_keys=list(self.config.allowed_keys))
+            accept_any=self.config.auth in ("any", "prompt"), prompt=self.config.auth == "prompt",
+            allowed_keys=list(self.config.allowed_keys))
         try:
             for spec in self._specs():
                 phone = EmulatedPhone(spec, World(seed=spec.seed, persona=spec.sla_persona))
@@ -152,7 +153,10 @@ class EmulatedStation:
 
     def merge_into(self, config: StationConfig) -> StationConfig:
         """The station config a bench uses to reach this emulated station (DUTs and instruments)."""
-        duts = [DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name) for d in self.duts]
+        # Reached directly: an in-process station needs no adb server (a station file written by
+        # `bench emulate` goes through the server, as a lab's does).
+        duts = [DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name, transport="direct")
+                for d in self.duts]
         attached = duts[0].name if duts else None
         instruments = {role: InstrumentConfig(role=role, family=s.family, address=s.address, attached_to=attached)
                        for role, s in self.instruments.items()}

@@ -1,4 +1,6 @@
-"""AdbPhone against the emulated daemon, and each hardening over stock adb-shell."""
+"""Both ADB paths against the emulated daemon: ServerAdbPhone through a real adb server (a private
+one, on its own port) and AdbPhone straight to the daemon (adb-shell, hardened); then each
+hardening over stock adb-shell."""
 from __future__ import annotations
 
 import logging
@@ -16,12 +18,15 @@ from adb_shell.transport.tcp_transport import TcpTransport
 from bench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
                           DeviceUnreachable)
 from drivers.adb import AdbPhone, _split_marker, quote_command
+from drivers.adb_server import ServerAdbPhone, open_phone
 from drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport, fast_checksum
 from drivers.device import Device
+from drivers.recovery import DeviceBroken, RecoveryPolicy, reboot_and_wait, recover
 from emulation.adb_auth import AuthPolicy
 from emulation.adbd import AdbDaemon
 from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.shell import CommandResult, DaemonKilled
+from tests.adb_helpers import private_adb_server
 
 WAIT_S = 30.0  # generous: a hang fails the test rather than blocking it; never asserted on
 
@@ -48,9 +53,40 @@ def daemon(phone: EmulatedPhone):
     daemon.stop()
 
 
+@pytest.fixture(scope="module")
+def adb_server(tmp_path_factory: pytest.TempPathFactory):
+    yield from private_adb_server(tmp_path_factory.mktemp("adbhome"))
+
+
+@pytest.fixture(params=["server", "direct"])
+def make(request: pytest.FixtureRequest, keys: tuple[Path, Path]):
+    """A phone driver of the test's transport; the server path through the private adb server."""
+    made: list[ServerAdbPhone] = []
+
+    def make(address: str, **options):
+        options.setdefault("key_path", keys[0])
+        if request.param == "direct":
+            return AdbPhone(address, **options)
+        options.pop("key_path")
+        made.append(ServerAdbPhone(address, server=request.getfixturevalue("adb_server"), **options))
+        return made[-1]
+
+    make.transport = request.param  # type: ignore[attr-defined]
+    yield make
+    for phone in made:  # the server forgets the phone: the next test's daemon reuses no entry
+        phone.disconnect()
+
+
 @pytest.fixture
-def adb_phone(daemon: AdbDaemon, keys: tuple[Path, Path]):
+def direct_phone(daemon: AdbDaemon, keys: tuple[Path, Path]):
+    """For the tests of adb-shell's hardening: the direct path only."""
     with AdbPhone(daemon.address, key_path=keys[0], name="dut1", connect_timeout_s=WAIT_S) as dut:
+        yield dut
+
+
+@pytest.fixture
+def adb_phone(daemon: AdbDaemon, make):
+    with make(daemon.address, name="dut1", connect_timeout_s=WAIT_S) as dut:
         yield dut
 
 
@@ -72,6 +108,13 @@ def _register_blocking(phone: EmulatedPhone, name: str) -> threading.Event:
 
 
 # --- shell ---------------------------------------------------------------------------------------------
+def test_open_phone_picks_the_transport(keys: tuple[Path, Path]) -> None:
+    assert isinstance(open_phone("127.0.0.1:5555", "server"), ServerAdbPhone)
+    assert isinstance(open_phone("127.0.0.1:5555", "direct", key=keys[0]), AdbPhone)
+    with pytest.raises(ConfigError, match="unknown ADB transport 'usb3'"):
+        open_phone("127.0.0.1:5555", "usb3")
+
+
 def test_is_a_device(adb_phone: AdbPhone) -> None:
     assert isinstance(adb_phone, Device)
     assert adb_phone.name == "dut1"
@@ -113,11 +156,20 @@ def test_output_after_the_marker_is_kept() -> None:
     assert _split_marker(b"no marker here", b"MARK") == (b"no marker here", None)
 
 
-def test_exit_status_is_unknown_when_the_command_exits(adb_phone: AdbPhone, caplog: pytest.LogCaptureFixture) -> None:
+def test_exit_status_of_a_command_that_exits(adb_phone, make, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="drivers.adb"):
         result = adb_phone.shell("echo bye; exit 3")
-    assert (result.output, result.exit_code) == ("bye\n", -1)
-    assert "no exit status" in caplog.text
+    if make.transport == "server":  # the shell protocol carries the shell's own exit status
+        assert (result.output, result.exit_code) == ("bye\n", 3)
+    else:  # the marker echoed after the command never runs
+        assert (result.output, result.exit_code) == ("bye\n", -1)
+        assert "no exit status" in caplog.text
+
+
+def test_stdout_and_stderr_both_arrive(adb_phone) -> None:
+    result = adb_phone.shell("echo out; cat /nope")
+    assert result.exit_code == 1
+    assert result.output == "out\ncat: /nope: No such file or directory\n"
 
 
 def test_getprop_and_serial(adb_phone: AdbPhone) -> None:
@@ -206,11 +258,11 @@ def test_file_errors_are_clear_and_leave_the_link_usable(adb_phone: AdbPhone, tm
 
 
 # --- connection, auth, errors -----------------------------------------------------------------------
-def test_tcp_nodelay_on_the_client_socket(adb_phone: AdbPhone) -> None:
-    adb_phone.connect()
-    sock = adb_phone._device._io_manager._transport._connection  # type: ignore[union-attr]
+def test_tcp_nodelay_on_the_client_socket(direct_phone: AdbPhone) -> None:
+    direct_phone.connect()
+    sock = direct_phone._device._io_manager._transport._connection  # type: ignore[union-attr]
     assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
-    stock = TcpTransport("127.0.0.1", int(adb_phone.address.rsplit(":", 1)[1]))  # negative control
+    stock = TcpTransport("127.0.0.1", int(direct_phone.address.rsplit(":", 1)[1]))  # negative control
     stock.connect(5)
     assert not stock._connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     stock.close()
@@ -233,9 +285,9 @@ def test_unlisted_key_refused_names_the_key_file(phone: EmulatedPhone, keys: tup
     assert "Allow USB debugging" in message and "allowed keys" in message
 
 
-def test_unreachable_port_is_a_clear_error(keys: tuple[Path, Path]) -> None:
+def test_unreachable_port_is_a_clear_error(make) -> None:
     port = _closed_port()
-    dut = AdbPhone(f"127.0.0.1:{port}", key_path=keys[0], name="bench-a", retries=2, connect_timeout_s=WAIT_S)
+    dut = make(f"127.0.0.1:{port}", name="bench-a", retries=2, connect_timeout_s=WAIT_S)
     with pytest.raises(DeviceUnreachable) as unreachable:
         dut.shell("true")
     message = str(unreachable.value)
@@ -274,10 +326,10 @@ def test_connect_retries_back_off_within_the_connect_timeout(keys: tuple[Path, P
     assert fake.sleeps == sleeps
 
 
-def test_daemon_death_mid_command_is_a_disconnect_and_the_next_call_reconnects(keys: tuple[Path, Path]) -> None:
+def test_daemon_death_mid_command_is_a_disconnect_and_the_next_call_reconnects(make) -> None:
     phone = EmulatedPhone(PhoneSpec(serial="EMU-KILL", faults=["kill-on:llmrt"]))
     with AdbDaemon(phone) as daemon:
-        dut = AdbPhone(daemon.address, key_path=keys[0], name="dutk", connect_timeout_s=WAIT_S, retries=1)
+        dut = make(daemon.address, name="dutk", connect_timeout_s=WAIT_S, retries=1)
         assert dut.run("echo up") == "up\n"
         with pytest.raises(DeviceDisconnected, match=r"dutk .*lost the connection during `llmrt generate`"):
             dut.shell("llmrt generate", timeout_s=WAIT_S)
@@ -302,11 +354,10 @@ def test_a_command_cut_by_a_drop_is_not_re_run(phone: EmulatedPhone, daemon: Adb
     assert runs == [1]
 
 
-def test_long_silent_command_within_the_configured_timeout(phone: EmulatedPhone, daemon: AdbDaemon,
-                                                           keys: tuple[Path, Path]) -> None:
+def test_long_silent_command_within_the_configured_timeout(phone: EmulatedPhone, daemon: AdbDaemon, make) -> None:
     release = _register_blocking(phone, "quietjob")
     timer = threading.Timer(0.6, release.set)  # silent for 0.6 s, well inside the 20 s configured
-    with AdbPhone(daemon.address, key_path=keys[0], command_timeout_s=20.0) as dut:
+    with make(daemon.address, command_timeout_s=20.0) as dut:
         timer.start()
         try:
             assert dut.run("quietjob") == "done waiting\n"
@@ -314,7 +365,7 @@ def test_long_silent_command_within_the_configured_timeout(phone: EmulatedPhone,
             timer.cancel()
 
 
-def test_timeouts_are_passed_to_adb_shell_explicitly(adb_phone: AdbPhone, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timeouts_are_passed_to_adb_shell_explicitly(direct_phone: AdbPhone, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[dict[str, object]] = []
     original = HardenedAdbDevice.shell
 
@@ -323,9 +374,9 @@ def test_timeouts_are_passed_to_adb_shell_explicitly(adb_phone: AdbPhone, monkey
         return original(self, command, **kwargs)
 
     monkeypatch.setattr(HardenedAdbDevice, "shell", spy)
-    adb_phone.command_timeout_s = 321.0
-    adb_phone.shell("true")
-    adb_phone.shell("true", timeout_s=45.0)
+    direct_phone.command_timeout_s = 321.0
+    direct_phone.shell("true")
+    direct_phone.shell("true", timeout_s=45.0)
     assert [(k["transport_timeout_s"], k["read_timeout_s"], k["timeout_s"]) for k in seen] == [
         (321.0, 321.0, 321.0), (45.0, 45.0, 45.0)]
 
@@ -340,7 +391,7 @@ def test_command_timeout_names_device_command_and_timeout(phone: EmulatedPhone, 
     assert adb_phone.run("echo recovered") == "recovered\n"  # a fresh connection
 
 
-def test_adb_shell_errors_never_escape(adb_phone: AdbPhone) -> None:
+def test_adb_shell_errors_never_escape(direct_phone: AdbPhone) -> None:
     cases = [(adb_exc.AdbTimeoutError("slow"), CommandTimeout), (adb_exc.TcpTimeoutException("slow"), CommandTimeout),
              (adb_exc.InvalidChecksumError("bad"), DeviceDisconnected),
              (adb_exc.InvalidResponseError("odd"), DeviceDisconnected),
@@ -362,9 +413,9 @@ def test_adb_shell_errors_never_escape(adb_phone: AdbPhone) -> None:
             pass
 
     for raw, expected in cases:
-        adb_phone._device = Failing(raw)  # type: ignore[assignment]
+        direct_phone._device = Failing(raw)  # type: ignore[assignment]
         with pytest.raises(expected) as caught:
-            adb_phone.shell("true")
+            direct_phone.shell("true")
         assert "dut1" in str(caught.value) and caught.value.hint
 
 
@@ -490,7 +541,7 @@ def test_usb_address_constructs_and_fails_clearly_without_a_device(keys: tuple[P
     assert isinstance(unreachable.value, BenchError)
 
 
-def test_stream_closed_by_the_device_mid_push_fails_at_once_not_at_the_timeout(adb_phone, monkeypatch):
+def test_stream_closed_by_the_device_mid_push_fails_at_once_not_at_the_timeout(direct_phone, monkeypatch):
     """Stock adb-shell ignores an unexpected CLSE and waits out its whole timeout; a sync service
     that dies mid-push (or a real adbd closing after FAIL) must end the wait at once."""
     from emulation import adb_sync
@@ -499,9 +550,80 @@ def test_stream_closed_by_the_device_mid_push_fails_at_once_not_at_the_timeout(a
         raise RuntimeError("sync service crashed")
 
     monkeypatch.setattr(adb_sync.SyncSession, "_send", broken)
-    adb_phone.command_timeout_s = 20.0  # a regression waits this out and raises CommandTimeout instead
+    direct_phone.command_timeout_s = 20.0  # a regression waits this out and raises CommandTimeout instead
     with pytest.raises(CommandFailed, match="closed the stream"):
-        adb_phone.push_bytes(b"x" * 15_000, "/data/local/tmp/crash")
+        direct_phone.push_bytes(b"x" * 15_000, "/data/local/tmp/crash")
     monkeypatch.undo()
-    adb_phone.push_bytes(b"y" * 15_000, "/data/local/tmp/after")  # the connection is still usable
-    assert adb_phone.pull_bytes("/data/local/tmp/after") == b"y" * 15_000
+    direct_phone.push_bytes(b"y" * 15_000, "/data/local/tmp/after")  # the connection is still usable
+    assert direct_phone.pull_bytes("/data/local/tmp/after") == b"y" * 15_000
+
+
+# --- recovery -------------------------------------------------------------------------------------
+QUICK = RecoveryPolicy(gone_timeout_s=WAIT_S, online_timeout_s=WAIT_S, boot_timeout_s=WAIT_S, poll_s=0.05)
+
+
+def test_reboot_request_waits_until_the_phone_is_back_and_booted(phone: EmulatedPhone, daemon: AdbDaemon,
+                                                                  adb_phone) -> None:
+    before = phone.world.clock.now()
+    reboot_and_wait(adb_phone, QUICK)
+    assert adb_phone.getprop("sys.boot_completed") == "1"
+    assert phone.world.clock.now() - before >= 29.9  # down, then booting: the phone's own time
+    assert "Boot completed" in adb_phone.run("logcat -d")
+
+
+def test_recovery_after_a_daemon_restart(phone: EmulatedPhone, daemon: AdbDaemon, adb_phone) -> None:
+    assert adb_phone.run("echo up") == "up\n"
+    daemon.kill()
+    timer = threading.Timer(0.3, daemon.revive)
+    timer.start()
+    try:
+        recover(adb_phone, QUICK)
+    finally:
+        timer.cancel()
+    assert adb_phone.run("echo back") == "back\n"
+
+
+def test_a_phone_that_never_returns_is_broken_not_retried_forever(make) -> None:
+    stuck = EmulatedPhone(PhoneSpec(serial="EMU-GONE", faults=["no-return-after-reboot"]))
+    with AdbDaemon(stuck) as daemon:
+        dut = make(daemon.address, name="dutg", connect_timeout_s=WAIT_S)
+        with pytest.raises(DeviceBroken, match=r"dutg: did not come back on ADB within 1\.5 s") as broken:
+            reboot_and_wait(dut, RecoveryPolicy(gone_timeout_s=WAIT_S, online_timeout_s=1.5, poll_s=0.05))
+    assert "rest of this run" in broken.value.hint
+
+
+def test_back_on_adb_but_never_booted_is_broken(phone: EmulatedPhone, daemon: AdbDaemon, adb_phone) -> None:
+    phone.props["sys.boot_completed"] = "0"  # adbd up, boot never finishing
+    with pytest.raises(DeviceBroken, match=r"not booted within 0\.5 s \(sys.boot_completed = 0\)"):
+        recover(adb_phone, RecoveryPolicy(online_timeout_s=WAIT_S, boot_timeout_s=0.5, poll_s=0.05))
+
+
+def test_usb_serial_the_server_does_not_list_is_unreachable(adb_server) -> None:
+    dut = ServerAdbPhone("usb:R5CT00000", server=adb_server, name="bay7", retries=1, connect_timeout_s=5)
+    with pytest.raises(DeviceUnreachable) as unreachable:
+        dut.connect()
+    assert "bay7 (usb:R5CT00000): cannot connect" in str(unreachable.value)
+    assert "not listed by the adb server" in str(unreachable.value)
+    assert "`adb devices` must list" in unreachable.value.hint
+
+
+def test_server_address_comes_from_the_environment_as_adb_reads_it() -> None:
+    from drivers.adb_server import server_address
+
+    assert server_address({}) == ("127.0.0.1", 5037)
+    assert server_address({"ANDROID_ADB_SERVER_PORT": "6001"}) == ("127.0.0.1", 6001)
+    assert server_address({"ADB_SERVER_SOCKET": "tcp:10.1.2.3:7001", "ANDROID_ADB_SERVER_PORT": "6001"}) == (
+        "10.1.2.3", 7001)
+    with pytest.raises(ConfigError, match="expected tcp:HOST:PORT"):
+        server_address({"ADB_SERVER_SOCKET": "localfilesystem:/tmp/adb"})
+
+
+def test_a_stale_offline_entry_is_cleared_before_connecting(phone: EmulatedPhone, adb_server) -> None:
+    with AdbDaemon(phone) as daemon:
+        first = ServerAdbPhone(daemon.address, server=adb_server, connect_timeout_s=WAIT_S)
+        assert first.run("echo one") == "one\n"
+        daemon.kill()  # the server keeps an offline entry for it
+        daemon.revive()
+        again = ServerAdbPhone(daemon.address, server=adb_server, connect_timeout_s=WAIT_S)
+        assert again.run("echo two") == "two\n"
+        again.disconnect()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import socket
 import stat
 import struct
@@ -148,7 +149,7 @@ def test_banner_comes_from_the_phone_and_lists_only_implemented_features(host: R
 
 def test_device_banner_drops_unimplemented_features() -> None:
     banner = device_banner(b"device::ro.product.name=x;features=stat_v2,sendrecv_v2,shell_v2,ls_v2\0")
-    assert banner == b"device::ro.product.name=x;features=stat_v2,ls_v2\0"
+    assert banner == b"device::ro.product.name=x;features=stat_v2,shell_v2,ls_v2\0"
 
 
 def test_checksum_is_the_byte_sum_mod_2_32() -> None:
@@ -192,7 +193,7 @@ def test_bad_checksum_drops_the_connection(host: RawHost) -> None:
 
 def test_unknown_service_is_refused_with_clse(host: RawHost) -> None:
     host.connect()
-    host.send(b"OPEN", 7, 0, b"reboot:\0")
+    host.send(b"OPEN", 7, 0, b"framebuffer:\0")
     command, _, local_id, _ = host.recv()
     assert (command, local_id) == (b"CLSE", 7)
 
@@ -334,9 +335,28 @@ def test_unlisted_key_is_refused(phone: EmulatedPhone, keys: tuple[Path, Path]) 
         host.close()
 
 
-def test_accept_any_remembers_an_offered_key(phone: EmulatedPhone, keys: tuple[Path, Path]) -> None:
+def test_a_trusting_phone_accepts_the_signature_of_a_key_it_never_saw(phone: EmulatedPhone,
+                                                                      keys: tuple[Path, Path]) -> None:
+    offered = []
+    with AdbDaemon(phone, auth=AuthPolicy(accept_any=True)) as daemon:
+        device = AdbDeviceTcp("127.0.0.1", daemon.port, default_transport_timeout_s=WAIT_S)
+        device.connect(rsa_keys=[CryptographySigner(str(keys[1]))], auth_timeout_s=WAIT_S,
+                       auth_callback=lambda _io: offered.append(True))
+        assert device.shell("getprop ro.serialno", read_timeout_s=WAIT_S) == "EMU-ADBD-1\n"
+        device.close()
+        # Negative control: a signature of the wrong size is no RSA-2048 signature at all.
+        host = RawHost(daemon.port)
+        host.send(b"CNXN", 0x01000000, MAX_DATA, b"host::\0")
+        assert host.recv()[0] == b"AUTH"
+        host.send(b"AUTH", 2, 0, b"x" * 100)
+        assert host.recv()[:2] == (b"AUTH", 1)  # a fresh token: not accepted
+        host.close()
+    assert offered == []  # straight online: the signature was enough
+
+
+def test_prompt_remembers_an_offered_key(phone: EmulatedPhone, keys: tuple[Path, Path]) -> None:
     first, _ = keys
-    policy = AuthPolicy(accept_any=True)
+    policy = AuthPolicy(accept_any=True, prompt=True)
     offered = []
     with AdbDaemon(phone, auth=policy) as daemon:
         for _ in range(2):
@@ -421,3 +441,81 @@ def test_stop_ends_every_thread(phone: EmulatedPhone) -> None:
     assert not [t.name for t in threading.enumerate() if t.name.startswith(f"adbd-{port}-")]
     for host in hosts:
         host.close()
+
+
+# --- shell protocol, reboot, logcat ----------------------------------------------------------------
+def _read_shell_packets(host: RawHost, local_id: int, remote_id: int) -> list[tuple[int, bytes]]:
+    raw, _ = host.read_until_close(local_id, remote_id)
+    packets = []
+    while raw:
+        kind, length = struct.unpack("<BI", raw[:5])
+        packets.append((kind, raw[5:5 + length]))
+        raw = raw[5 + length:]
+    return packets
+
+
+@pytest.mark.parametrize("service", ["shell,v2:", "shell,v2,raw:", "shell,v2,TERM=xterm-256color,raw:"])
+def test_shell_v2_keeps_stdout_stderr_apart_and_sends_the_exit_status(host: RawHost, service: str) -> None:
+    host.connect()
+    remote = host.open(1, service + "echo out; ls /nope")
+    packets = _read_shell_packets(host, 1, remote)
+    assert packets == [(1, b"out\n"), (2, b"ls: /nope: No such file or directory\n"), (3, b"\x01")]
+
+
+def test_shell_v2_exit_status_of_exit_and_of_a_missing_command(host: RawHost) -> None:
+    host.connect()
+    assert _read_shell_packets(host, 1, host.open(1, "shell,v2:echo a; exit 3"))[-1] == (3, b"\x03")
+    assert _read_shell_packets(host, 2, host.open(2, "shell,v2:nosuchtool"))[-1] == (3, bytes([127]))
+    # Negative control: v1 on the same connection has no exit packet, just the merged bytes.
+    raw, _ = host.read_until_close(3, host.open(3, "shell:false"))
+    assert raw == b""
+
+
+def test_reboot_drops_connections_and_comes_back_booted(phone: EmulatedPhone, daemon: AdbDaemon) -> None:
+    host = RawHost(daemon.port)
+    host.connect()
+    before = phone.world.clock.now()
+    host.send(b"OPEN", 1, 0, b"reboot:\0")
+    with pytest.raises((EOFError, ConnectionResetError, AssertionError)):
+        while True:
+            host.recv()  # OKAY, then the connection drops
+    host.close()
+    assert not phone.booted
+    deadline = time.monotonic() + WAIT_S
+    while not phone.booted and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert phone.booted and daemon.listening
+    assert phone.world.clock.now() - before >= 29.9  # down and booting took the phone's time
+    again = RawHost(daemon.port)
+    again.connect()
+    assert _read_shell_packets(again, 1, again.open(1, "shell,v2:getprop sys.boot_completed"))[0] == (1, b"1\n")
+    again.close()
+
+
+def test_a_phone_that_never_returns_from_a_reboot() -> None:
+    stuck = EmulatedPhone(PhoneSpec(serial="EMU-STUCK", faults=["no-return-after-reboot"]))
+    with AdbDaemon(stuck) as daemon:
+        daemon.reboot()
+        time.sleep(1.0)  # longer than the whole emulated reboot; only the fault keeps it away
+        assert not daemon.listening and not stuck.booted
+
+
+def test_logcat_dump_since_a_time(phone: EmulatedPhone) -> None:
+    phone.logs.log("I", "bench", "first")
+    phone.world.wait(5.0)
+    since = phone.world.clock.now()
+    phone.logs.log("W", "bench", "second")
+    text = phone.shell.execute(f"logcat -d -T {int(since * 1000) / 1000:.3f}").stdout.decode()
+    assert "second" in text and "first" not in text
+    line = text.splitlines()[-1]
+    assert re.match(r"^\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} +\d+ +\d+ W bench +: second$", line), line
+    assert "first" in phone.shell.execute("logcat -d").stdout.decode()
+    assert phone.shell.execute("logcat -t 1").stdout.decode().splitlines()[-1].endswith("second")
+    assert phone.shell.execute("logcat").status == 1  # streaming is refused, not hung
+
+
+def test_logcat_logs_the_runtime_and_boot(phone: EmulatedPhone) -> None:
+    phone.shell.execute("llmrt identity")
+    text = phone.shell.execute("logcat -d").stdout.decode()
+    assert "System now ready" in text
+    assert "llmrt identity: start" in text and "llmrt identity: exit 0" in text

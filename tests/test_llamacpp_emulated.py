@@ -13,7 +13,7 @@ from emulation.llamacpp import DECODE_TOKENS_PER_S, MODEL_PATH, PROMPT_TOKENS_PE
 
 
 def _device(faults: list[str]):
-    phone = EmulatedPhone(PhoneSpec(serial="LLAMA1", faults=faults))
+    phone = EmulatedPhone(PhoneSpec(serial="LLAMA1", faults=faults, llamacpp="imitation"))
     daemon = AdbDaemon(phone, auth=AuthPolicy(accept_any=True))
     daemon.start()
     return phone, daemon, AdbPhone(daemon.address, name="LLAMA1", connect_timeout_s=5)

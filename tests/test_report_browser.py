@@ -15,6 +15,9 @@ from bench.report import render_run
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
 from tests.browser_helpers import needs_browser, start_browser
 
+XSS_DUT = "<script>alert(1)</script>"
+XSS_MICROCODE = 'mc "q" & <img src=x onerror=alert(2)>'
+
 pytestmark = needs_browser
 
 

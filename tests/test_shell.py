@@ -76,3 +76,9 @@ def test_env_assignments_and_commands_by_path(phone):
     assert run(phone, "LD_LIBRARY_PATH=/x FOO=1 /system/bin/getprop ro.serialno") == ("SHELL1\n", 0)
     out, status = run(phone, "/data/local/tmp/llmrt identity")  # exists elsewhere, not at this path
     assert status == 127 and "not found" in out
+
+
+def test_export_and_exec_as_adb_logcat_sends_them(phone):
+    out, status = run(phone, "export ANDROID_LOG_TAGS=\"''\" ; exec logcat -d")
+    assert status == 0 and "System now ready" in out
+    assert run(phone, "exec nosuchtool")[1] == 127

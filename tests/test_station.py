@@ -22,6 +22,7 @@ key = "keys/adbkey"
 [[dut]]
 name = "bay2"
 usb = "R5CT1234"
+transport = "direct"
 
 [instruments.scope]
 family = "keysight-infiniivision"
@@ -46,6 +47,7 @@ def test_good_station_parses(tmp_path):
     assert config.results_dir == tmp_path / "out"
     assert [d.address for d in config.duts] == ["192.168.1.20:5555", "usb:R5CT1234"]
     assert config.duts[0].key == str(tmp_path / "keys/adbkey")
+    assert [d.transport for d in config.duts] == ["server", "direct"]  # the adb server unless told
     assert config.instrument_dut("scope") == "bay2"
     assert config.instrument_dut("thermal") == "bay1"  # default: the first DUT
     assert config.instrument_dut("supply") is None
@@ -78,7 +80,8 @@ faults = ["kill-on:llmrt"]
      r"attached_to: expected one of the DUT names \['a'\]"),
     ("[station]\nname='x'", r"no \[\[dut\]\] and no \[emulated\] table"),
     ("[station\nname='x'", r"not valid TOML"),
-    ("[emulated]\nauth='maybe'", r"\[emulated\]\.auth: expected \"any\", \"none\" or \"listed\""),
+    ("[emulated]\nauth='maybe'", r"\[emulated\]\.auth: expected \"any\", \"prompt\", \"none\" or \"listed\""),
+    ("[[dut]]\nname='a'\nadb='h:1'\ntransport='usb'", r"\[\[dut\]\] #1\.transport: expected \"server\" .* or \"direct\""),
 ])
 def test_bad_station_names_file_key_and_expectation(tmp_path, text, expected):
     with pytest.raises(ConfigError, match=expected) as err:

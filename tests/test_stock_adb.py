@@ -42,9 +42,10 @@ class StockAdb:
             raise AssertionError(f"adb {' '.join(args)} exited {done.returncode}: {done.stderr}{done.stdout}")
         return done
 
-    def attach(self, address: str) -> None:
-        self("connect", address)  # a key the phone has not seen: "failed to authenticate" first, like a phone
+    def attach(self, address: str) -> str:
+        answer = self("connect", address).stdout
         self("-s", address, "wait-for-device")
+        return answer
 
     @property
     def public_key(self) -> Path:
@@ -70,7 +71,8 @@ def phone() -> EmulatedPhone:
 @pytest.fixture(scope="module")
 def address(adb: StockAdb, phone: EmulatedPhone) -> Iterator[str]:
     with AdbDaemon(phone, auth=AuthPolicy(accept_any=True)) as daemon:
-        adb.attach(daemon.address)
+        # A phone that trusts the host: the signature is enough, `adb connect` says so at once.
+        assert adb.attach(daemon.address).strip() == f"connected to {daemon.address}"
         yield daemon.address
         adb("disconnect", daemon.address, check=False)
 
@@ -80,6 +82,28 @@ def test_connect_and_getprop(adb: StockAdb, address: str) -> None:
     assert adb("-s", address, "get-serialno").stdout.strip() == address
     listing = adb("devices", "-l").stdout
     assert f"{address}" in listing and "device product:pbemu" in listing
+
+
+def test_exit_status_through_the_shell_protocol(adb: StockAdb, address: str) -> None:
+    assert "shell_v2" in adb("-s", address, "features").stdout
+    assert adb("-s", address, "shell", "cat", "/nope", check=False).returncode == 1
+    assert adb("-s", address, "shell", "nosuchtool", check=False).returncode == 127
+    done = adb("-s", address, "shell", "echo out; ls /nope", check=False)
+    assert (done.stdout, done.stderr) == ("out\n", "ls: /nope: No such file or directory\n")
+
+
+def test_first_connection_prompt(adb: StockAdb) -> None:
+    """auth = "prompt": the stock client's first try fails to authenticate while the phone shows
+    its dialogue; once accepted the phone is `device` and remembers the key."""
+    prompting = EmulatedPhone(PhoneSpec(serial="EMU-STOCK-P"))
+    with AdbDaemon(prompting, auth=AuthPolicy(accept_any=True, prompt=True)) as daemon:
+        first = adb("connect", daemon.address).stdout
+        assert f"failed to authenticate to {daemon.address}" in first
+        adb("-s", daemon.address, "wait-for-device")
+        assert adb("-s", daemon.address, "shell", "getprop", "ro.serialno").stdout == "EMU-STOCK-P\n"
+        adb("disconnect", daemon.address)
+        assert adb("connect", daemon.address).stdout.strip() == f"connected to {daemon.address}"  # key now known
+        adb("disconnect", daemon.address, check=False)
 
 
 def test_shell_commands(adb: StockAdb, address: str, phone: EmulatedPhone) -> None:
@@ -125,4 +149,20 @@ def test_only_listed_keys(adb: StockAdb, address: str, tmp_path: Path) -> None:
         connect = adb("connect", daemon.address, check=False)
         assert "connected to" not in connect.stdout
         assert adb("-s", daemon.address, "shell", "true", check=False).returncode != 0
+        adb("disconnect", daemon.address, check=False)
+
+
+def test_reboot_wait_for_device_and_logcat(adb: StockAdb) -> None:
+    """What a lab does by hand with the stock client: reboot, wait for the phone, read its log."""
+    rebooting = EmulatedPhone(PhoneSpec(serial="EMU-STOCK-R"))
+    with AdbDaemon(rebooting, auth=AuthPolicy(accept_any=True)) as daemon:
+        adb.attach(daemon.address)
+        adb("-s", daemon.address, "reboot")
+        adb("-s", daemon.address, "wait-for-device")  # the server reconnects once the phone is back
+        deadline = 50
+        while adb("-s", daemon.address, "shell", "getprop", "sys.boot_completed").stdout.strip() != "1" and deadline:
+            deadline -= 1
+        assert rebooting.booted
+        log = adb("-s", daemon.address, "logcat", "-d").stdout
+        assert "System now ready" in log and "Rebooting" not in log  # the buffer starts afresh at boot
         adb("disconnect", daemon.address, check=False)

@@ -23,6 +23,7 @@ from bench.core.errors import ConfigError
 log = logging.getLogger(__name__)
 
 INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus")
+ADB_TRANSPORTS = ("server", "direct")
 
 
 @dataclass
@@ -31,6 +32,7 @@ class DutConfig:
     address: str  # "host:port" for ADB over TCP, "usb:SERIAL" for USB
     key: str | None = None  # ADB RSA private key path; None = ~/.android/adbkey
     expected_serial: str | None = None
+    transport: str = "server"  # "server": the host's adb server; "direct": adb-shell, no server
 
 
 @dataclass
@@ -55,7 +57,9 @@ class EmulatedPhoneConfig:
 class EmulatedConfig:
     phones: list[EmulatedPhoneConfig] = field(default_factory=list)  # empty = the default fleet
     instruments: bool = True
-    auth: str = "any"  # "any" accepts every key; "none" skips AUTH; "listed" needs allowed_keys
+    # "any": the phones trust every host; "prompt": a new key gets the first-connection dialogue
+    # (accepted); "none" skips AUTH; "listed" needs allowed_keys
+    auth: str = "any"
     allowed_keys: list[str] = field(default_factory=list)
 
 
@@ -192,7 +196,7 @@ def _database_url(url: str | None, base: Path) -> str | None:
 
 
 def _parse_dut(r: _Reader, base: Path) -> DutConfig:
-    r.check_unknown({"name", "adb", "usb", "key", "expected_serial"})
+    r.check_unknown({"name", "adb", "usb", "key", "expected_serial", "transport"})
     name = r.get("name", str)
     adb, usb = r.get("adb", str, None), r.get("usb", str, None)
     if (adb is None) == (usb is None):
@@ -208,7 +212,11 @@ def _parse_dut(r: _Reader, base: Path) -> DutConfig:
     if key is not None:
         key_path = Path(key).expanduser()
         key = str(key_path if key_path.is_absolute() else base / key_path)
-    return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None))
+    transport = r.get("transport", str, "server")
+    if transport not in ADB_TRANSPORTS:
+        raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
+    return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None),
+                     transport=transport)
 
 
 def _parse_instrument(r: _Reader, role: str, dut_names: list[str]) -> InstrumentConfig:
@@ -223,8 +231,8 @@ def _parse_instrument(r: _Reader, role: str, dut_names: list[str]) -> Instrument
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
     r.check_unknown({"phone", "instruments", "auth", "allowed_keys"})
     auth = r.get("auth", str, "any")
-    if auth not in ("any", "none", "listed"):
-        raise r._err("auth", '"any", "none" or "listed"', auth)
+    if auth not in ("any", "prompt", "none", "listed"):
+        raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth,
                             allowed_keys=list(r.get("allowed_keys", list, [])))
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):

@@ -1,0 +1,565 @@
+"""ServerAdbPhone: one DUT through the host's adb server, the way a lab runs it.
+
+Every lab host runs an adb server; it owns the USB interfaces and the `adb connect`-ed TCP
+devices, so the bench, `adb logcat`, `adb reboot` and a person's `adb shell` share the phone.
+adbutils speaks the server's protocol; commands use the shell protocol (shell v2), so exit
+codes are the command's own, with stdout and stderr kept in order. File transfer speaks sync
+over the server's transport with whole reads (adbutils' own sync reads structs with a single
+recv). The serverless path is drivers.adb.AdbPhone (`transport = "direct"`).
+
+The server is the one named by ADB_SERVER_SOCKET (tcp:HOST:PORT) or ANDROID_ADB_SERVER_PORT,
+else 127.0.0.1:5037; when it is down it is started on that port with the `adb` binary. adbutils
+would start one on its own default port: the client here never lets it.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import socket
+import stat as stat_mod
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import adbutils
+from adbutils._adb import AdbConnection
+
+from bench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
+                          DeviceUnreachable)
+from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command
+from drivers.device import ShellResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SERVER = ("127.0.0.1", 5037)
+SERVER_START_TIMEOUT_S = 20.0
+SYNC_CHUNK = 64 * 1024  # the sync protocol's largest DATA block
+_POLL_S = 0.1
+_SERVER_HINT = "is the adb server running? `adb start-server` (Debian: apt-get install adb)"
+_SERVER_USB_HINT = ("plug the phone in and enable USB debugging; `adb devices` must list its serial "
+                    "(check `lsusb` and udev permissions)")
+
+
+def server_address(env: dict[str, str] | None = None) -> tuple[str, int]:
+    """Where the adb server listens, as the adb binary itself reads it from the environment."""
+    env = os.environ if env is None else env
+    spec = env.get("ADB_SERVER_SOCKET", "")
+    if spec:
+        kind, _, rest = spec.partition(":")
+        host, _, port = rest.rpartition(":")
+        if kind != "tcp" or not port.isdigit():
+            raise ConfigError(f"ADB_SERVER_SOCKET={spec!r}: expected tcp:HOST:PORT", hint="e.g. tcp:127.0.0.1:5037")
+        return host or "127.0.0.1", int(port)
+    port = env.get("ANDROID_ADB_SERVER_PORT", "")
+    if port:
+        if not port.isdigit():
+            raise ConfigError(f"ANDROID_ADB_SERVER_PORT={port!r} is not a port number")
+        return DEFAULT_SERVER[0], int(port)
+    return DEFAULT_SERVER
+
+
+class _OwnServerConnection(AdbConnection):
+    """adbutils' server connection, minus its habit of starting an adb server on the default
+    port, with TCP_NODELAY (its small request writes otherwise wait out delayed ACKs: ~40 ms a
+    command) and without the 10 ms sleep its close() takes."""
+
+    def _safe_connect(self) -> socket.socket:
+        sock = self._create_socket()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def close(self) -> None:
+        if not self.closed:
+            with contextlib.suppress(OSError):
+                self.conn.close()
+            self._AdbConnection__conn = None  # adbutils' own (name-mangled) "closed" marker
+
+
+class _Client(adbutils.AdbClient):
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(host, port)
+        self._version: int | None = None
+
+    def make_connection(self, timeout: float | None = None) -> AdbConnection:
+        conn = _OwnServerConnection(self.host, self.port)
+        if timeout:
+            conn.conn.settimeout(timeout)
+        return conn
+
+    def server_version(self) -> int:
+        # adbutils asks before every transport switch: one extra round trip per command otherwise
+        if self._version is None:
+            self._version = super().server_version()
+        return self._version
+
+
+class AdbServer:
+    """The adb server the bench uses (one per host and port; shared by every ServerAdbPhone)."""
+
+    def __init__(self, host: str | None = None, port: int | None = None, adb: str | None = None) -> None:
+        default_host, default_port = server_address()
+        self.host, self.port = host or default_host, port or default_port
+        self._adb = adb
+        self._lock = threading.Lock()
+        self.client = _Client(self.host, self.port)
+
+    def __repr__(self) -> str:
+        return f"AdbServer({self.host}:{self.port})"
+
+    @property
+    def adb(self) -> str:
+        path = self._adb or shutil.which("adb")
+        if not path:
+            raise DeviceUnreachable(f"adb server {self.host}:{self.port} is down and there is no `adb` binary to "
+                                    "start it", hint="install Debian's adb (apt-get install adb), or start the server")
+        return path
+
+    def running(self) -> bool:
+        with contextlib.suppress(OSError), socket.create_connection((self.host, self.port), timeout=1.0):
+            return True
+        return False
+
+    def ensure_running(self) -> None:
+        with self._lock:
+            if self.running():
+                return
+            log.info("adb server %s:%d is down: starting it", self.host, self.port)
+            try:
+                subprocess.run([self.adb, "-P", str(self.port), "start-server"], capture_output=True, text=True,
+                               timeout=SERVER_START_TIMEOUT_S, check=True, stdin=subprocess.DEVNULL)
+            except (subprocess.SubprocessError, OSError) as exc:
+                raise DeviceUnreachable(f"adb server {self.host}:{self.port}: `adb start-server` failed: {exc}",
+                                        hint=_SERVER_HINT) from None
+
+    def kill(self) -> None:
+        """`adb kill-server` for this server (tests own theirs; a lab's is left alone)."""
+        with contextlib.suppress(Exception):
+            self.client.server_kill()
+
+    def state(self, serial: str) -> str | None:
+        """The server's state for `serial` ("device", "offline", "unauthorized", ...), None if unlisted."""
+        try:
+            infos = self.client.list()
+        except (adbutils.AdbError, OSError) as exc:
+            raise DeviceUnreachable(f"adb server {self.host}:{self.port}: {exc}", hint=_SERVER_HINT) from None
+        return next((info.state for info in infos if info.serial == serial), None)
+
+
+_SERVERS: dict[tuple[str, int], AdbServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def default_server() -> AdbServer:
+    """The AdbServer of this environment's address (one object per address)."""
+    address = server_address()
+    with _SERVERS_LOCK:
+        if address not in _SERVERS:
+            _SERVERS[address] = AdbServer(*address)
+        return _SERVERS[address]
+
+
+class ServerAdbPhone:
+    """One DUT through the adb server. address: "host:port" (TCP: `adb connect`), "usb:SERIAL"."""
+
+    def __init__(self, address: str, *, server: AdbServer | None = None, connect_timeout_s: float = 10.0,
+                 command_timeout_s: float = 120.0, retries: int = 3, name: str | None = None) -> None:
+        self.address = address
+        self.name = name or address
+        self.connect_timeout_s = connect_timeout_s
+        self.command_timeout_s = command_timeout_s
+        self.retries = retries
+        self._server = server
+        if address.startswith("usb:") and address[4:]:
+            self._serial_on_server, self._tcp = address[4:], False
+        else:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ConfigError(f"{self.name}: ADB address {address!r} is not host:port or usb:SERIAL",
+                                  hint='e.g. "192.168.1.20:5555" or "usb:R5CT1234" (the server lists serials: '
+                                       '`adb devices`)')
+            self._serial_on_server, self._tcp = address, True
+        self._device: adbutils.AdbDevice | None = None
+        self._features: set[str] | None = None
+        self._serial: str | None = None
+
+    def __repr__(self) -> str:
+        return f"ServerAdbPhone({self.name!r}, {self.address!r})"
+
+    @property
+    def server(self) -> AdbServer:
+        if self._server is None:
+            self._server = default_server()
+        return self._server
+
+    # --- connection --------------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self._device is not None
+
+    def connect(self) -> "ServerAdbPhone":
+        """Until the server lists the phone as `device`: `adb connect` for TCP (a stale entry
+        disconnected first), retries with backoff, all within connect_timeout_s."""
+        if self._device is not None:
+            return self
+        self.server.ensure_running()
+        deadline = time.monotonic() + self.connect_timeout_s
+        delay, attempts, last = BACKOFF_FIRST_S, 0, "no attempt made"
+        for attempt in range(self.retries + 1):
+            if time.monotonic() >= deadline:
+                break
+            attempts += 1
+            state = self.server.state(self._serial_on_server)
+            if state != "device" and self._tcp:
+                if state is not None:  # offline or unauthorized from an earlier life: start clean
+                    self.server.client.disconnect(self.address)
+                last = self._adb_connect(deadline)
+                if "authenticate" in last:  # the phone shows its prompt: wait for the user, within budget
+                    state = self._await_state(deadline)
+                elif "connected to" in last:
+                    state = self._await_state(min(deadline, time.monotonic() + 2.0))
+            if state == "device":
+                self._device = self.server.client.device(self._serial_on_server)
+                log.info("%s: online through adb server %s:%d", self._where, self.server.host, self.server.port)
+                return self
+            if state == "unauthorized":
+                raise AuthRefused(f"{self._where}: the phone did not accept the adb server's key",
+                                  hint="accept the 'Allow USB debugging?' prompt on the phone (tick 'Always allow'), "
+                                       "or add ~/.android/adbkey.pub to the station's allowed keys")
+            last = f"adb server lists it as {state}" if state else last if self._tcp else "not listed by the adb server"
+            log.info("%s: connect attempt %d: %s", self._where, attempts, last)
+            pause = min(delay, deadline - time.monotonic())
+            if attempt < self.retries and pause > 0:
+                time.sleep(pause)
+                delay *= 2
+        if self._tcp:
+            with contextlib.suppress(Exception):  # leave no offline entry behind
+                self.server.client.disconnect(self.address)
+        raise DeviceUnreachable(f"{self._where}: cannot connect ({attempts} attempts in {self.connect_timeout_s:g} s): "
+                                f"{last}", hint=UNREACHABLE_HINT if self._tcp else _SERVER_USB_HINT)
+
+    def _adb_connect(self, deadline: float) -> str:
+        try:
+            answer = self.server.client.connect(self.address, timeout=max(0.5, deadline - time.monotonic()))
+        except (adbutils.AdbError, OSError) as exc:
+            return f"adb connect failed: {exc}"
+        log.debug("%s: adb connect: %s", self._where, answer)
+        return answer
+
+    def _await_state(self, deadline: float) -> str | None:
+        """Poll the server until the phone is `device` (or the deadline); returns the last state."""
+        while True:
+            state = self.server.state(self._serial_on_server)
+            if state == "device" or time.monotonic() >= deadline:
+                return state
+            time.sleep(_POLL_S)
+
+    def close(self) -> None:
+        """Forget the device (the server keeps its connection: other users share it)."""
+        self._device = None
+        self._features = None
+
+    def disconnect(self) -> None:
+        """`adb disconnect` a TCP phone (the phone is gone for every user of the server)."""
+        self.close()
+        if self._tcp:
+            with contextlib.suppress(Exception):
+                self.server.client.disconnect(self.address)
+
+    def fork(self) -> "ServerAdbPhone":
+        """An independent handle on the same phone (the server multiplexes streams itself)."""
+        return ServerAdbPhone(self.address, server=self._server, connect_timeout_s=self.connect_timeout_s,
+                              command_timeout_s=self.command_timeout_s, retries=self.retries, name=self.name)
+
+    def __enter__(self) -> "ServerAdbPhone":
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def online(self) -> bool:
+        """One bounded look (no retries): is the phone `device` on the server right now? A TCP
+        phone that is not is `adb connect`-ed once (its stale entry disconnected first)."""
+        state = self.server.state(self._serial_on_server)
+        if state != "device" and self._tcp:
+            if state is not None:
+                self.server.client.disconnect(self.address)
+            if "connected to" in self._adb_connect(time.monotonic() + 2.0):
+                state = self._await_state(time.monotonic() + 2.0)
+        if state != "device":
+            self.close()
+            return False
+        if self._device is None:
+            self._device = self.server.client.device(self._serial_on_server)
+        return True
+
+    def reboot(self) -> None:
+        """`adb reboot`: returns once the phone has taken the request (it then drops off)."""
+        with self._operation("reboot", self.command_timeout_s):
+            conn = self._open_transport(self.command_timeout_s)
+            try:
+                conn.send_command("reboot:")
+                conn.check_okay()
+                with contextlib.suppress(OSError, adbutils.AdbError):
+                    conn.read_until_close()
+            finally:
+                conn.close()
+        self.close()
+
+    # --- commands -------------------------------------------------------------------------------
+    def shell(self, command: str | Sequence[str], timeout_s: float | None = None) -> ShellResult:
+        """Run a shell command over the shell protocol: the exit status is the command's."""
+        text = quote_command(command)
+        timeout = timeout_s if timeout_s is not None else self.command_timeout_s
+        with self._operation(f"`{text}`", timeout):
+            conn = self._open_transport(timeout)
+            try:
+                if self._has_shell_v2():
+                    output, status = _read_shell_v2(conn, text)
+                else:  # an old phone: shell v1, the status through an echoed marker
+                    output, status = _read_shell_v1(conn, text)
+            finally:
+                conn.close()
+        return ShellResult(self.name, text, output.decode("utf-8", errors="replace"), status)
+
+    def _has_shell_v2(self) -> bool:
+        if self._features is None:
+            assert self._device is not None
+            self._features = set(self._device.get_features().split(","))
+        return "shell_v2" in self._features
+
+    def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
+        return self.shell(command, timeout_s).check().output
+
+    def getprop(self, key: str) -> str:
+        return self.run(["getprop", key]).rstrip("\r\n")
+
+    @property
+    def serial(self) -> str:
+        if self._serial is None:
+            self._serial = self.getprop("ro.serialno")
+        return self._serial
+
+    # --- files ------------------------------------------------------------------------------------
+    def push_bytes(self, data: bytes, remote: str, mode: int = 0o644) -> None:
+        with self._sync(f"push to {remote}") as sync:
+            sync.send(remote, stat_mod.S_IFREG | (mode & 0o7777), [memoryview(data)], int(time.time()))
+
+    def push(self, local: str | Path, remote: str) -> None:
+        local = Path(local)
+        if not local.is_file():
+            raise ConfigError(f"{self.name}: cannot push {local}: not a file", hint="check the local path")
+        st = local.stat()
+        with local.open("rb") as source, self._sync(f"push {local} to {remote}") as sync:
+            sync.send(remote, stat_mod.S_IFREG | (st.st_mode & 0o7777), iter(lambda: source.read(SYNC_CHUNK), b""),
+                      int(st.st_mtime))
+
+    def pull_bytes(self, remote: str) -> bytes:
+        parts: list[bytes] = []
+        with self._sync(f"pull {remote}") as sync:
+            sync.recv(remote, parts.append)
+        return b"".join(parts)
+
+    def pull(self, remote: str, local: str | Path) -> None:
+        """Pull into `local`; nothing is left behind on failure."""
+        local = Path(local)
+        partial = local.with_name(local.name + ".part")
+        try:
+            with partial.open("wb") as sink, self._sync(f"pull {remote}") as sync:
+                sync.recv(remote, sink.write)
+            os.replace(partial, local)
+        finally:
+            partial.unlink(missing_ok=True)
+
+    def stat(self, remote: str) -> RemoteStat | None:
+        with self._sync(f"stat {remote}") as sync:
+            mode, size, mtime = sync.stat(remote)
+        return RemoteStat(mode, size, mtime) if mode else None
+
+    def listdir(self, remote: str) -> list[str]:
+        with self._sync(f"list {remote}") as sync:
+            names = sync.list(remote)
+        return sorted(n for n in names if n not in (".", ".."))
+
+    # --- internals ------------------------------------------------------------------------------
+    @property
+    def _where(self) -> str:
+        return self.name if self.name == self.address else f"{self.name} ({self.address})"
+
+    @contextlib.contextmanager
+    def _sync(self, what: str) -> Iterator["_SyncChannel"]:
+        timeout = self.command_timeout_s
+        with self._operation(what, timeout):
+            conn = self._open_transport(timeout)
+            try:
+                conn.send_command("sync:")
+                conn.check_okay()
+                yield _SyncChannel(conn, f"{self._where}: {what}")
+            finally:
+                conn.close()
+
+    def _open_transport(self, timeout_s: float) -> AdbConnection:
+        """A server connection switched to this phone. Nothing has reached the phone yet when the
+        switch fails (the server lists it offline a moment after a drop): reconnect once, then
+        retry; a command is never sent twice."""
+        assert self._device is not None
+        try:
+            return self._device.open_transport(timeout=timeout_s)
+        except adbutils.AdbTimeout:
+            raise
+        except adbutils.AdbError as exc:
+            log.info("%s: the server could not switch to the phone (%s): reconnecting", self._where, exc)
+            self.close()
+            self.connect()
+            assert self._device is not None
+            return self._device.open_transport(timeout=timeout_s)
+
+    @contextlib.contextmanager
+    def _operation(self, what: str, timeout_s: float) -> Iterator[adbutils.AdbDevice]:
+        """Connect if needed, run, map every failure; a dropped link is not retried (the
+        command may have run), but the next call reconnects."""
+        if self._device is None:
+            self.connect()
+        device = self._device
+        assert device is not None
+        try:
+            yield device
+        except DeviceError:
+            raise
+        except CommandFailed:
+            raise
+        except adbutils.AdbTimeout:
+            self.close()
+            raise CommandTimeout(f"{self._where}: {what} did not finish within {timeout_s:g} s",
+                                 hint="pass a longer timeout_s (or command_timeout_s) if it is legitimately long; "
+                                      "otherwise the phone may be hung") from None
+        except (adbutils.AdbError, EOFError, OSError) as exc:
+            self.close()
+            text = str(exc) or type(exc).__name__
+            if isinstance(exc, OSError) and exc.strerror:
+                text = exc.strerror
+            raise DeviceDisconnected(f"{self._where}: lost the connection during {what}: {text}",
+                                     hint="the phone rebooted, its adbd died or the link dropped; the next call "
+                                          "reconnects (the command was not re-run)") from None
+
+
+_SHELL_HEADER = struct.Struct("<BI")
+SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT = 1, 2, 3  # shell protocol packet ids (AOSP shell_protocol.h)
+_V1_MARKER = "__pb_exit_"
+
+
+def _read_shell_v2(conn: AdbConnection, command: str) -> tuple[bytes, int]:
+    """Send `command` over the shell protocol; stdout and stderr in arrival order, and the exit status."""
+    conn.send_command(f"shell,v2,raw:{command}")
+    conn.check_okay()
+    output = bytearray()
+    while True:
+        try:
+            kind, length = _SHELL_HEADER.unpack(conn.read_exact(_SHELL_HEADER.size))
+        except EOFError:
+            raise EOFError("the phone closed the shell before its exit status") from None
+        data = conn.read_exact(length) if length else b""
+        if kind in (SHELL_STDOUT, SHELL_STDERR):
+            output += data
+        elif kind == SHELL_EXIT:
+            return bytes(output), data[0] if data else -1
+
+
+def _read_shell_v1(conn: AdbConnection, command: str) -> tuple[bytes, int]:
+    marker = f"{_V1_MARKER}{secrets.token_hex(6)}__".encode()
+    conn.send_command(f"shell:{command}\necho {marker.decode()}$?")
+    conn.check_okay()
+    raw = conn.read_until_close(encoding=None)
+    index = raw.rfind(marker)
+    if index < 0:
+        return raw, -1
+    tail = raw[index + len(marker):].split(b"\n", 1)
+    status = int(tail[0].strip() or b"-1") if tail[0].strip().isdigit() else -1
+    return raw[:index] + (tail[1] if len(tail) > 1 else b""), status
+
+
+TRANSPORTS = ("server", "direct")
+
+
+def open_phone(address: str, transport: str = "server", *, key: str | Path | None = None,
+               name: str | None = None, **options: float | int) -> "ServerAdbPhone | AdbPhone":
+    """A DUT's driver by transport: "server" (the host's adb server) or "direct" (adb-shell,
+    no server; `key` is its RSA key, the server uses its own)."""
+    if transport == "server":
+        return ServerAdbPhone(address, name=name, **options)  # type: ignore[arg-type]
+    if transport == "direct":
+        return AdbPhone(address, key_path=key, name=name, **options)  # type: ignore[arg-type]
+    raise ConfigError(f"{name or address}: unknown ADB transport {transport!r}", hint=f"one of {', '.join(TRANSPORTS)}")
+
+
+class _SyncChannel:
+    """The sync protocol (STAT, LIST, SEND, RECV) on one server stream, with whole reads."""
+
+    def __init__(self, conn: AdbConnection, where: str) -> None:
+        self.conn, self.where = conn, where
+
+    def _request(self, ident: bytes, path: str) -> None:
+        raw = path.encode()
+        self.conn.conn.sendall(ident + struct.pack("<I", len(raw)) + raw)
+
+    def _fail(self) -> CommandFailed:
+        (length,) = struct.unpack("<I", self.conn.read_exact(4))
+        message = self.conn.read_exact(length).decode("utf-8", errors="replace")
+        return CommandFailed(f"{self.where} failed: {message}",
+                             hint="check the device path and its permissions (`adb shell ls -l`)")
+
+    def stat(self, path: str) -> tuple[int, int, int]:
+        self._request(b"STAT", path)
+        reply = self.conn.read_exact(16)
+        if reply[:4] != b"STAT":
+            raise adbutils.AdbError(f"sync: unexpected {reply[:4]!r} for STAT")
+        mode, size, mtime = struct.unpack("<3I", reply[4:])
+        return mode, size, mtime
+
+    def list(self, path: str) -> list[str]:
+        self._request(b"LIST", path)
+        names = []
+        while True:
+            entry = self.conn.read_exact(20)
+            if entry[:4] == b"DONE":
+                return names
+            if entry[:4] != b"DENT":
+                raise adbutils.AdbError(f"sync: unexpected {entry[:4]!r} for LIST")
+            (length,) = struct.unpack("<I", entry[16:])
+            names.append(self.conn.read_exact(length).decode("utf-8", errors="replace"))
+
+    def send(self, path: str, mode: int, chunks: Iterator[bytes | memoryview] | list[memoryview], mtime: int) -> None:
+        self._request(b"SEND", f"{path},{mode}")
+        sock = self.conn.conn
+        for chunk in chunks:
+            view = memoryview(chunk)
+            for start in range(0, len(view), SYNC_CHUNK):
+                piece = view[start:start + SYNC_CHUNK]
+                sock.sendall(b"DATA" + struct.pack("<I", len(piece)))
+                sock.sendall(piece)
+        sock.sendall(b"DONE" + struct.pack("<I", mtime))
+        reply = self.conn.read_exact(4)
+        if reply == b"FAIL":
+            raise self._fail()
+        self.conn.read_exact(4)  # OKAY carries a zero length
+        if reply != b"OKAY":
+            raise adbutils.AdbError(f"sync: unexpected {reply!r} after SEND")
+
+    def recv(self, path: str, sink: Callable[[bytes], object]) -> None:
+        self._request(b"RECV", path)
+        while True:
+            ident = self.conn.read_exact(4)
+            if ident == b"DONE":
+                self.conn.read_exact(4)
+                return
+            if ident == b"FAIL":
+                raise self._fail()
+            if ident != b"DATA":
+                raise adbutils.AdbError(f"sync: unexpected {ident!r} for RECV")
+            (length,) = struct.unpack("<I", self.conn.read_exact(4))
+            sink(self.conn.read_exact(length))
