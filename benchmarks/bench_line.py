@@ -1,16 +1,20 @@
 """Production line throughput on the emulated line: a batch of 20 phones (2 faulty) back to back
-through one fixture, as `bench line` runs it.
+through one fixture, as `bench line` runs it, then the same batch through a station of two
+fixtures sharing one scope (`bench line --fixtures 2`).
 
 Figures: units per hour (wall clock, everything emulated in this process), the bench's own
 overhead per unit (cycle time not spent waiting for the phone or an instrument; target <= 2 s),
-first-pass yield, and units per hour projected for real phones and instruments (their waits take
-the simulated time they stand for, the bench's work its measured time).
+first-pass yield, units per hour on the phone/instrument clock with 10 s handling per unit (the
+takt; target >= 60 per fixture, >= 110 for two), projected for real phones and instruments (their
+waits take the simulated time they stand for, the bench's work its measured time), and each
+acceptance check's budget against its measured clock time.
 
-    python benchmarks/bench_line.py [--count 20] [--faulty 2]
+    python benchmarks/bench_line.py [--count 20] [--faulty 2] [--fixtures 2]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -18,21 +22,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.acceptance.line import run_line  # noqa: E402
+from bench.acceptance.line import run_line, run_station  # noqa: E402
 from bench.acceptance.runner import AcceptanceStation  # noqa: E402
 from bench.calibration.fixture import EmulatedFixture  # noqa: E402
 from bench.calibration.runner import calibrate_station  # noqa: E402
 from bench.calibration.settings import CalibrationSettings  # noqa: E402
 from bench.core.station import load_station  # noqa: E402
-from emulation.line import EmulatedLine  # noqa: E402
+from bench.acceptance.takt import BUDGETS, budget_total  # noqa: E402
+from emulation.line import EmulatedLine, plan_units  # noqa: E402
 
 OVERHEAD_TARGET_S = 2.0
+FIXTURE_TARGET_UPH = 60.0
+STATION_TARGET_UPH = 110.0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--faulty", type=int, default=2)
+    parser.add_argument("--fixtures", type=int, default=2, help="fixtures of the station run (0: skip it)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-line-") as tmp:
         results = Path(tmp) / "reports"
@@ -61,10 +69,52 @@ def main() -> int:
     print(f"emulated production line: {args.count} phones, {args.faulty} faulty, one fixture")
     for name, value, note in rows:
         print(f"  {name:<{width}}  {value:>16}  {note}")
+    uph = f["units_per_hour_sim"]
+    print(f"  {'units per hour, takt (sim clock)':<{width}}  {uph:>16.1f}  {f['handling_s']:g} s handling; "
+          f"target >= {FIXTURE_TARGET_UPH:g}: {'met' if uph >= FIXTURE_TARGET_UPH else 'MISSED'}")
+    print(f"  {'test time per good / faulty unit':<{width}}  "
+          f"{f['test_per_good_unit_s']:>7.1f} / {f['test_per_faulty_unit_s']:<6.1f}  "
+          f"budget {budget_total():.0f} s per good unit")
     for unit in run.units:
         if unit.result.outcome != "pass":
-            print(f"  {unit.serial} {unit.result.outcome.upper()}: {unit.result.reason}")
+            print(f"  {unit.serial} {unit.result.outcome.upper()} after {unit.world_s - f['handling_s']:.1f} s: "
+                  f"{unit.result.reason}")
+    print("\n  time budget per check (phone/instrument clock, s per unit; measured over the batch)")
+    print(f"    {'check':<16} {'budget':>7} {'mean':>7} {'max':>7} {'mean/budget':>12}")
+    for name, used in run.steps.items():
+        budget = BUDGETS[name].budget_s if name in BUDGETS else None
+        mean = statistics.fmean(used) if used else 0.0
+        ratio = f"{mean / budget:.2f}" if budget else "-"
+        print(f"    {name:<16} {budget if budget is not None else '-':>7} {mean:7.2f} {max(used, default=0):7.2f} "
+              f"{ratio:>12}")
+    if args.fixtures > 1:
+        station_run(args)
     return 0
+
+
+def station_run(args: argparse.Namespace) -> None:
+    plan = plan_units(args.count, args.faulty, seed=7)
+    with tempfile.TemporaryDirectory(prefix="bench-station-") as tmp, contextlib.ExitStack() as stack:
+        fixtures = {}
+        for i in range(args.fixtures):
+            name = chr(ord("A") + i)
+            line = stack.enter_context(EmulatedLine(units=plan[i::args.fixtures], seed=7 + i, name=f"line-{name}"))
+            station_file = line.write_station(Path(tmp) / f"{name}.toml", results_dir=Path(tmp) / "reports")
+            calibrate_station(load_station(station_file), EmulatedFixture(line.world), CalibrationSettings())
+            fixtures[name] = (line, stack.enter_context(AcceptanceStation(station_file, batch="bench")))
+        run = run_station(fixtures, plan, "bench", shared=("scope",))
+    f = run.figures()
+    met = "met" if f["units_per_hour_sim"] >= STATION_TARGET_UPH else "MISSED"
+    print(f"\nstation of {args.fixtures} fixtures sharing one scope: {f['units']} phones "
+          f"({f['passed']} PASS / {f['failed']} FAIL, {'as planted' if f['as_expected'] else 'NOT as planted'})")
+    for name, fig in f["per_fixture"].items():
+        print(f"  fixture {name}: {fig['units']:2d} units  {fig['units_per_hour_sim']:6.1f} units/hour (sim clock)  "
+              f"waited {fig['shared_wait_s']:.1f} s for the scope")
+    print(f"  station: {f['units_per_hour_sim']:.1f} units/hour (target >= {STATION_TARGET_UPH:g}: {met}), "
+          f"{f['world_s']:.0f} s of station clock, {f['wall_s']:.0f} s wall")
+    for role, s in f["shared"].items():
+        print(f"  shared {role}: busy {s['busy_s']:.0f} s ({100 * s['utilisation']:.0f} % of the station clock), "
+              f"conflicts {s['conflicts']}")
 
 
 if __name__ == "__main__":

@@ -77,9 +77,13 @@ def plan_units(count: int, faulty: int, seed: int = 7, faults: tuple[str, ...] =
 
 class EmulatedLine:
     def __init__(self, count: int = 20, faulty: int = 0, seed: int = 7, faults: tuple[str, ...] = DEFAULT_FAULTS,
-                 name: str = "emulated-line", serial_format: str = SERIAL_FORMAT) -> None:
+                 name: str = "emulated-line", serial_format: str = SERIAL_FORMAT,
+                 units: list[LineUnit] | None = None) -> None:
+        """`units`: this fixture's share of a station's plan (then count, faulty and faults are unused)."""
         self.name = name
-        self.units = plan_units(count, faulty, seed, faults, serial_format)
+        self.units = list(units) if units is not None else plan_units(count, faulty, seed, faults, serial_format)
+        if not self.units:
+            raise ValueError(f"line {name}: no units to test")
         self.world = World(seed=seed)
         self.instruments: dict[str, Any] = {}  # role -> InstrumentServer
         self.phone: EmulatedPhone | None = None

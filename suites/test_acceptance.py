@@ -1,5 +1,8 @@
 """Production-line acceptance of one unit (bench accept): the scanned serial, DUT calibration,
-short latency and power sanity, redundancy at one ripple amplitude, a weight-store spot check.
+a weight-store spot check, redundancy at one ripple amplitude, short latency and power sanity.
+
+The order is the takt plan's (docs/production.md, "Takt"): the quick checks that catch the
+commonest faults first, the long sequential measurements last.
 
 Identity, fingerprint and the adapter's bit-exactness come from test_identity.py and
 test_numerics.py (their `acceptance` tests run in the same acceptance run). Limits, statistics
@@ -16,12 +19,13 @@ import pytest
 from bench.calibration.procedures import ambient_conditions
 from bench.calibration.records import record_verdict
 from bench.calibration.runner import calibrate_dut
-from bench.checks.power import battery_emulation, measure_sustained_power, sustained_power_verdicts
+from bench.acceptance.steps import acceptance_voice_setup, sequential_power, sequential_voice_trials
+from bench.checks.power import battery_emulation, sustained_power_verdicts
 from bench.checks.redundancy import bit_exact_check
 from bench.checks.weights import device_spot_check, load_manifest
-from bench.checks.voice import run_voice_trials
 from bench.sla import SlaProfile, load_profile
-from bench.core.verdict import Verdict
+from bench.core.verdict import Outcome, Verdict
+from bench.sequential import SequentialPlan
 from drivers.runtime import RuntimeClient
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.evidence("measured")]
@@ -60,56 +64,6 @@ def test_dut_calibration(dut, dut_identity, supply, thermal, scanned_serial, cal
         record(record_verdict(calibration))
 
 
-@pytest.mark.needs("scope", "stimulus")
-@pytest.mark.acceptance(check="latency")
-def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record):
-    """A few voice trials, the fixture's calibrated delay subtracted, each within the limit."""
-    entry = profile.get("acceptance_voice_latency_max")
-    delay = calibration.fixture_delay_s
-    trials = run_voice_trials(scope, stimulus, dut, int(entry.parameters.get("trials", entry.min_samples)),
-                              fixture_delay_s=delay or 0.0, fixture_calibrated=delay is not None)
-    latency_ms = 1e3 * trials.latency_s
-    valid = latency_ms[~np.isnan(latency_ms)]  # invalid trials (no stimulus seen) are left out, and counted
-    verdict = entry.evaluate(valid)
-    unanswered = sum(s == "no-answer" for s in trials.status)
-    detail = (f"{verdict.detail}; {len(trials)} trials, {trials.invalid} invalid, {unanswered} unanswered; "
-              + (f"fixture delay {1e6 * delay:.1f} us subtracted" if delay is not None
-                 else "no fixture calibration: acoustic delay not subtracted"))
-    raw = record.raw("voice", {"samples": latency_ms, **trials.raw()})
-    record(_no_plot(verdict.but(detail=detail, raw=(*verdict.raw, raw), extra={"fixture_delay_s": delay})))
-
-
-@pytest.mark.needs("supply")
-@pytest.mark.acceptance(check="power")
-def test_power_sanity(dut, supply, profile, record):
-    """Sustained power over a few generate runs, digitized at >= 5 kS/s."""
-    entry = profile.get("acceptance_power_mean")
-    battery_emulation(supply)
-    runs = measure_sustained_power(supply, dut, int(entry.parameters.get("runs", entry.min_runs)),
-                                   tokens=int(entry.parameters.get("tokens", 120)))
-    path = record.raw("power", runs.raw())
-    for verdict in sustained_power_verdicts(runs, entry):
-        record(_no_plot(verdict.but(raw=(*verdict.raw, path))))
-
-
-@pytest.mark.needs("supply")
-@pytest.mark.acceptance(check="redundancy")
-def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
-    """Ripple above the unit's calibrated trigger: redundancy engages and every token is bit-exact
-    with the unit's clean-supply tokens; forced off, the same ripple corrupts tokens."""
-    entry = profile.get("acceptance_redundancy_mismatches")
-    amplitude = float(entry.parameters.get("ripple_mv", 50))
-    result = bit_exact_check(supply, dut, entry, profile.get("acceptance_redundancy_off_mismatches"),
-                             amplitude_mv=amplitude, runs=int(entry.parameters.get("runs", 1)),
-                             tokens=int(entry.parameters.get("tokens", 48)))
-    engaged = bool(result.raw["bit_exact"]["engaged"])
-    record.check("acceptance_redundancy_engaged", int(engaged), "bool", 1, "==",
-                 detail=f"redundancy {'engaged' if engaged else 'did NOT engage'} at ±{amplitude:g} mV ripple "
-                        "(auto mode, the unit's calibrated trigger)")
-    for verdict in result.record_into(record):
-        _no_plot(verdict)
-
-
 @pytest.mark.acceptance(check="weights")
 def test_weight_store_spot_check(dut, dut_identity, profile, record):
     """The update's manifest is signed by a trusted key; the device's CRC check of every page is
@@ -132,6 +86,79 @@ def test_weight_store_spot_check(dut, dut_identity, profile, record):
     record(verdict.but(n=len(pages), raw=(*verdict.raw, path),
                        detail=(f"device CRC: {len(crc_bad)} of {manifest.pages} pages bad; Merkle spot checks: "
                                f"{len(spot_bad)} of {len(pages)} failed" + (f" (pages {bad[:10]})" if bad else ""))))
+
+
+@pytest.mark.needs("supply")
+@pytest.mark.acceptance(check="redundancy")
+def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
+    """Ripple above the unit's calibrated trigger: redundancy engages and every token is bit-exact
+    with the unit's clean-supply tokens; forced off, the same ripple corrupts tokens."""
+    entry = profile.get("acceptance_redundancy_mismatches")
+    amplitude = float(entry.parameters.get("ripple_mv", 50))
+    result = bit_exact_check(supply, dut, entry, profile.get("acceptance_redundancy_off_mismatches"),
+                             amplitude_mv=amplitude, runs=int(entry.parameters.get("runs", 1)),
+                             tokens=int(entry.parameters.get("tokens", 48)))
+    engaged = bool(result.raw["bit_exact"]["engaged"])
+    record.check("acceptance_redundancy_engaged", int(engaged), "bool", 1, "==",
+                 detail=f"redundancy {'engaged' if engaged else 'did NOT engage'} at ±{amplitude:g} mV ripple "
+                        "(auto mode, the unit's calibrated trigger)")
+    for verdict in result.record_into(record):
+        _no_plot(verdict)
+
+
+@pytest.mark.needs("scope", "stimulus")
+@pytest.mark.acceptance(check="latency")
+def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record):
+    """Voice trials, the fixture's calibrated delay subtracted, each within the limit; taken one
+    at a time until the sequential rule decides (bench.sequential.tolerance_rule): FAIL at the
+    first late answer, PASS early once a tolerance bound is within the limit, else the census of
+    every planned trial decides."""
+    entry = profile.get("acceptance_voice_latency_max")
+    delay = calibration.fixture_delay_s
+    plan = SequentialPlan(tuple(int(n) for n in entry.parameters.get("looks", [entry.min_samples])),
+                          float(entry.parameters.get("confidence", 0.95)))
+    run = sequential_voice_trials(scope, stimulus, dut, entry.limit, plan, p=float(entry.parameters.get("p", 0.99)),
+                                  fixture_delay_s=delay or 0.0, fixture_calibrated=delay is not None,
+                                  setup=acceptance_voice_setup(float(entry.parameters.get("record_s", 4.5))))
+    trials = run.trials
+    latency_ms = 1e3 * trials.latency_s
+    valid = latency_ms[~np.isnan(latency_ms)]  # invalid trials (no stimulus seen) are left out, and counted
+    verdict = _sequential(entry.evaluate(valid), run.decision.decision)
+    unanswered = sum(s == "no-answer" for s in trials.status)
+    detail = (f"{verdict.detail}; sequential: {run.decision.detail}; {len(trials)} trials, {trials.invalid} invalid, "
+              f"{unanswered} unanswered; "
+              + (f"fixture delay {1e6 * delay:.1f} us subtracted" if delay is not None
+                 else "no fixture calibration: acoustic delay not subtracted"))
+    raw = record.raw("voice", {"samples": latency_ms, **trials.raw()})
+    record(_no_plot(verdict.but(detail=detail, raw=(*verdict.raw, raw), extra={"fixture_delay_s": delay})))
+
+
+@pytest.mark.needs("supply")
+@pytest.mark.acceptance(check="power")
+def test_power_sanity(dut, supply, profile, record):
+    """Sustained power over generate runs digitized at >= 5 kS/s, run after run until the
+    sequential t rule (bench.sequential.mean_rule) decides."""
+    entry = profile.get("acceptance_power_mean")
+    battery_emulation(supply)
+    plan = SequentialPlan(tuple(int(n) for n in entry.parameters.get("looks", [entry.min_runs])),
+                          entry.confidence or 0.90)
+    run = sequential_power(supply, dut, entry.limit, plan, tokens=int(entry.parameters.get("tokens", 120)))
+    path = record.raw("power", run.runs.raw())
+    for verdict in sustained_power_verdicts(run.runs, entry):
+        if verdict.metric == entry.metric:
+            verdict = _sequential(verdict, run.decision.decision)
+            verdict = verdict.but(detail=f"{verdict.detail}; sequential: {run.decision.detail}")
+        record(_no_plot(verdict.but(raw=(*verdict.raw, path))))
+
+
+def _sequential(verdict: Verdict, decision: str) -> Verdict:
+    """The SLA entry's verdict on the samples taken, held to the sequential rule's decision: a
+    decided FAIL fails even below the entry's sample count, an undecided run never passes."""
+    if decision == "fail" and verdict.outcome is not Outcome.FAIL:
+        return verdict.but(outcome=Outcome.FAIL)
+    if decision == "continue" and verdict.outcome.is_good:
+        return verdict.but(outcome=Outcome.INSUFFICIENT)
+    return verdict
 
 
 def _no_plot(verdict: Verdict) -> Verdict:

@@ -21,13 +21,13 @@ def profile():
 
 def test_the_acceptance_statistics_hold_at_their_small_counts(profile):
     voice = profile.get("acceptance_voice_latency_max")
-    assert voice.evaluate(np.full(7, 200.0)).outcome is Outcome.INSUFFICIENT  # never a pass
-    assert voice.evaluate(np.full(8, 200.0)).outcome is Outcome.PASS
+    assert voice.evaluate(np.full(4, 200.0)).outcome is Outcome.INSUFFICIENT  # never a pass before the first look
+    assert voice.evaluate(np.full(5, 200.0)).outcome is Outcome.PASS
     assert voice.evaluate(np.r_[np.full(7, 200.0), 411.0]).outcome is Outcome.FAIL
     power = profile.get("acceptance_power_mean")
     rng = np.random.default_rng(1)
     runs = [4.0 + rng.normal(0, 0.05, 500) for _ in range(3)]
-    assert power.evaluate(runs[:2], sample_rate_hz=6000).outcome is Outcome.INSUFFICIENT
+    assert power.evaluate(runs[:1], sample_rate_hz=6000).outcome is Outcome.INSUFFICIENT
     assert power.evaluate(runs, sample_rate_hz=6000).outcome is Outcome.PASS
     assert power.evaluate([r + 0.5 for r in runs], sample_rate_hz=6000).outcome is Outcome.FAIL
     assert power.evaluate(runs, sample_rate_hz=1000).outcome is Outcome.INVALID  # digitized too slowly

@@ -84,7 +84,7 @@ def test_an_expired_calibration_blocks_acceptance(fixture):
 
 def test_a_phone_removed_mid_test_is_incomplete_and_its_finished_results_are_kept(fixture):
     line, station_file, results, _ = fixture
-    # The phone's adbd dies when the power check first idles it (`sleep`): pulled off the fixture.
+    # The phone's adbd dies when the redundancy check first idles it (`sleep`): pulled off the fixture.
     line.load(PhoneSpec(serial="GONE0001", seed=41, faults=["kill-on:sleep"]))
     try:
         with AcceptanceStation(station_file) as station:
@@ -92,12 +92,13 @@ def test_a_phone_removed_mid_test_is_incomplete_and_its_finished_results_are_kep
     finally:
         line.load(line.units[0])
     assert (result.outcome, result.exit_code) == ("incomplete", 4)
-    assert result.reason.startswith("Power draw sanity check") and "connection" in result.reason
+    assert result.reason.startswith("Redundancy under supply ripple") and "connect" in result.reason
     data = json.loads((result.attempts[0].run_dir / "results.json").read_text())
     assert data["status"] == "incomplete"
     finished = [t["nodeid"] for t in data["tests"] if t["outcome"] == "passed"]
     assert any("test_dut_calibration" in n for n in finished) and any("test_identity" in n for n in finished)
-    assert not any("test_numerics" in t["nodeid"] for t in data["tests"])  # stopped: nothing waited on a gone phone
+    assert not any("test_power" in t["nodeid"] or "test_voice" in t["nodeid"]
+                   for t in data["tests"])  # stopped: nothing waited on a gone phone
     with open_store(results / "results.sqlite") as store:
         stored = store.load_run(result.attempts[0].run_id).data
         assert stored["status"] == "incomplete" and len(stored["tests"]) == len(data["tests"])
@@ -117,7 +118,7 @@ def test_an_instrument_lost_mid_test_is_incomplete(tmp_path):
         with AcceptanceStation(station_file) as station:
             result = station.accept("LN070001")
     assert (result.outcome, result.exit_code) == ("incomplete", 4)
-    assert "InstrumentError" in result.reason and "power" in result.reason.lower()
+    assert "InstrumentError" in result.reason and "supply keysight-n6705c" in result.reason
 
 
 def test_a_power_cut_mid_run_leaves_the_unit_incomplete_with_its_finished_results(fixture):
@@ -170,7 +171,9 @@ def test_a_retestable_failure_is_retested_and_every_attempt_is_stored(fixture):
     assert result.reason.startswith("Voice latency sanity check: acceptance_voice_latency_max")
     assert len(result.attempts) == 2 and not result.first_pass
     retest = result.attempts[1]
-    assert len(retest.tests) == 1 and "test_voice_latency_sanity" in retest.tests[0]
+    # The first attempt stopped at the late answer; the retest runs it and what it did not reach.
+    assert "test_voice_latency_sanity" in retest.tests[0] and "test_power_sanity" in retest.tests[1]
+    assert result.attempts[0].not_run == retest.tests[1:]
     stored = attempts(results, "SLOW0001")
     assert [(a.attempt, a.outcome, a.retest_of) for a in stored] == [(1, "fail", None), (2, "fail", 1)]
     assert stored[0].run_id != stored[1].run_id and stored[1].details["tests"] == retest.tests

@@ -111,3 +111,15 @@ def test_the_operator_sees_one_large_word_and_the_reason():
     assert "unit REJECTED" in text and "why: Unit calibration" in text and "station takt 5.0 s/unit" in text
     assert "STOP" not in text and len(big("FAIL")) == 5
     assert "WRONG UNIT" in "\n".join(operator_lines("X1", "wrong-unit", "r", attempts=0, cycle_s=0.1, takt_s=None))
+
+
+def test_a_run_stopped_at_a_retestable_failure_retests_it_and_what_it_did_not_reach():
+    policy = RetestPolicy()
+    tests = [t for t in run(failing("latency"))["tests"] if t["acceptance_check"] not in ("power",)]
+    stopped = judge({"status": "complete", "tests": tests})
+    assert stopped.outcome == "fail" and stopped.reason.startswith("Voice latency")
+    assert next(f for f in stopped.failures if f.check == "power").not_run
+    assert stopped.retest_nodeids(policy) == []  # without knowing what was skipped: no retest
+    assert stopped.retest_nodeids(policy, [BY_CHECK["power"]]) == [BY_CHECK["latency"], BY_CHECK["power"]]
+    weights = [t for t in run(failing("weights"))["tests"] if t["acceptance_check"] != "power"]
+    assert judge({"status": "complete", "tests": weights}).retest_nodeids(policy, [BY_CHECK["power"]]) == []

@@ -68,6 +68,7 @@ class Failure:
     reason: str
     kind: str  # fail | incomplete
     nodeid: str | None = None
+    not_run: bool = False  # the run stopped at an earlier failure before reaching this check
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,12 +88,14 @@ class Judgement:
         first = next((f for f in self.failures if f.kind == self.outcome), None)
         return first.text() if first else None
 
-    def retest_nodeids(self, policy: RetestPolicy) -> list[str]:
-        """Tests to run again, or [] when the policy does not allow retesting this result."""
-        if self.outcome != FAIL or any(f.kind != FAIL or f.check not in policy.retestable or f.nodeid is None
-                                       for f in self.failures):
+    def retest_nodeids(self, policy: RetestPolicy, not_run: list[str] | tuple[str, ...] = ()) -> list[str]:
+        """Tests to run again, or [] when the policy does not allow retesting this result. A run
+        that stopped at its first failure left `not_run` (node ids): they run in the retest too."""
+        judged = [f for f in self.failures if not (f.not_run and not_run)]
+        if self.outcome != FAIL or not judged or any(
+                f.kind != FAIL or f.check not in policy.retestable or f.nodeid is None for f in judged):
             return []
-        return [f.nodeid for f in self.failures if f.nodeid]
+        return [f.nodeid for f in judged if f.nodeid] + [n for n in not_run if n not in {f.nodeid for f in judged}]
 
 
 def _verdict_reason(v: dict[str, Any]) -> str:
@@ -136,7 +139,7 @@ def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> 
     for check in required:
         if check not in passed and not any(f.check == check for f in failures):
             why = "skipped" if check in seen else "not run"
-            failures.append(Failure(check, CHECKS[check].words, f"not proven ({why})", FAIL))
+            failures.append(Failure(check, CHECKS[check].words, f"not proven ({why})", FAIL, not_run=check not in seen))
     if any(f.kind == INCOMPLETE for f in failures):
         outcome = INCOMPLETE
     elif failures:

@@ -21,6 +21,7 @@ import pytest
 
 from bench.core.paths import data_dir
 from bench.acceptance.attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook
+from bench.acceptance.takt import StopOnFault
 from bench.acceptance.judge import Failure, Judgement, RetestPolicy, judge, merge_retest
 from bench.calibration.book import CalibrationBook
 from bench.calibration.settings import load_settings
@@ -34,9 +35,11 @@ from bench.waits import WaitMeter
 log = logging.getLogger(__name__)
 
 SUITES_DIR = data_dir("suites")
-# The acceptance profile's tests: identity first (cheap, and every result needs it), then the
-# acceptance suite (serial, DUT calibration, sanity checks), then the numerics' adapter checks.
-SUITES = ("suites/test_identity.py", "suites/test_acceptance.py", "suites/test_numerics.py")
+# The acceptance profile's tests, in the takt plan's order: identity first (cheap, and every
+# result needs it), the numerics' fingerprint and adapter checks (seconds, and they catch an
+# erratic NPU), then the acceptance suite (serial, DUT calibration, weights, then the long
+# sequential measurements), so a faulty unit fails as early as its fault shows.
+SUITES = ("suites/test_identity.py", "suites/test_numerics.py", "suites/test_acceptance.py")
 DESELECT = ("suites/test_numerics.py::test_llamacpp_throughput",)  # a lab benchmark, not a line check
 EXIT_CODES = {PASS: 0, FAIL: 1, WRONG_UNIT: 3, INCOMPLETE: 4, REFUSED: 5}
 SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{2,39}$")
@@ -55,6 +58,7 @@ class AttemptResult:
     waits_s: float | None = None
     tests: list[str] = field(default_factory=list)  # what ran: suites, or the retested node ids
     judgement: Judgement | None = None
+    not_run: list[str] = field(default_factory=list)  # tests the run stopped before (at a failure)
 
 
 @dataclass
@@ -207,7 +211,8 @@ class AcceptanceStation:
         while True:
             attempt, data = self._attempt(scanned, read, targets, data, retest_of)
             attempts.append(attempt)
-            retests = attempt.judgement.retest_nodeids(self.policy) if attempt.judgement is not None else []
+            retests = (attempt.judgement.retest_nodeids(self.policy, attempt.not_run)
+                       if attempt.judgement is not None else [])
             if not retests or len(attempts) > self.policy.retries:
                 break
             targets, retest_of = retests, attempt.attempt
@@ -226,7 +231,7 @@ class AcceptanceStation:
         run_dir = self.results_dir / run_id
         self.attempts.update(record, run_id=run_id, read_serial=read)
         try:
-            code, data = self._run(serial, run_id, run_dir, targets)
+            code, data, not_run = self._run(serial, run_id, run_dir, targets)
         except KeyboardInterrupt:
             self.attempts.finish(record, INCOMPLETE, "interrupted by the operator", failing=[],
                                  cycle_s=time.perf_counter() - t0, overhead_s=None)
@@ -242,13 +247,15 @@ class AcceptanceStation:
                              cycle_s=cycle, overhead_s=overhead,
                              details={"passed_checks": judgement.passed, "pytest_exit": int(code)})
         attempt = AttemptResult(record.attempt, outcome, reason, judgement.failures, run_id, run_dir, cycle, overhead,
-                                cycle - overhead, list(targets), judgement)
+                                cycle - overhead, list(targets), judgement, not_run)
         log.info("unit %s attempt %d: %s in %.2f s (bench overhead %.2f s)", serial, record.attempt, outcome, cycle,
                  overhead)
         return attempt, merged
 
-    def _run(self, serial: str, run_id: str, run_dir: Path, targets: list[str]) -> tuple[int, dict[str, Any] | None]:
-        """The acceptance tests as one pytest run (in this process); its output goes to pytest.log."""
+    def _run(self, serial: str, run_id: str, run_dir: Path,
+             targets: list[str]) -> tuple[int, dict[str, Any] | None, list[str]]:
+        """The acceptance tests as one pytest run (in this process), stopped at the first failure;
+        its output goes to pytest.log. Returns the exit code, the results and the tests not run."""
         run_dir.mkdir(parents=True, exist_ok=True)
         # no:unraisableexception: its gc.collect() at the end costs the line 0.2 s of takt per unit.
         args = [*(_absolute(t) for t in targets), "-p", "phonebench", "--rootdir", str(SUITES_DIR.parent),
@@ -263,13 +270,19 @@ class AcceptanceStation:
             args += ["--calibration-config", str(self.calibration_config)]
         with open(run_dir / "pytest.log", "w", encoding="utf-8") as out, \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = pytest.main(args, plugins=list(self.observers))
+            stop = StopOnFault()
+            code = pytest.main(args, plugins=[*self.observers, stop])
         results = run_dir / "results.json"
         try:
-            return int(code), json.loads(results.read_text(encoding="utf-8"))
+            return int(code), json.loads(results.read_text(encoding="utf-8")), _relative(stop.not_run)
         except (OSError, json.JSONDecodeError) as exc:
             log.error("unit %s: no usable results in %s (%s); pytest exit %s", serial, run_dir, exc, int(code))
-            return int(code), None
+            return int(code), None, []
+
+
+def _relative(nodeids: list[str]) -> list[str]:
+    """Node ids as the retest targets name them (relative to the suites' root)."""
+    return [n for n in nodeids if n.startswith("suites/")]
 
 
 def _absolute(target: str) -> str:

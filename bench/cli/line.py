@@ -40,7 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="batch (default): the emulated batch; serve: the operator page")
     line.add_argument("--station", help="serve: the station file (one fixture per DUT); "
                                         "default: emulated fixtures")
-    line.add_argument("--fixtures", type=int, default=2, help="serve, emulated: how many fixtures (default 2)")
+    line.add_argument("--fixtures", type=int, default=None,
+                      help="emulated fixtures side by side (default: 1 for a batch, 2 for serve)")
+    line.add_argument("--share", default="scope",
+                      help="batch with several fixtures: instrument roles the fixtures share, booked between "
+                           "them (comma-separated; default scope; '' for none)")
     line.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default loopback only)")
     line.add_argument("--port", type=int, default=8080, help="serve: port (default 8080; 0 = any free one)")
     line.add_argument("--count", type=int, default=20, help="units in the batch (default 20)")
@@ -235,39 +239,100 @@ def run_line(args: argparse.Namespace) -> int:
     if args.mode == "serve":
         return serve_line(args)
     from bench.acceptance.line import run_line as run_batch
-    from bench.acceptance.runner import AcceptanceStation
-    from bench.calibration.fixture import EmulatedFixture
-    from bench.calibration.runner import calibrate_station
-    from bench.calibration.settings import load_settings
-    from bench.line_report import render_line
     from bench.backend import emulated_line
+    from bench.line_report import render_line
     from bench.results import new_run_id
 
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+    fixtures = args.fixtures if args.fixtures is not None else 1
+    if fixtures < 1:
+        raise ConfigError(f"bench line: --fixtures {fixtures}: a station needs at least one fixture")
     try:
-        line = emulated_line(count=args.count, faulty=args.faulty, seed=args.seed, faults=faults)
+        line = emulated_line(count=args.count, faulty=args.faulty, seed=args.seed, faults=faults,
+                             name="emulated-line" if fixtures == 1 else "emulated-line-A")
     except ValueError as exc:
         raise ConfigError(f"bench line: {exc}", hint="e.g. --count 20 --faulty 2") from None
+    if fixtures > 1:
+        return _run_station(args, line, fixtures)
     results = Path(args.results_dir or "reports").resolve()
     batch = args.batch or f"line-{new_run_id()}"
     with line:
         station_file = line.write_station(results / batch / "station.toml", results_dir=results)
-        with AcceptanceStation(station_file, results_dir=results, calibration_config=args.calibration_config,
-                               policy=_policy(args), operator=args.operator, batch=batch,
-                               profile=args.profile) as station:
-            if not args.no_calibrate and station.check_calibration():
-                print(f"calibrating the line's instruments and fixture ({line.name}) ...")
-                _print_records(calibrate_station(station.station, EmulatedFixture(line.world),
-                                                 load_settings(args.calibration_config), operator=station.operator,
-                                                 results_dir=results))
+        with _station(args, station_file, results, batch) as station:
+            _calibrate(args, station, line, results)
             print(f"batch {batch}: {len(line.units)} units through {station_file}")
             run = run_batch(line, station, batch, on_unit=_print_unit)
     figures = run.figures()
     page = render_line(results / batch / "line.html", batch, line.name, run.rows(), figures)
     _print_figures(figures)
+    _print_steps(run.steps)
     print(f"batch report: {page}")
     print(f"store: every attempt of batch {batch} (`bench runs` lists the unit runs)")
     return 0 if figures["as_expected"] else 1
+
+
+def _station(args: argparse.Namespace, station_file: Path, results: Path, batch: str) -> Any:
+    from bench.acceptance.runner import AcceptanceStation
+
+    return AcceptanceStation(station_file, results_dir=results, calibration_config=args.calibration_config,
+                             policy=_policy(args), operator=args.operator, batch=batch, profile=args.profile)
+
+
+def _calibrate(args: argparse.Namespace, station: Any, line: Any, results: Path) -> None:
+    from bench.calibration.fixture import EmulatedFixture
+    from bench.calibration.runner import calibrate_station
+    from bench.calibration.settings import load_settings
+
+    if not args.no_calibrate and station.check_calibration():
+        print(f"calibrating the line's instruments and fixture ({line.name}) ...")
+        _print_records(calibrate_station(station.station, EmulatedFixture(line.world),
+                                         load_settings(args.calibration_config), operator=station.operator,
+                                         results_dir=results))
+
+
+def _run_station(args: argparse.Namespace, first: Any, count: int) -> int:
+    """Several emulated fixtures side by side, the units dealt to whichever is free first; `first`
+    is fixture A's line, planned with the whole batch."""
+    from bench.acceptance.line import run_station
+    from bench.backend import emulated_line
+    from bench.results import new_run_id
+
+    results = Path(args.results_dir or "reports").resolve()
+    batch = args.batch or f"line-{new_run_id()}"
+    shared = tuple(r.strip() for r in args.share.split(",") if r.strip())
+    plan = first.units
+    with contextlib.ExitStack() as stack:
+        fixtures = {}
+        for i in range(count):
+            name = chr(ord("A") + i)
+            # Each other fixture's line starts holding its first unit of the plan, dealt in turn.
+            line = stack.enter_context(first if i == 0 else emulated_line(
+                units=plan[i::count] or plan[:1], seed=args.seed + i, name=f"emulated-line-{name}"))
+            station_file = line.write_station(results / batch / f"station-{name}.toml", results_dir=results)
+            station = stack.enter_context(_station(args, station_file, results, batch))
+            _calibrate(args, station, line, results)
+            fixtures[name] = (line, station)
+        print(f"batch {batch}: {len(plan)} units through {count} fixtures"
+              + (f", sharing {', '.join(shared)}" if shared else ""))
+        run = run_station(fixtures, plan, batch, shared=shared, on_unit=_print_unit)
+    f = run.figures()
+    print(f"\n  units {f['units']}: PASS {f['passed']}, FAIL {f['failed']}"
+          f"  (as planted: {'yes' if f['as_expected'] else 'NO'})")
+    for name, fig in f["per_fixture"].items():
+        print(f"  fixture {name}: {fig['units']} units, {fig['units_per_hour_sim']:.0f} units/hour "
+              f"(phone/instrument clock, {fig['handling_s']:g} s handling), waited {fig['shared_wait_s']:.1f} s "
+              f"for shared instruments")
+    print(f"  station: {f['units_per_hour_sim']:.0f} units/hour over {f['world_s']:.0f} s of station clock")
+    steps: dict[str, list[float]] = {}
+    for fixture_run in run.fixtures.values():
+        for name, used in fixture_run.steps.items():
+            steps.setdefault(name, []).extend(used)
+    _print_steps(steps)
+    for role, s in f["shared"].items():
+        print(f"  shared {role}: busy {s['busy_s']:.0f} s ({100 * s['utilisation']:.0f} %), waits "
+              + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(s["waited_s"].items())) + f", conflicts {s['conflicts']}")
+    print(f"store: every attempt of batch {batch} (`bench runs` lists the unit runs)")
+    return 0 if f["as_expected"] else 1
 
 
 def serve_line(args: argparse.Namespace) -> int:
@@ -289,7 +354,7 @@ def serve_line(args: argparse.Namespace) -> int:
         faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
         specs = [FixtureSpec(name=chr(ord("A") + i), emulated=EmulatedUnits(
             count=args.count, faulty=args.faulty, seed=args.seed + i, faults=faults), **common)
-            for i in range(args.fixtures)]
+            for i in range(args.fixtures or 2)]
         title = "emulated line: operator station"
     with OperatorStation(specs, title=title) as station:
         server = serve(station, args.host, args.port)
@@ -318,12 +383,24 @@ def _print_unit(unit: Any) -> None:
     sys.stdout.flush()
 
 
+def _print_steps(steps: dict[str, list[float]]) -> None:
+    from bench.acceptance.takt import BUDGETS
+
+    print("  clock per check        budget   mean    max  (s, phone/instrument clock, per unit)")
+    for name, used in steps.items():
+        budget = f"{BUDGETS[name].budget_s:6.1f}" if name in BUDGETS else "     -"
+        print(f"    {name:<18} {budget} {sum(used) / max(len(used), 1):6.1f} {max(used, default=0.0):6.1f}")
+
+
 def _print_figures(f: dict[str, Any]) -> None:
     print(f"\n  units {f['units']}: PASS {f['passed']}, FAIL {f['failed']}, other {f['other']}"
           f"  (as planted: {'yes' if f['as_expected'] else 'NO'})")
     print(f"  first-pass yield        {100 * f['first_pass_yield']:.1f} %")
     print(f"  units per hour          {f['units_per_hour']:.0f} (emulated, wall clock); "
           f"{f['units_per_hour_real_time']:.0f} with real-time phones and instruments")
+    print(f"  units per hour          {f['units_per_hour_sim']:.0f} on the phone/instrument clock "
+          f"({f['handling_s']:g} s handling per unit); test time {f['test_per_good_unit_s']:.1f} s per good unit, "
+          f"{f['test_per_faulty_unit_s']:.1f} s per faulty one")
     print(f"  cycle time              {f['cycle_mean_s']:.2f} s/unit (wall)")
     print(f"  bench overhead          {f['overhead_mean_s']:.2f} s/unit mean, {f['overhead_max_s']:.2f} s max "
           f"(time not waiting for a phone or an instrument)")
