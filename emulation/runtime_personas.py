@@ -24,13 +24,17 @@ class RuntimePersona:
     audit_leaks_prompt: bool = False         # prompt token ids written into the audit log
     audit_bad_signatures: bool = False       # audit records signed wrongly
     counters: dict[str, float] = field(default_factory=dict)  # overrides of the counter rates
+    # What the runtime says about itself, apart from what it does (liars; see the block below).
+    report_compression: float = 1.0          # reported token gaps = this x the real ones
+    report_shift_s: float = 0.0              # every token reported this much earlier than it came
+    gpuload_fake_busy: float | None = None   # the GPU load tool reports this busy fraction, loads nothing
+    counters_reported: dict[str, float] = field(default_factory=dict)  # rates reported, not incurred
 
 
 PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("nominal"),
-    RuntimePersona("jittery", timing="jittery",  # per-token std > 23 ms; stalls waste MAC cycles
-                   counters={"mac_utilisation": 0.74, "memory_bandwidth_utilisation": 0.80,
-                             "prefetch_accuracy": 0.71}),
+    RuntimePersona("jittery", timing="jittery",  # per-token std > 23 ms; stalls waste MAC cycles (physics)
+                   counters={"memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71}),
     RuntimePersona("slow", timing="slow",  # first token >= 300 ms: weight paging on the critical path
                    counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021}),
     RuntimePersona("contention-sensitive", timing="contention-sensitive"),
@@ -42,6 +46,14 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("corrupt-weights", corrupt_weight_page=True),
     RuntimePersona("leaky-log", audit_leaks_prompt=True),
     RuntimePersona("unsigned-log", audit_bad_signatures=True),
+    # --- liars about tokens, GPU load and counters (negative controls of docs/evidence.md) --------
+    # Each does what a slow or idle unit does and reports what a good one would.
+    RuntimePersona("compressed-timestamps", timing="jittery", report_compression=0.35),
+    RuntimePersona("shifted-timestamps", timing="slow", report_shift_s=0.15),
+    RuntimePersona("fake-gpu-load", gpuload_fake_busy=0.80),
+    RuntimePersona("inflated-counters", counters_reported={
+        "kv_cache_miss_rate": 0.06, "mac_utilisation": 0.97, "memory_bandwidth_utilisation": 0.96,
+        "weight_page_fault_rate": 0.002, "prefetch_accuracy": 0.93}),
 )}
 
 SLA_PERSONAS_RUNTIME: set[str] = set(PERSONAS)

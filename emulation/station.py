@@ -94,12 +94,14 @@ class EmulatedStation:
 
     def _start_instruments(self, world: World) -> None:
         from emulation.instruments.awg import AwgServer
+        from emulation.instruments.clock import ClockServer
         from emulation.instruments.power_analyzer import PowerAnalyzerServer
         from emulation.instruments.scope import ScopeServer
         from emulation.instruments.thermal_probe import ThermalProbeServer
 
         for role, server in (("scope", ScopeServer(world)), ("supply", PowerAnalyzerServer(world)),
-                             ("thermal", ThermalProbeServer(world)), ("stimulus", AwgServer(world))):
+                             ("thermal", ThermalProbeServer(world)), ("stimulus", AwgServer(world)),
+                             ("clock", ClockServer(world))):
             server.start()
             self.instruments[role] = server
             log.info("emulated %s (%s) at %s", role, server.family, server.address)

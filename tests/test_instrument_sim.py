@@ -55,7 +55,8 @@ def test_registry_refuses_unknown_roles_families_and_options():
     with pytest.raises(ConfigError, match="bad option"):
         open_instrument("scope", "rigol-ds1000z", "x", bogus=1)
     assert known_families() == {"scope": ["keysight-infiniivision", "rigol-ds1000z"], "supply": ["keysight-n6705c"],
-                                "thermal": ["fluke-hart", "generic-ascii"], "stimulus": ["keysight-33500b"]}
+                                "thermal": ["fluke-hart", "generic-ascii"], "stimulus": ["keysight-33500b"],
+                                "clock": ["host", "phonebench-clock"]}
 
 
 @pytest.mark.filterwarnings("ignore:read string doesn't end with termination characters")
