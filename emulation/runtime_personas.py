@@ -51,9 +51,12 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("compressed-timestamps", timing="jittery", report_compression=0.35),
     RuntimePersona("shifted-timestamps", timing="slow", report_shift_s=0.15),
     RuntimePersona("fake-gpu-load", gpuload_fake_busy=0.80),
-    RuntimePersona("inflated-counters", counters_reported={
-        "kv_cache_miss_rate": 0.06, "mac_utilisation": 0.97, "memory_bandwidth_utilisation": 0.96,
-        "weight_page_fault_rate": 0.002, "prefetch_accuracy": 0.93}),
+    RuntimePersona("inflated-counters", timing="jittery",  # stalls and pages like "jittery" and "slow"
+                   counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021,
+                             "memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71},
+                   counters_reported={"kv_cache_miss_rate": 0.06, "mac_utilisation": 0.97,
+                                      "memory_bandwidth_utilisation": 0.96, "weight_page_fault_rate": 0.002,
+                                      "prefetch_accuracy": 0.93}),
 )}
 
 SLA_PERSONAS_RUNTIME: set[str] = set(PERSONAS)

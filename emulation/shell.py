@@ -38,10 +38,10 @@ class ShellContext:
         the command must still return in its CommandResult (all of it when nothing streams)."""
         if self.sink is None:
             return data
-        held = self.held_out + self.held_err if self.merge_stderr else self.held_out
+        held = bytes(self.held_out + self.held_err if self.merge_stderr else self.held_out)
         self.held_out.clear()
         self.held_err.clear()
-        self.sink(bytes(held) + data)
+        self.sink(held + data)
         return b""
 
 
