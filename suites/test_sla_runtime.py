@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
+from bench.checks import audit, counters, redundancy, thermal_trip, token_power, tokens, weights
 from bench.checks.targets import target, targets
 from bench.core.errors import UnsupportedCapability
 from drivers.runtime import RuntimeClient
@@ -69,6 +69,12 @@ def test_token_latency_under_gpu_load(dut, observed_runtime, sla, record, progre
         except UnsupportedCapability as exc:
             pytest.skip(str(exc))
     result.record_into(record)
+
+
+@pytest.mark.needs("supply")
+def test_token_timing_against_the_power_trace(observed_runtime, supply, record):
+    """A second witness: the inference's span in the supply current vs the station clock and the report."""
+    token_power.power_cross_check(supply, observed_runtime).record_into(record)
 
 
 # --- claim 8: thermal trip soak ------------------------------------------------------------------

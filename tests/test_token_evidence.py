@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from adb_shell.auth.keygen import keygen
 
-from bench.checks import counters, tokens
+from bench.checks import counters, token_power, tokens
 from bench.checks.targets import targets
-from bench.core.errors import InstrumentError
+from bench.core.errors import InstrumentError, InvalidMeasurement
 from bench.core.verdict import Evidence, Outcome
 from bench.sla import SlaProfile, load_profile
 from device_double import PhoneDevice, WorldClock, make_device
@@ -24,11 +24,13 @@ from drivers.adb import AdbPhone
 from drivers.clock import HostClock, ScpiClock
 from drivers import gpuload as gpuload_driver
 from drivers.gpuload import GpuLoad, read_gpu_busy
+from drivers.power import KeysightN6705C
 from drivers.runtime import RuntimeClient
 from emulation.adb_auth import AuthPolicy
 from emulation.adbd import AdbDaemon
 from emulation.device import EmulatedPhone
 from emulation.instruments.clock import ClockServer
+from emulation.instruments.power_analyzer import PowerAnalyzerServer
 from emulation.npu_personas import phone_spec
 from emulation.runtime_personas import PERSONAS
 
@@ -158,6 +160,31 @@ def test_shifted_first_token_fails_with_both_numbers(sla):
     verdict = result.verdicts[0]
     assert verdict.outcome is Outcome.FAIL and verdict.value >= 300
     assert "disagrees with what arrived" in verdict.detail and verdict.extra["reported_value"] < verdict.value
+
+
+# --- the power trace as a second witness -----------------------------------------------------------
+@pytest.mark.parametrize("persona, outcome", [("nominal", Outcome.PASS), ("compressed-timestamps", Outcome.FAIL)])
+def test_inference_span_in_the_supply_current_matches_the_station_clock(persona, outcome):
+    device, runtime = phone(persona)
+    server = PowerAnalyzerServer(device.phone.world)
+    server.start()
+    supply = KeysightN6705C(server.address, timeout_s=5)
+    try:
+        verdict = token_power.power_cross_check(supply, runtime, runs=2, tokens=24).verdicts[0]
+    finally:
+        supply.close()
+        server.stop()
+    assert verdict.outcome is outcome and verdict.value < verdict.limit  # the host always agrees with the trace
+    assert ("reported spans disagree" in verdict.detail) is (outcome is Outcome.FAIL)
+
+
+def test_active_span_of_a_current_trace():
+    interval = 1e-3
+    current = np.full(2000, 0.3)
+    current[500:1500] = 1.2  # one second of inference
+    assert token_power.active_span_s(current, interval, pretrigger=300) == pytest.approx(1.0, abs=0.012)
+    with pytest.raises(InvalidMeasurement, match="no inference visible"):
+        token_power.active_span_s(np.full(2000, 0.3), interval, pretrigger=300)
 
 
 # --- GPU load: the GPU's counters, not the tool ----------------------------------------------------
