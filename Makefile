@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install system-deps bench clean
+.PHONY: run test test-fast lint install system-deps bench clean
 
 $(STAMP): pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e ".[test]"
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -33,8 +33,16 @@ system-deps:
 run: $(STAMP)
 	$(BIN)/bench run
 
-test: $(STAMP) system-deps
+# Layer contracts (pyproject.toml [tool.importlinter]): one-way layers, no cycles.
+lint: $(STAMP)
+	$(BIN)/lint-imports
+
+test: $(STAMP) system-deps lint
 	$(BIN)/python -m pytest -q tests
+
+# The developer's tier: unit and quick integration tests, no whole bench runs (under a minute).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider tests
 
 bench: $(STAMP) system-deps
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

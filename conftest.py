@@ -1,2 +1,2 @@
-"""Load the phonebench pytest plugin so `pytest` works from the repository root."""
-pytest_plugins = ["fixtures.plugin"]
+"""The phonebench pytest plugin (fixtures.plugin) is loaded by the package's pytest11 entry point
+`phonebench`, so `pytest` works here and in any lab repository that installs the package."""

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError
+from bench.core.verdict import GOOD_OUTCOMES, severity_of
 
 NOT_MEASURED = "not measured"
 ANOMALIES = ("unknown", "mismatch", "inconsistent")
-GOOD = ("pass", "info")
+GOOD = GOOD_OUTCOMES
 # Verdict columns: (column, exact names, name prefixes). The naming convention is in docs/results.md.
 VERDICT_COLUMNS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("bit_exact", ("bit_exact_after_adapter", "tokens_differing_from_golden"), ()),  # the second: numerics suite
@@ -40,7 +41,6 @@ HEADERS = {"soc": "SoC", "microcode": "Microcode", "fingerprint": "Fingerprint",
            "bit_exact": "Bit-exact", "redundancy": "Redundancy", "latency": "Latency", "power": "Power",
            "thermal": "Thermal", "units": "Units", "last_run": "Last verified run", "last_date": "Last verified",
            "change": "Change"}
-_SEVERITY = {o: i for i, o in enumerate(("info", "pass", "insufficient-samples", "invalid", "fail"))}
 
 
 class MatrixError(BenchError):
@@ -164,7 +164,7 @@ def assemble(sightings: list[Any], facts: list[Any]) -> Matrix:
             column = column_of(fact.name)
             if column is None:
                 continue
-            if _SEVERITY.get(fact.outcome, 4) >= _SEVERITY.get(per_column.get(column, "info"), 0):
+            if severity_of(fact.outcome) >= severity_of(per_column.get(column, "info"), unknown=0):
                 per_column[column] = fact.outcome
         for column, outcome in per_column.items():
             row.cells[column] = Cell(outcome, sighting.run_id)

@@ -7,20 +7,17 @@ import json
 import logging
 import re
 import secrets
-import subprocess
-from dataclasses import dataclass, field
+
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from bench.core.paths import SOURCE_ROOT
+from bench.core.version import code_version
 from bench.core.files import write_atomically
-from bench.core.verdict import Verdict
+from bench.core.records import RunRecord, TestRecord
 
 log = logging.getLogger(__name__)
-
-SCHEMA = "phonebench.results/1"
 
 
 def new_run_id() -> str:
@@ -29,33 +26,6 @@ def new_run_id() -> str:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def code_version() -> str:
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
-                             timeout=5, cwd=SOURCE_ROOT)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-@dataclass
-class TestRecord:
-    __test__ = False  # not a pytest test class
-
-    nodeid: str
-    dut: str | None
-    outcome: str  # passed, failed, error, skipped
-    duration_s: float
-    message: str = ""
-    markers: list[str] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"nodeid": self.nodeid, "dut": self.dut, "outcome": self.outcome,
-                "duration_s": round(self.duration_s, 4), "message": self.message,
-                "markers": self.markers, "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
 class ResultSink(Protocol):
@@ -78,11 +48,8 @@ class RunRecorder:
         self.results_dir = Path(results_dir)
         self.run_dir = self.results_dir / self.run_id
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.data: dict[str, Any] = {
-            "schema": SCHEMA, "run_id": self.run_id, "status": "running", "started": _now(),
-            "finished": None, "code_version": code_version(), "station": station,
-            "duts": {}, "instruments": {}, "tests": [], "summary": {},
-        }
+        self.record = RunRecord(run_id=self.run_id, started=_now(), station=station, code_version=code_version())
+        self.data: dict[str, Any] = self.record.to_dict()  # the record as written, for sinks and readers
         self._write("start", None)
         self._point_latest()
 
@@ -91,17 +58,16 @@ class RunRecorder:
         return self.run_dir / "results.json"
 
     def add_dut(self, name: str, identity: dict[str, Any]) -> None:
-        self.data["duts"][name] = identity
+        self.record.duts[name] = identity
         self._write("dut", name)
 
     def add_instrument(self, role: str, record: dict[str, Any]) -> None:
-        self.data["instruments"][role] = record
+        self.record.instruments[role] = record
         self._write("instrument", role)
 
     def add_test(self, record: TestRecord) -> None:
-        self.data["tests"].append(record.to_dict())
-        self.data["summary"] = self._summary()
-        self._write("test", self.data["tests"][-1])
+        self.record.tests.append(record)
+        self._write("test", record.to_dict())
 
     def save_raw(self, test_slug: str, name: str, data: Any) -> str:
         """Save raw data (numpy arrays -> .npz, anything else -> .json); returns the relative path."""
@@ -119,23 +85,13 @@ class RunRecorder:
         return str(path.relative_to(self.run_dir))
 
     def finish(self, status: str = "complete") -> None:
-        self.data["status"] = status
-        self.data["finished"] = _now()
-        problems = list(dict.fromkeys(self.write_errors + self.sink_errors))
-        if problems:
-            self.data["problems"] = problems
-        self.data["summary"] = self._summary()
+        self.record.status = status
+        self.record.finished = _now()
+        self.record.problems = list(dict.fromkeys(self.write_errors + self.sink_errors))
         self._write("finish", status)
 
-    def _summary(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for test in self.data["tests"]:
-            counts[test["outcome"]] = counts.get(test["outcome"], 0) + 1
-        counts["verdicts_failed"] = sum(1 for t in self.data["tests"] for v in t["verdicts"]
-                                        if v["outcome"] not in ("pass", "info"))
-        return counts
-
     def _write(self, event: str, payload: Any) -> None:
+        self.data = self.record.to_dict()
         try:
             self._write_file()
         except OSError as exc:  # e.g. disk full: keep measuring, keep the record in memory and the sinks

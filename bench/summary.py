@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.core.verdict import GOOD_OUTCOMES, TestOutcome
+
 OUTCOME_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "skip"}
 
 
@@ -35,13 +37,13 @@ def summary_lines(data: dict[str, Any], quiet: bool = False) -> list[str]:
         lines.append(f"  {role}: {ident.get('manufacturer', '?')} {ident.get('model', '?')} @ {inst['address']}")
     lines.append("")
     for test in data["tests"]:
-        bad = test["outcome"] in ("failed", "error")
+        bad = TestOutcome(test["outcome"]).is_bad
         if quiet and not bad:
             continue
         mark = OUTCOME_MARK.get(test["outcome"], test["outcome"])
         lines.append(f"  {mark:5} {test['nodeid']}")
         for v in test["verdicts"]:
-            if not quiet or v["outcome"] not in ("pass", "info"):
+            if not quiet or v["outcome"] not in GOOD_OUTCOMES:
                 lines.append(f"          {verdict_text(v)}")
         if (bad or test["outcome"] == "skipped") and test["message"]:
             lines.append(f"          {test['message'].splitlines()[0][:200]}")

@@ -23,7 +23,7 @@ from bench.acceptance.runner import AcceptanceStation  # noqa: E402
 from bench.calibration.fixture import EmulatedFixture  # noqa: E402
 from bench.calibration.runner import calibrate_station  # noqa: E402
 from bench.calibration.settings import CalibrationSettings  # noqa: E402
-from bench.station import load_station  # noqa: E402
+from bench.core.station import load_station  # noqa: E402
 from emulation.line import EmulatedLine  # noqa: E402
 
 OVERHEAD_TARGET_S = 2.0

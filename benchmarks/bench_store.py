@@ -1,6 +1,6 @@
-"""Results store and report speed: measurement insert rate (rows/s) on SQLite and PostgreSQL the
-way a run writes them (one transaction per test), matrix build time over 10,000 runs, and report
-render time for a run with 1,000 checks. Prints a table; exits 0."""
+"""Results store speed: measurement insert rate (rows/s) on SQLite and PostgreSQL the way a run
+writes them (one transaction per test) and matrix build time over 10,000 runs (report render
+time: bench_report.py). Prints a table; exits 0."""
 from __future__ import annotations
 
 import datetime as dt
@@ -17,8 +17,6 @@ import numpy as np  # noqa: E402
 from sqlalchemy import insert  # noqa: E402
 
 from bench.matrix import build_matrix, to_markdown  # noqa: E402
-from bench.report import render_run  # noqa: E402
-from bench.report.example import ExampleDut, ExampleRun, write_example_run  # noqa: E402
 from bench.store import open_store  # noqa: E402
 from bench.store.models import Measurement, Run, RunDut, TestResult  # noqa: E402
 from bench.store.testing import ScratchPostgres, postgres_bindir  # noqa: E402
@@ -94,15 +92,6 @@ def matrix_time(url: str) -> tuple[float, int]:
     return elapsed, len(matrix.rows)
 
 
-def report_time(folder: Path, n_duts: int) -> tuple[float, int, int, int]:
-    """A run with 1,000 checks over n_duts DUTs; each example DUT has 6 checks of its own, 4 with plots."""
-    duts = [ExampleDut(name=f"bay{i}", serial=f"S{i}") for i in range(n_duts)]
-    rec = write_example_run(folder, f"report-{n_duts}", ExampleRun(duts=duts, extra_checks=1000 // n_duts - 6))
-    elapsed, path = timed(lambda: render_run(rec.run_dir))
-    checks = sum(len(t["verdicts"]) for t in rec.data["tests"])
-    return elapsed, checks, 4 * n_duts, path.stat().st_size
-
-
 def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     rows: list[tuple[str, str]] = []
@@ -122,10 +111,6 @@ def main() -> int:
                 rows.append((f"PostgreSQL matrix build, {MATRIX_RUNS:,} runs", f"{elapsed:.2f} s ({lines} rows)"))
         else:
             rows.append(("PostgreSQL", "skipped: server not installed"))
-        for n_duts in (1, 25):
-            elapsed, checks, plots, size = report_time(folder, n_duts)
-            rows.append((f"report render, {checks:,} checks, {plots} plots",
-                         f"{elapsed:.2f} s ({size / 1e6:.1f} MB)"))
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark'.ljust(width)}  result")
     for name, value in rows:

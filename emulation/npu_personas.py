@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.core.errors import ConfigError
-from emulation.device import PhoneSpec
+from emulation.phone_spec import PhoneSpec
 from emulation.npu import Accumulator, OverflowRule
 
 WRAP, SATURATE, CLAMP = OverflowRule.WRAP, OverflowRule.SATURATE, OverflowRule.CLAMP_END

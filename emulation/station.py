@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import tempfile
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from bench.core.errors import ConfigError
+from bench.core.station import DutConfig, EmulatedConfig, InstrumentConfig, StationConfig
 from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.world import World
-
-if TYPE_CHECKING:
-    from bench.station import EmulatedConfig, StationConfig
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,10 @@ class EmulatedDut:
 
 @dataclass
 class EmulatedStation:
-    config: "EmulatedConfig"
+    config: EmulatedConfig
     duts: list[EmulatedDut] = field(default_factory=list)
     instruments: dict[str, Any] = field(default_factory=dict)  # role -> InstrumentServer
+    _payloads: Any = None  # tempfile.TemporaryDirectory holding the installed update's weight file
 
     def _specs(self) -> list[PhoneSpec]:
         from emulation import npu_personas
@@ -72,7 +73,7 @@ class EmulatedStation:
                 specs.append(dataclasses.replace(PhoneSpec(), serial=phone.serial, **overrides))
         return specs
 
-    def start(self) -> "EmulatedStation":
+    def start(self) -> EmulatedStation:
         from emulation.adbd import AdbDaemon, AuthPolicy
 
         auth = None if self.config.auth == "none" else AuthPolicy(
@@ -113,19 +114,30 @@ class EmulatedStation:
             dut.daemon.stop()
         self.instruments.clear()
         self.duts.clear()
+        if self._payloads is not None:
+            self._payloads.cleanup()
+            self._payloads = None
 
-    def __enter__(self) -> "EmulatedStation":
+    def __enter__(self) -> EmulatedStation:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def merge_into(self, config: "StationConfig") -> "StationConfig":
-        """The station config a bench uses to reach this emulated station (DUTs and instruments)."""
-        from bench.station import DutConfig, InstrumentConfig
+    def payloads_folder(self) -> Path:
+        """The OTA payloads a lab would hold for these phones: the update they all have installed."""
+        if self._payloads is None:
+            from emulation.weights import update_package
 
+            self._payloads = tempfile.TemporaryDirectory(prefix="phonebench-payloads-")
+            (Path(self._payloads.name) / "model.bin").write_bytes(update_package().data)
+        return Path(self._payloads.name)
+
+    def merge_into(self, config: StationConfig) -> StationConfig:
+        """The station config a bench uses to reach this emulated station (DUTs and instruments)."""
         duts = [DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name) for d in self.duts]
         attached = duts[0].name if duts else None
         instruments = {role: InstrumentConfig(role=role, family=s.family, address=s.address, attached_to=attached)
                        for role, s in self.instruments.items()}
-        return dataclasses.replace(config, duts=duts, instruments=instruments, emulated_station=self)
+        return dataclasses.replace(config, duts=duts, instruments=instruments, emulated_station=self,
+                                   payloads=config.payloads or self.payloads_folder())

@@ -32,6 +32,7 @@ def profile(request: pytest.FixtureRequest) -> SlaProfile:
     return load_profile(request.config.getoption("--acceptance-profile"))
 
 
+@pytest.mark.acceptance(check="serial")
 def test_unit_serial_matches_scan(dut_identity, scanned_serial, record):
     """The unit on the fixture is the unit the operator scanned."""
     if scanned_serial is None:
@@ -41,6 +42,7 @@ def test_unit_serial_matches_scan(dut_identity, scanned_serial, record):
 
 
 @pytest.mark.needs("supply", "thermal")
+@pytest.mark.acceptance(check="dut-calibration")
 def test_dut_calibration(dut, dut_identity, supply, thermal, scanned_serial, calibration_book, calibration_context,
                          record):
     """Ripple onset with redundancy off -> redundancy trigger with margin; skin sensor vs the
@@ -58,6 +60,7 @@ def test_dut_calibration(dut, dut_identity, supply, thermal, scanned_serial, cal
 
 
 @pytest.mark.needs("scope", "stimulus")
+@pytest.mark.acceptance(check="latency")
 def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record):
     """A few voice trials, the fixture's calibrated delay subtracted, each within the limit."""
     entry = profile.get("acceptance_voice_latency_max")
@@ -76,6 +79,7 @@ def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record
 
 
 @pytest.mark.needs("supply")
+@pytest.mark.acceptance(check="power")
 def test_power_sanity(dut, supply, profile, record):
     """Sustained power over a few generate runs, digitized at >= 5 kS/s."""
     entry = profile.get("acceptance_power_mean")
@@ -88,6 +92,7 @@ def test_power_sanity(dut, supply, profile, record):
 
 
 @pytest.mark.needs("supply")
+@pytest.mark.acceptance(check="redundancy")
 def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
     """Ripple above the unit's calibrated trigger: redundancy engages and every token is bit-exact
     with the unit's clean-supply tokens; forced off, the same ripple corrupts tokens."""
@@ -104,6 +109,7 @@ def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
         _no_plot(verdict)
 
 
+@pytest.mark.acceptance(check="weights")
 def test_weight_store_spot_check(dut, dut_identity, profile, record):
     """The update's manifest is signed by a trusted key; the device's CRC check of every page is
     clean; a few pages (chosen per unit, so a line covers the file) and any page the CRC flags

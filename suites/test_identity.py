@@ -10,12 +10,14 @@ pytestmark = [pytest.mark.acceptance, pytest.mark.regression]
 SUPPORTED_CONTRACTS = ("1.",)
 
 
+@pytest.mark.acceptance(check="identity")
 def test_identity_is_complete(dut_identity, record):
     missing = [f for f in ("serial", "soc_manufacturer", "soc_model", "build_fingerprint", "runtime_version",
                            "microcode") if not getattr(dut_identity, f)]
     record.check("identity_fields_missing", len(missing), "fields", 0, "==", detail=", ".join(missing))
 
 
+@pytest.mark.acceptance(check="identity")
 def test_runtime_contract_is_supported(dut_identity, record):
     contract = dut_identity.runtime_contract or ""
     supported = contract.startswith(SUPPORTED_CONTRACTS)
@@ -23,6 +25,7 @@ def test_runtime_contract_is_supported(dut_identity, record):
                  detail=f"contract {contract or 'absent'}; bench speaks {', '.join(SUPPORTED_CONTRACTS)}x")
 
 
+@pytest.mark.acceptance(check="device-state")
 def test_thermal_zones_agree_with_thermal_service(dut, record):
     zones = {z.type: z.celsius for z in read_thermal_zones(dut)}
     report = read_thermal_status(dut)
@@ -35,6 +38,7 @@ def test_thermal_zones_agree_with_thermal_service(dut, record):
     record.check("thermal_status", report.status, "level", 2, "<=", detail="0 none .. 6 shutdown; at rest")
 
 
+@pytest.mark.acceptance(check="device-state")
 def test_battery_reading_is_plausible(dut, record):
     battery = read_battery(dut)
     record.raw("battery", battery.__dict__)

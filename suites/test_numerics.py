@@ -12,15 +12,12 @@ from bench.core.errors import UnsupportedCapability
 from bench.fingerprint import FingerprintReport, fingerprint, fingerprint_verdict, overflow_probes
 from bench.profiles import ProfileLibrary, load_library
 from bench.core.verdict import Outcome, Verdict
+from bench.references import find_reference, golden_folder
 from drivers.llamacpp import DEFAULT_DIR, LlamaCpp
 from drivers.runtime import RuntimeClient, RuntimeCommandFailed
-from emulation import tinymodel
 
 pytestmark = [pytest.mark.matrix, pytest.mark.acceptance, pytest.mark.regression]
 
-PROMPT_SEEDS = (1, 2)
-PROMPT_LEN = 12
-GEN_TOKENS = 24
 FINGERPRINT_CALL_BUDGET = 20
 LLAMACPP_MODEL = os.environ.get("PHONEBENCH_LLAMACPP_MODEL", "/data/local/tmp/models/model.gguf")
 
@@ -48,26 +45,23 @@ def report(dut, runtime: RuntimeClient, library: ProfileLibrary) -> FingerprintR
 def _golden_prompts(runtime: RuntimeClient) -> list[tuple[int, list[int], list[int]]]:
     """(seed, prompt, golden tokens) for the model the runtime serves, or skip."""
     identity = runtime.identity()
-    model = tinymodel.shared_model()
-    if identity.model != tinymodel.MODEL_NAME or identity.model_sha256 != model.sha256:
-        pytest.skip(f"no golden reference for model {identity.model!r} ({identity.model_sha256}); "
-                    "the bench holds the reference of the emulated tiny model only")
-    cases = []
-    for seed in PROMPT_SEEDS:
-        prompt = tinymodel.prompt_tokens(PROMPT_LEN, seed, model.config.vocab)
-        cases.append((seed, prompt, model.generate(prompt, GEN_TOKENS, seed)))
-    return cases
+    reference = find_reference(identity.model, identity.model_sha256)
+    if reference is None:
+        pytest.skip(f"no golden reference for model {identity.model!r} ({identity.model_sha256}) "
+                    f"in {golden_folder()}: add one computed off the phone")
+    return [(c.seed, list(c.prompt), list(c.golden)) for c in reference.cases]
 
 
 def _differing(runtime: RuntimeClient, cases: list[tuple[int, list[int], list[int]]]) -> tuple[int, list[dict]]:
     total, raw = 0, []
     for seed, prompt, golden in cases:
-        tokens = runtime.generate(GEN_TOKENS, seed=seed, prompt=prompt).tokens
+        tokens = runtime.generate(len(golden), seed=seed, prompt=prompt).tokens
         total += sum(a != b for a, b in zip(tokens, golden)) + abs(len(tokens) - len(golden))
         raw.append({"seed": seed, "prompt": prompt, "golden": golden, "device": tokens})
     return total, raw
 
 
+@pytest.mark.acceptance(check="fingerprint")
 def test_microcode_fingerprint(report: FingerprintReport, record):
     """Known builds pass; an unknown build is recorded with a profile stub to review; a build
     whose version string and behaviour disagree, or whose probes fit no model, fails."""
@@ -79,6 +73,7 @@ def test_microcode_fingerprint(report: FingerprintReport, record):
                  detail=f"{report.device_calls} device round trips in all")
 
 
+@pytest.mark.acceptance(check="adapter")
 def test_tokens_bit_exact_after_adapter(runtime: RuntimeClient, report: FingerprintReport, library, record):
     """Without the adapter a narrow accumulator may change tokens (recorded); with the
     profile's adapter every token equals the golden reference."""
@@ -91,13 +86,14 @@ def test_tokens_bit_exact_after_adapter(runtime: RuntimeClient, report: Fingerpr
     outcome = apply_adapter(runtime, adapter, library.trusted)
     diff, tokens = _differing(runtime, cases)
     record.raw("tokens", {"without_adapter": raw_tokens, "with_adapter": tokens})
-    n = GEN_TOKENS * len(cases)
+    n = sum(len(golden) for _, _, golden in cases)
     record(Verdict(name="tokens_differing_without_adapter", value=raw_diff, unit="tokens", outcome=Outcome.INFO,
                    n=n, detail=f"{report.measured} accumulator, raw NPU"))
     record.check("tokens_differing_from_golden", diff, "tokens", 0, "==", n=n,
                  detail=f"adapter {outcome.adapter or 'none'} ({outcome.action}) on {report.measured}")
 
 
+@pytest.mark.acceptance(check="adapter")
 def test_overflow_probes_exact_through_adapter(runtime: RuntimeClient, report: FingerprintReport, library, record):
     """The overflow probes of the measured width come out exact through the active adapter."""
     if not report.trusted:
@@ -114,6 +110,7 @@ def test_overflow_probes_exact_through_adapter(runtime: RuntimeClient, report: F
                  detail=", ".join(wrong) or f"all exact through {adapter.name}")
 
 
+@pytest.mark.acceptance(check="adapter")
 def test_corrupt_adapter_transfer_keeps_previous(dut, runtime: RuntimeClient, report: FingerprintReport, library, record):
     """A transfer that arrives corrupted is refused by the device; the active adapter stays."""
     if not report.trusted or choose_adapter(report, library) is None:

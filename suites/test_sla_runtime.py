@@ -17,9 +17,9 @@ import pytest
 
 from bench.checks import audit, counters, redundancy, thermal_trip, token_power, tokens, weights
 from bench.checks.targets import target, targets
+from bench.payloads import find_payload
 from bench.core.errors import UnsupportedCapability
 from drivers.runtime import RuntimeClient
-from emulation.weights import update_package
 
 pytestmark = pytest.mark.regression
 
@@ -129,14 +129,14 @@ def test_weights_spot_check_time(dut, runtime, sla, record, progress):
         weights.spot_check_time_check(dut, runtime, entry, tick=bar.update).record_into(record)
 
 
-def test_weights_corrupt_page_repaired(dut, runtime, sla, record):
+def test_weights_corrupt_page_repaired(dut, runtime, sla, record, station):
     """Inject one bad page (an engineering unit's /data/vendor is writable), detect it, re-send it alone."""
     _require(runtime, "weights")
     manifest = weights.load_manifest(dut, runtime)
-    package = update_package()
-    if manifest.root != package.tree.root:
-        pytest.skip(f"no update payload for weights root {manifest.root.hex()[:16]}... on this bench "
-                    "(the bench holds the emulated update's payload only)")
+    package = find_payload(station.payloads, manifest.root, manifest.salt, manifest.data_size)
+    if package is None:
+        pytest.skip(f"no update payload for weights root {manifest.root.hex()[:16]}... in the station's payloads "
+                    f"folder ({station.payloads or 'none set'}): add the release's weight file there")
     entries = targets(sla, "weights_undetected_corruptions", "weights_repair_bytes_per_page",
                       "weights_bad_pages_after_repair")
     weights.corrupt_and_repair_check(dut, runtime, package.page, entries).record_into(record)

@@ -9,7 +9,7 @@ from typing import Iterator
 from bench.calibration.fixture import EmulatedFixture
 from bench.calibration.runner import INSTRUMENT_PROCEDURES, calibrate_station
 from bench.calibration.settings import CalibrationSettings
-from bench.station import load_station
+from bench.core.station import load_station
 from emulation.line import EmulatedLine
 
 

@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 KILLED_RUN = textwrap.dedent("""
     import sys, time
-    from bench.results import RunRecorder, TestRecord
+    from bench.core.records import TestRecord
+    from bench.results import RunRecorder
     from bench.store import StoreSink
     from bench.core.verdict import compare
     url, folder = sys.argv[1], sys.argv[2]

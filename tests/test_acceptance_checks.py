@@ -48,7 +48,7 @@ def suite_run(fixture, spec: PhoneSpec, select: str, scanned: str) -> dict[str, 
     line, station_file, results = fixture
     line.load(spec)
     run_id = f"neg-{spec.serial}"
-    code = pytest.main([str(REPO / "suites" / "test_acceptance.py"), "-p", "fixtures.plugin", "--rootdir", str(REPO),
+    code = pytest.main([str(REPO / "suites" / "test_acceptance.py"), "-p", "phonebench", "--rootdir", str(REPO),
                         "-p", "no:cacheprovider", "-q", "-k", select, "--station", str(station_file),
                         "--results-dir", str(results), "--run-id", run_id, "--scanned-serial", scanned])
     assert code == pytest.ExitCode.TESTS_FAILED

@@ -6,29 +6,39 @@ from __future__ import annotations
 import pytest
 
 from bench.acceptance.display import big, operator_lines
-from bench.acceptance.judge import CHECKS, REQUIRED, TESTS, RetestPolicy, judge, merge_retest
+from bench.acceptance.judge import CHECKS, REQUIRED, RetestPolicy, judge, merge_retest
 
-BY_CHECK = {}
-for name, check in TESTS.items():
-    BY_CHECK.setdefault(check, f"suites/test_x.py::{name}[fixture]")
+BY_CHECK = {check: f"suites/test_x.py::test_{check.replace('-', '_')}[fixture]" for check in CHECKS}
 
 
 def run(*tests: dict, status: str = "complete") -> dict:
     """A results.json record: every required check passed, unless overridden by `tests`."""
     overridden = {t["nodeid"] for t in tests}
-    base = [{"nodeid": BY_CHECK[c], "outcome": "passed", "verdicts": [], "message": ""} for c in REQUIRED
-            if BY_CHECK[c] not in overridden]
+    base = [{"nodeid": BY_CHECK[c], "acceptance_check": c, "outcome": "passed", "verdicts": [], "message": ""}
+            for c in REQUIRED if BY_CHECK[c] not in overridden]
     return {"status": status, "tests": base + list(tests)}
 
 
 def failing(check: str, **verdict) -> dict:
     v = {"name": "x", "value": 1.0, "unit": "u", "outcome": "fail", "limit": 0.0, "comparator": "<=", "detail": ""}
     v.update(verdict)
-    return {"nodeid": BY_CHECK[check], "outcome": "failed", "verdicts": [v], "message": "verdicts failed: ..."}
+    return {"nodeid": BY_CHECK[check], "acceptance_check": check, "outcome": "failed", "verdicts": [v],
+            "message": "verdicts failed: ..."}
 
 
 def errored(check: str, message: str, outcome: str = "failed") -> dict:
-    return {"nodeid": BY_CHECK[check], "outcome": outcome, "verdicts": [], "message": message}
+    return {"nodeid": BY_CHECK[check], "acceptance_check": check, "outcome": outcome, "verdicts": [],
+            "message": message}
+
+
+def test_the_check_a_test_proves_is_its_declaration_not_its_name():
+    renamed = {"nodeid": "suites/test_y.py::test_something_else[fixture]", "acceptance_check": "weights",
+               "outcome": "passed", "verdicts": [], "message": ""}
+    undeclared = {"nodeid": BY_CHECK["weights"], "outcome": "passed", "verdicts": [], "message": ""}
+    base = [t for t in run()["tests"] if t["acceptance_check"] != "weights"]
+    assert judge({"status": "complete", "tests": [*base, renamed]}).outcome == "pass"
+    j = judge({"status": "complete", "tests": [*base, undeclared]})
+    assert j.outcome == "fail" and "weights" not in j.passed  # a test that declares nothing proves nothing
 
 
 def test_every_required_check_proven_is_a_pass():
@@ -87,8 +97,8 @@ def test_retest_policy_retests_only_retestable_failures():
 
 def test_a_retest_replaces_only_the_retested_results():
     first = run(failing("latency"))
-    second = {"status": "complete", "tests": [{"nodeid": BY_CHECK["latency"], "outcome": "passed", "verdicts": [],
-                                                "message": ""}]}
+    second = {"status": "complete", "tests": [{"nodeid": BY_CHECK["latency"], "acceptance_check": "latency",
+                                                "outcome": "passed", "verdicts": [], "message": ""}]}
     merged = merge_retest(first, second)
     assert len(merged["tests"]) == len(first["tests"]) and judge(merged).outcome == "pass"
 

@@ -18,7 +18,7 @@ TEST = "suites/test_instruments.py::test_instrument_identifies_itself"
 
 
 def bench_run(station_file, results, run_id, *extra: str) -> tuple[int, dict | None]:
-    code = pytest.main([str(REPO / TEST), "-p", "fixtures.plugin", "--rootdir", str(REPO), "-p", "no:cacheprovider",
+    code = pytest.main([str(REPO / TEST), "-p", "phonebench", "--rootdir", str(REPO), "-p", "no:cacheprovider",
                         "-q", "--station", str(station_file), "--results-dir", str(results), "--run-id", run_id,
                         *extra])
     path = results / run_id / "results.json"

@@ -9,7 +9,7 @@ from bench.acceptance.attempts import AttemptBook
 from bench.acceptance.line import run_line
 from bench.acceptance.runner import AcceptanceStation
 from bench.line_report import render_line
-from bench.station import load_station
+from bench.core.station import load_station
 from bench.store import open_store
 from emulation.line import EmulatedLine, plan_units
 from tests.production_helpers import calibrate

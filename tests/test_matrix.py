@@ -209,7 +209,7 @@ def test_against_bad_input_is_a_clear_error(tmp_path):
 
 
 def bench(*argv: str) -> int:
-    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["bench.cli_results"]):
+    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["bench.cli.results"]):
         return cli.main(list(argv))
 
 

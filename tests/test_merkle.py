@@ -80,6 +80,28 @@ def test_file_and_buffer_and_workers_agree(tmp_path, monkeypatch):
     assert verify(path, serial, workers=2).ok
 
 
+@pytest.mark.parametrize("salt", [SALT, b""])
+def test_a_file_is_hashed_in_staged_chunks_like_the_reference(tmp_path, monkeypatch, salt):
+    monkeypatch.setattr(merkle, "_STAGE_BLOCKS", 7)  # many preadv chunks and a short last one
+    data = data_of(3 * 7 * BLOCK_SIZE + 5 * BLOCK_SIZE + 99, seed=2)
+    path = tmp_path / "weights.bin"
+    path.write_bytes(data)
+    root, device = reference_tree(data, salt)
+    tree = build_tree(path, salt, workers=1)
+    assert tree.root == root and tree.hash_device() == device
+    assert build_tree(data, salt).hash_device() == device  # the in-memory path agrees
+    assert verify(path, tree, workers=1).ok
+    last = tree.geometry.data_blocks - 1
+    assert spot_check_local(path, tree, last).ok and spot_check_local(path, tree, 8).ok  # pread, short last page
+
+
+def test_a_file_that_shrinks_while_hashed_is_an_error_not_a_short_tree(tmp_path):
+    path = tmp_path / "weights.bin"
+    path.write_bytes(data_of(10 * BLOCK_SIZE))
+    with open(path, "rb") as f, pytest.raises(IntegrityError, match="ended at byte 40960 while being hashed"):
+        merkle._hash_file_blocks(f.fileno(), SALT, 0, 12)  # the size it had when the build started
+
+
 def test_empty_or_missing_data(tmp_path):
     with pytest.raises(IntegrityError, match="empty"):
         build_tree(b"", SALT)
@@ -180,3 +202,5 @@ def test_matches_veritysetup_format(tmp_path, size):
     tree = build_tree(data, SALT)
     assert tree.root_hex == root
     assert tree.hash_device() == Path(hash_path).read_bytes()
+    from_file = build_tree(data_path, SALT, workers=1)  # the file path reads with preadv, not from memory
+    assert from_file.root_hex == root and from_file.hash_device() == tree.hash_device()

@@ -169,7 +169,7 @@ def test_phone_spec_and_default_fleet():
     fleet = [s.npu_persona for s in default_fleet()]
     assert fleet[0] == "SM8650-MP" and {"SM8650-ES", "MT6989-MP", "SM8650-MP2"} <= set(fleet)
     assert "MT6989-ES-RELABEL" not in fleet  # the default fleet is healthy: `make run` is green
-    from bench.station import load_station
+    from bench.core.station import load_station
 
     showcase = load_station(Path(__file__).resolve().parent.parent / "stations" / "emulated-fleet.toml")
     assert [p.npu_persona for p in showcase.emulated.phones] == [*fleet, "MT6989-ES-RELABEL"]

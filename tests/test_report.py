@@ -2,6 +2,8 @@
 limit and bound, one self-contained file, every device or instrument string escaped."""
 from __future__ import annotations
 
+from bench.store.sink import StoreSink
+
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -11,7 +13,8 @@ import pytest
 
 from bench.report import ReportError, render_html, render_run
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.results import RunRecorder, TestRecord
+from bench.core.records import TestRecord
+from bench.results import RunRecorder
 from bench.store import open_store
 from bench.core.verdict import PlotHint, compare
 
@@ -149,12 +152,16 @@ def test_long_traces_are_thinned_but_keep_their_peaks(tmp_path):
     from bench.report.plots import _envelope
     _, kept = _envelope(t, y)
     assert kept.max() == 9.75 and kept.size <= 2000
+    y[1000:9000] = np.nan  # a gap in the recording (whole buckets of it) does not hide the spike either
+    _, kept = _envelope(t, y)
+    assert np.nanmax(kept) == 9.75 and kept.size <= 2000
+    assert _envelope(t[:2001], y[:2001])[1].size <= 2000  # just over the limit: padded buckets drop out
 
 
 def test_the_store_renders_the_same_report_as_the_folder(tmp_path):
     store = open_store(tmp_path / "r.sqlite")
     rec = write_example_run(tmp_path, "r1", ExampleRun(duts=[ExampleDut(), ExampleDut(name="bay2", serial="B")]),
-                            sinks=[store.sink(tmp_path)])
+                            sinks=[StoreSink(store, tmp_path)])
     stored = store.load_run("r1")
     from_folder = render_html(json.loads(rec.results_path.read_text()), rec.run_dir)
     assert render_html(stored.data, stored.run_dir) == from_folder
@@ -166,3 +173,52 @@ def test_a_run_folder_without_results_is_a_clear_error(tmp_path):
     (tmp_path / "results.json").write_text("{not json")
     with pytest.raises(ReportError, match="cannot be read"):
         render_run(tmp_path)
+
+
+# --------------------------------------------------------------------------- the SVG writer
+
+def test_plot_texts_from_the_run_are_escaped(tmp_path):
+    rec = RunRecorder(tmp_path, {"name": "s"}, run_id="r1")
+    raw = rec.save_raw("t::a", "trace", {"t": np.arange(5.0), "y": np.arange(5.0)})
+    rec.add_test(TestRecord("t::a", None, "passed", 0.1, verdicts=[
+        compare("x", 1.0, "<b>W</b>", 9.0, raw=[raw], plot=PlotHint("trace", labels=(XSS_DUT,),
+                                                                          x_label=XSS_INSTRUMENT))]))
+    rec.finish()
+    svg = render_html(json.loads(rec.results_path.read_text()), rec.run_dir)
+    page = Page(svg)
+    assert page.count("script") == 0 and page.count("img") == 0 and page.count("b") == 0
+    assert XSS_DUT in page.all_text and XSS_INSTRUMENT in page.all_text and "<b>W</b>" in page.all_text
+
+
+def test_axes_get_round_ticks_linear_and_log():
+    from bench.report.svg import Scale
+
+    assert [v for v, _ in Scale(23.2, 42.5).ticks(5)] == [25, 30, 35, 40]
+    assert [label for _, label in Scale(0.0, 1.02).ticks(5)] == ["0.00", "0.25", "0.50", "0.75", "1.00"]
+    assert [label for _, label in Scale(1e-6, 1.3e-5, log=True).ticks()] == ["1e-6", "2e-6", "5e-6", "1e-5"]
+    assert [label for _, label in Scale(1e-9, 1.0, log=True).ticks()][-2:] == ["0.001", "0.1"]
+    assert Scale(3.0, 3.0).ticks()  # a flat series still gets an axis
+
+
+def test_a_gap_in_a_trace_breaks_its_line_and_a_log_axis_drops_what_it_cannot_show():
+    from bench.report.svg import Panel, Scale, Style
+
+    panel = Panel(0, 0, 100, 100, Scale(0, 4), Scale(1, 100, log=True))
+    panel.line(np.arange(5.0), np.array([1.0, 10.0, np.nan, 10.0, 0.0]), Style("#000"))
+    path = panel.render("c")
+    segments = path[path.index('<g clip-path'):].split('d="')[1].split('"')[0]
+    assert segments.count("M") == 2 and segments.count("L") == 1  # 1-10, then 10 alone; 0 is off a log axis
+    panel.rule(0.0, Style("#000"), "limit 0", vertical=False)
+    assert panel.render("c") == path  # no line (a NaN in a path is a browser error), no legend entry for it
+
+
+def test_the_legend_goes_to_the_corner_with_the_least_data():
+    from bench.report.svg import Panel, Scale, Style
+
+    panel = Panel(0, 0, 400, 200, Scale(0, 1), Scale(0, 1))
+    x = np.linspace(0, 1, 200)
+    panel.line(x, x, Style("#000"), "rising")  # through the lower left and upper right corners
+    legend = panel.render("c")
+    box = legend[legend.rindex("<rect"):]
+    x0, y0 = float(box.split('x="')[1].split('"')[0]), float(box.split('y="')[1].split('"')[0])
+    assert x0 < 200 and y0 < 100  # upper left, not the first choice (upper right): that one has data

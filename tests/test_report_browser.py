@@ -128,7 +128,7 @@ def test_the_console_check_catches_a_page_that_loads_from_outside(browser, tmp_p
 
 
 def _png_pixels(png: bytes) -> np.ndarray:
-    import matplotlib.image
+    from PIL import Image
 
-    return np.asarray(matplotlib.image.imread(io.BytesIO(png), format="png"), dtype=float)[..., :3]
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float) / 255.0
 

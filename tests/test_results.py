@@ -5,7 +5,8 @@ import json
 
 import numpy as np
 
-from bench.results import RunRecorder, TestRecord
+from bench.core.records import TestRecord
+from bench.results import RunRecorder
 from bench.core.verdict import Outcome, compare
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bench.core.errors import ConfigError
-from bench.station import load_station
+from bench.core.station import load_station
 
 GOOD = """
 [station]

@@ -3,6 +3,8 @@ shown incomplete, the schema migrations matching the models, foreign/corrupt fil
 untouched, an unreachable or full store never costing the run its local files, and the CLI."""
 from __future__ import annotations
 
+from bench.store.sink import StoreSink
+
 import errno
 import hashlib
 import json
@@ -20,7 +22,8 @@ from sqlalchemy.orm import Session
 
 import bench.cli as cli
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.results import RunRecorder, TestRecord
+from bench.core.records import TestRecord
+from bench.results import RunRecorder
 from bench.store import StoreError, StoreSink, open_store, resolve_database_url
 from bench.store.db import VERSION_TABLE, head_revision
 from bench.store.models import Base, DutUnit, InstrumentUnit, RawRef, RunDut, RunInstrument
@@ -42,7 +45,7 @@ def _without_status(data: dict) -> dict:
 def test_a_recorded_run_reads_back_exactly_as_results_json(tmp_path):
     store = open_store(tmp_path / "r.sqlite")
     duts = [ExampleDut(), ExampleDut(name="bay2", serial="EMU2", microcode="mc ES", fingerprint="mismatch")]
-    rec = write_example_run(tmp_path, "run-a", ExampleRun(duts=duts, extra_checks=5), sinks=[store.sink(tmp_path)])
+    rec = write_example_run(tmp_path, "run-a", ExampleRun(duts=duts, extra_checks=5), sinks=[StoreSink(store, tmp_path)])
     assert rec.sink_errors == []
     on_disk = json.loads(rec.results_path.read_text())
     stored = store.load_run("run-a")
@@ -127,7 +130,7 @@ def test_downgraded_schema_is_migrated_back_on_open(tmp_path):
     from bench.store.db import alembic_config
 
     path = tmp_path / "r.sqlite"
-    write_example_run(tmp_path, "r1", sinks=[open_store(path).sink(tmp_path)])
+    write_example_run(tmp_path, "r1", sinks=[StoreSink(open_store(path), tmp_path)])
     with open_store(path).engine.begin() as conn:
         command.downgrade(alembic_config(conn), "base")
     with open_store(path) as store:  # empty again: created from scratch
@@ -149,7 +152,7 @@ def test_a_corrupt_database_file_is_refused_untouched(tmp_path):
 def test_a_damaged_sqlite_file_is_refused_untouched(tmp_path):
     path = tmp_path / "r.sqlite"
     with open_store(path) as store:  # closed: the WAL is checkpointed into the file
-        write_example_run(tmp_path, "r1", sinks=[store.sink(tmp_path)])
+        write_example_run(tmp_path, "r1", sinks=[StoreSink(store, tmp_path)])
     data = bytearray(path.read_bytes())
     data[100:4096] = b"\xff" * (4096 - 100)  # header intact, schema page destroyed
     path.write_bytes(bytes(data))
@@ -300,7 +303,7 @@ def test_unsupported_and_malformed_urls_are_clear(tmp_path):
 
 # --- the command line -----------------------------------------------------------------------
 def bench(*argv: str) -> int:
-    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["bench.cli_results"]):
+    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["bench.cli.results"]):
         return cli.main(list(argv))
 
 

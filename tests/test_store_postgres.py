@@ -3,6 +3,8 @@
 unix socket in a temporary folder."""
 from __future__ import annotations
 
+from bench.store.sink import StoreSink
+
 import json
 import os
 import socket
@@ -15,7 +17,8 @@ from sqlalchemy import create_engine, text
 
 from bench.matrix import build_matrix
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.results import RunRecorder, TestRecord
+from bench.core.records import TestRecord
+from bench.results import RunRecorder
 from bench.store import StoreError, StoreSink, open_store
 from bench.store.db import VERSION_TABLE
 from bench.store.models import Base
@@ -45,7 +48,7 @@ def test_a_recorded_run_reads_back_exactly(pg_url, tmp_path):
         duts = [ExampleDut(), ExampleDut(name="<script>alert(1)</script>", serial="E2",
                                          microcode='mc "q" & <x>', fingerprint="mismatch")]
         rec = write_example_run(tmp_path, "run-pg", ExampleRun(duts=duts, extra_checks=3),
-                                sinks=[store.sink(tmp_path)])
+                                sinks=[StoreSink(store, tmp_path)])
         assert rec.sink_errors == []
         assert store.load_run("run-pg").data == json.loads(rec.results_path.read_text())
         assert [r.run_id for r in store.list_runs()] == ["run-pg"]
@@ -71,7 +74,7 @@ def test_a_killed_run_keeps_its_finished_tests_and_shows_incomplete(pg_url, tmp_
 def test_matrix_from_postgresql(pg_url, tmp_path):
     with open_store(pg_url) as store:
         write_example_run(tmp_path, "r1", ExampleRun(duts=[ExampleDut(), ExampleDut(
-            name="bay2", serial="E2", microcode="mc-X", fingerprint="unknown")]), sinks=[store.sink(tmp_path)])
+            name="bay2", serial="E2", microcode="mc-X", fingerprint="unknown")]), sinks=[StoreSink(store, tmp_path)])
         matrix = build_matrix(store)
     assert [(r.microcode, r.fingerprint) for r in matrix.rows] == [("mc-X", "unknown"), ("npu-mc 4.2.1-MP", "known")]
     assert matrix.rows[1].cells["latency"].outcome == "pass"
@@ -85,7 +88,7 @@ def test_concurrent_stations_share_one_database(pg_url, tmp_path):
 
     def record(run_id: str) -> None:
         with open_store(pg_url) as store:
-            rec = write_example_run(tmp_path, run_id, sinks=[store.sink(tmp_path)])
+            rec = write_example_run(tmp_path, run_id, sinks=[StoreSink(store, tmp_path)])
             errors.extend(rec.sink_errors)
 
     threads = [threading.Thread(target=record, args=(f"r{i}",)) for i in range(3)]

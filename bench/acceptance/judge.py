@@ -1,7 +1,8 @@
 """From a run's results (results.json) to the unit's outcome: which acceptance checks passed,
 which failed and why, in plain words for the operator; what may be retested.
 
-A failing verdict, or a test failing its own assertion, is a FAIL of the unit. A test that could
+Each test says which check it proves (`@pytest.mark.acceptance(check="weights")`, kept in its record
+as `acceptance_check`), so a renamed test still proves its check. A failing verdict, or a test failing its own assertion, is a FAIL of the unit. A test that could
 not finish because the phone or an instrument went away (or the bench itself failed) makes the
 attempt INCOMPLETE: the unit is not judged, never passed, and its finished results are kept. A
 required check that never passed (skipped, or missing from the run) is a FAIL: acceptance needs
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench.acceptance.attempts import FAIL, INCOMPLETE, PASS
+from bench.core.verdict import GOOD_OUTCOMES
 
 
 @dataclass(frozen=True)
@@ -37,23 +39,6 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
 )}
 REQUIRED = ("serial", "identity", "fingerprint", "adapter", "dut-calibration", "latency", "power", "redundancy",
             "weights")
-# Test function -> the check it proves (tests from other suites included in the acceptance run).
-TESTS = {
-    "test_unit_serial_matches_scan": "serial",
-    "test_identity_is_complete": "identity",
-    "test_runtime_contract_is_supported": "identity",
-    "test_thermal_zones_agree_with_thermal_service": "device-state",
-    "test_battery_reading_is_plausible": "device-state",
-    "test_microcode_fingerprint": "fingerprint",
-    "test_tokens_bit_exact_after_adapter": "adapter",
-    "test_overflow_probes_exact_through_adapter": "adapter",
-    "test_corrupt_adapter_transfer_keeps_previous": "adapter",
-    "test_dut_calibration": "dut-calibration",
-    "test_voice_latency_sanity": "latency",
-    "test_power_sanity": "power",
-    "test_redundancy_at_one_ripple_amplitude": "redundancy",
-    "test_weight_store_spot_check": "weights",
-}
 # A test that failed its own check (an assertion, pytest.fail) judged the unit; any other error
 # (the phone or an instrument gone, a bench fault) means it could not measure.
 _ASSERTED = re.compile(r"^(AssertionError|assert |Failed: )")
@@ -110,11 +95,6 @@ class Judgement:
         return [f.nodeid for f in self.failures if f.nodeid]
 
 
-def check_of(nodeid: str) -> str | None:
-    function = nodeid.split("::")[-1].split("[")[0]
-    return TESTS.get(function)
-
-
 def _verdict_reason(v: dict[str, Any]) -> str:
     value = v.get("value")
     shown = f"{value:.4g}" if isinstance(value, float) else str(value)
@@ -132,7 +112,7 @@ def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> 
     passed: set[str] = set()
     seen: set[str] = set()
     for test in data.get("tests", []):
-        check = check_of(test["nodeid"]) or "other"
+        check = test.get("acceptance_check") or "other"  # declared: @pytest.mark.acceptance(check=...)
         words = CHECKS[check].words if check in CHECKS else test["nodeid"]
         seen.add(check)
         outcome = test["outcome"]
@@ -141,7 +121,7 @@ def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> 
             continue
         if outcome == "skipped":
             continue
-        bad = [v for v in test.get("verdicts", []) if v["outcome"] not in ("pass", "info")]
+        bad = [v for v in test.get("verdicts", []) if v["outcome"] not in GOOD_OUTCOMES]
         message = (test.get("message") or "").strip()
         first_line = message.splitlines()[0][:300] if message else f"{outcome} without a message"
         if bad:

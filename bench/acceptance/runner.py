@@ -28,7 +28,7 @@ from bench.calibration.state import REFUSED_EXIT
 from bench.calibration.station import evaluate
 from bench.core.errors import BenchError, ConfigError
 from bench.results import new_run_id
-from bench.station import StationConfig, load_station
+from bench.core.station import StationConfig, load_station
 from bench.waits import WaitMeter
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,7 @@ class AcceptanceStation:
         """The acceptance tests as one pytest run (in this process); its output goes to pytest.log."""
         run_dir.mkdir(parents=True, exist_ok=True)
         # no:unraisableexception: its gc.collect() at the end costs the line 0.2 s of takt per unit.
-        args = [*(_absolute(t) for t in targets), "-p", "fixtures.plugin", "--rootdir", str(SUITES_DIR.parent),
+        args = [*(_absolute(t) for t in targets), "-p", "phonebench", "--rootdir", str(SUITES_DIR.parent),
                 "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-m", "acceptance",
                 "--station", str(self.station_file), "--dut", self.dut.name,
                 "--results-dir", str(self.results_dir), "--run-id", run_id,

@@ -62,7 +62,7 @@ class OperatorFixture:
 
 
 def emulated_fixture_of(station: Any) -> EmulatedFixture | None:
-    """The fixture of an emulated station config (bench.station.StationConfig), if it is one."""
+    """The fixture of an emulated station config (bench.core.station.StationConfig), if it is one."""
     emulated = getattr(station, "emulated_station", None)
     if emulated is None:
         return None

@@ -113,7 +113,7 @@ def _keep(book: CalibrationBook, record: CalibrationRecord) -> None:
 def calibrate_station(station: Any, fixture: FixtureControl, settings: Any, *, operator: str = "",
                       results_dir: Any = None, names: Iterable[str] = INSTRUMENT_PROCEDURES,
                       reference: Any = None) -> Outcome:
-    """Open a station's instruments (bench.station.StationConfig), run the instrument and fixture
+    """Open a station's instruments (bench.core.station.StationConfig), run the instrument and fixture
     procedures with them and keep every record in the station's store."""
     from bench.calibration.procedures import ambient_conditions
     from bench.calibration.station import open_book

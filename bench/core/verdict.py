@@ -47,6 +47,17 @@ class Outcome(str, Enum):
         return max(parsed, key=lambda o: o.severity) if parsed else None
 
 
+def severity_of(text: str, unknown: int = 5) -> int:
+    """The severity of an outcome as stored (a string); an unknown word counts as a failure."""
+    try:
+        return Outcome(text).severity
+    except ValueError:
+        return unknown
+
+
+GOOD_OUTCOMES = ("pass", "info")  # Outcome.is_good, as the strings results.json holds
+BAD_OUTCOMES = ("inconclusive", "insufficient-samples", "invalid", "fail")
+
 _SEVERITY = {Outcome.INFO: 0, Outcome.PASS: 1, Outcome.INCONCLUSIVE: 2, Outcome.INSUFFICIENT: 3,
              Outcome.INVALID: 4, Outcome.FAIL: 5}
 

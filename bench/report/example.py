@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.results import RunRecorder, TestRecord
+from bench.core.records import TestRecord
+from bench.results import RunRecorder
 from bench.core.verdict import Outcome, PlotHint, Verdict, compare
 
 

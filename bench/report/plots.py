@@ -1,5 +1,5 @@
-"""Plots for the HTML report as inline SVG (matplotlib, Agg, no pyplot state): the raw data a
-verdict points to, drawn with its limit and confidence bound. its plot hint (verdict["plot"]["kind"]) picks one:
+"""Plots for the HTML report as inline SVG (bench/report/svg.py, straight from the arrays): the raw
+data a verdict points to, drawn with its limit and confidence bound. its plot hint (verdict["plot"]["kind"]) picks one:
 
   samples  npz `samples`                 histogram + empirical CDF, limit, bound, statistic
   trace    npz `t`, `y` [, `y2`]          time series, limit, the hint's average (sustained)
@@ -7,21 +7,15 @@ verdict points to, drawn with its limit and confidence bound. its plot hint (ver
 """
 from __future__ import annotations
 
-import io
 import logging
-import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")  # before anything imports pyplot: no display, ever
-
-import numpy as np  # noqa: E402
-from matplotlib import rc_context  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from bench.report.svg import CYCLE, Panel, Scale, Style, drawing, span
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +24,14 @@ LIMIT_STYLE = {"color": "#c62828", "linestyle": "--", "linewidth": 1.4}
 BOUND_STYLE = {"color": "#ef6c00", "linestyle": ":", "linewidth": 1.6}
 VALUE_STYLE = {"color": "#1565c0", "linestyle": "-", "linewidth": 1.0}
 AVERAGE_STYLE = {"color": "#2e7d32", "linestyle": "-.", "linewidth": 1.4}
-_SVG_PROLOGUE = re.compile(r"^.*?(?=<svg)", re.S)
-_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
-_XMLNS = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
-_ID = re.compile(r'\bid="([^"]+)"')
-_REF = re.compile(r'(url\(|href=")#([^)"]+)')
+WIDTH, HEIGHT = 900, 320  # px; the page scales it down to fit
+LEFT, RIGHT, TOP, BOTTOM = 72, 20, 28, 50  # margins around a panel for its ticks and labels
 
 
 @dataclass
 class Plot:
     kind: str
-    svg: str | None = None  # inline SVG markup (trusted: made here, text escaped by matplotlib)
+    svg: str | None = None  # inline SVG markup (trusted: made here, every text escaped)
     problem: str | None = None  # why there is no plot (missing or unreadable raw data)
 
 
@@ -49,6 +40,7 @@ class RawDataProblem(Exception):
 
 
 def _hint(verdict: dict[str, Any]) -> dict[str, Any]:
+    """The verdict's plot hint (bench.core.verdict.PlotHint as a dict), unset fields left out."""
     return {k: v for k, v in (verdict.get("plot") or {}).items() if v is not None}
 
 
@@ -62,9 +54,7 @@ def plot_for(verdict: dict[str, Any], run_dir: Path | None, salt: str) -> Plot |
         return Plot(kind, problem=f"unknown plot kind {kind!r} (known: {', '.join(sorted(PLOTTERS))})")
     try:
         arrays = load_arrays(verdict.get("raw") or [], run_dir, REQUIRED[kind])
-        fig = Figure(figsize=(9.0, 3.2), layout="constrained")
-        draw(fig, arrays, verdict)
-        return Plot(kind, svg=to_svg(fig, salt))
+        return Plot(kind, svg=draw(arrays, verdict, salt))
     except RawDataProblem as exc:
         return Plot(kind, problem=str(exc))
     except (ValueError, TypeError) as exc:  # malformed arrays: say so instead of failing the report
@@ -97,19 +87,6 @@ def load_arrays(raw: list[str], run_dir: Path | None, required: tuple[str, ...])
     raise RawDataProblem("no raw data to plot: " + ("; ".join(tried) if tried else "the verdict lists no .npz file"))
 
 
-def to_svg(fig: Figure, salt: str) -> str:
-    """Inline-ready SVG: no XML prologue, metadata or namespace URLs; ids unique per plot."""
-    buf = io.StringIO()
-    with rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    svg = _SVG_PROLOGUE.sub("", buf.getvalue(), count=1)
-    svg = _METADATA.sub("", svg)
-    svg = _XMLNS.sub("", svg)
-    # matplotlib numbers ids per figure (figure_1, axes_1, ...): prefix them so plots sharing a page don't collide
-    svg = _ID.sub(lambda m: f'id="{salt}-{m[1]}"', svg)
-    return _REF.sub(lambda m: f"{m[1]}#{salt}-{m[2]}", svg)
-
-
 # --- the plots ------------------------------------------------------------------------------
 def _finite(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values, dtype=float).ravel()
@@ -121,109 +98,124 @@ def _label(verdict: dict[str, Any], key: str) -> str:
     return "" if value is None else f"{value:.4g}"
 
 
-def _limit_and_bound_lines(ax: Any, verdict: dict[str, Any], vertical: bool) -> None:
-    line = ax.axvline if vertical else ax.axhline
+def _limit_and_bound_values(verdict: dict[str, Any]) -> list[float]:
+    return [float(verdict[k]) for k in ("limit", "bound") if isinstance(verdict.get(k), (int, float))]
+
+
+def _limit_and_bound_lines(panel: Panel, verdict: dict[str, Any], vertical: bool, legend: bool = True) -> None:
     unit = verdict.get("unit") or ""
     if verdict.get("limit") is not None:
-        line(verdict["limit"], label=f"limit {verdict.get('comparator', '')} {_label(verdict, 'limit')} {unit}",
-             **LIMIT_STYLE)
+        label = f"limit {verdict.get('comparator', '')} {_label(verdict, 'limit')} {unit}"
+        panel.rule(float(verdict["limit"]), Style.of(LIMIT_STYLE), label if legend else None, vertical)
     if verdict.get("bound") is not None:
         conf = verdict.get("confidence")
         at = f" @ {conf:.0%}" if isinstance(conf, (int, float)) else ""
-        line(verdict["bound"], label=f"bound{at} {_label(verdict, 'bound')} {unit}", **BOUND_STYLE)
+        label = f"bound{at} {_label(verdict, 'bound')} {unit}"
+        panel.rule(float(verdict["bound"]), Style.of(BOUND_STYLE), label if legend else None, vertical)
 
 
-def plot_samples(fig: Figure, arrays: dict[str, np.ndarray], verdict: dict[str, Any]) -> None:
+def _panel(x: float, width: float, xlim: tuple[float, float], ylim: tuple[float, float], *, log_y: bool = False,
+           **labels: Any) -> Panel:
+    return Panel(x, TOP, width, HEIGHT - TOP - BOTTOM, Scale(*xlim), Scale(*ylim, log=log_y), **labels)
+
+
+def plot_samples(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str) -> str:
     samples = _finite(arrays["samples"])
     if samples.size == 0:
         raise ValueError("no finite samples")
     unit = verdict.get("unit") or ""
-    hist, cdf = fig.subplots(1, 2)
-    hist.hist(samples, bins=min(60, max(10, int(np.sqrt(samples.size)))), color="#90a4ae")
-    hist.set_xlabel(unit)
-    hist.set_ylabel("count")
-    hist.set_title(f"histogram (n={samples.size})", fontsize=9)
+    value = verdict.get("value")
+    marks = _limit_and_bound_values(verdict) + ([float(value)] if isinstance(value, (int, float)) else [])
+    counts, edges = np.histogram(samples, bins=min(60, max(10, int(np.sqrt(samples.size)))))
+    xlim = span(edges, marks)
+    width = (WIDTH - 2 * (LEFT + RIGHT)) / 2
+    hist = _panel(LEFT, width, xlim, (0.0, counts.max() * 1.05), title=f"histogram (n={samples.size})",
+                  xlabel=unit, ylabel="count")
+    hist.bars(edges, counts.astype(float), "#90a4ae")
+    cdf = _panel(2 * LEFT + RIGHT + width, width, span(samples, marks), (0.0, 1.02), title="empirical CDF",
+                 xlabel=unit, ylabel="fraction ≤ x")
     ordered = np.sort(samples)
     probs = np.arange(1, ordered.size + 1) / ordered.size
     if ordered.size > MAX_POINTS:
         idx = np.unique(np.linspace(0, ordered.size - 1, MAX_POINTS).astype(int))
         ordered, probs = ordered[idx], probs[idx]
-    cdf.step(ordered, probs, where="post", color="#37474f", linewidth=1.2)
-    cdf.set_xlabel(unit)
-    cdf.set_ylabel("fraction ≤ x")
-    cdf.set_ylim(0, 1.02)
-    cdf.set_title("empirical CDF", fontsize=9)
-    for ax in (hist, cdf):
-        if verdict.get("value") is not None:
-            ax.axvline(verdict["value"], label=f"{verdict.get('statistic', 'value')} {_label(verdict, 'value')} {unit}",
-                       **VALUE_STYLE)
-        _limit_and_bound_lines(ax, verdict, vertical=True)
-    cdf.legend(fontsize=7, loc="lower right")
+    cdf.step(ordered, probs, Style("#37474f", 1.2), where="post")
+    for panel in (hist, cdf):  # one legend, on the CDF, says what the lines are
+        if value is not None:
+            label = f"{verdict.get('statistic', 'value')} {_label(verdict, 'value')} {unit}"
+            panel.rule(float(value), Style.of(VALUE_STYLE), label if panel is cdf else None, vertical=True)
+        _limit_and_bound_lines(panel, verdict, vertical=True, legend=panel is cdf)
+    return drawing(WIDTH, HEIGHT, [(hist, "best"), (cdf, "lower right")], salt)
 
 
 def _envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """At most MAX_POINTS points, keeping each bucket's min and max so no peak disappears."""
     if x.size <= MAX_POINTS:
         return x, y
-    buckets = np.array_split(np.arange(x.size), MAX_POINTS // 2)
-    keep = []
-    for b in buckets:
-        seg = y[b]
-        lo, hi = b[np.nanargmin(seg)], b[np.nanargmax(seg)]
-        keep.extend(sorted({lo, hi}))
-    keep_idx = np.asarray(keep)
-    return x[keep_idx], y[keep_idx]
+    buckets = MAX_POINTS // 2
+    width = -(-x.size // buckets)
+    pad = buckets * width - x.size  # the last buckets are padded; their padding is never kept
+    finite = np.isfinite(y)
+    lows = np.concatenate([np.where(finite, y, np.inf), np.full(pad, np.inf)]).reshape(buckets, width)
+    highs = np.concatenate([np.where(finite, y, -np.inf), np.full(pad, -np.inf)]).reshape(buckets, width)
+    start = np.arange(buckets) * width
+    keep = np.unique(np.concatenate([start + lows.argmin(axis=1), start + highs.argmax(axis=1)]))  # in time order
+    keep = keep[keep < x.size]
+    return x[keep], y[keep]
 
 
-def plot_trace(fig: Figure, arrays: dict[str, np.ndarray], verdict: dict[str, Any]) -> None:
+def plot_trace(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str) -> str:
     extra = _hint(verdict)
     labels = list(extra.get("labels") or ["y", "y2"])
     t = np.asarray(arrays["t"], dtype=float).ravel()
-    ax = fig.subplots()
+    series = []
     for key, label in zip(("y", "y2"), labels):
         if key in arrays:
             y = np.asarray(arrays[key], dtype=float).ravel()
             if y.size != t.size:
                 raise ValueError(f"{key} has {y.size} points but t has {t.size}")
-            tx, ty = _envelope(t, y)
-            ax.plot(tx, ty, linewidth=0.9, label=str(label))
-    if extra.get("average") is not None:
-        ax.axhline(float(extra["average"]), label=f"sustained average {float(extra['average']):.4g} "
-                                                  f"{verdict.get('unit') or ''}", **AVERAGE_STYLE)
-    _limit_and_bound_lines(ax, verdict, vertical=False)
-    ax.set_xlabel(str(extra.get("x_label", "time (s)")))
-    ax.set_ylabel(str(extra.get("y_label", verdict.get("unit") or "")))
-    ax.legend(fontsize=7, loc="best")
-    ax.grid(alpha=0.3)
+            series.append((*_envelope(t, y), str(label)))
+    average = float(extra["average"]) if extra.get("average") is not None else None
+    ylim = span(*(ty for _, ty, _ in series), _limit_and_bound_values(verdict), average)
+    panel = _panel(LEFT, WIDTH - LEFT - RIGHT, span(t, pad=0.02), ylim, grid=True,
+                   xlabel=str(extra.get("x_label", "time (s)")), ylabel=str(extra.get("y_label", verdict.get("unit") or "")))
+    for i, (tx, ty, label) in enumerate(series):
+        panel.line(tx, ty, Style(CYCLE[i], 0.9), label)
+    if average is not None:
+        panel.rule(average, Style.of(AVERAGE_STYLE), f"sustained average {average:.4g} {verdict.get('unit') or ''}",
+                   vertical=False)
+    _limit_and_bound_lines(panel, verdict, vertical=False)
+    return drawing(WIDTH, HEIGHT, [(panel, "best")], salt)
 
 
-def plot_sweep(fig: Figure, arrays: dict[str, np.ndarray], verdict: dict[str, Any]) -> None:
+def plot_sweep(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str) -> str:
     extra = _hint(verdict)
     x = np.asarray(arrays["x"], dtype=float).ravel()
     y = np.asarray(arrays["y"], dtype=float).ravel()
     if x.size != y.size:
         raise ValueError(f"y has {y.size} points but x has {x.size}")
-    ax = fig.subplots()
-    ax.plot(x, y, marker="o", markersize=3, linewidth=1.2, color="#37474f", label=str(extra.get("y_label", "y")))
+    state = None
     if "state" in arrays:
         state = np.asarray(arrays["state"]).ravel().astype(bool)
         if state.size != x.size:
             raise ValueError(f"state has {state.size} points but x has {x.size}")
-        state_ax = ax.twinx()
-        state_ax.step(x, state.astype(int), where="mid", color="#8e24aa", linewidth=1.2,
-                      label=str(extra.get("state_label", "redundancy on")))
-        state_ax.set_ylim(-0.1, 1.1)
-        state_ax.set_yticks([0, 1], ["off", "on"])
-        state_ax.legend(fontsize=7, loc="upper center")
-    if extra.get("log_y") and np.all(y[np.isfinite(y)] > 0):
-        ax.set_yscale("log")
-    _limit_and_bound_lines(ax, verdict, vertical=extra.get("limit_axis", "y") == "x")
-    ax.set_xlabel(str(extra.get("x_label", "x")))
-    ax.set_ylabel(str(extra.get("y_label", verdict.get("unit") or "")))
-    ax.legend(fontsize=7, loc="upper left")
-    ax.grid(alpha=0.3)
+    vertical = extra.get("limit_axis", "y") == "x"
+    marks = _limit_and_bound_values(verdict)
+    log_y = bool(extra.get("log_y")) and bool(np.all(y[np.isfinite(y)] > 0))
+    xlim = span(x, marks if vertical else None)
+    ylim = span(y, None if vertical else marks, log=log_y)
+    right = LEFT if state is not None else RIGHT
+    panel = _panel(LEFT, WIDTH - LEFT - right, xlim, ylim, log_y=log_y, grid=True,
+                   xlabel=str(extra.get("x_label", "x")), ylabel=str(extra.get("y_label", verdict.get("unit") or "")))
+    panel.line(x, y, Style("#37474f", 1.2, marker=3.0), str(extra.get("y_label", "y")))
+    if state is not None:
+        panel.right, panel.right_ticks = Scale(-0.1, 1.1), [(0.0, "off"), (1.0, "on")]
+        panel.step(x, state.astype(float), Style("#8e24aa", 1.2), where="mid",
+                   label=str(extra.get("state_label", "redundancy on")), right=True)
+    _limit_and_bound_lines(panel, verdict, vertical=vertical)
+    return drawing(WIDTH, HEIGHT, [(panel, "upper left")], salt)
 
 
-PLOTTERS: dict[str, Callable[[Figure, dict[str, np.ndarray], dict[str, Any]], None]] = {
+PLOTTERS: dict[str, Callable[[dict[str, np.ndarray], dict[str, Any], str], str]] = {
     "samples": plot_samples, "trace": plot_trace, "sweep": plot_sweep}
 REQUIRED = {"samples": ("samples",), "trace": ("t", "y"), "sweep": ("x", "y")}

@@ -14,12 +14,13 @@ import jinja2
 
 from bench.core import files
 from bench.core.errors import BenchError
+from bench.core.verdict import BAD_OUTCOMES, TestOutcome, severity_of
 from bench.report.plots import Plot, plot_for
 
 log = logging.getLogger(__name__)
 
-VERDICT_OUTCOMES = ("pass", "fail", "insufficient-samples", "invalid", "info")
-TEST_OUTCOMES = ("passed", "failed", "error", "skipped")
+VERDICT_OUTCOMES = ("pass", "fail", "inconclusive", "insufficient-samples", "invalid", "info")
+TEST_OUTCOMES = tuple(o.value for o in TestOutcome)
 
 
 class ReportError(BenchError):
@@ -36,7 +37,7 @@ class DutSummary:
     @property
     def ok(self) -> bool:
         return not self.identity.get("error") and not (self.tests["failed"] or self.tests["error"]) \
-            and not any(self.verdicts[o] for o in ("fail", "insufficient-samples", "invalid"))
+            and not any(self.verdicts[o] for o in BAD_OUTCOMES)
 
 
 @dataclass
@@ -48,10 +49,9 @@ class CheckSummary:
 
     @property
     def ok(self) -> bool:
-        return not any(self.outcomes[o] for o in ("fail", "insufficient-samples", "invalid"))
+        return not any(self.outcomes[o] for o in BAD_OUTCOMES)
 
 
-_WORST = {o: i for i, o in enumerate(("info", "pass", "insufficient-samples", "invalid", "fail"))}
 
 
 def _environment() -> jinja2.Environment:
@@ -85,7 +85,7 @@ def summarize(data: dict[str, Any]) -> tuple[list[DutSummary], list[CheckSummary
             check = checks.setdefault(v["name"], CheckSummary(v["name"], v.get("unit") or ""))
             check.outcomes[v["outcome"]] += 1
             previous = check.per_dut.get(dut)
-            if previous is None or _WORST.get(v["outcome"], 0) > _WORST.get(previous, 0):
+            if previous is None or severity_of(v["outcome"], 0) > severity_of(previous, 0):
                 check.per_dut[dut] = v["outcome"]
     return list(duts.values()), sorted(checks.values(), key=lambda c: (c.ok, c.name))
 

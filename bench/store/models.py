@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import DateTime
 
+from bench.core.records import TestRecord
 from bench.core.verdict import VERDICT_FIELDS
 
 # JSONB on PostgreSQL (indexable, compact), JSON text elsewhere.
@@ -141,6 +142,9 @@ class TestResult(Base):
     duration_s: Mapped[float | None] = mapped_column(Float)
     message: Mapped[str | None] = mapped_column(Text)
     markers: Mapped[list[str]] = mapped_column(Json, default=list)
+    acceptance_check: Mapped[str | None] = mapped_column(Text)
+    started: Mapped[str | None] = mapped_column(Text)  # ISO text as recorded (a test's own clock reading)
+    bay: Mapped[str | None] = mapped_column(Text)
 
     run: Mapped[Run] = relationship(back_populates="tests")
     measurements: Mapped[list[Measurement]] = relationship(back_populates="test", cascade="all, delete-orphan",
@@ -185,6 +189,8 @@ class Measurement(Base):
     raw_refs: Mapped[list[RawRef]] = relationship(cascade="all, delete-orphan", order_by="RawRef.id")
 
 
+# A test record's scalar fields map one to one onto columns of the tests table (verdicts: their own).
+TEST_FIELDS = tuple(f for f in TestRecord.__dataclass_fields__ if f not in ("verdicts",))
 # A verdict's fields map one to one onto measurement columns of the same name, except its raw
 # files (their own table) and the free-text fields, which are normalised to "" when read back.
 MEASUREMENT_FIELDS = tuple(f for f in VERDICT_FIELDS if f not in ("raw", "detail", "description", "extra"))

@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
+from bench.core.records import TestRecord
 from bench.core.verdict import VERDICT_FIELDS
 from bench.matrix import FINGERPRINT_NAMES
 from bench.store import db
@@ -22,6 +23,7 @@ from bench.store.models import (
     DutUnit,
     InstrumentUnit,
     MEASUREMENT_FIELDS,
+    TEST_FIELDS,
     Measurement,
     RawRef,
     Run,
@@ -168,11 +170,6 @@ class Store:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def sink(self, results_dir: str | Path | None = None) -> Any:
-        from bench.store.sink import StoreSink
-
-        return StoreSink(self, results_dir)
-
     # --- writing ----------------------------------------------------------------------------
     def sync_run(self, data: dict[str, Any], run_dir: str | Path | None = None,
                  recorder: tuple[str, int] | None = None) -> SyncResult:
@@ -293,12 +290,12 @@ class Store:
         return unit
 
     def _add_test(self, s: Session, run: Run, seq: int, test: dict[str, Any], duts: dict[str, RunDut]) -> int:
+        TestRecord.from_dict(test)  # a malformed record raises here (TypeError/ValueError), before any row
         # Bulk inserts, not ORM objects: a test can carry thousands of verdicts and the sink
         # writes each test inside the run's critical path.
         test_pk = s.scalar(insert(TestResult).returning(TestResult.id), [{
-            "run_pk": run.id, "seq": seq, "nodeid": test["nodeid"], "dut": test.get("dut"),
-            "outcome": test["outcome"], "duration_s": test.get("duration_s"), "message": test.get("message") or "",
-            "markers": list(test.get("markers") or [])}])
+            "run_pk": run.id, "seq": seq, **{name: test.get(name) for name in TEST_FIELDS},
+            "message": test.get("message") or "", "markers": list(test.get("markers") or [])}])
         verdicts = test.get("verdicts") or []
         if not verdicts:
             return 0
@@ -395,7 +392,7 @@ def _soc(manufacturer: str | None, model: str | None) -> str:
 
 
 def _run_record(run: Run) -> dict[str, Any]:
-    from bench.results import SCHEMA
+    from bench.core.records import SCHEMA
 
     return {
         "schema": SCHEMA, "run_id": run.run_id,
@@ -407,9 +404,9 @@ def _run_record(run: Run) -> dict[str, Any]:
                                  "identity": dict(i.identity or {}),
                                  **({"calibration": i.calibration} if i.calibration is not None else {})}
                         for i in run.instruments},
-        "tests": [{"nodeid": t.nodeid, "dut": t.dut, "outcome": t.outcome, "duration_s": t.duration_s,
-                   "message": t.message or "", "markers": list(t.markers or []),
-                   "verdicts": [_verdict_record(m) for m in t.measurements]} for t in run.tests],
+        "tests": [{**{name: getattr(t, name) for name in TEST_FIELDS}, "message": t.message or "",
+                   "markers": list(t.markers or []), "verdicts": [_verdict_record(m) for m in t.measurements]}
+                  for t in run.tests],
         "summary": dict(run.summary or {}),
     }
 

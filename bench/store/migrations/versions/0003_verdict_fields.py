@@ -1,5 +1,6 @@
 """Verdict fields of the typed record: metric, claim, profile, description, evidence, decision
-rule, uncertainty budget, calibration state and plot hint, each in its own column.
+rule, uncertainty budget, calibration state and plot hint, each in its own column; and the test
+record's acceptance check, start time and bay.
 
 Revision ID: 0003
 Revises: 0002
@@ -22,13 +23,22 @@ COLUMNS = (("metric", sa.Text()), ("claim", sa.Integer()), ("profile", sa.Text()
            ("calibration", Json), ("plot", Json))
 
 
+TEST_COLUMNS = (("acceptance_check", sa.Text()), ("started", sa.Text()), ("bay", sa.Text()))
+
+
 def upgrade() -> None:
     with op.batch_alter_table("measurements") as batch:
         for name, kind in COLUMNS:
             batch.add_column(sa.Column(name, kind))
+    with op.batch_alter_table("tests") as batch:
+        for name, kind in TEST_COLUMNS:
+            batch.add_column(sa.Column(name, kind))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("tests") as batch:
+        for name, _ in TEST_COLUMNS:
+            batch.drop_column(name)
     with op.batch_alter_table("measurements") as batch:
         for name, _ in COLUMNS:
             batch.drop_column(name)

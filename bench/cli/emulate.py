@@ -7,7 +7,8 @@ import json
 import threading
 from pathlib import Path
 
-from bench.station import EmulatedConfig, StationConfig, load_station, open_station
+from bench.backend import open_station
+from bench.core.station import EmulatedConfig, StationConfig, load_station
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -48,9 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _default_faults() -> tuple[str, ...]:
-    from emulation.line import DEFAULT_FAULTS
+    from bench.backend import default_line_faults
 
-    return DEFAULT_FAULTS
+    return default_line_faults()
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -86,7 +86,7 @@ def calibrate(args: argparse.Namespace) -> int:
     from bench.calibration.runner import calibrate_instruments, expand
     from bench.calibration.settings import load_settings
     from bench.calibration.station import open_book
-    from bench.station import open_station
+    from bench.backend import open_station
 
     settings = load_settings(args.calibration_config)
     names = expand(args.procedure or ["instruments"])
@@ -198,10 +198,10 @@ def _accept_station(args: argparse.Namespace) -> Iterator[Path]:
     if args.station:
         yield Path(args.station)
         return
-    from emulation.line import EmulatedLine
+    from bench.backend import emulated_line
 
     results = Path(args.results_dir or "reports").resolve()
-    with EmulatedLine(count=1, seed=0, name="emulated", serial_format="EMU{n:04d}") as line, \
+    with emulated_line(count=1, seed=0, name="emulated", serial_format="EMU{n:04d}") as line, \
             tempfile.TemporaryDirectory(prefix="phonebench-fixture-") as tmp:
         yield line.write_station(Path(tmp) / "fixture.toml", results_dir=results)
 
@@ -230,12 +230,12 @@ def run_line(args: argparse.Namespace) -> int:
     from bench.calibration.runner import calibrate_station
     from bench.calibration.settings import load_settings
     from bench.line_report import render_line
+    from bench.backend import emulated_line
     from bench.results import new_run_id
-    from emulation.line import EmulatedLine
 
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     try:
-        line = EmulatedLine(count=args.count, faulty=args.faulty, seed=args.seed, faults=faults)
+        line = emulated_line(count=args.count, faulty=args.faulty, seed=args.seed, faults=faults)
     except ValueError as exc:
         raise ConfigError(f"bench line: {exc}", hint="e.g. --count 20 --faulty 2") from None
     results = Path(args.results_dir or "reports").resolve()

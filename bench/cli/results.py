@@ -53,7 +53,7 @@ def database_url(args: argparse.Namespace) -> str:
         return to_url(args.database)
     configured, results_dir = None, Path(args.results_dir or "reports")
     if args.station:
-        from bench.station import load_station
+        from bench.core.station import load_station
 
         station = load_station(args.station)
         configured = getattr(station, "database", None)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.core.paths import data_dir
-from bench.station import load_station
+from bench.core.station import load_station
 from bench.summary import print_summary
 
 DEFAULT_SUITES = data_dir("suites")
@@ -45,7 +45,7 @@ def results_dir(args: argparse.Namespace) -> Path:
 
 def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
     suites = getattr(args, "suites", None) or [str(DEFAULT_SUITES)]
-    out = [*suites, "-p", "fixtures.plugin", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
+    out = [*suites, "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
            "--results-dir", str(run_dir.parent), "--run-id", run_dir.name,
            "--junitxml", str(run_dir / "junit.xml"), "-o", "junit_family=xunit2",
            "-v" if args.verbose_tests else "-qq"]

@@ -1,17 +1,17 @@
 """Station files (TOML): which DUTs and instruments a bench station has, and where results go.
 
-With no station file the bench starts the embedded emulated station (emulation.station) on
-ephemeral loopback ports; a file with an [emulated] table does the same with its settings.
+This module only reads and validates the file format (docs/station-file.md). Opening a station
+(starting the embedded emulated one when the file asks for it, or no file is given) is
+bench.backend's job.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -67,6 +67,7 @@ class StationConfig:
     sla_profile: str = "default"
     location: str = ""
     database: str | None = None  # results store URL; None = <results_dir>/results.sqlite
+    payloads: Path | None = None  # folder of OTA weight payloads (the repair check re-sends pages from them)
     duts: list[DutConfig] = field(default_factory=list)
     instruments: dict[str, InstrumentConfig] = field(default_factory=dict)
     emulated: EmulatedConfig | None = None
@@ -139,7 +140,7 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
     top = _Reader(origin, data, "")
     top.check_unknown({"station", "dut", "instruments", "emulated"})
     st = _Reader(origin, top.get("station", dict, {}), "[station].")
-    st.check_unknown({"name", "results_dir", "sla_profile", "location", "database"})
+    st.check_unknown({"name", "results_dir", "sla_profile", "location", "database", "payloads"})
     base = source.parent if source else Path.cwd()
     results = Path(st.get("results_dir", str, "reports"))
     config = StationConfig(
@@ -149,6 +150,7 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
         sla_profile=st.get("sla_profile", str, "default"),
         location=st.get("location", str, ""),
         database=_database_url(st.get("database", str, None), base),
+        payloads=_relative_to(st.get("payloads", str, None), base),
     )
     for index, table in enumerate(top.get("dut", list, [], expected="an array of [[dut]] tables")):
         if not isinstance(table, dict):
@@ -172,6 +174,13 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
         raise ConfigError(f"{origin}: no [[dut]] and no [emulated] table",
                           hint="add a [[dut]] with adb = \"host:port\", or an [emulated] table")
     return config
+
+
+def _relative_to(path: str | None, base: Path) -> Path | None:
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base / p
 
 
 def _database_url(url: str | None, base: Path) -> str | None:
@@ -226,18 +235,3 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
             sla_persona=p.get("sla_persona", str, "nominal"), faults=list(p.get("faults", list, [])),
             seed=p.get("seed", int, index)))
     return config
-
-
-# --- opening a station ----------------------------------------------------------------------
-@contextlib.contextmanager
-def open_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None) -> Iterator[StationConfig]:
-    """Yield a ready station config; starts (and afterwards stops) the emulated station if needed."""
-    config = load_station(path) if path else StationConfig(name="emulated", source=None,
-                                                           emulated=emulated or EmulatedConfig())
-    if config.emulated is None:
-        yield config
-        return
-    from emulation.station import EmulatedStation  # only emulated runs need the emulator
-
-    with EmulatedStation(config.emulated) as station:
-        yield station.merge_into(config)

@@ -8,16 +8,18 @@ import sys
 from typing import Sequence
 
 from bench.core.errors import BenchError
+from bench.core.version import code_version
 
 log = logging.getLogger("bench")
 
 # Modules adding their own subcommands: each has register(subparsers).
-SUBCOMMAND_MODULES = ["bench.cli_run", "bench.cli_emulate", "bench.cli_numerics", "bench.cli_results", "bench.cli_line"]
+SUBCOMMAND_MODULES = ["bench.cli.run", "bench.cli.emulate", "bench.cli.numerics", "bench.cli.results", "bench.cli.line"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench", description="phonebench: HIL test bench for on-device LLM phones")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    parser.add_argument("--version", action="version", version=f"phonebench {code_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -40,7 +42,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -66,7 +66,8 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     from bench.adapters import apply_adapter, choose_adapter
     from bench.fingerprint import fingerprint
     from bench.results import new_run_id
-    from bench.station import EmulatedConfig, open_station
+    from bench.backend import open_station
+    from bench.core.station import EmulatedConfig
     from drivers.adb import AdbPhone
     from drivers.runtime import RuntimeClient
 

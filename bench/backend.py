@@ -1,0 +1,53 @@
+"""The station-backend hook: the one place the bench reaches the emulator.
+
+A station is either hardware described by a station file, or the embedded emulated station
+(emulated phones behind real ADB daemons, emulated instruments behind real SCPI/serial servers).
+Everything above this module sees only a StationConfig of addresses; whether a real phone or an
+emulated one answers at an address is invisible to drivers, checks and suites.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.core.station import EmulatedConfig, EmulatedPhoneConfig, StationConfig, load_station
+
+
+@contextlib.contextmanager
+def open_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None) -> Iterator[StationConfig]:
+    """Yield a ready station config; starts (and afterwards stops) the emulated station if needed."""
+    config = load_station(path) if path else StationConfig(name="emulated", source=None,
+                                                           emulated=emulated or EmulatedConfig())
+    if config.emulated is None:
+        yield config
+        return
+    from emulation.station import EmulatedStation  # only emulated runs need the emulator
+
+    with EmulatedStation(config.emulated) as station:
+        yield station.merge_into(config)
+
+
+def emulated_fleet(persona: str | None = None, faults: Sequence[str] = ()) -> EmulatedConfig:
+    """The embedded station's default fleet, every phone with `persona` and `faults` added."""
+    from emulation.npu_personas import default_fleet
+
+    return EmulatedConfig(phones=[
+        EmulatedPhoneConfig(serial=s.serial, npu_persona=s.npu_persona, seed=s.seed,
+                            sla_persona=persona or s.sla_persona, faults=[*s.faults, *faults])
+        for s in default_fleet()])
+
+
+def emulated_line(**kwargs: Any) -> Any:
+    """An emulated production line (emulation.line.EmulatedLine: units, a fixture, its instruments)."""
+    from emulation.line import EmulatedLine
+
+    return EmulatedLine(**kwargs)
+
+
+def default_line_faults() -> tuple[str, ...]:
+    """The fault kinds the emulated line gives its faulty units in turn."""
+    from emulation.line import DEFAULT_FAULTS
+
+    return tuple(DEFAULT_FAULTS)

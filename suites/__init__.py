@@ -1,0 +1,1 @@
+"""The HIL suites the bench runs against a station (a package so the layer contracts can check them)."""

@@ -1,0 +1,27 @@
+"""Test tiers. Every test here is `unit` (pure code, no server, no subprocess), `integration`
+(real protocol servers on loopback, the stock adb client, a database, a browser) or also `slow`
+(whole bench runs, production-line batches, soaks). `make test-fast` runs `-m "not slow"`;
+`make test` runs everything. The tier of a module is declared here, in one place."""
+from __future__ import annotations
+
+import pytest
+
+SLOW = {
+    "test_acceptance_e2e", "test_acceptance_checks", "test_bench_run", "test_calibration_plugin", "test_line",
+    "test_dialog_hil", "test_sla_instruments", "test_report_browser", "test_store_postgres",
+    "test_calibration_postgres", "test_stock_adb", "test_fingerprint", "test_runtime_sla_emulation",
+    "test_sla_runtime", "test_fixture_hooks", "test_llamacpp_emulated", "test_calibration_procedures",
+}
+INTEGRATION = SLOW | {
+    "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
+    "test_store", "test_thermal", "test_scpi_server", "test_instrument_sim", "test_runtime_client",
+    "test_world", "test_report", "test_matrix",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+        if module in SLOW:
+            item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.integration if module in INTEGRATION else pytest.mark.unit)
