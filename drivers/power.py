@@ -2,6 +2,11 @@
 
 Output, voltage, current limit, battery emulation with output resistance, ARB sine ripple, and
 the digitizer (current and voltage at >= 50 kS/s, binary float32 fetch, pre-trigger points).
+
+The digitizer ignores a trigger that arrives before its pre-trigger points have been acquired
+(the sweep would then never start and FETC would block), so `trigger()` first polls the
+Operation Status condition register until WTG-meas says it waits for a trigger. Fetches read the
+error queue in the same message; interval, points and values are checked before use.
 """
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ log = logging.getLogger(__name__)
 
 OVERLOAD = 9.9e37  # the meter's "overload" value in array data
 QUANTITIES = {"current": "CURR", "voltage": "VOLT"}
+WTG_MEAS = 8  # Operation Status bit 3: the measurement system waits for a trigger
+TRIGGER_MARGIN_S = 5.0  # the pre-trigger fill plus at most this
 
 
 @dataclass
@@ -87,7 +94,8 @@ class PowerAnalyzer(Protocol):
     def arm_digitizer(self, points: int, interval_s: float, pretrigger_points: int = 0,
                       quantities: Sequence[str] = ("current", "voltage")) -> None: ...
 
-    def trigger(self) -> None: ...
+    def trigger(self) -> None:
+        """Trigger the armed sweep; returns once the digitizer took the trigger (pre-trigger points in)."""
 
     def fetch(self) -> Trace: ...
 
@@ -102,10 +110,11 @@ class KeysightN6705C(ScpiInstrument):
     role = "supply"
     family = "keysight-n6705c"
 
-    def __init__(self, address: str, channel: int = 1, backend: str = "@py",
+    def __init__(self, address: str, channel: int = 1, poll_s: float = 0.01, backend: str = "@py",
                  timeout_s: float = DEFAULT_TIMEOUT_S, resource: object = None) -> None:
         super().__init__(address, backend, timeout_s, resource)
         self.channel = channel
+        self.poll_s = poll_s
         self._ch = f"(@{channel})"
         self._armed: tuple[int, float, int, tuple[str, ...]] | None = None
         module = self.query(f"SYST:CHAN:MOD? {self._ch}").strip('"')
@@ -172,11 +181,29 @@ class KeysightN6705C(ScpiInstrument):
                        f"SENS:SWE:TINT {interval_s:.6g},{ch}", f"SENS:SWE:POIN {points},{ch}",
                        f"SENS:SWE:OFFS:POIN {-pretrigger_points},{ch}", f"TRIG:ACQ:SOUR BUS,{ch}",
                        f"INIT:ACQ {ch}")
-        actual = self.query_float(f"SENS:SWE:TINT? {ch}")  # the instrument rounds the interval
+        # The instrument rounds the interval; 0, negative, NaN or 9.9E37 would make every time and
+        # energy figure wrong, so it is refused here.
+        actual = self.query_finite(f"SENS:SWE:TINT? {ch}", "the digitizer sample interval", positive=True)
         self._armed = (points, actual, pretrigger_points, tuple(quantities))
 
     def trigger(self) -> None:
+        """Trigger the armed sweep once its pre-trigger points are in (an earlier trigger is ignored)."""
+        if self._armed is None:
+            raise ConfigError(f"{self.name}: trigger() before arm_digitizer()", hint="arm, trigger, then fetch")
+        _, interval, pretrigger, _ = self._armed
+        self.poll_until(f"STAT:OPER:COND? {self._ch}", self._waiting_for_trigger,
+                        pretrigger * interval + TRIGGER_MARGIN_S, self.poll_s,
+                        "digitizer ready for its trigger (STAT:OPER:COND? bit 3 WTG-meas)",
+                        "the digitizer did not finish its pre-trigger points: check that INIT:ACQ was accepted, "
+                        "that nothing aborted it (ABOR:ACQ, *RST, a front-panel action) and the sweep settings")
         self.configure(f"TRIG:ACQ {self._ch}")
+
+    def _waiting_for_trigger(self, answer: str) -> bool:
+        try:
+            return bool(int(float(answer)) & WTG_MEAS)
+        except ValueError:
+            raise InstrumentError(f"{self.name}: STAT:OPER:COND? answered {answer[:40]!r}, not a register value",
+                                  hint="the instrument may be another model") from None
 
     def fetch(self) -> Trace:
         if self._armed is None:
@@ -186,7 +213,8 @@ class KeysightN6705C(ScpiInstrument):
         timeout = self.timeout_s + points * interval
         arrays = {}
         for quantity in quantities:
-            data = self.query_block(f"FETC:ARR:{QUANTITIES[quantity]}? {self._ch}", ">f4", timeout)
+            # The error queue is read in the same message: a refused fetch or setting shows here.
+            data = self.query_block(f"FETC:ARR:{QUANTITIES[quantity]}? {self._ch}", ">f4", timeout, check=True)
             data = data.astype(np.float32)  # native byte order for the arithmetic that follows
             if data.size != points:
                 raise InstrumentError(f"{self.name}: fetched {data.size} {quantity} points, armed {points}",

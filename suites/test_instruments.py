@@ -55,9 +55,9 @@ def test_dialog_on_both_scope_channels_and_its_power_trace(dut, scope, stimulus,
     scope.set_edge_trigger(1, 0.05)
     scope.single()
     supply.arm_digitizer(400_000, DIGITIZER_INTERVAL_S, pretrigger_points=20_000)
+    supply.trigger()  # waits for the pre-trigger points; then t = 0 is the stimulus on both instruments
 
     stimulus.fire()
-    supply.trigger()
     scope.wait_triggered(timeout_s=30)
     ch1 = scope.read_waveform(1, points=200_000)
     ch2 = scope.read_waveform(2, points=200_000)

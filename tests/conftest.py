@@ -11,6 +11,7 @@ SLOW = {
     "test_dialog_hil", "test_sla_instruments", "test_report_browser", "test_store_postgres",
     "test_calibration_postgres", "test_stock_adb", "test_fingerprint", "test_runtime_sla_emulation",
     "test_sla_runtime", "test_fixture_hooks", "test_llamacpp_emulated", "test_calibration_procedures",
+    "test_operator_page",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",

@@ -18,7 +18,7 @@ from emulation.instruments.thermal_probe import ThermalProbeServer
 from emulation.world import PHASE_POWER_W, World
 
 COMBOS = {"keysight+generic": ("keysight", "generic", {"poll_s": 0}),
-          "rigol+fluke": ("rigol", "fluke", {"poll_s": 0, "memory_depth": 120_000})}
+          "rigol+fluke": ("rigol", "fluke", {"poll_s": 0, "memory_depth": 600_000})}  # a two-channel depth
 
 
 @dataclass
@@ -65,12 +65,12 @@ def test_stimulus_answer_on_two_channels_and_the_power_trace_of_the_same_dialog(
     scope.configure_channel(2, 0.1)
     scope.set_timebase(0.4, 1.6)
     scope.set_edge_trigger(1, 0.05)
-    rig.world.work("decode", 1.0)  # the phone was busy just before the trial
     scope.single()
     supply.arm_digitizer(400_000, 10.24e-6, pretrigger_points=40_000)
+    rig.world.work("decode", 0.5)  # the phone is busy while the digitizer's pre-trigger points fill
+    supply.trigger()  # t = 0 of the power trace: right before the stimulus
 
     stimulus.fire()
-    supply.trigger()
     scope.wait_triggered(timeout_s=10)
     ch1, ch2 = scope.read_waveform(1, points=100_000), scope.read_waveform(2, points=100_000)
     trace = supply.fetch()

@@ -25,7 +25,7 @@ def keysight(answers: dict) -> tuple[KeysightInfiniiVision, ScriptedResource]:
 # --- exact command sequences ---------------------------------------------------------------------
 
 def test_keysight_setup_sequence_checks_the_error_queue_after_each_command():
-    scope, res = keysight({})
+    scope, res = keysight({":TER?": "+1", ":AER?": ["+1", "+0", "+1"]})
     res.log.clear()
     scope.set_edge_trigger(1, 0.05)
     assert res.log == [":TRIGger:MODE EDGE", "SYST:ERR?", ":TRIGger:EDGE:SOURce CHANnel1", "SYST:ERR?",
@@ -39,7 +39,8 @@ def test_keysight_setup_sequence_checks_the_error_queue_after_each_command():
     assert res.commands() == [":CHANnel2:DISPlay ON", ":CHANnel2:PROBe 1", ":CHANnel2:SCALe 0.1",
                               ":CHANnel2:OFFSet 0.02", ":CHANnel2:COUPling DC", ":TIMebase:REFerence CENTer",
                               ":TIMebase:SCALe 0.5", ":TIMebase:POSition 2", ":CHANnel2:PROBe:SKEW 5e-09",
-                              ":SINGle"]
+                              # Stopped, the latched events read (cleared), armed, and armed confirmed.
+                              ":STOP", ":TER?", ":AER?", ":SINGle", ":AER?", ":AER?"]
     assert scope.identity.model == "DSOX3024T" and scope.identity.serial == "MY58101234"
 
 
@@ -50,11 +51,11 @@ def test_keysight_waits_for_ter_then_reads_a_decoded_waveform():
     res.log.clear()
     scope.wait_triggered(timeout_s=5)
     wf = scope.read_waveform(1, points=6)
-    # Settings, preamble and error check travel in one message: one round trip per channel read.
+    # Settings, preamble, data and error check travel in one message: one round trip per channel read.
     assert res.commands() == [":TER?", ":TER?", ":TER?",
                               ":WAVeform:SOURce CHANnel1;:WAVeform:FORMat BYTE;:WAVeform:UNSigned ON;"
                               ":WAVeform:BYTeorder LSBFirst;:WAVeform:POINts:MODE RAW;:WAVeform:POINts 6;"
-                              ":WAVeform:PREamble?;:SYSTem:ERRor?", ":WAVeform:DATA?"]
+                              ":WAVeform:PREamble?;:WAVeform:DATA?;:SYSTem:ERRor?"]
     assert (wf.holes, wf.clipped_low, wf.clipped_high) == (1, 1, 1)
     assert wf.valid.tolist() == [True, False, False, False, True, True]
     assert np.isnan(wf.volts[1])
@@ -72,7 +73,7 @@ def test_keysight_delay_measurement_invalid_value_is_none_not_a_number():
 
 def test_keysight_no_trigger_times_out_with_a_clear_error():
     scope, _ = keysight({":TER?": "+0"})
-    with pytest.raises(InstrumentError, match="no trigger within"):
+    with pytest.raises(InstrumentError, match=r"no trigger \(`:TER\?` = 1\) within 0.05 s"):
         scope.wait_triggered(timeout_s=0.05)
 
 
@@ -106,11 +107,12 @@ def test_rigol_reads_the_raw_record_in_batches():
     wf = scope.read_waveform(1)
     cmds = res.commands()
     assert cmds[:3] == [":TRIGger:STATus?"] * 3
-    assert cmds[3:8] == [":WAVeform:SOURce CHANnel1", ":WAVeform:MODE RAW", ":WAVeform:FORMat BYTE",
+    # Stopped before the RAW read; one command per message.
+    assert cmds[3:9] == [":STOP", ":WAVeform:SOURce CHANnel1", ":WAVeform:MODE RAW", ":WAVeform:FORMat BYTE",
                          ":ACQuire:SRATe?", ":TIMebase:MAIN:SCALe?"]
-    assert [c for c in cmds if c.startswith(":WAVeform:STAR")] == [
-        f":WAVeform:STARt {a};:WAVeform:STOP {b};:WAVeform:PREamble?;:SYSTem:ERRor?"
-        for a, b in ((1, 250_000), (250_001, 500_000), (500_001, 600_000))]
+    batches = ((1, 250_000), (250_001, 500_000), (500_001, 600_000))
+    assert cmds[9:] == [c for a, b in batches for c in (f":WAVeform:STARt {a}", f":WAVeform:STOP {b}",
+                                                          ":WAVeform:PREamble?", ":WAVeform:DATA?")]
     assert wf.volts.size == record and wf.preamble.points == record
     assert wf.volts[0] == pytest.approx(0.0, abs=1e-6) and wf.volts[-1] == pytest.approx(2 * 4e-3, abs=1e-6)
     assert wf.t[-1] == pytest.approx(-1.0 + (record - 1) * 8.333333e-6)
@@ -129,7 +131,10 @@ def test_decoders_follow_each_vendors_formula():
 
 
 @pytest.mark.parametrize("text, message", [("1,2,3", "10"), ("a,b,c,d,e,f,g,h,i,j", "not numeric"),
-                                            ("0,0,0,1,1e-6,0,0,1e-3,0,128", "inconsistent")])
+                                            ("0,0,0,1,1e-6,0,0,1e-3,0,128", "inconsistent"),
+                                            ("0,0,10,1,nan,0,0,1e-3,0,128", "NaN"),
+                                            ("0,0,10,1,1e-6,0,0,inf,0,128", "infinite"),
+                                            ("0,0,10,1,9.9E+37,0,0,1e-3,0,128", "9.9E37")])
 def test_bad_preambles_are_rejected(text, message):
     with pytest.raises(InstrumentError, match=message):
         Preamble.parse(text, "scope")
@@ -150,7 +155,7 @@ def bench(request):
     world = World(seed=3)
     server = ScopeServer(world, dialect=request.param)
     server.start()
-    options = {"memory_depth": 120_000} if request.param == "rigol" else {}
+    options = {"memory_depth": 60_000} if request.param == "rigol" else {}  # two channels on: 6k, 60k, ...
     scope = DRIVERS[request.param](server.address, poll_s=0, timeout_s=2, **options)
     scope.configure_channel(1, 0.2)
     scope.configure_channel(2, 0.1)
@@ -314,12 +319,108 @@ def test_keysight_digitize_then_opc_waits_in_simulated_time_or_stays_silent():
         scope.set_edge_trigger(1, 0.05)
         scope.write(":DIGitize CHANnel1,CHANnel2")
         start = world.clock.now()
-        fire(world)
+        # The utterance starts after the 0.4 s pre-trigger part has filled: an earlier edge is not seen.
+        clip = synth_speech(0.3, 16_000, np.random.default_rng(11))
+        world.play_stimulus(clip, 16_000, 0.5, t0=start + 0.5)
         assert scope.query("*OPC?") == "1"
-        assert world.clock.now() >= start + 3.6  # trigger + the post-trigger part of the window
+        assert world.clock.now() >= start + 0.5 + 3.6  # trigger + the post-trigger part of the window
         assert scope.read_waveform(2, points=10_000).require_valid().volts.max() > 0.1
         scope.write(":DIGitize CHANnel1")  # nothing will trigger it: the scope never completes
         scope.timeout_s = 0.3
         with pytest.raises(InstrumentError, match="no answer to `\\*OPC\\?`"):
             scope.query("*OPC?")
+        scope.close()
+
+
+# --- the strict emulator rejects what the real scopes would ------------------------------------------
+
+def test_keysight_ter_stays_latched_from_a_running_scope_until_read():
+    world = World(seed=4)
+    with ScopeServer(world) as server:
+        scope = KeysightInfiniiVision(server.address, poll_s=0)
+        scope.set_timebase(0.4, 1.5)
+        scope.set_edge_trigger(1, 0.05)
+        scope.configure(":SINGle")  # what the old driver did: no clear, no arm check
+        assert scope.query(":TER?") == "+1"  # stale: the running scope's auto triggers, not this shot
+        assert scope.query(":TER?") == "+0"  # reading cleared it
+        scope.configure(":RUN", "*CLS")
+        scope.single()  # the driver clears both registers and waits for the arm
+        assert scope.query(":TER?") == "+0"
+        scope.close()
+
+
+def test_keysight_stimulus_before_the_arm_is_missed_and_early_data_reads_are_refused():
+    world = World(seed=4)
+    with ScopeServer(world) as server:
+        scope = KeysightInfiniiVision(server.address, poll_s=0, timeout_s=1)
+        scope.set_timebase(0.4, 1.5)  # 0.5 s of record before the trigger must fill first
+        scope.set_edge_trigger(1, 0.05)
+        scope.configure(":STOP", "*CLS", ":SINGle")
+        assert scope.query(":AER?") == "+0"  # not armed yet
+        with pytest.raises(InstrumentError, match="-230"):
+            scope.read_waveform(1, points=1000)
+        fire(world)  # fired before the scope is armed: the edge is not seen
+        with pytest.raises(InstrumentError, match="no trigger"):
+            scope.wait_triggered(timeout_s=0.2)
+        scope.close()
+
+
+def test_keysight_operation_register_shows_run_and_wait_trig():
+    world = World(seed=4)
+    with ScopeServer(world) as server:
+        scope = KeysightInfiniiVision(server.address, poll_s=0)
+        scope.set_timebase(0.4, 1.5)
+        scope.set_edge_trigger(1, 0.05)
+        assert int(scope.query(":OPERegister:CONDition?")) & 8  # running
+        scope.single()
+        assert int(scope.query(":OPERegister:CONDition?")) == 8 | 32  # acquiring, waiting for trigger
+        fire(world)
+        scope.wait_triggered(timeout_s=5)
+        assert int(scope.query(":OPERegister:CONDition?")) == 0  # single acquisition done: stopped
+        scope.close()
+
+
+def test_rigol_status_lags_single_and_raw_reads_need_the_scope_stopped():
+    world = World(seed=4)
+    with ScopeServer(world, dialect="rigol") as server:
+        scope = RigolDS1000Z(server.address, poll_s=0, timeout_s=1)
+        scope.set_timebase(0.4, 1.5)
+        scope.set_edge_trigger(1, 0.05)
+        scope.configure(":STOP")
+        scope.configure(":SINGle")
+        assert scope.query(":TRIGger:STATus?") == "STOP"  # the previous state: polling STOP returns at once
+        scope.configure(":RUN", ":WAVeform:MODE RAW")
+        scope.timeout_s = 0.2
+        with pytest.raises(InstrumentError, match="-221.*stopped"):
+            scope.query_block(":WAVeform:DATA?", np.uint8)
+        scope.timeout_s = 1
+        scope.single()  # waits for WAIT
+        assert scope.query(":TRIGger:STATus?") == "WAIT"
+        fire(world)
+        scope.wait_triggered(timeout_s=5)
+        assert scope.read_waveform(1, points=12_000).require_valid().volts.size == 12_000
+        scope.close()
+
+
+def test_rigol_rejects_a_read_of_more_than_250000_points():
+    world = World(seed=4)
+    with ScopeServer(world, dialect="rigol") as server:
+        scope = RigolDS1000Z(server.address, poll_s=0, timeout_s=0.3)
+        scope.configure(":STOP", ":WAVeform:MODE RAW", ":WAVeform:STARt 1", ":WAVeform:STOP 300000")
+        with pytest.raises(InstrumentError, match="-222"):
+            scope.query_block(":WAVeform:DATA?", np.uint8)
+        scope.close()
+
+
+def test_rigol_memory_depth_follows_the_channels_on():
+    world = World(seed=4)
+    with ScopeServer(world, dialect="rigol") as server:
+        with pytest.raises(InstrumentError, match=r"-224.*memory depth 120000 with 2 channel"):
+            RigolDS1000Z(server.address, poll_s=0, memory_depth=120_000)  # a one-channel depth
+        scope = RigolDS1000Z(server.address, poll_s=0, memory_depth=600_000)
+        scope.configure(":CHANnel2:DISPlay OFF", ":ACQuire:MDEPth 1200000")
+        scope.configure(":CHANnel2:DISPlay ON", ":CHANnel3:DISPlay ON")
+        with pytest.raises(InstrumentError, match="-224"):
+            scope.configure(":ACQuire:MDEPth 600000")
+        scope.configure(":ACQuire:MDEPth 300000")
         scope.close()

@@ -4,7 +4,10 @@ from __future__ import annotations
 import socket
 
 import pytest
+from instrument_helpers import Hangup, RawPeer
 
+from bench.core.errors import InstrumentError
+from drivers.scope import KeysightInfiniiVision
 from emulation.instruments.scpi import CommandTree, ScpiError, find_message_end, ieee_block, split_units
 from emulation.instruments.server import InstrumentServer
 
@@ -111,3 +114,57 @@ def test_server_stops_with_clients_connected():
 
 def test_scpi_error_entry_format():
     assert ScpiError((-113, "Undefined header")).entry() == '-113,"Undefined header"'
+
+
+# --- the driver side of the transport: what a broken or foreign peer looks like --------------------
+
+IDN = b"KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50\n"
+
+
+def _peer(script: dict[bytes, bytes | None]) -> RawPeer:
+    return RawPeer(lambda line: script.get(line.strip(), b""))
+
+
+def test_non_ascii_idn_is_a_clear_error_naming_the_address():
+    peer = _peer({b"*IDN?": b"KEYSIGHT \xff\xfe TECHNOLOGIES,DSOX\n"})
+    try:
+        with pytest.raises(InstrumentError, match=r"at TCPIP::127.0.0.1::\d+::SOCKET: `\*IDN\?` answered bytes "
+                                                  r"that are not ASCII"):
+            KeysightInfiniiVision(peer.address, timeout_s=1)
+    finally:
+        peer.close()
+
+
+def test_non_ascii_answer_is_a_clear_error_naming_the_instrument():
+    peer = _peer({b"*IDN?": IDN, b":MEASure:DELay? CHANnel1,CHANnel2": b"+2.5E-01\xc3\n"})
+    try:
+        scope = KeysightInfiniiVision(peer.address, timeout_s=1)
+        with pytest.raises(InstrumentError, match=r"DSOX3024T s/n MY58101234\): `:MEASure:DELay\? .*not ASCII"):
+            scope.measure_delay(1, 2)
+        scope.close()
+    finally:
+        peer.close()
+
+
+def test_an_instrument_closing_the_connection_mid_query_is_reported_as_such():
+    peer = _peer({b"*IDN?": IDN, b":TER?": None})
+    try:
+        scope = KeysightInfiniiVision(peer.address, timeout_s=5)
+        with pytest.raises(InstrumentError, match="closed the connection during `:TER\\?`") as err:
+            scope.wait_triggered(timeout_s=1)
+        assert "silent" not in str(err.value)
+        scope.close()
+    finally:
+        peer.close()
+
+
+def test_an_instrument_closing_the_connection_mid_block_is_reported_as_such():
+    partial = Hangup(b"+0,+0,+1000,+1,+1E-06,+0,+0,+1E-02,+0,+128;#41000" + bytes(300))
+    peer = RawPeer(lambda line: IDN if line.startswith(b"*IDN") else partial)
+    try:
+        scope = KeysightInfiniiVision(peer.address, timeout_s=5)
+        with pytest.raises(InstrumentError, match="closed the connection during `:WAVeform"):
+            scope.read_waveform(1)
+        scope.close()
+    finally:
+        peer.close()

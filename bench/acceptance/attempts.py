@@ -104,6 +104,19 @@ class AttemptBook:
                 setattr(row, key, value)
                 setattr(record, key, value)
 
+    def dispose(self, serial: str, station: str | None, disposition: str, operator: str = "") -> AttemptRecord | None:
+        """The operator's decision on a unit's last attempt (e.g. "repair"), kept with that attempt."""
+        found = self.attempts(serial=serial, station=station)
+        if not found:
+            return None
+        last = found[-1]
+        with self._session() as s:
+            row = s.get(AcceptanceAttempt, last.id)
+            row.details = {**(row.details or {}), "disposition": disposition, "disposed_by": operator,
+                           "disposed_at": iso(_now())}
+            last.details = dict(row.details)
+        return last
+
     def finish(self, record: AttemptRecord, outcome: str, reason: str | None, *, failing: list[dict[str, Any]],
                cycle_s: float, overhead_s: float | None, details: dict[str, Any] | None = None) -> None:
         with self._session() as s:

@@ -89,9 +89,11 @@ class UnitResult:
 class AcceptanceStation:
     def __init__(self, station_file: str | Path, *, dut: str | None = None, results_dir: str | Path | None = None,
                  calibration_config: str | Path | None = None, policy: RetestPolicy = RetestPolicy(),
-                 operator: str = "", batch: str | None = None, profile: str = "acceptance") -> None:
+                 operator: str = "", batch: str | None = None, profile: str = "acceptance",
+                 observers: tuple[Any, ...] = ()) -> None:
         from bench.store import open_store, resolve_database_url
 
+        self.observers = tuple(observers)  # pytest plugin objects that watch each run (live progress)
         self.station_file = Path(station_file)
         self.station: StationConfig = load_station(self.station_file)
         if self.station.emulated is not None:
@@ -261,7 +263,7 @@ class AcceptanceStation:
             args += ["--calibration-config", str(self.calibration_config)]
         with open(run_dir / "pytest.log", "w", encoding="utf-8") as out, \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = pytest.main(args)
+            code = pytest.main(args, plugins=list(self.observers))
         results = run_dir / "results.json"
         try:
             return int(code), json.loads(results.read_text(encoding="utf-8"))

@@ -34,7 +34,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(a)
     a.set_defaults(func=accept)
 
-    line = subparsers.add_parser("line", help="an emulated production line: N phones back to back")
+    line = subparsers.add_parser("line", help="an emulated production line: N phones back to back; "
+                                              "`bench line serve`: the operator station in a browser")
+    line.add_argument("mode", nargs="?", choices=("batch", "serve"), default="batch",
+                      help="batch (default): the emulated batch; serve: the operator page")
+    line.add_argument("--station", help="serve: the station file (one fixture per DUT); "
+                                        "default: emulated fixtures")
+    line.add_argument("--fixtures", type=int, default=2, help="serve, emulated: how many fixtures (default 2)")
+    line.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default loopback only)")
+    line.add_argument("--port", type=int, default=8080, help="serve: port (default 8080; 0 = any free one)")
     line.add_argument("--count", type=int, default=20, help="units in the batch (default 20)")
     line.add_argument("--faulty", type=int, default=2, help="how many of them are faulty (default 2)")
     line.add_argument("--seed", type=int, default=7, help="which units are faulty, and the units' own seeds")
@@ -224,6 +232,8 @@ def accept(args: argparse.Namespace) -> int:
 
 # --- bench line ----------------------------------------------------------------------------
 def run_line(args: argparse.Namespace) -> int:
+    if args.mode == "serve":
+        return serve_line(args)
     from bench.acceptance.line import run_line as run_batch
     from bench.acceptance.runner import AcceptanceStation
     from bench.calibration.fixture import EmulatedFixture
@@ -258,6 +268,45 @@ def run_line(args: argparse.Namespace) -> int:
     print(f"batch report: {page}")
     print(f"store: every attempt of batch {batch} (`bench runs` lists the unit runs)")
     return 0 if figures["as_expected"] else 1
+
+
+def serve_line(args: argparse.Namespace) -> int:
+    """The operator station: a page on loopback, one worker process per fixture."""
+    from bench.core.station import load_station
+    from bench.operator.app import OperatorStation, serve
+    from bench.operator.fixture import EmulatedUnits, FixtureSpec
+
+    policy = _policy(args)
+    results = Path(args.results_dir or "reports").resolve()
+    common = dict(results_dir=results, calibration_config=args.calibration_config, retries=policy.retries,
+                  retestable=tuple(sorted(policy.retestable)), profile=args.profile, batch=args.batch,
+                  operator=args.operator)
+    if args.station:
+        station = load_station(args.station)
+        specs = [FixtureSpec(name=d.name, station_file=Path(args.station), dut=d.name, **common) for d in station.duts]
+        title = f"{station.name}: operator station"
+    else:
+        faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+        specs = [FixtureSpec(name=chr(ord("A") + i), emulated=EmulatedUnits(
+            count=args.count, faulty=args.faulty, seed=args.seed + i, faults=faults), **common)
+            for i in range(args.fixtures)]
+        title = "emulated line: operator station"
+    with OperatorStation(specs, title=title) as station:
+        server = serve(station, args.host, args.port)
+        print(f"operator station on http://{args.host}:{server.server_port}/ (Ctrl-C stops it)")
+        for spec in specs:
+            if spec.emulated is not None:
+                print(f"  fixture {spec.name}: emulated units "
+                      + ", ".join(spec.emulated.serial_format.format(seed=spec.emulated.seed, n=n)
+                                  for n in range(1, min(spec.emulated.count, 5) + 1)) + ", ...")
+        sys.stdout.flush()
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+    return 0
 
 
 def _print_unit(unit: Any) -> None:

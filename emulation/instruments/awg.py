@@ -32,6 +32,7 @@ class Arb:
 class AwgServer(InstrumentServer):
     family = "keysight-33500b"
     idn = IDN
+    COMMAND_LATENCY_S = 1e-3  # simulated time a command unit takes (a *TRG plays this much later)
 
     def __init__(self, world: World, port: int = 0) -> None:
         super().__init__(port)
@@ -54,6 +55,9 @@ class AwgServer(InstrumentServer):
         self.burst_cycles = 1
         self.trigger_source = "IMMEDIATE"
         self.big_endian = True
+
+    def elapse(self, seconds: float) -> None:
+        self.world.wait(seconds)
 
     def _peak_at_fixture_v(self) -> float:
         # VOLT is Vpp into the load the instrument is told about; the fixture is high impedance.

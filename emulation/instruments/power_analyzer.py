@@ -4,6 +4,14 @@ The output powers the emulated phone: voltage, current limit, battery-emulation 
 resistance and the ARB sine ripple go into the world's supply, so the phone sees them. The
 digitizer samples the world's terminal voltage and current (with meter noise) over the sweep
 window; fetching waits in simulated time until the sweep has finished.
+
+As on the real mainframe, after INIT:ACQ the digitizer first fills its pre-trigger points
+(SENS:SWE:OFFS:POIN < 0); a trigger that arrives before that is ignored (-211 "Trigger
+ignored" is queued) and the sweep never starts, so a later FETC waits forever. The Operation
+Status condition register (STAT:OPER:COND? (@1)) shows the state: bit 3 WTG-meas once the
+digitizer is waiting for its trigger, bit 4 MEAS-active while initiated or sweeping, bit 5
+WTG-tran / bit 6 TRAN-active for the transient (ARB) system, bit 2 OFF for an output that is
+off, bit 0 CV otherwise. Polling it while the pre-trigger points fill takes simulated time.
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ from emulation.instruments.scpi import (
     TRIGGER_IGNORED,
     Call,
     Handler,
+    QueryBlocked,
     ScpiError,
     ieee_block,
 )
@@ -37,6 +46,10 @@ CURRENT_NOISE_A = 0.4e-3
 CURRENT_ZERO_OFFSET_A = 1.8e-3  # uncorrected zero error of the current meter (read it with no load)
 VOLTAGE_NOISE_V = 0.3e-3
 MEAS_POINTS = 1024  # MEAS:CURR? / MEAS:VOLT? average one short sweep
+COMMAND_LATENCY_S = 1e-3  # simulated time a command unit takes on the mainframe
+POLL_QUANTUM_S = 0.02  # simulated time a status poll takes while the pre-trigger points fill
+# Operation Status register bits.
+OPER_CV, OPER_OFF, OPER_WTG_MEAS, OPER_MEAS_ACTIVE, OPER_WTG_TRAN, OPER_TRAN_ACTIVE = 1, 4, 8, 16, 32, 64
 
 
 @dataclass
@@ -54,6 +67,7 @@ class PowerAnalyzerServer(InstrumentServer):
     family = "keysight-n6705c"
     idn = IDN
     FAULTS = InstrumentServer.FAULTS | {"garbage_block", "truncated_block", "overload"}
+    COMMAND_LATENCY_S = COMMAND_LATENCY_S
 
     def __init__(self, world: World, port: int = 0) -> None:
         super().__init__(port)
@@ -84,6 +98,7 @@ class PowerAnalyzerServer(InstrumentServer):
         self.points = 1024
         self.offset_points = 0
         self.acq_initiated = False
+        self.pretrigger_filled_at = 0.0  # world time the initiated digitizer can take a trigger
         self.sweep: Sweep | None = None
         self.form_real = False
         self.border_normal = True
@@ -119,13 +134,44 @@ class PowerAnalyzerServer(InstrumentServer):
         self.tran_initiated = False
         self._apply()
 
+    def elapse(self, seconds: float) -> None:
+        self.world.wait(seconds)
+
     # --- digitizer ----------------------------------------------------------------------------
-    def _trigger_acq(self) -> None:
+    def _initiate_acq(self) -> None:
+        self.acq_initiated = True
+        self.sweep = None
+        pretrigger = max(0, -self.offset_points)
+        self.pretrigger_filled_at = self.world.clock.now() + pretrigger * self.tint
+
+    def _trigger_acq(self, internal: bool = False) -> None:
         if not self.acq_initiated:
             raise ScpiError(TRIGGER_IGNORED, "acquisition not initiated (INIT:ACQ)")
+        now = self.world.clock.now()
+        if not internal and now < self.pretrigger_filled_at:
+            # The pre-trigger points come first; the trigger is ignored and the sweep never starts.
+            raise ScpiError(TRIGGER_IGNORED, f"pre-trigger points not yet acquired "
+                                             f"({self.pretrigger_filled_at - now:.3g} s to go)")
         functions = tuple(f for f, on in (("CURR", self.sense_curr), ("VOLT", self.sense_volt)) if on)
         self.sweep = Sweep(self.world.clock.now(), self.tint, self.points, self.offset_points, functions)
         self.acq_initiated = False
+
+    def _operation_condition(self) -> int:
+        now = self.world.clock.now()
+        if self.acq_initiated and now < self.pretrigger_filled_at:
+            self.world.wait(min(POLL_QUANTUM_S, self.pretrigger_filled_at - now))
+            now = self.world.clock.now()
+        bits = OPER_CV if self.output_on else OPER_OFF
+        if self.acq_initiated:
+            bits |= OPER_MEAS_ACTIVE | (OPER_WTG_MEAS if now >= self.pretrigger_filled_at else 0)
+        elif self.sweep is not None and self.sweep.data is None:
+            end = self.sweep.t_trigger + (self.sweep.offset_points + self.sweep.points) * self.sweep.interval_s
+            bits |= OPER_MEAS_ACTIVE if now < end else 0
+        if self.tran_initiated:
+            bits |= OPER_TRAN_ACTIVE | OPER_WTG_TRAN
+        elif self.arb_running:
+            bits |= OPER_TRAN_ACTIVE
+        return bits
 
     def bus_trigger(self) -> None:
         fired = False
@@ -165,7 +211,7 @@ class PowerAnalyzerServer(InstrumentServer):
         data = self._sweep_data(function)
         if data is None:
             log.warning("%s: FETC before any triggered sweep; the instrument waits (no answer)", self.family)
-            return None
+            raise QueryBlocked("no triggered sweep to fetch")
         if not self.form_real:
             return ",".join(f"{v:+.6E}" for v in data)
         if self.take_fault("garbage_block"):
@@ -185,7 +231,7 @@ class PowerAnalyzerServer(InstrumentServer):
         self.sense_curr = self.sense_volt = True
         self.tint, self.points, self.offset_points = 20.48e-6, MEAS_POINTS, 0
         self.acq_initiated = True
-        self._trigger_acq()
+        self._trigger_acq(internal=True)
         value = float(np.mean(self._sweep_data(function)))
         (self.sense_curr, self.sense_volt, self.tint, self.points, self.offset_points, self.sweep) = saved
         return f"{value:+.6E}"
@@ -273,8 +319,7 @@ class PowerAnalyzerServer(InstrumentServer):
 
         def init_acq(call: Call) -> None:
             slot(call, 0)
-            self.acq_initiated = True
-            self.sweep = None
+            self._initiate_acq()
 
         def trig_tran(call: Call) -> None:
             slot(call, 0)
@@ -348,7 +393,7 @@ class PowerAnalyzerServer(InstrumentServer):
             def handler(call: Call) -> bytes | str | None:
                 slot(call, 0)
                 self.acq_initiated = True
-                self._trigger_acq()
+                self._trigger_acq(internal=True)  # MEAS:ARR initiates and triggers in one
                 return self._fetch_array(function)
             return handler
 
@@ -401,6 +446,13 @@ class PowerAnalyzerServer(InstrumentServer):
         t.add("FORMat[:DATA]", form)
         t.add("FORMat:BORDer", border)
         t.add("SYSTem:CHANnel:MODel?", module)
+
+        def operation_condition(call: Call) -> str:
+            if call.args:
+                slot(call, 0)
+            return f"+{self._operation_condition()}"
+
+        t.add("STATus:OPERation:CONDition?", operation_condition)
         t.add("FETCh:ARRay:CURRent[:DC]?", fetch("CURR"))
         t.add("FETCh:ARRay:VOLTage[:DC]?", fetch("VOLT"))
         t.add("MEASure:ARRay:CURRent[:DC]?", measure_array("CURR"))

@@ -1,10 +1,18 @@
 """Emulated 4-channel oscilloscope: Keysight InfiniiVision X or Rigol DS1000Z command set.
 
 The scope samples the world's audio fixture: stimulus on channel 1, the phone's answer on
-channel 2. A single acquisition arms at the world time of :SINGle and triggers at the first
-edge crossing of the trigger source; status polls (:TER?, :TRIGger:STATus?) and *OPC? after
-:DIGitize wait in simulated time, so a trial takes simulated seconds, not wall seconds.
-Waveforms are encoded exactly as the real instruments do (preamble + IEEE block of codes).
+channel 2. Status polls (:TER?, :AER?, :TRIGger:STATus?) and *OPC? after :DIGitize wait in
+simulated time, so a trial takes simulated seconds, not wall seconds. Waveforms are encoded
+exactly as the real instruments do (preamble + IEEE block of codes).
+
+What the real scopes do and a lenient emulator would hide (docs/instruments.md):
+- A single acquisition is not armed at once: the pre-trigger part of the record must fill
+  first. A trigger edge before that is not seen (the scope may trigger later, on the wrong edge).
+- InfiniiVision: :TER? and :AER? are event registers, latched until read or *CLS. A running
+  scope triggers and arms over and over, so both read 1 after :SINGle unless cleared before.
+  Reading waveform data of a single acquisition that has not completed is refused (-230).
+- DS1000Z: :SINGle takes effect a moment later (the status still reads the previous state
+  meanwhile); RAW memory reads need the scope stopped; at most 250,000 BYTE points per read.
 """
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from emulation.instruments.scpi import (
+    DATA_STALE,
     ILLEGAL_VALUE,
     OUT_OF_RANGE,
     SETTINGS_CONFLICT,
@@ -38,6 +47,9 @@ DESKEW_LIMIT_S = 100e-9  # the real scopes accept deskew values within ±100 ns
 # A channel's deskew of +d shows its signal d earlier, so deskew = +INPUT_DELAY_S[n] removes it.
 INPUT_DELAY_S = {1: 0.0, 2: 35e-9, 3: 0.0, 4: 0.0}
 MEASURE_POINTS = 100_000
+COMMAND_LATENCY_S = 0.5e-3  # simulated time a command unit takes to parse and execute
+ARM_LATENCY_S = 2e-3  # :SINGle to the start of the pre-trigger fill
+RIGOL_SINGLE_LATENCY_S = 0.1  # DS1000Z: :SINGle reaches the acquisition system this much later
 KEYSIGHT_RAW_POINTS = 4_000_000  # acquisition record in RAW/MAX points mode (3000T: 4 Mpts)
 KEYSIGHT_NORMAL_POINTS = 62_500
 RIGOL_SCREEN_POINTS = 1200
@@ -74,6 +86,7 @@ class Acquisition:
 class ScopeServer(InstrumentServer):
     FAULTS = InstrumentServer.FAULTS | {"garbage_block", "truncated_block", "wrong_preamble",
                                         "invalid_measure", "holes"}
+    COMMAND_LATENCY_S = COMMAND_LATENCY_S
 
     def __init__(self, world: World, dialect: str = "keysight", port: int = 0) -> None:
         if dialect not in IDN:
@@ -97,11 +110,16 @@ class ScopeServer(InstrumentServer):
         self.trig_level = 0.0
         self.trig_rising = True
         self.trig_sweep = "AUTO"
+        # RUN (free running), STOP, ARMING (single: pre-trigger filling), ARMED, DONE (single complete).
         self.state = "RUN"
-        self.arm_time = 0.0
+        self.arm_time = 0.0  # when the single acquisition starts filling its pre-trigger part
+        self.armed_at = 0.0  # when it can accept a trigger
+        self.run_checked = self.world.clock.now()  # running: events looked at up to here
+        self.stale_status = ""  # DS1000Z: what :TRIG:STAT? says until :SINGle takes effect
         self.acq: Acquisition | None = None
         self._digitize_pending = False
-        self._ter = False
+        self._ter = False  # trigger event register (latched until read or *CLS)
+        self._aer = False  # arm event register (likewise)
         self.wav_source = 1
         self.wav_format = "BYTE"
         self.wav_unsigned = True
@@ -127,34 +145,65 @@ class ScopeServer(InstrumentServer):
             return t_from  # the level sits in the noise: the scope triggers on noise at once
         return audio.first_crossing(self.trig_source, self.trig_level, t_from, self.trig_rising)
 
-    def _arm(self) -> None:
-        self.state = "ARMED"
-        self.arm_time = self.world.clock.now()
-        self._ter = False
+    def elapse(self, seconds: float) -> None:
+        self.world.wait(seconds)
+
+    def _arm(self, latency_s: float = ARM_LATENCY_S) -> None:
+        """Start a single acquisition: armed once the pre-trigger part of the record has filled."""
+        self._latch_running()
+        now = self.world.clock.now()
+        x_origin, _ = self._window()
+        self.state = "ARMING"
+        self.arm_time = now + latency_s
+        self.armed_at = self.arm_time + max(0.0, -x_origin)
+
+    def _latch_running(self) -> None:
+        """A running scope arms and triggers continuously: latch what happened since the last look."""
+        now = self.world.clock.now()
+        if self.state == "RUN":
+            self._aer = True
+            edge = self._find_trigger(self.run_checked)
+            if self.trig_sweep == "AUTO" or (edge is not None and edge <= now):
+                self._ter = True
+        elif self.state == "ARMING" and now >= self.armed_at:
+            self.state = "ARMED"
+        if self.state == "ARMED":
+            self._aer = True
+        self.run_checked = now
+
+    def _wait_armed(self) -> None:
+        """A status poll while the pre-trigger part fills: simulated time passes."""
+        if self.state == "ARMING":
+            self.world.wait(min(POLL_QUANTUM_S, max(0.0, self.armed_at - self.world.clock.now())))
+        self._latch_running()
 
     def _resolve(self, poll: bool) -> bool:
-        """Finish an armed acquisition if its trigger is due; a poll waits a quantum otherwise."""
-        if self.state != "ARMED":
+        """Finish a single acquisition if its trigger is due; a poll waits a quantum otherwise."""
+        if self.state not in ("ARMING", "ARMED"):
             return self.state == "DONE"
-        t_trigger = self._find_trigger(self.arm_time)
+        # Edges before the scope is armed are not seen.
+        t_trigger = self._find_trigger(self.armed_at)
         if t_trigger is None and self.trig_sweep == "AUTO":
-            t_trigger = self.arm_time + AUTO_TRIGGER_S
+            t_trigger = self.armed_at + AUTO_TRIGGER_S
         if t_trigger is None:
             if poll:
                 self.world.wait(POLL_QUANTUM_S)
+                self._latch_running()
             return False
         x_origin, span = self._window()
         self._acq_count += 1
         self.acq = Acquisition(self._acq_count, t_trigger, x_origin, span)
         self.world.wait_until(t_trigger + x_origin + span)  # the record fills in simulated time
         self.state = "DONE"
-        self._ter = True
+        self._ter = self._aer = True
         log.debug("%s triggered at %.6f (acquisition %d)", self.family, t_trigger, self._acq_count)
         return True
 
     def _current_acquisition(self) -> Acquisition:
         """The acquisition the data commands read; a running scope shows its latest sweep."""
-        if self.state in ("RUN", "ARMED") or self.acq is None:
+        if self.state in ("ARMING", "ARMED") and self.dialect == "keysight":
+            raise ScpiError(DATA_STALE, "the single acquisition has not completed (wait for :TER? = 1)")
+        if self.state in ("RUN", "ARMING", "ARMED") or self.acq is None:
             x_origin, span = self._window()
             self._acq_count += 1
             self.acq = Acquisition(self._acq_count, self.world.clock.now() - x_origin - span, x_origin, span)
@@ -170,6 +219,24 @@ class ScopeServer(InstrumentServer):
                 return False
         self._digitize_pending = False
         return True
+
+    def _run_acquisition(self) -> None:
+        self.state = "RUN"
+        self.run_checked = self.world.clock.now()
+
+    def _stop_acquisition(self) -> None:
+        self._latch_running()
+        if self.state != "DONE":
+            self.state = "STOP"
+
+    def _rigol_status(self) -> str:
+        if self.state == "RUN":
+            return "AUTO" if self.trig_sweep == "AUTO" else "RUN"
+        return {"ARMING": "RUN", "ARMED": "WAIT"}.get(self.state, "STOP")
+
+    def _cls(self, call: Call) -> None:
+        super()._cls(call)
+        self._ter = self._aer = False
 
     # --- signal -----------------------------------------------------------------------------
     def _record(self, acq: Acquisition, channel: int, points: int) -> np.ndarray:
@@ -210,6 +277,8 @@ class ScopeServer(InstrumentServer):
     # --- waveform transfer --------------------------------------------------------------------
     def _selection(self) -> tuple[int, int, int]:
         """(record points, first index, count) the next :WAV:DATA? returns."""
+        if self.dialect == "rigol" and self.rigol_mode == "RAW" and self.state not in ("STOP", "DONE"):
+            raise ScpiError(SETTINGS_CONFLICT, "RAW memory reads need the scope stopped (:STOP)")
         if self.dialect == "keysight":
             limit = KEYSIGHT_NORMAL_POINTS if self.wav_points_mode == "NORMAL" else KEYSIGHT_RAW_POINTS
             points = min(self.wav_points, limit)
@@ -353,9 +422,21 @@ class ScopeServer(InstrumentServer):
             self._digitize_pending = True
 
         def ter(call: Call) -> str:
+            self._latch_running()
             self._resolve(poll=True)
             fired, self._ter = self._ter, False  # reading the event register clears it
             return "+1" if fired else "+0"
+
+        def aer(call: Call) -> str:
+            self._wait_armed()
+            armed, self._aer = self._aer, False
+            return "+1" if armed else "+0"
+
+        def operation_condition(call: Call) -> str:
+            # Bit 3 (8) Run: acquiring; bit 5 (32) Wait Trig: armed, waiting for the trigger.
+            self._latch_running()
+            running = self.state in ("RUN", "ARMING", "ARMED")
+            return f"+{(8 if running else 0) | (32 if self.state == 'ARMED' else 0)}"
 
         def reference(call: Call) -> None:
             self.tb_reference = call.choice(0, "LEFT", "CENTer", "RIGHt")
@@ -366,7 +447,11 @@ class ScopeServer(InstrumentServer):
         def points(call: Call) -> None:
             self.wav_points = int(call.number(0, 100, KEYSIGHT_RAW_POINTS))
 
-        t.add(":TRIGger:SWEep", lambda c: setattr(self, "trig_sweep", c.choice(0, "AUTO", "NORMal")))
+        def keysight_sweep(call: Call) -> None:
+            self._latch_running()  # what the old sweep mode triggered stays latched
+            self.trig_sweep = call.choice(0, "AUTO", "NORMal")
+
+        t.add(":TRIGger:SWEep", keysight_sweep)
         t.add(":TRIGger:SWEep?", lambda c: self.trig_sweep[:4])
         t.add(":TIMebase:SCALe", lambda c: setattr(self, "tb_scale", c.number(0, 1e-9, 50.0)))
         t.add(":TIMebase:SCALe?", lambda c: f"{self.tb_scale:+.8E}")
@@ -377,10 +462,12 @@ class ScopeServer(InstrumentServer):
         t.add(":TIMebase:REFerence", reference)
         t.add(":TIMebase:REFerence?", lambda c: self.tb_reference[:4])
         t.add(":SINGle", lambda c: self._arm())
-        t.add(":RUN", lambda c: setattr(self, "state", "RUN"))
-        t.add(":STOP", lambda c: setattr(self, "state", "STOP" if self.state != "DONE" else "DONE"))
+        t.add(":RUN", lambda c: self._run_acquisition())
+        t.add(":STOP", lambda c: self._stop_acquisition())
         t.add(":DIGitize", digitize)
         t.add(":TER?", ter)
+        t.add(":AER?", aer)
+        t.add(":OPERegister:CONDition?", operation_condition)
         t.add(":ACQuire:POINts?", lambda c: f"+{KEYSIGHT_RAW_POINTS}")
         t.add(":WAVeform:SOURce", lambda c: setattr(self, "wav_source", _chan_number(c.arg(0))))
         t.add(":WAVeform:SOURce?", lambda c: f"CHAN{self.wav_source}")
@@ -408,13 +495,23 @@ class ScopeServer(InstrumentServer):
         def sweep(call: Call) -> None:
             self.trig_sweep = call.choice(0, "AUTO", "NORMal", "SINGle")
             if self.trig_sweep == "SINGLE":
+                self.stale_status = self._rigol_status()
                 self.trig_sweep = "NORMAL"
-                self._arm()
+                self._arm(RIGOL_SINGLE_LATENCY_S)
 
         def status(call: Call) -> str:
+            now = self.world.clock.now()
+            if self.state == "ARMING" and now < self.arm_time:
+                # :SINGle has not reached the acquisition system yet: the previous state shows.
+                self.world.wait(min(POLL_QUANTUM_S, self.arm_time - now))
+                return self.stale_status
+            if self.state == "ARMING":
+                self._wait_armed()
+                if self.state == "ARMING":
+                    return "RUN"  # filling the pre-trigger part; not armed yet
             if self.state == "ARMED":
                 return "STOP" if self._resolve(poll=True) else "WAIT"
-            return {"RUN": "AUTO" if self.trig_sweep == "AUTO" else "RUN"}.get(self.state, "STOP")
+            return self._rigol_status()
 
         def depth(call: Call) -> None:
             text = call.arg(0).strip().upper()
@@ -422,8 +519,13 @@ class ScopeServer(InstrumentServer):
                 self.rigol_depth = None
                 return
             value = int(call.number(0))
-            if value not in RIGOL_DEPTHS:
-                raise ScpiError(ILLEGAL_VALUE, f"memory depth {value}; allowed AUTO or {RIGOL_DEPTHS}")
+            # The memory is shared: two channels on get half of each depth, three or four a quarter.
+            on = sum(setup.display for setup in self.channels.values())
+            share = 1 if on <= 1 else 2 if on == 2 else 4
+            allowed = tuple(d // share for d in RIGOL_DEPTHS)
+            if value not in allowed:
+                raise ScpiError(ILLEGAL_VALUE, f"memory depth {value} with {on} channel(s) on; allowed AUTO or "
+                                               f"{allowed}")
             self.rigol_depth = value
 
         def item(call: Call) -> str:
@@ -443,12 +545,13 @@ class ScopeServer(InstrumentServer):
         t.add(":TIMebase[:MAIN]:OFFSet", lambda c: setattr(self, "tb_position", c.number(0, -500.0, 500.0)))
         t.add(":TIMebase[:MAIN]:OFFSet?", lambda c: f"{self.tb_position:.6e}")
         def single(call: Call) -> None:
+            self.stale_status = self._rigol_status()
             self.trig_sweep = "NORMAL"
-            self._arm()
+            self._arm(RIGOL_SINGLE_LATENCY_S)
 
         t.add(":SINGle", single)
-        t.add(":RUN", lambda c: setattr(self, "state", "RUN"))
-        t.add(":STOP", lambda c: setattr(self, "state", "STOP" if self.state != "DONE" else "DONE"))
+        t.add(":RUN", lambda c: self._run_acquisition())
+        t.add(":STOP", lambda c: self._stop_acquisition())
         t.add(":ACQuire:MDEPth", depth)
         t.add(":ACQuire:MDEPth?", lambda c: str(self.rigol_depth) if self.rigol_depth else "AUTO")
         t.add(":ACQuire:SRATe?", lambda c: f"{(self.rigol_depth or RIGOL_AUTO_DEPTH) / self._window()[1]:.6e}")

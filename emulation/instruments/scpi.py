@@ -24,6 +24,7 @@ ILLEGAL_VALUE = (-224, "Illegal parameter value")
 OUT_OF_RANGE = (-222, "Data out of range")
 SETTINGS_CONFLICT = (-221, "Settings conflict")
 TRIGGER_IGNORED = (-211, "Trigger ignored")
+DATA_STALE = (-230, "Data corrupt or stale")
 HARDWARE_MISSING = (-241, "Hardware missing")
 INVALID_BLOCK = (-161, "Invalid block data")
 QUEUE_OVERFLOW = (-350, "Queue overflow")
@@ -38,6 +39,11 @@ class ScpiError(Exception):
     def entry(self) -> str:
         text = f"{self.message}; {self.detail}" if self.detail else self.message
         return f'{self.code},"{text}"'
+
+
+class QueryBlocked(Exception):
+    """A query waits for something that will not happen (a fetch of a sweep that never started):
+    the parser stays in it, so the rest of the message is not executed and nothing is answered."""
 
 
 @dataclass
@@ -218,8 +224,25 @@ def find_message_end(buf: bytes | bytearray, start: int = 0) -> int | None:
             i = end
 
 
+_PLAIN = re.compile(rb"[\"'#()]")
+
+
+def _split_plain(message: bytes) -> list[tuple[str, list[Arg]]]:
+    """split_units for a message without strings, blocks or channel lists (the common case)."""
+    units: list[tuple[str, list[Arg]]] = []
+    for unit in message.decode("latin-1").split(";"):
+        header, _, rest = unit.strip().partition(" ")
+        if not header:
+            continue
+        rest = rest.strip()
+        units.append((header, [a.strip() for a in rest.split(",") if a.strip()] if rest else []))
+    return units
+
+
 def split_units(message: bytes) -> list[tuple[str, list[Arg]]]:
     """Split one program message into (header, args) units."""
+    if _PLAIN.search(message) is None and b"\t" not in message:
+        return _split_plain(message)
     units: list[tuple[str, list[Arg]]] = []
     args: list[Arg] = []
     current = bytearray()

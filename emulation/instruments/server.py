@@ -18,6 +18,7 @@ import numpy as np
 from emulation.instruments.scpi import (
     QUEUE_OVERFLOW,
     UNDEFINED_HEADER,
+    QueryBlocked,
     Call,
     CommandTree,
     Response,
@@ -192,9 +193,24 @@ def _close_quietly(sock: socket.socket) -> None:
 class InstrumentServer(LineServer):
     """SCPI instrument: subclasses register commands in `self.tree` and set `idn`.
 
+    Error queue (IEEE 488.2 / SCPI): every unit the model does not accept leaves an entry and
+    nothing else happens - an unknown header gives -113 "Undefined header"; a handler raises
+    `ScpiError(code_and_message, detail)` (e.g. `ScpiError(OUT_OF_RANGE, "...")` for -222) and
+    the server queues it; `push_error(ScpiError)` queues one from anywhere (e.g. a trigger the
+    model ignores, -211). `SYSTem:ERRor[:NEXT]?` pops the oldest entry as `<code>,"<message>"`
+    (`+0,"No error"` when empty), `*CLS` empties the queue and clears `*ESR?`; the queue holds
+    ERROR_QUEUE_DEPTH entries, the last being -350 "Queue overflow". A rejected query sends no
+    answer, as on the real instruments: the client times out and reads the queue.
+
+    Timing: each message costs `COMMAND_LATENCY_S` per unit, spent through `elapse(seconds)`
+    before it executes; `elapse` does nothing here, servers living in a simulated world override
+    it to advance the world's clock.
+
     Faults (`inject_fault`): "silence" drops query responses; "garbage" replaces a response with
     junk; subclasses add their own and consume them with `take_fault`.
     """
+
+    COMMAND_LATENCY_S = 0.0
 
     family = "scpi"
     idn = "phonebench,EMU,0,0"
@@ -286,6 +302,9 @@ class InstrumentServer(LineServer):
     def bus_trigger(self) -> None:
         """*TRG: a bus trigger."""
 
+    def elapse(self, seconds: float) -> None:
+        """Time a command takes on the instrument; servers with a simulated clock advance it."""
+
     # --- message execution -------------------------------------------------------------------
     def handle_message(self, conn: Connection, message: bytes) -> None:
         responses: list[bytes] = []
@@ -295,6 +314,8 @@ class InstrumentServer(LineServer):
             except ScpiError as exc:
                 self.push_error(exc)
                 return
+            if self.COMMAND_LATENCY_S:  # the message's parse and execution time, in one step
+                self.elapse(self.COMMAND_LATENCY_S * len(units))
             base: list[str] = []
             for header, args in units:
                 words, query, new_base = resolve_header(header, base)
@@ -314,6 +335,9 @@ class InstrumentServer(LineServer):
                 except ScpiError as exc:
                     self.push_error(exc)
                     continue
+                except QueryBlocked as exc:
+                    log.info("%s: `%s` blocks (%s); the rest of the message is not executed", self.family, header, exc)
+                    return
                 if query and result is not None:
                     responses.append(result if isinstance(result, bytes) else str(result).encode())
             if not responses:

@@ -1,0 +1,128 @@
+"""One fixture of the operator station, in its own process: an AcceptanceStation (on a station
+file's DUT, or on an emulated line's fixture) that accepts scanned serials one at a time and
+reports progress and results as plain dicts on a queue."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing as mp
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmulatedUnits:
+    """An emulated line behind the fixture: the units an operator can place on it."""
+
+    count: int = 20
+    faulty: int = 2
+    seed: int = 7
+    faults: tuple[str, ...] = ()
+    serial_format: str = "LN{seed:02d}{n:04d}"
+
+
+@dataclass(frozen=True)
+class FixtureSpec:
+    name: str
+    results_dir: Path
+    station_file: Path | None = None  # a real station's file (with dut), or None with `emulated`
+    dut: str | None = None
+    emulated: EmulatedUnits | None = None
+    calibration_config: str | None = None
+    retries: int = 1  # retests the acceptance run makes by itself (the retest policy)
+    operator_retests: int = 1  # retests the operator may ask for after that, per unit
+    retestable: tuple[str, ...] | None = None
+    profile: str = "acceptance"
+    batch: str | None = None
+    operator: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def start_fixture(spec: FixtureSpec, events: Any) -> tuple[mp.Process, Any]:
+    """The fixture's process and its command queue; it posts {"fixture": name, "event": ...} to `events`."""
+    ctx = mp.get_context("spawn")  # a clean interpreter: no server threads or sockets inherited
+    commands = ctx.Queue()
+    process = ctx.Process(target=_main, args=(spec, commands, events), name=f"fixture-{spec.name}", daemon=True)
+    process.start()
+    return process, commands
+
+
+def _main(spec: FixtureSpec, commands: Any, events: Any) -> None:
+    def send(event: dict[str, Any]) -> None:
+        events.put({"fixture": spec.name, **event})
+
+    try:
+        with _station(spec, send) as (station, line):
+            send({"event": "ready", "station": station.station.name, "dut": station.dut.name,
+                  "units": [u.serial for u in line.units] if line is not None else []})
+            while True:
+                command = commands.get()
+                if command.get("action") == "stop":
+                    return
+                if command.get("action") == "accept":
+                    _accept(station, line, str(command["serial"]), send)
+                elif command.get("action") == "repair":
+                    station.attempts.dispose(str(command["serial"]), station.station.name, "repair",
+                                             operator=station.operator)
+                    send({"event": "disposed", "serial": command["serial"], "disposition": "repair"})
+    except Exception as exc:  # the page must say why the fixture is down, not just go quiet
+        log.error("fixture %s stopped: %s", spec.name, exc)
+        send({"event": "down", "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
+              "trace": traceback.format_exc(limit=3)})
+
+
+@contextlib.contextmanager
+def _station(spec: FixtureSpec, send: Any) -> Any:
+    from bench.acceptance.judge import RetestPolicy
+    from bench.acceptance.runner import AcceptanceStation
+    from bench.operator.progress import ProgressReporter
+
+    policy = RetestPolicy(retries=spec.retries) if spec.retestable is None else \
+        RetestPolicy(retries=spec.retries, retestable=frozenset(spec.retestable))
+    with contextlib.ExitStack() as stack:
+        line = None
+        station_file = spec.station_file
+        if spec.emulated is not None:
+            from bench.backend import emulated_line
+
+            e = spec.emulated
+            line = stack.enter_context(emulated_line(count=e.count, faulty=e.faulty, seed=e.seed,
+                                                     **({"faults": e.faults} if e.faults else {}),
+                                                     name=f"emulated-line-{spec.name}", serial_format=e.serial_format))
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"phonebench-{spec.name}-")))
+            station_file = line.write_station(folder / "fixture.toml", results_dir=spec.results_dir)
+        station = stack.enter_context(AcceptanceStation(
+            station_file, dut=spec.dut, results_dir=spec.results_dir, calibration_config=spec.calibration_config,
+            policy=policy, operator=spec.operator, batch=spec.batch, profile=spec.profile,
+            observers=(ProgressReporter(send),)))
+        if line is not None and station.check_calibration():
+            from bench.calibration.fixture import EmulatedFixture
+            from bench.calibration.runner import calibrate_station
+            from bench.calibration.settings import load_settings
+
+            send({"event": "calibrating"})
+            calibrate_station(station.station, EmulatedFixture(line.world), load_settings(spec.calibration_config),
+                              operator=station.operator, results_dir=spec.results_dir)
+        yield station, line
+
+
+def _accept(station: Any, line: Any, serial: str, send: Any) -> None:
+    if line is not None:  # the operator places the unit with this serial (an unknown one: the last stays)
+        unit = next((u for u in line.units if u.serial == serial), None)
+        if unit is not None:
+            line.load(unit)
+        elif line.phone is None:
+            line.load(line.units[0])
+    send({"event": "started", "serial": serial})
+    result = station.accept(serial)
+    send({"event": "result", "serial": serial, "outcome": result.outcome, "reason": result.reason,
+          "attempts": len(result.attempts), "cycle_s": result.cycle_s, "takt_s": result.takt_s,
+          "failures": [{"check": f.check, "words": f.words, "reason": f.reason, "kind": f.kind}
+                       for f in result.failures],
+          "first_pass": result.first_pass,
+          "run_id": result.attempts[-1].run_id if result.attempts else None})

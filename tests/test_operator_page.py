@@ -1,0 +1,166 @@
+"""The operator station in a real headless Chromium (Debian's chromium + chromium-driver through
+Selenium) on two emulated fixtures: scan, live progress, PASS, FAIL with the reason in words,
+retest and send to repair by the policy, a wrong serial refused, two fixtures at once. Screenshots
+are kept in reports/test-artifacts/operator/."""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from bench.operator.app import OperatorStation, serve
+from bench.operator.fixture import EmulatedUnits, FixtureSpec
+from bench.core.paths import SOURCE_ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+HAVE_BROWSER = Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()
+pytestmark = pytest.mark.skipif(not HAVE_BROWSER and not os.environ.get("CI"),
+                                reason="Debian chromium and chromium-driver are not installed (`make system-deps`)")
+ARTIFACTS = SOURCE_ROOT / "reports" / "test-artifacts" / "operator"
+WAIT_S = 600.0  # an upper bound for a loaded 2-core machine, not a speed target
+
+
+@pytest.fixture(scope="module")
+def station(tmp_path_factory) -> Iterator[tuple[OperatorStation, str]]:
+    results = tmp_path_factory.mktemp("operator")
+    # Fixture A's units: LN07...; unit 1 of seed 7 is the faulty one (no redundancy). Fixture B: LN09...
+    specs = [FixtureSpec(name=name, results_dir=results, retries=0, operator_retests=1,
+                         emulated=EmulatedUnits(count=3, faulty=1, seed=seed, faults=("no-redundancy",)))
+             for name, seed in (("A", 7), ("B", 9))]
+    with OperatorStation(specs, title="test line") as op:
+        server = serve(op, "127.0.0.1", 0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield op, f"http://127.0.0.1:{server.server_port}/"
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--no-first-run",
+                "--window-size=1280,1100"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(driver, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+
+
+def text(driver, element_id: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, element_id).text
+
+
+def wait_for(driver, condition, what: str, limit_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    shot(driver, f"timeout-{what}")
+    raise AssertionError(f"the page never showed {what} (screenshot kept)")
+
+
+def scan(driver, fixture: str, serial: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    field = driver.find_element(By.ID, f"scan-{fixture}")
+    field.send_keys(serial + Keys.ENTER)  # what a barcode scanner types
+
+
+def test_operator_runs_two_fixtures_from_the_page(station, browser):
+    from selenium.webdriver.common.by import By
+
+    op, url = station
+    browser.get(url)
+    wait_for(browser, lambda: "ready" in text(browser, "why-A") and "ready" in text(browser, "why-B"),
+             "both fixtures ready")
+    # A wrong serial is refused at once, in words, and nothing starts.
+    scan(browser, "A", "not a serial!")
+    wait_for(browser, lambda: "is not a serial" in text(browser, "message-A"), "the refusal")
+    # Two fixtures at once: the faulty unit on A, a good one on B.
+    scan(browser, "A", "LN070001")
+    scan(browser, "B", "LN090002")
+    wait_for(browser, lambda: text(browser, "big-A") == "TESTING" and text(browser, "big-B") == "TESTING",
+             "both fixtures testing")
+    # The steps list is redrawn twice a second: read it in the page, not through stale element handles.
+    wait_for(browser, lambda: browser.execute_script(
+        "return [...document.querySelectorAll('#steps-A li')].some(li => li.className === 'done')"), "live progress")
+    shot(browser, "testing")
+    wait_for(browser, lambda: text(browser, "big-B") == "PASS", "PASS on fixture B")
+    wait_for(browser, lambda: text(browser, "big-A") == "FAIL", "FAIL on fixture A")
+    assert "Redundancy" in text(browser, "why-A") and "LN070001" in text(browser, "why-A")  # the reason in words
+    assert "unit accepted" in text(browser, "why-B")
+    shot(browser, "pass-and-fail")
+    # The policy allows one operator retest of a retestable failure, then only the repair.
+    retest = browser.find_element(By.ID, "retest-A")
+    assert retest.is_enabled() and browser.find_element(By.ID, "repair-A").is_enabled()
+    retest.click()
+    wait_for(browser, lambda: text(browser, "big-A") == "TESTING", "the retest starting")
+    wait_for(browser, lambda: text(browser, "big-A") == "FAIL", "the retest failing again")
+    wait_for(browser, lambda: not browser.find_element(By.ID, "retest-A").is_enabled(), "retest no longer offered")
+    browser.find_element(By.ID, "repair-A").click()
+    wait_for(browser, lambda: "sent to repair" in text(browser, "why-A"), "the repair disposition")
+    shot(browser, "sent-to-repair")
+    rows = browser.execute_script("return [...document.querySelectorAll('#unit-rows tr')].map(r => r.innerText)")
+    assert any("LN090002" in r and "pass" in r for r in rows)
+    assert any("LN070001" in r and "repair" in r for r in rows)
+    # A reload loses nothing: the state lives in the station, not in the page.
+    browser.refresh()
+    wait_for(browser, lambda: text(browser, "big-B") == "PASS" and "sent to repair" in text(browser, "why-A"),
+             "the same state after a reload")
+    assert text(browser, "units") == "2"
+    # The unit placed on A is still LN070001: scanning another serial is a wrong unit, the line stops.
+    scan(browser, "A", "ZZ000001")
+    wait_for(browser, lambda: text(browser, "big-A") == "STOP", "the wrong-unit stop")
+    assert "wrong unit" in text(browser, "why-A")
+    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []  # no blocked content, no script errors
+
+
+def test_the_page_refuses_foreign_hosts_and_posts_without_its_token(station):
+    import json
+    import urllib.error
+    import urllib.request
+
+    op, url = station
+    bad_host = urllib.request.Request(url + "api/state", headers={"Host": "attacker.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(bad_host, timeout=30)
+    assert refused.value.code == 421
+    no_token = urllib.request.Request(url + "api/scan", data=json.dumps({"fixture": "B", "serial": "LN090003"}).encode(),
+                                      headers={"Content-Type": "application/json"}, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as forbidden:
+        urllib.request.urlopen(no_token, timeout=30)
+    assert forbidden.value.code == 403
+    with pytest.raises(urllib.error.HTTPError) as unknown:
+        urllib.request.urlopen(urllib.request.Request(url + "api/shell", data=b"{}", method="POST",
+                                                      headers={"Content-Type": "application/json",
+                                                               "X-Operator-Token": op.token}), timeout=30)
+    assert unknown.value.code == 404
