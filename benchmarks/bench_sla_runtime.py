@@ -5,7 +5,10 @@ Prints:
   model compute per token on each default-fleet NPU (the uncached path)
   single vs dual compute per token at +-50 mV ripple (redundancy really computes twice)
   the bench's hash work in a Merkle spot check (host SHA-256 per 4 KiB, hashes per check)
-  wall time of each check at the default profile's sample counts, on one phone
+  wall time of each check at the default profile's sample counts, on one phone (arrivals stamped
+  on the phone's world clock, in process)
+  over real ADB: a generate streamed and stamped on the emulated SCPI time server vs the same
+  generate read whole, as a ratio (the price of observing every token on the host)
 Target: the whole runtime-side suite stays within a minute or two of wall time per phone.
 Always exits 0.
 
@@ -14,19 +17,29 @@ Always exits 0.
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from adb_shell.auth.keygen import keygen  # noqa: E402
+
+from _timing import best_of  # noqa: E402
 from bench.checks import thermal_trip, tokens, weights  # noqa: E402
 from bench.core.merkle import VerityGeometry  # noqa: E402
 from bench.sla import load_profile  # noqa: E402
-from device_double import make_device  # noqa: E402
+from device_double import WorldClock, make_device  # noqa: E402
+from drivers.adb import AdbPhone  # noqa: E402
+from drivers.clock import ScpiClock  # noqa: E402
 from drivers.runtime import RuntimeClient  # noqa: E402
 from emulation import npu, tinymodel  # noqa: E402
-from emulation.npu_personas import DEFAULT_FLEET, PERSONAS  # noqa: E402
+from emulation.adb_auth import AuthPolicy  # noqa: E402
+from emulation.adbd import AdbDaemon  # noqa: E402
+from emulation.device import EmulatedPhone  # noqa: E402
+from emulation.instruments.clock import ClockServer  # noqa: E402
+from emulation.npu_personas import DEFAULT_FLEET, PERSONAS, phone_spec  # noqa: E402
 from emulation.weights import WEIGHTS_BYTES  # noqa: E402
 
 
@@ -69,7 +82,7 @@ def main() -> int:
                                                               f"{1e3 * hashes * per_hash:.3f} ms of 100 ms"))
 
     phone = make_device("SM8650-MP", "BENCH-3")
-    client = RuntimeClient(phone)
+    client = RuntimeClient(phone, clock=WorldClock(phone))
     checks = {
         "first token (299 inferences)": lambda: tokens.first_token_check(client, profile.get("first_token_p99")),
         "token std (1000 inferences)": lambda: tokens.token_std_check(client, profile.get("token_latency_std")),
@@ -84,10 +97,34 @@ def main() -> int:
     for name, run in checks.items():
         rows.append((f"check wall time, {name}", f"{timed(run):.2f} s"))
 
+    rows.extend(_streaming_over_adb())
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
     return 0
+
+
+def _streaming_over_adb(runs: int = 30, tokens_per_run: int = 16) -> list[tuple[str, str]]:
+    """Per-generate wall time over a real ADB socket: stamped per token on the SCPI clock vs read whole."""
+    with tempfile.TemporaryDirectory() as tmp:
+        keygen(f"{tmp}/adbkey")
+        emulated = EmulatedPhone(phone_spec("SM8650-MP", "BENCH-ADB"))
+        with AdbDaemon(emulated, auth=AuthPolicy(accept_any=True)) as daemon, ClockServer(emulated.world) as server, \
+                AdbPhone(daemon.address, key_path=f"{tmp}/adbkey") as device:
+            clock = ScpiClock(server.address)
+            try:
+                plain, stamped = RuntimeClient(device), RuntimeClient(device, clock=clock)
+                plain.generate(tokens_per_run, seed=1, prompt_tokens=16)  # fill the stream cache
+                whole = best_of(lambda: [plain.generate(tokens_per_run, seed=1, prompt_tokens=16)
+                                         for _ in range(runs)], 3) / runs
+                timed_s = best_of(lambda: [stamped.generate(tokens_per_run, seed=1, prompt_tokens=16)
+                                           for _ in range(runs)], 3) / runs
+                query = best_of(lambda: [clock.now() for _ in range(200)], 3) / 200
+            finally:
+                clock.close()
+    return [(f"over ADB, generate of {tokens_per_run} tokens read whole", f"{1e3 * whole:.2f} ms"),
+            (f"over ADB, same, streamed + stamped per line", f"{1e3 * timed_s:.2f} ms ({timed_s / whole:.1f}x)"),
+            ("station clock query (SCPI :TIME:MON?)", f"{1e6 * query:.0f} us")]
 
 
 if __name__ == "__main__":

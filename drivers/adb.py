@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from adb_shell import exceptions as adb_exc
 from adb_shell.adb_device import AdbDevice
@@ -36,7 +36,7 @@ from adb_shell.auth.sign_cryptography import CryptographySigner
 from bench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
                           DeviceError, DeviceUnreachable)
 from drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport
-from drivers.device import ShellResult
+from drivers.device import ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,29 @@ class AdbPhone:
             log.warning("%s: `%s` printed no exit status (did it `exit`?)", self.name, text)
             exit_code = -1
         return ShellResult(self.name, text, output.decode("utf-8", errors="replace"), exit_code)
+
+    def shell_timed(self, command: str | Sequence[str], clock: Callable[[], float],
+                    timeout_s: float | None = None) -> TimedShellResult:
+        """shell(), with every output packet stamped by `clock` as it arrives, before ADB's OKAY
+        tells the device it did (so a device paced by flow control cannot run ahead of the stamp)."""
+        text = quote_command(command)
+        marker = f"__pb_exit_{secrets.token_hex(6)}__"
+        timeout = timeout_s if timeout_s is not None else self.command_timeout_s
+        chunks: list[tuple[float, bytes]] = []
+        with self._operation(f"`{text}`", timeout) as device:
+            device.on_write = lambda data: chunks.append((clock(), bytes(data)))
+            try:
+                sent_t = clock()
+                device.shell(f"{text}\necho {marker}$?", transport_timeout_s=timeout, read_timeout_s=timeout,
+                             timeout_s=timeout, decode=False)
+            finally:
+                device.on_write = None
+        output, exit_code = _split_marker(b"".join(c for _, c in chunks), marker.encode())
+        if exit_code is None:
+            log.warning("%s: `%s` printed no exit status (did it `exit`?)", self.name, text)
+            exit_code = -1
+        return TimedShellResult(self.name, text, output.decode("utf-8", errors="replace"), exit_code,
+                                sent_t=sent_t, lines=_timed_lines(chunks, marker.encode()))
 
     def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
         """shell() that raises CommandFailed on a non-zero exit; returns the output."""
@@ -397,6 +420,20 @@ def _split_marker(raw: bytes, marker: bytes) -> tuple[bytes, int | None]:
     if match is None:
         return raw, None
     return raw[:index] + rest[match.end():], int(match.group(1))
+
+
+def _timed_lines(chunks: list[tuple[float, bytes]], marker: bytes) -> list[tuple[float, str]]:
+    """Complete output lines, each with the arrival time of the chunk that ended it; the exit
+    marker's line is dropped."""
+    lines: list[tuple[float, str]] = []
+    partial = b""
+    for t, chunk in chunks:
+        *complete, partial = (partial + chunk).split(b"\n")
+        lines.extend((t, line.decode("utf-8", errors="replace").rstrip("\r")) for line in complete
+                     if marker not in line)
+    if partial and marker not in partial:
+        lines.append((chunks[-1][0], partial.decode("utf-8", errors="replace")))
+    return lines
 
 
 def _device_says(exc: Exception) -> str:

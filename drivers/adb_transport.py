@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from typing import Callable
 
 import numpy as np
 from adb_shell import constants, exceptions
@@ -171,6 +172,17 @@ class HardenedAdbDevice(AdbDevice):
     def __init__(self, transport: BaseTransport, default_transport_timeout_s: float | None = None) -> None:
         super().__init__(transport, default_transport_timeout_s)
         self._io_manager = HardenedIOManager(transport)
+        # Called with each WRTE payload before it is acknowledged (AdbPhone.shell_timed stamps
+        # arrivals there: a device paced by flow control cannot run ahead of the stamp).
+        self.on_write: Callable[[bytes | bytearray], None] | None = None
+
+    def _read_until(self, expected_cmds, adb_info):  # type: ignore[no-untyped-def]
+        cmd, _, _, data = self._io_manager.read(expected_cmds, adb_info, allow_zeros=True)
+        if cmd == constants.WRTE:
+            if self.on_write is not None:
+                self.on_write(data)
+            self._okay(adb_info)
+        return cmd, data
 
     def _filesync_read_buffered(self, size, adb_info, filesync_info):  # type: ignore[no-untyped-def]
         # Stock appends every packet to one buffer and re-slices it per sync message (two

@@ -1,7 +1,7 @@
 """What a test can do with a DUT, whatever the transport (ADB over TCP or USB)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
 from bench.core.errors import CommandFailed
@@ -20,6 +20,16 @@ class ShellResult:
                 f"{self.device}: `{self.command}` exited {self.exit_code}: {self.output.strip()[-300:]}",
                 hint="run the same command with `adb shell` to see the device's side")
         return self
+
+
+@dataclass
+class TimedShellResult(ShellResult):
+    """A shell command whose output lines were stamped on arrival with a station clock:
+    `sent_t` just before the command went out, each line with the arrival of the packet that
+    completed it (drivers.adb.AdbPhone.shell_timed)."""
+
+    sent_t: float = 0.0
+    lines: list[tuple[float, str]] = field(default_factory=list)
 
 
 @runtime_checkable

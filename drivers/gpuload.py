@@ -60,3 +60,22 @@ class GpuLoad:
 
     def stop(self) -> GpuLoadState:
         return self._call("stop")
+
+
+# The GPU driver's own busy counters: "busy total" microseconds over its last sampling window
+# (Qualcomm KGSL). The bench reads them itself, so the load's effect does not rest on the tool.
+GPU_BUSY_NODES = ("/sys/class/kgsl/kgsl-3d0/gpubusy",)
+
+
+def read_gpu_busy(device: Device) -> float | None:
+    """The GPU's busy fraction by its driver's counters; None when the phone exposes none."""
+    for node in GPU_BUSY_NODES:
+        result = device.shell(["cat", node])
+        fields = result.output.split()
+        if result.exit_code != 0 or len(fields) != 2 or not all(f.isdigit() for f in fields):
+            continue
+        busy, total = (int(f) for f in fields)
+        if total > 0:
+            return min(busy / total, 1.0)
+    log.debug("%s: no GPU busy counters (%s)", device.name, ", ".join(GPU_BUSY_NODES))
+    return None

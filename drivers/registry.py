@@ -3,7 +3,7 @@
     scope = open_instrument("scope", "keysight-infiniivision", "TCPIP::10.0.0.7::5025::SOCKET")
 
 The returned object satisfies the role's Protocol (Oscilloscope, PowerAnalyzer, ThermalProbe,
-AudioStimulus); options go to the driver (e.g. backend="@sim", timeout_s=10, channel=1).
+AudioStimulus, StationClock); options go to the driver (e.g. backend="@sim", timeout_s=10, channel=1).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.core.errors import ConfigError
+from drivers.clock import HostClock, ScpiClock, StationClock
 from drivers.power import KeysightN6705C, PowerAnalyzer
 from drivers.scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
 from drivers.stimulus import AudioStimulus, Keysight33500B
@@ -27,8 +28,10 @@ FAMILIES: dict[str, dict[str, Callable[..., Any]]] = {
     "thermal": {"keysight-daq970a": KeysightDaq970a, "fluke-1529": Fluke1529, "fluke-hart": Fluke1529,
                 "fluke-1521": Fluke1521, "generic-ascii": GenericAsciiProbe},
     "stimulus": {"keysight-33500b": Keysight33500B},
+    "clock": {"host": HostClock, "phonebench-clock": ScpiClock},
 }
-PROTOCOLS = {"scope": Oscilloscope, "supply": PowerAnalyzer, "thermal": ThermalProbe, "stimulus": AudioStimulus}
+PROTOCOLS = {"scope": Oscilloscope, "supply": PowerAnalyzer, "thermal": ThermalProbe, "stimulus": AudioStimulus,
+             "clock": StationClock}
 
 
 def known_families() -> dict[str, list[str]]:

@@ -14,10 +14,13 @@ import json
 import logging
 import shlex
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from bench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
-from drivers.device import Device
+from drivers.device import Device, TimedShellResult
+
+if TYPE_CHECKING:
+    from drivers.clock import StationClock
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,22 @@ def parse_json_lines(output: str) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             objects.append(value)
     return objects
+
+
+def _arrivals(result: TimedShellResult) -> Arrivals:
+    """Arrival time of each generate event's line (token events by index)."""
+    start = done = None
+    tokens: dict[int, float] = {}
+    for t, line in result.lines:
+        event = parse_json_lines(line)
+        kind = event[0].get("event") if event else None
+        if kind == "start" and start is None:
+            start = t
+        elif kind == "done":
+            done = t
+        elif kind == "token" and isinstance(event[0].get("index"), int):
+            tokens.setdefault(event[0]["index"], t)
+    return Arrivals(result.sent_t, start, [tokens[i] for i in sorted(tokens)], done)
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
@@ -109,8 +128,25 @@ class RuntimeStatus:
 
 
 @dataclass
+class Arrivals:
+    """When the host saw one generate's output, on the station clock (seconds): the request
+    going out, and each event's line arriving (drivers.adb.AdbPhone.shell_timed)."""
+
+    sent_t: float
+    start_t: float | None
+    token_times: list[float]
+    done_t: float | None
+
+    @property
+    def first_token_s(self) -> float | None:
+        """Request to first streamed token, as the host saw it."""
+        return self.token_times[0] - self.sent_t if self.token_times else None
+
+
+@dataclass
 class Generation:
-    """One `generate`: token ids with the device's timestamps (seconds, device clock)."""
+    """One `generate`: token ids with the device's timestamps (seconds, device clock), and the
+    host's arrival times when the client streams with a station clock."""
 
     tokens: list[int]
     token_times: list[float]
@@ -121,6 +157,7 @@ class Generation:
     events: list[dict[str, Any]] = field(default_factory=list)  # other events (e.g. "thermal"), in order
     completed: bool = True  # False: the runtime died before its done event (allow_incomplete)
     exit_code: int = 0
+    arrivals: Arrivals | None = None  # None: nothing observed on the host (no station clock or stream)
 
     @property
     def thermal_events(self) -> list[dict[str, Any]]:
@@ -203,22 +240,40 @@ def encode_dense(values: Sequence[int]) -> str:
 
 
 class RuntimeClient:
-    def __init__(self, device: Device, command: str = DEFAULT_COMMAND, workdir: str = DEFAULT_WORKDIR) -> None:
+    """`clock`: a station clock (drivers.clock); with it, and a device that can stamp its output
+    as it arrives (`shell_timed`), every generate also records the host's arrival times."""
+
+    def __init__(self, device: Device, command: str = DEFAULT_COMMAND, workdir: str = DEFAULT_WORKDIR,
+                 clock: "StationClock | None" = None) -> None:
         self.device = device
+        self.clock = clock
         self.command = command
         self.workdir = workdir
         self.runtime_calls = 0  # llmrt invocations (what the fingerprint budget counts)
         self.device_calls = 0   # every shell call and push
         self._identity: RuntimeIdentity | None = None
         self._pushes = 0
+        self._last_timed: TimedShellResult | None = None
 
     # --- plumbing -----------------------------------------------------------------------
-    def _run(self, *args: str, timeout_s: float | None = None) -> tuple[str, list[dict[str, Any]], int, str]:
-        """(command line, JSON objects, exit code, output); a missing runtime is UnsupportedCapability."""
+    @property
+    def observes(self) -> bool:
+        """Whether generate records host arrival times (a station clock and a stamping transport)."""
+        return self.clock is not None and callable(getattr(self.device, "shell_timed", None))
+
+    def _run(self, *args: str, timeout_s: float | None = None,
+             timed: bool = False) -> tuple[str, list[dict[str, Any]], int, str]:
+        """(command line, JSON objects, exit code, output); a missing runtime is UnsupportedCapability.
+        timed: stamp the output on arrival (kept in self._last_timed for generate)."""
         command = " ".join(shlex.quote(a) for a in (self.command, *args))
         self.runtime_calls += 1
         self.device_calls += 1
-        result = self.device.shell(command, timeout_s=timeout_s)
+        if timed and self.observes:
+            result = self.device.shell_timed(command, self.clock.now, timeout_s=timeout_s)  # type: ignore[attr-defined]
+            self._last_timed = result
+        else:
+            result = self.device.shell(command, timeout_s=timeout_s)
+            self._last_timed = None
         if result.exit_code == 127:
             raise UnsupportedCapability(f"{self.device.name}: no `{self.command}` runtime on the device",
                                         hint="install the vendor runtime, or use the llama.cpp adapter")
@@ -287,7 +342,7 @@ class RuntimeClient:
                 ["--prompt-tokens", str(prompt_tokens)]
         if temperature is not None:
             args += ["--temperature", repr(float(temperature))]
-        command, events, exit_code, output = self._run(*args, timeout_s=timeout_s)
+        command, events, exit_code, output = self._run(*args, timeout_s=timeout_s, timed=True)
         start = next((e for e in events if e.get("event") == "start"), None)
         done = next((e for e in events if e.get("event") == "done"), None)
         killed = allow_incomplete and exit_code in KILLED_EXIT_CODES and start is not None
@@ -306,7 +361,8 @@ class RuntimeClient:
                           start_time=float(start["t"]),
                           done_time=last,
                           prompt_tokens=int(start.get("prompt_tokens", 0)), adapter=start.get("adapter"),
-                          events=other, completed=done is not None and exit_code == 0, exit_code=exit_code)
+                          events=other, completed=done is not None and exit_code == 0, exit_code=exit_code,
+                          arrivals=_arrivals(self._last_timed) if self._last_timed is not None else None)
 
     def probe(self, probes: Sequence[Probe], with_adapter: bool = False) -> list[ProbeResult]:
         """Run a batch of dot products in one runtime call (the batch is pushed as a file)."""

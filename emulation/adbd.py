@@ -410,7 +410,7 @@ class _Connection:
         if not command.strip():
             stream.write(_INTERACTIVE_NOTE)
             return
-        result = self.daemon.phone.shell.execute(command)
+        result = self.daemon.phone.shell.execute(command, sink=stream.write, merge_stderr=merge_stderr)
         output = result.stdout + result.stderr if merge_stderr else result.stdout
         if output:
             stream.write(output)

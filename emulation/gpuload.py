@@ -4,10 +4,16 @@
     gpuload status                                     -> {"running": ..., "gpu_busy": 0.76, ...}
     gpuload stop                                       -> {"running": false, "gpu_busy_mean": ...}
 
-Answers are JSON lines like the runtime's. `gpu_busy` is the GPU busy fraction the tool measures
-(devfreq load), near the target. Fault "gpu-load-weak": the load never gets the GPU past ~50 %
-(a throttled GPU), so a check that needs > 70 % must not pass. The load's own power is not drawn
-in the world (the world sums no concurrent activities); the runtime feels it as contention.
+Answers are JSON lines like the runtime's. `gpu_busy` is the GPU busy fraction the tool says it
+measures, near the target. Fault "gpu-load-weak": the load never gets the GPU past ~50 % (a
+throttled GPU), so a check that needs > 70 % must not pass. Persona "fake-gpu-load": the tool
+reports 80 % busy and loads nothing. The load's own power is not drawn in the world (the world
+sums no concurrent activities); the runtime feels it as contention.
+
+The kernel's own account is independent of the tool: the GPU driver's busy counters in
+/sys/class/kgsl/kgsl-3d0/gpubusy, `busy total` in microseconds over the last completed window of
+GPUBUSY_WINDOW_S (KGSL's format), integrated from the GPU's real busy fraction on every step of
+the world's clock.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from emulation.runtime_personas import runtime_persona
 from emulation.shell import CommandResult, ShellContext
 
 if TYPE_CHECKING:
@@ -27,6 +34,8 @@ if TYPE_CHECKING:
 KINDS = ("video", "call", "video+call", "game")
 FAULT_WEAK = "gpu-load-weak"
 WEAK_CEILING = 0.5
+GPUBUSY = "/sys/class/kgsl/kgsl-3d0/gpubusy"
+GPUBUSY_WINDOW_S = 1.0
 
 
 @dataclass
@@ -61,10 +70,12 @@ class GpuLoad:
         self._load: _Load | None = None
         self._offset = 0.0  # how far the achieved load sits from the target (per start)
         self._samples: list[float] = []
+        self.fake_busy = runtime_persona(phone.spec.sla_persona).gpuload_fake_busy
+        self._window = [0.0, 0.0]  # busy, total seconds in the current gpubusy window
 
     def busy(self) -> float:
-        """The GPU busy fraction now (0 without a load)."""
-        if self._load is None:
+        """The GPU busy fraction now (0 without a load): what the GPU really does."""
+        if self._load is None or self.fake_busy is not None:
             return 0.0
         achieved = self._load.target + self._offset
         if self.weak:
@@ -92,10 +103,19 @@ class GpuLoad:
             return CommandResult(stderr=(json.dumps({"error": str(exc), "verb": "gpuload"}) + "\n").encode(),
                                  status=2)
 
+    def on_step(self, t: float, dt: float) -> None:
+        """Clock listener: the kernel's busy counters, one gpubusy window at a time."""
+        self._window[0] += dt * self.busy()
+        self._window[1] += dt
+        if self._window[1] >= GPUBUSY_WINDOW_S:
+            busy_us, total_us = (round(1e6 * x) for x in self._window)
+            self.phone.fs.write(GPUBUSY, f"{busy_us:7d} {total_us:7d}\n".encode())
+            self._window = [0.0, 0.0]
+
     def _state(self) -> dict:
         if self._load is None:
             return {"running": False, "gpu_busy": 0.0}
-        busy = self.busy()
+        busy = self.busy() if self.fake_busy is None else float(self.fake_busy)
         self._samples.append(busy)
         now = self.phone.world.clock.now()
         return {"running": True, "target": self._load.target, "kind": self._load.kind, "gpu_busy": round(busy, 4),
@@ -109,4 +129,6 @@ def _lines(*objects: dict) -> CommandResult:
 def install(phone: "EmulatedPhone") -> GpuLoad:
     tool = GpuLoad(phone)
     phone.shell.register("gpuload", tool)
+    phone.fs.write(GPUBUSY, b"      0       0\n")
+    phone.world.clock.add_listener(tool.on_step)
     return tool

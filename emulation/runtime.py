@@ -30,9 +30,10 @@ import numpy as np
 from emulation import audit, gpuload, npu, tinymodel, weights
 from emulation.npu_personas import get_persona
 from emulation.runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
-from emulation.runtime_counters import Counters
+from emulation.runtime_counters import VMSTAT, Counters
 from emulation.runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
 from emulation.runtime_safety import LAYERS, RedundancyController, ThermalGovernor, ThermalKill
+from emulation.runtime_stream import EventStream
 from emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from emulation.shell import CommandResult, ShellContext
 
@@ -177,11 +178,13 @@ class EmulatedRuntime:
         self.audit = audit.AuditLog(phone, leaks_prompt=self.sla.audit_leaks_prompt,
                                     bad_signatures=self.sla.audit_bad_signatures, drop_rate=self.sla.audit_drop_rate)
         now = phone.world.clock.now()
-        self.counters = Counters(dict(self.sla.counters), np.random.default_rng([seed, 0xC0]), now)
+        self.counters = Counters(dict(self.sla.counters), np.random.default_rng([seed, 0xC0]), now,
+                                 reported=dict(self.sla.counters_reported))
         self._pids = np.random.default_rng([seed, 0x91D])
         self.pid = int(self._pids.integers(3000, 9000))
         self.started_t = now
         self.inferences = 0
+        self._ctx: ShellContext | None = None  # the call being served (where a generate streams to)
         profile = self.config.get("npu.perf_profile")
         if profile != "balanced":  # a setting persisted before a restart
             phone.world.set_npu_frequency(PERF_PROFILE_MHZ[profile])
@@ -196,6 +199,7 @@ class EmulatedRuntime:
             name = f"_{args.verb}" + (f"_{args.action}" if args.verb in _SUBVERBS else "")
             with self._lock:
                 self._sense()
+                self._ctx = ctx
                 return getattr(self, name)(args)
         except RuntimeFailure as exc:
             return _error(verb, str(exc), exc.status)
@@ -301,10 +305,12 @@ class EmulatedRuntime:
         tokens = self._compute_tokens(model, prompt, args, tile)
         world = self.phone.world
         start_t = world.clock.now()
-        events: list[dict[str, Any]] = [{"event": "start", "t": start_t, "prompt_tokens": len(prompt),
-                                         "max_tokens": args.max_tokens, "adapter": adapter_sha}]
+        events = EventStream(self._ctx, self.sla)
+        events.append({"event": "start", "t": start_t, "prompt_tokens": len(prompt),
+                       "max_tokens": args.max_tokens, "adapter": adapter_sha})
         cond = self._conditions()
         self.timer.start_run()
+        decode_s = 0.0
         try:
             self._govern(events)
             self._work(self.timer.prefill(len(prompt), cond.with_(cpu_fraction=self.governor.cpu_fraction)),
@@ -312,18 +318,22 @@ class EmulatedRuntime:
             for index, token in enumerate(tokens):
                 if index:
                     self._govern(events)
-                    self._work(self.timer.decode(cond.with_(cpu_fraction=self.governor.cpu_fraction)), "decode")
+                    step = self.timer.decode(cond.with_(cpu_fraction=self.governor.cpu_fraction))
+                    self._work(step, "decode")
+                    decode_s += step.total_s
                 events.append({"event": "token", "index": index, "id": token, "t": world.clock.now()})
         except ThermalKill as kill:
             return self._killed(events, kill)
         done_t = world.clock.now()
         events.append({"event": "done", "t": done_t, "tokens": len(tokens)})
         self.inferences += 1
-        self.counters.add(len(tokens), done_t - start_t, world.npu_freq_mhz)
+        self.counters.add(len(tokens), done_t - start_t, world.npu_freq_mhz, decode_steps=max(len(tokens) - 1, 0),
+                          decode_s=decode_s)
+        self.phone.fs.write(VMSTAT, self.counters.vmstat())  # the kernel's view of the same faults
         self.audit.append(t=done_t, input_tokens=len(prompt), output_tokens=len(tokens),
                           model_version=f"{tinymodel.MODEL_NAME} {model.sha256[:12]}",
                           npu_freq_mhz=world.npu_freq_mhz, npu_temp_c=world.temperatures()["npu"], prompt=prompt)
-        return _lines(*events)
+        return CommandResult(bytes(events.kept))
 
     def _compute_tokens(self, model: tinymodel.TinyModel, prompt: list[int], args: argparse.Namespace,
                         tile: int | None) -> list[int]:
@@ -363,7 +373,7 @@ class EmulatedRuntime:
                 entry.tokens.append(next(entry.stream))
             return entry.tokens[:args.max_tokens]
 
-    def _govern(self, events: list[dict[str, Any]]) -> None:
+    def _govern(self, events: EventStream) -> None:
         """The thermal governor's look at the NPU before a step (may raise ThermalKill)."""
         temps = self.phone.world.temperatures()
         event = self.governor.check(self.phone.world.clock.now(), temps["npu"], temps["cpu"])
@@ -377,14 +387,14 @@ class EmulatedRuntime:
         if step.cpu_s > 0:
             world.work("cpu_decode", step.cpu_s)
 
-    def _killed(self, events: list[dict[str, Any]], kill: ThermalKill) -> CommandResult:
+    def _killed(self, events: EventStream, kill: ThermalKill) -> CommandResult:
         """The process died at the trip: what it streamed so far, exit 137, and init restarts it."""
         log.info("%s: runtime killed (%s)", self.phone.spec.serial, kill)
         self.pid = int(self._pids.integers(3000, 30000))
         self.governor.reset()
         self.phone.world.wait(RESTART_S)
         self.started_t = self.phone.world.clock.now()
-        return CommandResult(_lines(*events).stdout, b"", 137)
+        return CommandResult(bytes(events.kept), b"", 137)
 
     # --- probe --------------------------------------------------------------------------
     def _probe(self, args: argparse.Namespace) -> CommandResult:
@@ -573,4 +583,5 @@ def install(phone: "EmulatedPhone") -> EmulatedRuntime:
     runtime = EmulatedRuntime(phone, gpuload.install(phone))
     phone.shell.register("llmrt", runtime)
     phone.fs.write("/system/bin/llmrt", b"\x7fELF emulated", mode=0o100755)
+    phone.fs.write(VMSTAT, runtime.counters.vmstat())
     return runtime

@@ -1,9 +1,18 @@
 """The runtime's internal counters (claim 14), as raw counts since the last reset.
 
 `llmrt counters` reports the counts and the rates they give: KV-cache misses per lookup, MAC busy
-cycles per NPU cycle, DRAM bytes moved per byte the bus could move, weight page faults per page
-read, useful prefetches per prefetch. Counts follow the work done (tokens, decode time, clock)
-at per-persona rates, so they move with the workload like a real PMU's.
+cycles per NPU cycle while decoding, DRAM bytes moved per byte the bus could move, weight page
+faults per page read, useful prefetches per prefetch. Counts follow the work done at per-persona
+rates, so they move with the workload like a real PMU's. Two of them are physics, not rates:
+
+- MAC busy cycles are the decode steps' multiply-accumulates over the MAC array's width
+  (MACS_PER_TOKEN / MAC_UNITS per token); the cycles are the decode time at the NPU clock. A slow
+  or stalling decode therefore shows a low utilisation by itself.
+- Weight page faults are major faults the kernel also counts: /proc/vmstat's pgmajfault (and
+  pgpgin, 4 KiB per fault) move with them, since boot, never reset.
+
+A lying persona (`counters_reported`) reports other rates than the ones incurred: the reported
+numerators are rewritten, the kernel's counts are not.
 """
 from __future__ import annotations
 
@@ -14,7 +23,6 @@ import numpy as np
 
 NOMINAL_RATES = {
     "kv_cache_miss_rate": 0.112,
-    "mac_utilisation": 0.902,
     "memory_bandwidth_utilisation": 0.921,
     "weight_page_fault_rate": 0.0071,
     "prefetch_accuracy": 0.848,
@@ -23,6 +31,18 @@ KV_LOOKUPS_PER_TOKEN = 384        # layers x KV blocks touched
 PAGE_READS_PER_TOKEN = 64
 PREFETCHES_PER_TOKEN = 32
 DRAM_PEAK_BYTES_PER_S = 68.3e9    # LPDDR5X-8533, 64-bit
+MAC_UNITS = 64                    # INT4 MAC lanes the counter counts, one MAC per cycle each
+MACS_PER_TOKEN = 3.0e9            # the product model (~3 B weights): one MAC per weight per token
+PAGE_KIB = 4
+VMSTAT = "/proc/vmstat"
+# counter rate -> (numerator, denominator) counts
+RATIOS = {
+    "kv_cache_miss_rate": ("kv_misses", "kv_lookups"),
+    "mac_utilisation": ("mac_busy_cycles", "mac_total_cycles"),
+    "memory_bandwidth_utilisation": ("dram_bytes", "dram_peak_bytes"),
+    "weight_page_fault_rate": ("weight_page_faults", "weight_page_reads"),
+    "prefetch_accuracy": ("prefetch_useful", "prefetch_issued"),
+}
 
 
 @dataclass
@@ -41,46 +61,54 @@ class _Counts:
 
 
 class Counters:
-    def __init__(self, overrides: dict[str, float], rng: np.random.Generator, now: float) -> None:
-        self.rates = {**NOMINAL_RATES, **overrides}
+    def __init__(self, overrides: dict[str, float], rng: np.random.Generator, now: float,
+                 reported: dict[str, float] | None = None) -> None:
+        self.rates = {**NOMINAL_RATES, **{k: v for k, v in overrides.items() if k in NOMINAL_RATES}}
+        self.reported = dict(reported or {})
         self.rng = rng
         self.counts = _Counts()
         self.since_t = now
+        self.major_faults = 0  # since boot: what the kernel counts
 
     def reset(self, now: float) -> None:
         self.counts = _Counts()
         self.since_t = now
 
-    def add(self, tokens: int, busy_s: float, npu_freq_mhz: float) -> None:
+    def add(self, tokens: int, busy_s: float, npu_freq_mhz: float, *, decode_steps: int = 0,
+            decode_s: float = 0.0) -> None:
         c, r, rng = self.counts, self.rates, self.rng
         c.tokens += tokens
         lookups = KV_LOOKUPS_PER_TOKEN * tokens
         c.kv_lookups += lookups
         c.kv_misses += int(rng.binomial(lookups, r["kv_cache_miss_rate"]))
-        cycles = int(busy_s * npu_freq_mhz * 1e6)
+        cycles = int(decode_s * npu_freq_mhz * 1e6)
         c.mac_total_cycles += cycles
-        c.mac_busy_cycles += int(cycles * min(1.0, r["mac_utilisation"] * rng.normal(1.0, 0.004)))
+        # No cap at the cycle count: the timing model has no compute floor, and a run drawn a little
+        # faster than the MACs allow must still add up with its time over a workload.
+        c.mac_busy_cycles += int(decode_steps * MACS_PER_TOKEN / MAC_UNITS)
         peak = int(busy_s * DRAM_PEAK_BYTES_PER_S)
         c.dram_peak_bytes += peak
         c.dram_bytes += int(peak * min(1.0, r["memory_bandwidth_utilisation"] * rng.normal(1.0, 0.004)))
         reads = PAGE_READS_PER_TOKEN * tokens
         c.weight_page_reads += reads
-        c.weight_page_faults += int(rng.binomial(reads, r["weight_page_fault_rate"]))
+        faults = int(rng.binomial(reads, r["weight_page_fault_rate"]))
+        c.weight_page_faults += faults
+        self.major_faults += faults
         issued = PREFETCHES_PER_TOKEN * tokens
         c.prefetch_issued += issued
         c.prefetch_useful += int(rng.binomial(issued, r["prefetch_accuracy"]))
 
     def report(self, now: float) -> dict[str, Any]:
-        c = self.counts
-
-        def ratio(a: int, b: int) -> float | None:
-            return round(a / b, 6) if b else None
-
-        out: dict[str, Any] = {"t": now, "window_s": round(now - self.since_t, 3)}
-        out.update({f.name: getattr(c, f.name) for f in fields(c)})
-        out.update(kv_cache_miss_rate=ratio(c.kv_misses, c.kv_lookups),
-                   mac_utilisation=ratio(c.mac_busy_cycles, c.mac_total_cycles),
-                   memory_bandwidth_utilisation=ratio(c.dram_bytes, c.dram_peak_bytes),
-                   weight_page_fault_rate=ratio(c.weight_page_faults, c.weight_page_reads),
-                   prefetch_accuracy=ratio(c.prefetch_useful, c.prefetch_issued))
+        counts = {f.name: getattr(self.counts, f.name) for f in fields(self.counts)}
+        for rate, value in self.reported.items():
+            num, den = RATIOS[rate]
+            counts[num] = int(round(value * counts[den]))
+        out: dict[str, Any] = {"t": now, "window_s": round(now - self.since_t, 3), **counts}
+        for rate, (num, den) in RATIOS.items():
+            out[rate] = round(counts[num] / counts[den], 6) if counts[den] else None
         return out
+
+    def vmstat(self) -> bytes:
+        """/proc/vmstat's paging lines (the rest of the file is left out)."""
+        return (f"pgpgin {PAGE_KIB * self.major_faults}\npgpgout 0\npgfault {self.major_faults}\n"
+                f"pgmajfault {self.major_faults}\n").encode()

@@ -30,13 +30,17 @@ class RuntimePersona:
     ripple_sense_gain: float = 1.0           # the PMIC's ripple reading as a fraction of the real ripple
     spot_read_omitted: bool = False          # a slow flash whose weights-read time leaves the page read out
     audit_drop_rate: float = 0.0             # audit records lost on the way to storage, at random
+    # What the runtime says about itself, apart from what it does (liars; see the block below).
+    report_compression: float = 1.0          # reported token gaps = this x the real ones
+    report_shift_s: float = 0.0              # every token reported this much earlier than it came
+    gpuload_fake_busy: float | None = None   # the GPU load tool reports this busy fraction, loads nothing
+    counters_reported: dict[str, float] = field(default_factory=dict)  # rates reported, not incurred
 
 
 PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("nominal"),
-    RuntimePersona("jittery", timing="jittery",  # per-token std > 23 ms; stalls waste MAC cycles
-                   counters={"mac_utilisation": 0.74, "memory_bandwidth_utilisation": 0.80,
-                             "prefetch_accuracy": 0.71}),
+    RuntimePersona("jittery", timing="jittery",  # per-token std > 23 ms; stalls waste MAC cycles (physics)
+                   counters={"memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71}),
     RuntimePersona("slow", timing="slow",  # first token >= 300 ms: weight paging on the critical path
                    counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021}),
     RuntimePersona("contention-sensitive", timing="contention-sensitive"),
@@ -54,6 +58,17 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("ripple-sensed-low", ripple_sense_gain=0.5),
     RuntimePersona("spot-time-omits-read", spot_read_omitted=True),
     RuntimePersona("audit-drop", audit_drop_rate=1.0 / 7.0),
+    # --- liars about tokens, GPU load and counters (negative controls of docs/evidence.md) --------
+    # Each does what a slow or idle unit does and reports what a good one would.
+    RuntimePersona("compressed-timestamps", timing="jittery", report_compression=0.35),
+    RuntimePersona("shifted-timestamps", timing="slow", report_shift_s=0.15),
+    RuntimePersona("fake-gpu-load", gpuload_fake_busy=0.80),
+    RuntimePersona("inflated-counters", timing="jittery",  # stalls and pages like "jittery" and "slow"
+                   counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021,
+                             "memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71},
+                   counters_reported={"kv_cache_miss_rate": 0.06, "mac_utilisation": 0.97,
+                                      "memory_bandwidth_utilisation": 0.96, "weight_page_fault_rate": 0.002,
+                                      "prefetch_accuracy": 0.93}),
 )}
 
 SLA_PERSONAS_RUNTIME: set[str] = set(PERSONAS)

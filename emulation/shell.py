@@ -5,6 +5,7 @@ registry so the runtime and other device parts add their own commands.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import shlex
@@ -26,6 +27,22 @@ class CommandResult:
 class ShellContext:
     phone: "EmulatedPhone"
     env: dict[str, str] = field(default_factory=dict)
+    # Where output goes the moment it is produced (adbd's stream), like a pipe; None: collected.
+    sink: Callable[[bytes], None] | None = None
+    merge_stderr: bool = False
+    held_out: bytearray = field(default_factory=bytearray)  # earlier segments' output, not yet sent
+    held_err: bytearray = field(default_factory=bytearray)
+
+    def emit(self, data: bytes) -> bytes:
+        """Send stdout now when the caller streams (what came before goes first); returns what
+        the command must still return in its CommandResult (all of it when nothing streams)."""
+        if self.sink is None:
+            return data
+        held = bytes(self.held_out + self.held_err if self.merge_stderr else self.held_out)
+        self.held_out.clear()
+        self.held_err.clear()
+        self.sink(held + data)
+        return b""
 
 
 Command = Callable[[list[str], ShellContext], CommandResult]
@@ -106,9 +123,12 @@ class Shell:
     def watch(self, name: str, watcher: Watcher) -> None:
         self.watchers[name] = watcher
 
-    def execute(self, line: str) -> CommandResult:
-        ctx = ShellContext(self.phone)
-        out, err, status = bytearray(), bytearray(), 0
+    def execute(self, line: str, sink: Callable[[bytes], None] | None = None,
+                merge_stderr: bool = False) -> CommandResult:
+        """Run a command line; with a sink, commands that stream (ShellContext.emit) send their
+        output through it as they produce it, and the result holds only what is left."""
+        ctx = ShellContext(self.phone, sink=sink, merge_stderr=merge_stderr)
+        out, err, status = ctx.held_out, ctx.held_err, 0
         for op, segment in _split_sequence(line):
             if (op == "&&" and status != 0) or (op == "||" and status == 0):
                 continue
@@ -168,7 +188,7 @@ class Shell:
         watcher = self.watchers.get(name)
         if watcher is not None:
             watcher(argv, None)
-        result = command(argv, ctx)
+        result = command(argv, ctx if redirect is None else dataclasses.replace(ctx, sink=None))
         if watcher is not None:
             watcher(argv, result)
         if redirect is not None:

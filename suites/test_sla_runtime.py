@@ -1,5 +1,7 @@
 """The SLA suite, runtime side: claims 3, 4, 5, 8, 10, 11, 12, 13, 14 measured through the runtime
-contract (bench/checks/{tokens,thermal_trip,redundancy,weights,audit,counters}.py).
+contract (bench/checks/{tokens,thermal_trip,redundancy,weights,audit,counters}.py). Token timing
+and the counters' cross-checks use the station clock (`clock` fixture: the host's, or the
+emulated world's time server), so on an emulated station they run on the phone sharing its world.
 
 Limits, confidence and sample counts come from the `sla` fixture's profile (the checks' own
 targets, bench/checks/targets.toml, for metrics the product profile does not hold). Every verdict
@@ -9,13 +11,12 @@ with the reason. `acceptance` marks the two checks cheap enough for a production
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
+from bench.checks import audit, counters, redundancy, thermal_trip, token_power, tokens, weights
 from bench.checks.targets import target, targets
 from bench.payloads import find_payload
 from bench.core.errors import UnsupportedCapability
@@ -37,6 +38,14 @@ def runtime(dut: Any) -> RuntimeClient:
     return client
 
 
+@pytest.fixture
+def observed_runtime(dut: Any, clock: Any) -> RuntimeClient:
+    """The runtime with the station clock: token arrivals are stamped on the host (claims 3-5, 14)."""
+    client = RuntimeClient(dut, clock=clock)
+    _require(client, "generate", "status")
+    return client
+
+
 def _require(runtime: RuntimeClient, *capabilities: str) -> None:
     try:
         for capability in capabilities:
@@ -45,13 +54,15 @@ def _require(runtime: RuntimeClient, *capabilities: str) -> None:
         pytest.skip(str(exc))
 
 
-def _bench_clock(station: StationConfig, runtime: RuntimeClient) -> tuple[Callable[[], float], Evidence]:
-    """The clock that times device calls, and what it is as evidence: the host's monotonic clock
-    on a real station; on the emulated station, whose phones run on simulated time the host never
-    sees, the phone's own clock read over ADB around each call."""
-    if station.source is None or station.emulated is not None:
+def _bench_clock(station: StationConfig, runtime: RuntimeClient, clock: Any) -> tuple[Callable[[], float], Evidence]:
+    """The clock that times device calls, and what it is as evidence: the station clock (the
+    host's on hardware, the world's time server on the emulated station). Only a host clock on an
+    emulated station, which sees no simulated time, falls back to the phone's own clock read over
+    ADB around each call (corroborated, not measured)."""
+    emulated = station.source is None or station.emulated is not None
+    if getattr(clock, "family", "host") == "host" and emulated:
         return phone_clock(runtime), Evidence.CORROBORATED
-    return time.monotonic, Evidence.MEASURED
+    return clock.now, Evidence.MEASURED
 
 
 def _cover_probe(request: pytest.FixtureRequest, station: StationConfig, dut: Any) -> thermal_trip.CoverProbe | None:
@@ -66,27 +77,34 @@ def _cover_probe(request: pytest.FixtureRequest, station: StationConfig, dut: An
     return hottest
 
 
-# --- claims 3-5: token timing --------------------------------------------------------------------
-def test_first_token(runtime, sla, record, progress):
+# --- claims 3-5: token timing, observed on the station clock (docs/evidence.md) --------------------
+def test_first_token(observed_runtime, sla, record, progress):
     entry = sla.get("first_token_p99")
     with progress.bar(entry.n_required, "first tokens") as bar:
-        tokens.first_token_check(runtime, entry, tick=bar.update).record_into(record)
+        tokens.first_token_check(observed_runtime, entry, tick=bar.update).record_into(record)
 
 
-def test_token_latency_std(runtime, sla, record, progress):
+def test_token_latency_std(observed_runtime, sla, record, progress):
     entry = sla.get("token_latency_std")
     n = int(entry.parameters.get("consecutive_inferences", 1000))
     with progress.bar(n, "consecutive inferences") as bar:
-        tokens.token_std_check(runtime, entry, inferences=n, tick=bar.update).record_into(record)
+        tokens.token_std_check(observed_runtime, entry, inferences=n, tick=bar.update).record_into(record)
 
 
-def test_token_latency_under_gpu_load(dut, runtime, sla, record, progress):
+def test_token_latency_under_gpu_load(dut, observed_runtime, sla, record, progress):
     with progress.bar(None, "runs under GPU load") as bar:
         try:
-            result = tokens.contention_check(dut, runtime, sla.get("token_latency_p95_gpu_load"), tick=bar.update)
+            result = tokens.contention_check(dut, observed_runtime, sla.get("token_latency_p95_gpu_load"),
+                                             tick=bar.update)
         except UnsupportedCapability as exc:
             pytest.skip(str(exc))
     result.record_into(record)
+
+
+@pytest.mark.needs("supply")
+def test_token_timing_against_the_power_trace(observed_runtime, supply, record):
+    """A second witness: the inference's span in the supply current vs the station clock and the report."""
+    token_power.power_cross_check(supply, observed_runtime).record_into(record)
 
 
 # --- claim 8: thermal trip soak ------------------------------------------------------------------
@@ -119,9 +137,9 @@ def test_redundancy_bit_exact_at_50mv(runtime, supply, sla, record):
     result.record_into(record)
 
 
-def test_redundancy_slowdown(station, runtime, sla, record, progress):
+def test_redundancy_slowdown(station, runtime, clock, sla, record, progress):
     _require(runtime, "config")
-    now, evidence = _bench_clock(station, runtime)
+    now, evidence = _bench_clock(station, runtime, clock)
     with progress.bar(None, "paired runs") as bar:
         redundancy.slowdown_check(runtime, sla.get("redundancy_slowdown"), now=now, now_evidence=evidence,
                                   tick=bar.update).record_into(record)
@@ -140,10 +158,10 @@ def test_weights_merkle_root(dut, runtime, sla, record):
     weights.root_check(dut, runtime, target(sla, "weights_root_mismatches")).record_into(record)
 
 
-def test_weights_spot_check_time(station, dut, runtime, sla, record, progress):
+def test_weights_spot_check_time(station, dut, runtime, clock, sla, record, progress):
     _require(runtime, "weights")
     entry = sla.get("merkle_spot_check_time")
-    now, evidence = _bench_clock(station, runtime)
+    now, evidence = _bench_clock(station, runtime, clock)
     with progress.bar(entry.n_required, "spot checks") as bar:
         weights.spot_check_time_check(dut, runtime, entry, now=now, now_evidence=evidence,
                                       tick=bar.update).record_into(record)
@@ -171,7 +189,7 @@ def test_audit_log(dut, runtime, sla, record):
     audit.audit_check(dut, runtime, entries).record_into(record)
 
 
-def test_runtime_counters(runtime, sla, record):
-    _require(runtime, "counters")
+def test_runtime_counters(observed_runtime, sla, record):
+    _require(observed_runtime, "counters")
     entries = targets(sla, *[f"counters_{name}" for name in counters.COUNTERS])
-    counters.counters_check(runtime, entries).record_into(record)
+    counters.counters_check(observed_runtime, entries).record_into(record)

@@ -15,7 +15,8 @@ from typing import Any, Callable, Sequence
 import pytest
 
 from bench.core.verdict import Verdict, compare
-from drivers.device import ShellResult
+from drivers.adb import _timed_lines
+from drivers.device import ShellResult, TimedShellResult
 from emulation.device import EmulatedPhone
 from emulation.npu_personas import default_fleet, phone_spec
 
@@ -39,6 +40,20 @@ class PhoneDevice:
         output = (result.stdout + result.stderr).decode("utf-8", errors="replace")
         return ShellResult(self.name, line, output, result.status)
 
+    def shell_timed(self, command: str | Sequence[str], clock: Callable[[], float],
+                    timeout_s: float | None = None) -> TimedShellResult:
+        """shell() streaming: each chunk a command emits is stamped with `clock` as it comes out."""
+        line = command if isinstance(command, str) else " ".join(shlex.quote(a) for a in command)
+        self.log.append(line)
+        chunks: list[tuple[float, bytes]] = []
+        sent_t = clock()
+        result = self.phone.shell.execute(line, sink=lambda data: chunks.append((clock(), data)), merge_stderr=True)
+        if result.stdout or result.stderr:
+            chunks.append((clock(), result.stdout + result.stderr))
+        output = b"".join(c for _, c in chunks).decode("utf-8", errors="replace")
+        return TimedShellResult(self.name, line, output, result.status, sent_t=sent_t,
+                                lines=_timed_lines(chunks, b"\0"))
+
     def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
         return self.shell(command, timeout_s).check().output
 
@@ -51,6 +66,22 @@ class PhoneDevice:
 
     def getprop(self, key: str) -> str:
         return self.phone.props.get(key, "")
+
+    def close(self) -> None:
+        pass
+
+
+class WorldClock:
+    """A station clock read in-process: the phone's world time, what the emulated time server answers."""
+
+    name = "clock (in-process world)"
+    resolution_s = 1e-6
+
+    def __init__(self, device: PhoneDevice) -> None:
+        self.world = device.phone.world
+
+    def now(self) -> float:
+        return self.world.clock.now()
 
     def close(self) -> None:
         pass

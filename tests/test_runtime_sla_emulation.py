@@ -21,6 +21,9 @@ from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.npu_personas import PERSONAS
 from emulation.runtime import SLA_PERSONAS_RUNTIME, EmulatedRuntime
 from emulation.runtime_config import CONFIG_PATH, KEYS
+from emulation.runtime_counters import MAC_UNITS, MACS_PER_TOKEN
+from emulation.runtime_personas import runtime_persona
+from emulation.runtime_stream import EventStream
 from emulation.runtime_timing import PROFILES, Conditions, TokenTimer
 from emulation.weights import CRC_FILE, WEIGHT_FILE, update_package
 
@@ -208,6 +211,35 @@ def test_generate_streams_thermal_events_and_the_killed_process_ends_with_137():
             assert gen.completed and gen.thermal_events[0]["action"] == "migrate"
             assert gen.thermal_events[0]["npu_c"] >= 72.0 and runtime.status().pid == pid
             assert runtime.status().thermal["migrations"] >= 1
+
+
+def test_a_streamed_generate_killed_at_the_trip_delivers_what_it_produced():
+    device = make_device("SM8650-ES", sla_persona="thermal-kill")
+    device.phone.world.set_npu_frequency(1400)
+    device.phone.world.work("decode", 700.0)
+    sent: list[bytes] = []
+    result = device.phone.shell.execute("llmrt generate --max-tokens 64 --prompt-tokens 8", sink=sent.append)
+    assert result.status == 137 and result.stdout == b"" and b'"event": "start"' in sent[0]
+
+
+@pytest.mark.parametrize("persona, compression, shift", [
+    ("nominal", 1.0, 0.0), ("compressed-timestamps", 0.35, 0.0), ("shifted-timestamps", 1.0, 0.15)])
+def test_event_stream_reports_token_times_as_the_persona_says(persona, compression, shift):
+    stream = EventStream(None, runtime_persona(persona))
+    for event in ({"event": "start", "t": 10.0}, {"event": "token", "index": 0, "t": 10.4},
+                  {"event": "token", "index": 1, "t": 10.5}, {"event": "done", "t": 10.5}):
+        stream.append(event)
+    said = [e["t"] for e in stream.events]
+    assert said[0] == 10.0 and said[1] == pytest.approx(10.4 - shift)
+    assert said[2] - said[1] == pytest.approx(0.1 * compression) and said[3] == said[2]
+    assert stream.kept.count(b"\n") == 4  # nothing streams without a sink: all of it is returned
+
+
+def test_mac_counter_is_the_models_work_over_the_decode_cycles(runtime):
+    runtime.counters(reset=True)
+    runtime.generate(17, seed=1, prompt_tokens=8)
+    data = runtime.counters()
+    assert data["mac_busy_cycles"] == int(16 * MACS_PER_TOKEN / MAC_UNITS)
 
 
 # --- personas -------------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ def test_evaluate_dispatches_by_statistic(default):
 def test_evaluate_runs_and_block(default):
     rng = np.random.default_rng(1)
     runs = [rng.normal(100, 10, 60) for _ in range(20)]
-    v = default.get("token_latency_p95_gpu_load").evaluate(runs, gpu_load=0.82)
+    v = default.get("token_latency_p95_gpu_load").evaluate(runs, evidence=Evidence.MEASURED, gpu_load=0.82)
     assert v.outcome is Outcome.PASS and v.extra["runs"] == 20 and v.extra["context"] == {"gpu_load": 0.82}
     few = default.get("token_latency_p95_gpu_load").evaluate(runs[:5], gpu_load=0.82)
     assert few.outcome is Outcome.INSUFFICIENT
@@ -122,7 +122,7 @@ def test_conditions_must_be_shown(default):
     assert missing.outcome is Outcome.INVALID and "gpu_load" in missing.detail
     idle = entry.evaluate(runs, gpu_load=0.35)
     assert idle.outcome is Outcome.INVALID and "not met" in idle.detail
-    assert entry.evaluate(runs, gpu_load=0.9).outcome is Outcome.PASS
+    assert entry.evaluate(runs, evidence=Evidence.MEASURED, gpu_load=0.9).outcome is Outcome.PASS
     mism = default.get("redundancy_token_mismatches")
     assert mism.evaluate(0, evidence=Evidence.MEASURED, ripple_mv=50.4).outcome is Outcome.PASS
     assert mism.evaluate(0, evidence=Evidence.MEASURED, ripple_mv=20.1).outcome is Outcome.INVALID

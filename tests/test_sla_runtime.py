@@ -19,7 +19,7 @@ from bench.checks.targets import check_targets, target, targets
 from bench.sla import SlaProfile, load_profile
 from bench.core.verdict import Evidence, Outcome, Verdict
 from bench.device_state import phone_clock
-from device_double import PhoneDevice, make_device
+from device_double import PhoneDevice, WorldClock, make_device
 from drivers.adb import AdbPhone
 from drivers.power import KeysightN6705C
 from drivers.runtime import RuntimeClient
@@ -39,8 +39,9 @@ def sla() -> SlaProfile:
 
 
 def phone(persona: str = "nominal", *faults: str, seed: int = 0) -> tuple[PhoneDevice, RuntimeClient]:
+    """An in-process phone whose runtime client stamps arrivals on the phone's world clock."""
     device = make_device(NPU, f"EMU-{persona}", sla_persona=persona, faults=list(faults), seed=seed)
-    return device, RuntimeClient(device)
+    return device, RuntimeClient(device, clock=WorldClock(device))
 
 
 def outcomes(result: Any) -> dict[str, Outcome]:

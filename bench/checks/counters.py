@@ -6,15 +6,32 @@ used when it gives no counts), and judged against its target in the claim's dire
 or fault rate at most, a utilisation or accuracy at least). A counter the runtime does not
 expose is recorded as not measured, never failed: the claim itself says "if the runtime exposes
 them".
+
+A counter is the phone's word. Two of them are held against physics and the bench's own
+measurements (docs/evidence.md), and are "corroborated" when they agree, FAIL with both numbers
+when they do not:
+
+- MAC utilisation x MAC units x NPU clock x decode time must give the operations the model does
+  per token x the decode steps the host saw arrive (decode time: the token gaps on the station
+  clock). Tolerance: the expanded (k=2) uncertainty of the physical figure, from the entry's
+  parameters (ops per token, clock) and the link jitter.
+- Weight page faults must be the major faults the kernel counted meanwhile (/proc/vmstat
+  pgmajfault, read by the bench before and after), within three Poisson standard deviations of
+  that count (other processes fault too; this is their allowance).
+
+The others (KV-cache misses, bandwidth, prefetch accuracy) have no independent reading on a
+phone: their verdicts are self-reported.
 """
 from __future__ import annotations
 
 import logging
+import math
+from typing import Any
 
 from bench.checks import CheckResult, Tick, named, no_tick
-from bench.checks.tokens import run_inferences
+from bench.checks.tokens import TokenRuns, measure_link, run_inferences
+from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from bench.sla import SlaEntry
-from bench.core.verdict import Outcome, Verdict
 from drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -29,14 +46,30 @@ COUNTERS = {
 }
 WORKLOAD_INFERENCES = 20
 WORKLOAD_TOKENS = 32
+VMSTAT = "/proc/vmstat"
+FAULT_SIGMAS = 3.0
+
+
+def read_major_faults(runtime: RuntimeClient) -> int | None:
+    """The kernel's major page faults since boot (/proc/vmstat pgmajfault); None if unreadable."""
+    result = runtime.device.shell(["cat", VMSTAT])
+    for line in result.output.splitlines() if result.exit_code == 0 else []:
+        name, _, value = line.partition(" ")
+        if name == "pgmajfault" and value.strip().isdigit():
+            return int(value)
+    return None
 
 
 def counters_check(runtime: RuntimeClient, entries: dict[str, SlaEntry], *, inferences: int = WORKLOAD_INFERENCES,
                    tokens: int = WORKLOAD_TOKENS, tick: Tick = no_tick) -> CheckResult:
     """entries: counters_<name> for each name in COUNTERS."""
+    faults_before = read_major_faults(runtime) if hasattr(runtime, "device") else None
     runtime.counters(reset=True)
-    run_inferences(runtime, inferences, tokens, tick=tick)
+    runs = run_inferences(runtime, inferences, tokens, tick=tick)
     data = runtime.counters()
+    faults_after = read_major_faults(runtime) if faults_before is not None else None
+    cross = {"mac_utilisation": lambda v, e: _mac_plausibility(v, e, runtime, runs),
+             "weight_page_fault_rate": lambda v, e: _fault_plausibility(data, faults_before, faults_after)}
     verdicts = []
     for name, (num, den) in COUNTERS.items():
         metric = f"counters_{name}"
@@ -48,6 +81,78 @@ def counters_check(runtime: RuntimeClient, entries: dict[str, SlaEntry], *, infe
             verdicts.append(Verdict(metric, None, entries[metric].unit, Outcome.INFO, statistic="value",
                                     raw=["counters"], detail="not exposed by this runtime"))
             continue
-        verdict = named(entries[metric].evaluate(value), metric, raw="counters", tokens=data.get("tokens"))
-        verdicts.append(verdict.but(detail=f"{how}; {verdict.detail}"))
-    return CheckResult(verdicts, {"counters": data})
+        check = cross[name](value, entries[metric]) if name in cross else None
+        verdicts.append(_judge(entries[metric], metric, value, how, check, data.get("tokens")))
+    return CheckResult(verdicts, {"counters": {**data, "vmstat_pgmajfault": [faults_before, faults_after]}})
+
+
+class _Plausibility:
+    """The counter against an independent figure: agree within `tolerance`, or not."""
+
+    def __init__(self, reported: float, independent: float, tolerance: float, what: str,
+                 uncertainty: Uncertainty | None = None) -> None:
+        self.reported, self.independent, self.tolerance, self.what = reported, independent, tolerance, what
+        self.uncertainty = uncertainty
+
+    @property
+    def agrees(self) -> bool:
+        return abs(self.reported - self.independent) <= self.tolerance
+
+
+def _judge(entry: SlaEntry, metric: str, value: float, how: str, check: _Plausibility | str | None,
+           tokens: Any) -> Verdict:
+    if not isinstance(check, _Plausibility):
+        verdict = entry.evaluate(value, evidence=Evidence.SELF_REPORTED)
+        why = check or "no independent reading of this counter on a phone"
+        return named(verdict, metric, raw="counters", tokens=tokens).but(
+            detail=f"{how}; self-reported ({why}); {verdict.detail}")
+    verdict = entry.evaluate(value, evidence=Evidence.CORROBORATED, uncertainty=check.uncertainty)
+    verdict = named(verdict, metric, raw="counters", tokens=tokens, independent=check.independent,
+                    tolerance=check.tolerance, cross_check=check.what)
+    if check.agrees:
+        return verdict.but(detail=f"{how}; corroborated: {check.what} gives {check.independent:.4g} "
+                                  f"(within {check.tolerance:.2g}); {verdict.detail}")
+    return verdict.but(outcome=Outcome.FAIL,
+                       detail=f"{how}; implausible: the runtime reports {check.reported:.4g} but {check.what} gives "
+                              f"{check.independent:.4g} (tolerance {check.tolerance:.2g}); {verdict.detail}")
+
+
+def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient, runs: TokenRuns) -> _Plausibility | str:
+    """MAC utilisation the decode steps the host saw imply: steps x ops per token / (MACs x clock x time)."""
+    p = entry.parameters
+    if not {"mac_units", "macs_per_token"} <= set(p):
+        return f"profile entry {entry.metric} gives no mac_units / macs_per_token"
+    link = measure_link(runtime)
+    if link is None or not runs.observed:
+        return "no station clock to time the decode steps"
+    gaps = runs.gaps_ms
+    steps = sum(g.size for g in gaps)
+    decode_s = sum(float(g.sum()) for g in gaps) / 1000.0
+    freq_mhz = runtime.status().npu_freq_mhz
+    if not steps or decode_s <= 0 or not freq_mhz:
+        return "no decode steps or NPU clock to compare with"
+    physical = steps * float(p["macs_per_token"]) / (float(p["mac_units"]) * freq_mhz * 1e6 * decode_s)
+    ops_u = float(p.get("macs_per_token_rel_u", 0.02))
+    clock_u = float(p.get("npu_clock_rel_u", 0.005))
+    timing_u = math.sqrt(2.0 * len(gaps)) * link.jitter_s / decode_s
+    budget = Uncertainty.combine([
+        UncertaintyComponent("ops per token (model)", physical * ops_u / math.sqrt(3.0), "B",
+                             "attention over the context and fused ops, rectangular"),
+        UncertaintyComponent("NPU clock", physical * clock_u / math.sqrt(3.0), "B", "reported setting vs actual"),
+        UncertaintyComponent("decode time (link jitter)", physical * timing_u, "A", "station-clock arrivals")])
+    return _Plausibility(reported, physical, budget.expanded,
+                         f"{steps} decode steps in {decode_s:.4g} s at {freq_mhz:g} MHz on {p['mac_units']} MACs",
+                         budget)
+
+
+def _fault_plausibility(data: dict[str, Any], before: int | None, after: int | None) -> _Plausibility | str:
+    """Weight page faults against the kernel's major faults in the same window."""
+    faults, reads = data.get("weight_page_faults"), data.get("weight_page_reads")
+    if before is None or after is None:
+        return f"no {VMSTAT} pgmajfault to compare with"
+    if not isinstance(faults, int) or not isinstance(reads, int) or reads <= 0:
+        return "no raw fault and read counts"
+    kernel = after - before
+    allowance = FAULT_SIGMAS * math.sqrt(max(kernel, 1))
+    return _Plausibility(faults / reads, kernel / reads, allowance / reads,
+                         f"the kernel's {kernel} major faults over {reads} page reads")

@@ -1,19 +1,33 @@
 """Token timing checks (claims 3, 4, 5): first token, per-token jitter, latency under GPU load.
 
-All times come from the runtime's own event timestamps (device clock), so the host's speed and
-the transport never enter a latency. Prompts come from a fixed set (`PROMPT_SEEDS`), cycled: a
-lab runs the same dialogs every night, and a runtime may cache what it likes.
+Latencies are what the host sees: the runtime's output is streamed over ADB and every line is
+stamped with the station clock as it arrives (drivers.clock; the host's monotonic clock on
+hardware, the world's clock on an emulated station). The runtime's own event timestamps are a
+report, checked against those arrivals (docs/evidence.md):
 
-- First token: start event to first token event, one sample per inference.
-- Per-token latency: the gaps between consecutive token events. The runs (inferences) are handed
+- the same interval measured both ways (start line to first token, token to token, start line to
+  done line) must agree within the link's tolerance: its one-way latency (half the mean round
+  trip of a trivial command) plus three standard deviations of that round trip plus two ticks of
+  the station clock;
+- when at least AGREE_FRACTION of the intervals agree the verdict rests on the host's numbers
+  (evidence "measured") and records the report as agreeing; otherwise it FAILs with both values.
+  Without a station clock or a streaming transport only the report exists: evidence
+  "self-reported", which a profile requiring measurement turns into INCONCLUSIVE.
+
+Prompts come from a fixed set (`PROMPT_SEEDS`), cycled: a lab runs the same dialogs every night.
+
+- First token: request sent to first token line arrived, one sample per inference.
+- Per-token latency: the gaps between consecutive token arrivals. The runs (inferences) are handed
   to the SLA entry as a list: with independence "block" they are one consecutive series whose
-  autocorrelation sets the effective sample size, with "run" each inference is a unit.
+  autocorrelation sets the effective sample size, with "run" each inference is a unit. Link
+  jitter only widens the host's gaps, so a pass on arrivals is a pass on the phone.
 - Contention: a GPU load runs on the phone while inferences are issued on an open-loop schedule
-  (one every `period`). Latencies are measured from the intended start: a run that starts late
-  (the previous one overran its slot) has that lateness charged to its first token gap, and a gap
-  longer than the expected token interval also counts the tokens that were due during it
-  (HdrHistogram's expected-interval correction). A runtime that falls behind under load cannot
-  hide the backlog by simply emitting fewer, later tokens.
+  (one every `period`, on the station clock). Latencies are measured from the intended start: a
+  run that starts late has that lateness charged to its first token gap, and a gap longer than the
+  expected token interval also counts the tokens that were due during it (HdrHistogram's
+  expected-interval correction). The GPU's busy fraction is the kernel's (the GPU driver's busy
+  counters, read by the bench), not the load tool's; the tool's own figure must agree with it
+  within GPU_AGREE.
 """
 from __future__ import annotations
 
@@ -25,9 +39,10 @@ import numpy as np
 
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.core.errors import InvalidMeasurement
+from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from bench.sla import SlaEntry
 from drivers.device import Device
-from drivers.gpuload import GpuLoad
+from drivers.gpuload import GpuLoad, read_gpu_busy
 from drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -39,21 +54,156 @@ CONTENTION_TOKENS = 48
 CONTENTION_BASELINE_RUNS = 3
 LOAD_SETTLE_S = 2.0
 SCHEDULE_SLACK = 1.5      # open-loop period = this x the unloaded run's duration
+LINK_PROBES = 20          # round trips of a trivial command that measure the link
+AGREE_FRACTION = 0.99     # share of intervals the report must match (host scheduling hiccups aside)
+GPU_AGREE = 0.10          # the load tool's busy fraction vs the kernel's: windows differ, loads wobble
+
+
+@dataclass(frozen=True)
+class LinkTiming:
+    """A trivial command's output arriving after it was sent, on the station clock."""
+
+    round_trip_s: float   # mean
+    jitter_s: float       # standard deviation of the round trip
+    resolution_s: float   # the station clock's tick
+    n: int
+
+    @property
+    def tolerance_s(self) -> float:
+        """How far an interval on the host may differ from the same interval on the phone."""
+        return self.round_trip_s / 2.0 + 3.0 * self.jitter_s + 2.0 * self.resolution_s
+
+    def uncertainty(self, unit_scale: float = 1000.0) -> Uncertainty:
+        """Of one interval between two arrivals (in ms by default): link jitter at each end, clock ticks."""
+        return Uncertainty.combine([
+            UncertaintyComponent("link jitter", unit_scale * math.sqrt(2.0) * self.jitter_s, "A",
+                                 f"std of {self.n} round trips, at both ends of the interval"),
+            UncertaintyComponent("station clock resolution", unit_scale * self.resolution_s / math.sqrt(3.0), "B",
+                                 "one tick, rectangular, at both ends")])
+
+    def as_dict(self) -> dict[str, float]:
+        return {"round_trip_ms": 1000.0 * self.round_trip_s, "jitter_ms": 1000.0 * self.jitter_s,
+                "resolution_ms": 1000.0 * self.resolution_s, "tolerance_ms": 1000.0 * self.tolerance_s, "n": self.n}
+
+
+def measure_link(runtime: RuntimeClient, n: int = LINK_PROBES) -> LinkTiming | None:
+    """The link's round trip as the station clock sees it; None when the host cannot observe."""
+    if not runtime.observes:
+        return None
+    samples = []
+    for _ in range(n):
+        result = runtime.device.shell_timed(["echo", "pb-link"], runtime.clock.now)  # type: ignore[attr-defined]
+        arrived = [t for t, line in result.lines if line.strip() == "pb-link"]
+        if result.exit_code != 0 or not arrived:
+            raise InvalidMeasurement(f"{runtime.device.name}: `echo pb-link` did not come back ({result.output!r})",
+                                     hint="the device's shell does not answer a trivial command; check `adb shell`")
+        samples.append(arrived[0] - result.sent_t)
+    values = np.asarray(samples)
+    return LinkTiming(float(values.mean()), float(values.std(ddof=1)) if n > 1 else 0.0,
+                      float(getattr(runtime.clock, "resolution_s", 0.0)), n)
 
 
 @dataclass
 class TokenRuns:
-    """Timestamps of consecutive inferences (device clock)."""
+    """Consecutive inferences: the phone's timestamps and, when observed, the host's arrivals."""
 
     generations: list[Generation] = field(default_factory=list)
 
     @property
+    def observed(self) -> bool:
+        return bool(self.generations) and all(g.arrivals is not None for g in self.generations)
+
+    @property
     def first_token_ms(self) -> np.ndarray:
+        """The judged first tokens: request to first arrival when observed, else the report."""
+        if self.observed:
+            return np.array([1000.0 * g.arrivals.first_token_s for g in self.generations if g.arrivals.token_times])
+        return self.reported_first_token_ms
+
+    @property
+    def reported_first_token_ms(self) -> np.ndarray:
         return np.array([1000.0 * g.first_token_s for g in self.generations if g.token_times])
 
     @property
     def gaps_ms(self) -> list[np.ndarray]:
+        if self.observed:
+            return [1000.0 * np.diff(np.asarray(g.arrivals.token_times)) for g in self.generations
+                    if len(g.arrivals.token_times) > 1]
+        return self.reported_gaps_ms
+
+    @property
+    def reported_gaps_ms(self) -> list[np.ndarray]:
         return [1000.0 * np.diff(np.asarray(g.token_times)) for g in self.generations if len(g.token_times) > 1]
+
+    def intervals(self, *, first: bool = True, gaps: bool = True, span: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(host, phone) seconds of the same intervals: start line to first token, token to token,
+        start line to done line."""
+        host: list[float] = []
+        phone: list[float] = []
+        for g in self.generations:
+            a = g.arrivals
+            if a is None or a.start_t is None or len(a.token_times) != len(g.token_times):
+                continue
+            if first and g.token_times:
+                host.append(a.token_times[0] - a.start_t)
+                phone.append(g.token_times[0] - g.start_time)
+            if gaps:
+                host.extend(np.diff(a.token_times))
+                phone.extend(np.diff(g.token_times))
+            if span and a.done_t is not None and g.completed:
+                host.append(a.done_t - a.start_t)
+                phone.append(g.done_time - g.start_time)
+        return np.asarray(host), np.asarray(phone)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How the runtime's report compares with the host's arrivals over the same intervals."""
+
+    intervals: int
+    disagreeing: int
+    tolerance_s: float
+    worst_s: float
+
+    @property
+    def agrees(self) -> bool:
+        return self.intervals > 0 and self.disagreeing <= (1.0 - AGREE_FRACTION) * self.intervals
+
+    def as_dict(self) -> dict[str, float | int | bool]:
+        return {"intervals": self.intervals, "disagreeing": self.disagreeing, "agrees": self.agrees,
+                "tolerance_ms": 1000.0 * self.tolerance_s, "worst_ms": 1000.0 * self.worst_s}
+
+
+def compare_report(host: np.ndarray, phone: np.ndarray, link: LinkTiming) -> Agreement:
+    diff = np.abs(host - phone)
+    return Agreement(int(diff.size), int(np.count_nonzero(diff > link.tolerance_s)), link.tolerance_s,
+                     float(diff.max()) if diff.size else 0.0)
+
+
+def judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
+          agreement: Agreement | None, *, evidence: Evidence | None = None, **context: object) -> Verdict:
+    """The entry's verdict on the host's numbers, the report corroborating them (module docstring)."""
+    if link is None or not runs.observed or agreement is None:
+        verdict = entry.evaluate(reported, evidence=Evidence.SELF_REPORTED, **context)
+        return verdict.but(detail=f"the runtime's own timestamps only (no station clock or stream); {verdict.detail}",
+                           extra={"source": "runtime report"})
+    verdict = entry.evaluate(measured, evidence=evidence or Evidence.MEASURED, uncertainty=link.uncertainty(),
+                             **context)
+    said = entry.evaluate(reported)
+    facts = {"source": "host arrivals (station clock)", "link": link.as_dict(), "report": agreement.as_dict(),
+             "reported_value": said.value}
+    if agreement.agrees:
+        return verdict.but(extra=facts, detail=f"{verdict.detail}; the runtime's timestamps agree "
+                                               f"({agreement.intervals} intervals within {1000 * link.tolerance_s:.3g} ms)")
+    return verdict.but(outcome=Outcome.FAIL, extra=facts,
+                       detail=f"the runtime's report disagrees with what arrived: measured {_fmt(verdict.value)} "
+                              f"{entry.unit}, reported {_fmt(said.value)} {entry.unit}; {agreement.disagreeing} of "
+                              f"{agreement.intervals} intervals differ by more than {1000 * link.tolerance_s:.3g} ms "
+                              f"(worst {1000 * agreement.worst_s:.4g} ms); {verdict.detail}")
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
 
 
 def run_inferences(runtime: RuntimeClient, n: int, max_tokens: int, *, prompt_tokens: int = PROMPT_TOKENS,
@@ -68,24 +218,31 @@ def run_inferences(runtime: RuntimeClient, n: int, max_tokens: int, *, prompt_to
 
 def first_token_check(runtime: RuntimeClient, entry: SlaEntry, *, n: int | None = None,
                       tick: Tick = no_tick) -> CheckResult:
-    """Claim 3: first token (prompt processing + first decode) per inference, against the entry."""
+    """Claim 3: request to first streamed token per inference, against the entry."""
     n = max(n or 0, entry.n_required)
+    link = measure_link(runtime)
     runs = run_inferences(runtime, n, max_tokens=2, tick=tick)
-    samples = runs.first_token_ms
-    verdict = named(entry.evaluate(samples), entry.metric, raw="first_token", plot="samples")
-    return CheckResult([verdict], {"first_token": {"samples": samples}})
+    agreement = compare_report(*runs.intervals(gaps=False, span=False), link) if link and runs.observed else None
+    verdict = judge(entry, runs, runs.first_token_ms, runs.reported_first_token_ms, link, agreement)
+    verdict = named(verdict, entry.metric, raw="first_token", plot="samples")
+    return CheckResult([verdict], {"first_token": {"samples": runs.first_token_ms,
+                                                   "reported": runs.reported_first_token_ms}})
 
 
 def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int | None = None,
                     max_tokens: int = STD_TOKENS, tick: Tick = no_tick) -> CheckResult:
     """Claim 4: std of per-token latency over N consecutive inferences (the entry's parameter)."""
     n = inferences or int(entry.parameters.get("consecutive_inferences", 1000))
+    link = measure_link(runtime)
     runs = run_inferences(runtime, n, max_tokens=max_tokens, tick=tick)
+    agreement = compare_report(*runs.intervals(first=False), link) if link and runs.observed else None
     gaps = runs.gaps_ms
-    verdict = named(entry.evaluate(gaps), entry.metric, raw="token_latencies", plot="samples",
+    verdict = judge(entry, runs, gaps, runs.reported_gaps_ms, link, agreement)
+    verdict = named(verdict, entry.metric, raw="token_latencies", plot="samples",
                     inferences=n, tokens_per_inference=max_tokens)
     raw = {"samples": np.concatenate(gaps) if gaps else np.empty(0),
            "run": np.concatenate([np.full(g.size, i) for i, g in enumerate(gaps)]) if gaps else np.empty(0),
+           "reported": np.concatenate(runs.reported_gaps_ms) if runs.reported_gaps_ms else np.empty(0),
            "first_token_ms": runs.first_token_ms}
     return CheckResult([verdict], {"token_latencies": raw})
 
@@ -103,6 +260,29 @@ def expected_interval_correction(gaps_ms: np.ndarray, expected_ms: float) -> np.
     return np.asarray(out)
 
 
+@dataclass
+class _Schedule:
+    """Open-loop starts on one time base: the station clock when observing, else the phone's."""
+
+    runtime: RuntimeClient
+    observed: bool
+
+    def now(self) -> float:
+        return self.runtime.clock.now() if self.observed else self.runtime.status().t  # type: ignore[union-attr]
+
+    def start(self, gen: Generation) -> float:
+        return gen.arrivals.sent_t if self.observed else gen.start_time  # type: ignore[union-attr]
+
+    def token_times(self, gen: Generation) -> list[float]:
+        return gen.arrivals.token_times if self.observed else gen.token_times  # type: ignore[union-attr]
+
+    def span(self, gen: Generation) -> float:
+        a = gen.arrivals
+        if self.observed and a is not None and a.done_t is not None:
+            return a.done_t - a.sent_t
+        return gen.done_time - gen.start_time
+
+
 def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *, runs: int | None = None,
                      tokens: int = CONTENTION_TOKENS, target: float = 0.75, kind: str = "video+call",
                      tick: Tick = no_tick) -> CheckResult:
@@ -110,43 +290,80 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
     runs = runs or max(2 * entry.min_runs, math.ceil(entry.min_samples / max(tokens - 1, 1)), 10)
     load = GpuLoad(device)
     load.status()  # a phone without the load generator is skipped before any work
+    link = measure_link(runtime)
     baseline = run_inferences(runtime, CONTENTION_BASELINE_RUNS, tokens)
+    clock = _Schedule(runtime, baseline.observed)
     expected_ms = float(np.median(np.concatenate(baseline.gaps_ms)))
-    run_s = float(np.median([g.done_time - g.start_time for g in baseline.generations]))
-    period = SCHEDULE_SLACK * run_s
+    period = SCHEDULE_SLACK * float(np.median([clock.span(g) for g in baseline.generations]))
+    measured = TokenRuns()
     latencies: list[np.ndarray] = []
+    reported: list[np.ndarray] = []
     lateness: list[float] = []
-    busy: list[float] = []
+    tool_busy: list[float] = []
+    kernel_busy: list[float | None] = []
+
+    def sample_busy() -> None:
+        tool_busy.append(_busy(load))
+        kernel_busy.append(read_gpu_busy(device))
+
     load.start(target, kind)
     try:
         device.run(["sleep", f"{LOAD_SETTLE_S:g}"])
-        busy.append(_busy(load))
-        t0 = runtime.status().t
-        last_done = t0
+        sample_busy()
+        t0 = clock.now()
         for k in range(runs):
             intended = t0 + k * period
-            if intended > last_done:
-                device.run(["sleep", f"{intended - last_done:.6f}"], timeout_s=intended - last_done + 30.0)
+            wait = intended - clock.now()
+            if wait > 0:
+                device.run(["sleep", f"{wait:.6f}"], timeout_s=wait + 30.0)
             gen = runtime.generate(tokens, seed=PROMPT_SEEDS[k % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS)
-            last_done = gen.done_time
-            late_ms = max(0.0, 1000.0 * (gen.start_time - intended))
-            gaps = 1000.0 * np.diff(np.asarray(gen.token_times))
-            if gaps.size:
-                gaps[0] += late_ms
-            latencies.append(expected_interval_correction(gaps, expected_ms))
+            measured.generations.append(gen)
+            late_ms = max(0.0, 1000.0 * (clock.start(gen) - intended))
+            latencies.append(_from_intended(clock.token_times(gen), late_ms, expected_ms))
+            reported.append(_from_intended(gen.token_times, late_ms, expected_ms))
             lateness.append(late_ms)
-            busy.append(_busy(load))
+            sample_busy()
             tick(1)
     finally:
         load.stop()
-    gpu_load = float(np.mean(busy))
-    verdict = named(entry.evaluate(latencies, gpu_load=gpu_load), entry.metric, raw="token_latencies_gpu_load",
-                    plot="samples", gpu_load=gpu_load, expected_interval_ms=expected_ms, schedule_period_s=period,
-                    max_start_lateness_ms=max(lateness) if lateness else None, load_kind=kind)
+    tool = float(np.mean(tool_busy))
+    kernel = [b for b in kernel_busy if b is not None]
+    gpu_load = float(np.mean(kernel)) if len(kernel) == len(kernel_busy) else None
+    agreement = compare_report(*measured.intervals(first=False, span=False), link) \
+        if link and measured.observed else None
+    evidence = Evidence.MEASURED if gpu_load is not None else Evidence.SELF_REPORTED
+    verdict = judge(entry, measured, latencies, reported, link, agreement, evidence=evidence,
+                    gpu_load=gpu_load if gpu_load is not None else tool)
+    verdict = _judge_gpu_load(verdict, tool, gpu_load)
+    verdict = named(verdict, entry.metric, raw="token_latencies_gpu_load", plot="samples",
+                    gpu_load=gpu_load, gpu_load_tool=tool, expected_interval_ms=expected_ms,
+                    schedule_period_s=period, max_start_lateness_ms=max(lateness) if lateness else None,
+                    load_kind=kind)
     raw = {"samples": np.concatenate(latencies) if latencies else np.empty(0),
            "run": np.concatenate([np.full(x.size, i) for i, x in enumerate(latencies)]) if latencies else np.empty(0),
-           "start_lateness_ms": np.asarray(lateness), "gpu_busy": np.asarray(busy)}
+           "start_lateness_ms": np.asarray(lateness), "gpu_busy_tool": np.asarray(tool_busy),
+           "gpu_busy_kernel": np.asarray([np.nan if b is None else b for b in kernel_busy])}
     return CheckResult([verdict], {"token_latencies_gpu_load": raw})
+
+
+def _from_intended(times: list[float], late_ms: float, expected_ms: float) -> np.ndarray:
+    gaps = 1000.0 * np.diff(np.asarray(times))
+    if gaps.size:
+        gaps[0] += late_ms
+    return expected_interval_correction(gaps, expected_ms)
+
+
+def _judge_gpu_load(verdict: Verdict, tool: float, kernel: float | None) -> Verdict:
+    """The GPU load condition rests on the kernel's counters; the tool must agree with them."""
+    if kernel is None:
+        return verdict.but(detail=f"GPU load {tool:.0%} is the load tool's word (no GPU busy counters); "
+                                  f"{verdict.detail}")
+    if abs(tool - kernel) > GPU_AGREE:
+        return verdict.but(outcome=Outcome.FAIL,
+                           detail=f"the GPU load tool reports {tool:.0%} busy but the GPU's busy counters read "
+                                  f"{kernel:.0%} (more than {GPU_AGREE:.0%} apart): the contention was not "
+                                  f"there; {verdict.detail}")
+    return verdict.but(detail=f"GPU {kernel:.0%} busy by its counters (tool: {tool:.0%}); {verdict.detail}")
 
 
 def _busy(load: GpuLoad) -> float:

@@ -23,7 +23,7 @@ from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus")
+INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock")  # clock: default host (drivers/clock.py)
 ADB_TRANSPORTS = ("server", "direct")
 
 

@@ -1,0 +1,96 @@
+"""Token timing against the power trace: a second, independent witness of how long inference took.
+
+Where a power analyzer feeds the phone (battery emulation), an inference shows in its digitizer
+trace as current well above idle from prompt processing to the last decode step. For a few
+inferences the bench digitizes the current while the tokens stream, finds the active span in
+the trace (the smoothed current above halfway between idle and busy, first to last crossing)
+and compares it with the span the host saw (start line to done line on the station clock) and
+with the span the runtime reports. They must agree within the trace's edge resolution (the
+smoothing window plus two samples) plus the link's tolerance; the verdict's value is the
+largest difference between the host's span and the power trace's, and its detail gives the
+report's.
+"""
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from bench.checks import CheckResult, named
+from bench.checks.power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
+from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS, measure_link
+from bench.core.errors import InvalidMeasurement
+from bench.core.verdict import Evidence, Outcome, Verdict, compare
+from drivers.power import PowerAnalyzer
+from drivers.runtime import RuntimeClient
+
+log = logging.getLogger(__name__)
+
+METRIC = "token_timing_power_consistency"
+RUNS = 3
+TOKENS = 32
+PRE_S = 0.3       # idle before each sweep's trigger: the baseline
+MIN_RISE_A = 0.05  # an inference must lift the current at least this much over idle
+
+
+def active_span_s(current_a: np.ndarray, interval_s: float, pretrigger: int) -> float:
+    """Seconds between the first and last sample where the smoothed current is above halfway
+    from idle (the pre-trigger median) to busy (its 90th percentile)."""
+    smooth = _smooth(current_a.astype(np.float64), interval_s)
+    idle = float(np.median(current_a[:pretrigger])) if pretrigger else float(np.min(smooth))
+    busy = float(np.percentile(smooth, 90))
+    if busy - idle < MIN_RISE_A:
+        raise InvalidMeasurement(f"no inference visible in the current trace (idle {idle:.3f} A, busy {busy:.3f} A)",
+                                 hint="is the phone powered from this analyzer output (battery emulation on)?")
+    above = np.flatnonzero(smooth > (idle + busy) / 2.0)
+    return float((above[-1] - above[0]) * interval_s)
+
+
+def power_cross_check(supply: PowerAnalyzer, runtime: RuntimeClient, *, runs: int = RUNS, tokens: int = TOKENS,
+                      interval_s: float = DEFAULT_INTERVAL_S) -> CheckResult:
+    link = measure_link(runtime)
+    if link is None:
+        verdict = Verdict(METRIC, None, "ms", Outcome.INFO, statistic="max", raw=("token_power",),
+                          detail="no station clock or stream: nothing to compare the power trace with")
+        return CheckResult([verdict], {})
+    battery_emulation(supply)
+    device = runtime.device
+    pre = int(round(PRE_S / interval_s))
+    first = runtime.generate(tokens, seed=PROMPT_SEEDS[0], prompt_tokens=PROMPT_TOKENS)
+    expected = first.done_time - first.start_time
+    power, host, said = [], [], []
+    for k in range(runs):
+        device.run(["sleep", f"{PRE_S + 0.2:g}"])
+        supply.arm_digitizer(pre + int(math.ceil((1.5 * expected + 0.5) / interval_s)), interval_s,
+                             pretrigger_points=pre, quantities=("current",))
+        supply.trigger()
+        gen = runtime.generate(tokens, seed=PROMPT_SEEDS[k % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS)
+        trace = supply.fetch().require_valid()
+        arrivals = gen.arrivals
+        if arrivals is None or arrivals.start_t is None or arrivals.done_t is None:
+            raise InvalidMeasurement(f"{device.name}: the generate's start and done lines were not both observed")
+        power.append(active_span_s(trace.current_a, trace.interval_s, pre))
+        host.append(arrivals.done_t - arrivals.start_t)
+        said.append(gen.done_time - gen.start_time)
+        expected = max(expected, host[-1])
+    tolerance_s = SMOOTH_S + 2.0 * interval_s + link.tolerance_s
+    host_off = float(np.max(np.abs(np.subtract(host, power))))
+    said_off = float(np.max(np.abs(np.subtract(said, power))))
+    verdict = compare(METRIC, 1000.0 * host_off, "ms", 1000.0 * tolerance_s, "<=", statistic="max", n=runs,
+                      evidence=Evidence.MEASURED,
+                      description="Inference span on the station clock vs the active span in the current trace")
+    detail = (f"host spans {_ms(host)} ms, power trace {_ms(power)} ms, runtime report {_ms(said)} ms "
+              f"(tolerance {1000 * tolerance_s:.3g} ms: 10 ms smoothing, two samples, the link)")
+    if verdict.outcome is Outcome.PASS and said_off > tolerance_s:
+        verdict = verdict.but(outcome=Outcome.FAIL, detail=f"the runtime's reported spans disagree with the power "
+                                                          f"trace by up to {1000 * said_off:.4g} ms; {detail}")
+    else:
+        verdict = verdict.but(detail=detail)
+    verdict = named(verdict, METRIC, raw="token_power", reported_off_ms=1000.0 * said_off)
+    return CheckResult([verdict], {"token_power": {"power_span_s": np.asarray(power), "host_span_s": np.asarray(host),
+                                                   "reported_span_s": np.asarray(said)}})
+
+
+def _ms(values: list[float]) -> str:
+    return ", ".join(f"{1000 * v:.1f}" for v in values)

@@ -1,0 +1,273 @@
+"""Claims 3-5 and 14 rest on what the bench observes, not on what the phone says about itself.
+
+The station clock (host or emulated time server), token arrivals stamped over a streaming ADB
+read, the report checked against them, the GPU load against the GPU's own counters, the counters
+against physics and /proc/vmstat, and the lying personas that each turn their check to FAIL while
+the honest phone passes. In-process phones (tests/device_double.py) stamp on their world's clock;
+the end-to-end cases go over a real ADB socket and the emulated SCPI time server.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from adb_shell.auth.keygen import keygen
+
+from bench.checks import counters, token_power, tokens
+from bench.checks.targets import targets
+from bench.core.errors import InstrumentError, InvalidMeasurement
+from bench.core.verdict import Evidence, Outcome
+from bench.sla import SlaProfile, load_profile
+from device_double import PhoneDevice, WorldClock, make_device
+from drivers.adb import AdbPhone
+from drivers.clock import HostClock, ScpiClock
+from drivers import gpuload as gpuload_driver
+from drivers.gpuload import GpuLoad, read_gpu_busy
+from drivers.power import KeysightN6705C
+from drivers.runtime import RuntimeClient
+from emulation.adb_auth import AuthPolicy
+from emulation.adbd import AdbDaemon
+from emulation.device import EmulatedPhone
+from emulation.instruments.clock import ClockServer
+from emulation.instruments.power_analyzer import PowerAnalyzerServer
+from emulation.npu_personas import phone_spec
+from emulation.runtime_personas import PERSONAS
+
+NPU = "SM8650-ES"
+COUNTERS = [f"counters_{n}" for n in counters.COUNTERS]
+
+
+@pytest.fixture(scope="module")
+def sla() -> SlaProfile:
+    return load_profile("default")
+
+
+def phone(persona: str = "nominal", *, clocked: bool = True) -> tuple[PhoneDevice, RuntimeClient]:
+    device = make_device(NPU, f"EMU-{persona}", sla_persona=persona)
+    return device, RuntimeClient(device, clock=WorldClock(device) if clocked else None)
+
+
+def few(entry, n: int = 30):  # noqa: ANN001, ANN201 - negative controls need no proof-sized sample
+    return dataclasses.replace(entry, min_samples=min(entry.min_samples, n))
+
+
+# --- the station clock ---------------------------------------------------------------------------
+def test_host_clock_is_the_monotonic_clock():
+    clock = HostClock()
+    a, b = clock.now(), clock.now()
+    assert b >= a and clock.resolution_s > 0 and clock.identity.model == "time.monotonic"
+
+
+def test_emulated_time_server_answers_the_worlds_time_without_advancing_it():
+    world_phone = EmulatedPhone(phone_spec(NPU, "EMU-CLK"))
+    world = world_phone.world
+    with ClockServer(world) as server:
+        clock = ScpiClock(server.address)
+        try:
+            first, second = clock.now(), clock.now()
+            assert first == second == pytest.approx(world.clock.now(), abs=1e-6)
+            world.wait(1.25)
+            assert clock.now() - first == pytest.approx(1.25, abs=2e-6)
+            assert clock.resolution_s == 1e-6 and clock.identity.model == "TS-1"
+            with pytest.raises(InstrumentError, match="Undefined header"):
+                clock.query(":TIME:BOGUS?")
+        finally:
+            clock.close()
+
+
+# --- tokens observed on the host -----------------------------------------------------------------
+@pytest.fixture
+def adb_phone(tmp_path):  # noqa: ANN001, ANN201
+    """(emulated phone, AdbPhone over a real socket, the emulated station clock over SCPI)."""
+    keygen(str(tmp_path / "adbkey"))
+    started = []
+
+    def start(persona: str = "nominal"):  # noqa: ANN202
+        emulated = EmulatedPhone(phone_spec(NPU, f"EMU-{persona}", sla_persona=persona))
+        daemon = AdbDaemon(emulated, auth=AuthPolicy(accept_any=True))
+        daemon.start()
+        server = ClockServer(emulated.world)
+        server.start()
+        device = AdbPhone(daemon.address, key_path=tmp_path / "adbkey", name=f"adb-{persona}")
+        clock = ScpiClock(server.address)
+        started.append((daemon, server, device, clock))
+        return emulated, device, clock
+
+    yield start
+    for daemon, server, device, clock in started:
+        clock.close()
+        device.close()
+        server.stop()
+        daemon.stop()
+
+
+def test_tokens_arrive_over_adb_as_the_runtime_produces_them(adb_phone):
+    emulated, device, clock = adb_phone()
+    gen = RuntimeClient(device, clock=clock).generate(12, seed=3, prompt_tokens=16)
+    arrivals = gen.arrivals
+    assert arrivals is not None and len(arrivals.token_times) == 12
+    # one packet per token, each stamped while the world stood at the token's time
+    np.testing.assert_allclose(arrivals.token_times, gen.token_times, atol=2e-6, rtol=0)
+    assert len(set(arrivals.token_times)) == 12 and arrivals.sent_t <= arrivals.start_t
+    assert arrivals.done_t == pytest.approx(gen.done_time, abs=2e-6)
+
+
+def test_compressed_timestamps_are_caught_over_adb(adb_phone, sla):
+    _, device, clock = adb_phone("compressed-timestamps")
+    runtime = RuntimeClient(device, clock=clock)
+    gen = runtime.generate(12, seed=3, prompt_tokens=16)
+    np.testing.assert_allclose(np.diff(gen.token_times), 0.35 * np.diff(gen.arrivals.token_times), rtol=1e-4)
+    result = tokens.token_std_check(runtime, sla.get("token_latency_std"), inferences=20)
+    verdict = result.verdicts[0]
+    assert verdict.outcome is Outcome.FAIL and "disagrees with what arrived" in verdict.detail
+    assert verdict.extra["reported_value"] < 0.5 * verdict.value  # the report shows a much steadier phone
+
+
+def test_link_timing_of_the_emulated_station_is_the_clock_tick(adb_phone):
+    _, device, clock = adb_phone()
+    link = tokens.measure_link(RuntimeClient(device, clock=clock), n=5)
+    assert link.round_trip_s == pytest.approx(0.0, abs=2e-6) and link.tolerance_s == pytest.approx(2e-6, abs=1e-6)
+
+
+def test_report_agrees_within_the_link_tolerance_and_not_beyond():
+    link = tokens.LinkTiming(round_trip_s=0.010, jitter_s=0.001, resolution_s=1e-6, n=20)
+    assert link.tolerance_s == pytest.approx(0.008002)
+    host = np.full(200, 0.050)
+    assert tokens.compare_report(host, host + 0.007, link).agrees
+    assert not tokens.compare_report(host, host - 0.009, link).agrees
+    one_off = host.copy()
+    one_off[0] += 0.5  # one hiccup in 200 is within AGREE_FRACTION
+    assert tokens.compare_report(one_off, host, link).agrees
+
+
+def test_honest_phone_is_measured_and_its_report_agrees(sla):
+    result = tokens.first_token_check(phone()[1], few(sla.get("first_token_p99")), n=30)
+    verdict = result.verdicts[0]
+    assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED
+    assert verdict.extra["report"]["agrees"] and verdict.extra["source"].startswith("host arrivals")
+    assert verdict.uncertainty is not None
+
+
+def test_without_a_station_clock_only_the_report_exists_and_proves_nothing(sla):
+    result = tokens.first_token_check(phone(clocked=False)[1], few(sla.get("first_token_p99")), n=30)
+    verdict = result.verdicts[0]
+    assert verdict.outcome is Outcome.INCONCLUSIVE and verdict.evidence is Evidence.SELF_REPORTED
+
+
+def test_shifted_first_token_fails_with_both_numbers(sla):
+    result = tokens.first_token_check(phone("shifted-timestamps")[1], few(sla.get("first_token_p99")), n=30)
+    verdict = result.verdicts[0]
+    assert verdict.outcome is Outcome.FAIL and verdict.value >= 300
+    assert "disagrees with what arrived" in verdict.detail and verdict.extra["reported_value"] < verdict.value
+
+
+# --- the power trace as a second witness -----------------------------------------------------------
+@pytest.mark.parametrize("persona, outcome", [("nominal", Outcome.PASS), ("compressed-timestamps", Outcome.FAIL)])
+def test_inference_span_in_the_supply_current_matches_the_station_clock(persona, outcome):
+    device, runtime = phone(persona)
+    server = PowerAnalyzerServer(device.phone.world)
+    server.start()
+    supply = KeysightN6705C(server.address, timeout_s=5)
+    try:
+        verdict = token_power.power_cross_check(supply, runtime, runs=2, tokens=24).verdicts[0]
+    finally:
+        supply.close()
+        server.stop()
+    assert verdict.outcome is outcome and verdict.value < verdict.limit  # the host always agrees with the trace
+    assert ("reported spans disagree" in verdict.detail) is (outcome is Outcome.FAIL)
+
+
+def test_active_span_of_a_current_trace():
+    interval = 1e-3
+    current = np.full(2000, 0.3)
+    current[500:1500] = 1.2  # one second of inference
+    assert token_power.active_span_s(current, interval, pretrigger=300) == pytest.approx(1.0, abs=0.012)
+    with pytest.raises(InvalidMeasurement, match="no inference visible"):
+        token_power.active_span_s(np.full(2000, 0.3), interval, pretrigger=300)
+
+
+# --- GPU load: the GPU's counters, not the tool ----------------------------------------------------
+def test_gpu_busy_counters_follow_the_real_load():
+    device, _ = phone()
+    assert read_gpu_busy(device) is None  # no window completed since boot
+    device.run(["sleep", "1"])
+    assert read_gpu_busy(device) == 0.0
+    GpuLoad(device).start(0.75)
+    device.run(["sleep", "2"])
+    assert read_gpu_busy(device) == pytest.approx(0.765, abs=0.05)
+
+
+def test_fake_gpu_load_reports_busy_while_the_gpu_idles(sla):
+    device, runtime = phone("fake-gpu-load")
+    load = GpuLoad(device)
+    assert load.start(0.75).running
+    device.run(["sleep", "2"])
+    assert load.status().gpu_busy == 0.8 and read_gpu_busy(device) == 0.0
+    load.stop()
+    result = tokens.contention_check(device, runtime, sla.get("token_latency_p95_gpu_load"), runs=3)
+    verdict = result.verdicts[0]
+    assert verdict.outcome is Outcome.FAIL and "busy counters read 0%" in verdict.detail
+    assert verdict.extra["gpu_load_tool"] == pytest.approx(0.8) and verdict.extra["gpu_load"] == 0.0
+
+
+def test_a_phone_without_gpu_counters_rests_the_load_on_the_tools_word(sla, monkeypatch):
+    device, runtime = phone()
+    monkeypatch.setattr(gpuload_driver, "GPU_BUSY_NODES", ("/sys/class/devfreq/none/load",))
+    assert read_gpu_busy(device) is None
+    verdict = tokens.contention_check(device, runtime, sla.get("token_latency_p95_gpu_load")).verdicts[0]
+    assert verdict.outcome is Outcome.INCONCLUSIVE and verdict.evidence is Evidence.SELF_REPORTED
+
+
+# --- counters: physics and the kernel --------------------------------------------------------------
+def test_honest_counters_are_corroborated_where_the_bench_can_check_them():
+    result = counters.counters_check(phone()[1], targets(None, *COUNTERS), inferences=10)
+    evidence = {v.name: v.evidence for v in result.verdicts}
+    assert all(v.outcome is Outcome.PASS for v in result.verdicts)
+    assert evidence["counters_mac_utilisation"] is Evidence.CORROBORATED
+    assert evidence["counters_weight_page_fault_rate"] is Evidence.CORROBORATED
+    assert evidence["counters_kv_cache_miss_rate"] is Evidence.SELF_REPORTED
+
+
+def test_inflated_counters_are_implausible():
+    result = counters.counters_check(phone("inflated-counters")[1], targets(None, *COUNTERS), inferences=10)
+    failed = {v.name: v for v in result.verdicts if v.outcome is Outcome.FAIL}
+    assert set(failed) == {"counters_mac_utilisation", "counters_weight_page_fault_rate"}
+    assert all("implausible" in v.detail for v in failed.values())
+    mac = failed["counters_mac_utilisation"]
+    assert mac.value == pytest.approx(0.97, abs=1e-3) and mac.extra["independent"] < 0.97 - mac.extra["tolerance"]
+
+
+def test_counters_without_a_station_clock_cannot_be_corroborated():
+    result = counters.counters_check(phone(clocked=False)[1], targets(None, *COUNTERS), inferences=4)
+    mac = result.verdict("counters_mac_utilisation")
+    assert mac.outcome is Outcome.INCONCLUSIVE and "no station clock" in mac.detail
+
+
+def test_vmstat_counts_the_faults_the_runtime_incurs():
+    device, runtime = phone()
+    before = counters.read_major_faults(runtime)
+    runtime.counters(reset=True)
+    runtime.generate(32, seed=1, prompt_tokens=16)
+    assert counters.read_major_faults(runtime) - before == runtime.counters()["weight_page_faults"]
+
+
+# --- the liars ---------------------------------------------------------------------------------------
+def test_each_liar_is_declared_with_what_it_fakes():
+    liars = {"compressed-timestamps": "report_compression", "shifted-timestamps": "report_shift_s",
+             "fake-gpu-load": "gpuload_fake_busy", "inflated-counters": "counters_reported"}
+    nominal = PERSONAS["nominal"]
+    for name, faked in liars.items():
+        assert getattr(PERSONAS[name], faked) != getattr(nominal, faked)
+
+
+def test_the_shell_streams_to_its_sink_but_never_into_a_redirect():
+    device, _ = phone()
+    shell = device.phone.shell
+    sent: list[bytes] = []
+    result = shell.execute("echo before; llmrt generate --max-tokens 3 --prompt-tokens 4", sink=sent.append)
+    assert sent and sent[0].startswith(b"before\n") and b'"event": "token"' in b"".join(sent)
+    assert result.stdout == b""
+    sent.clear()
+    shell.execute("llmrt generate --max-tokens 3 --prompt-tokens 4 > /data/local/tmp/gen.jsonl", sink=sent.append)
+    assert sent == [] and device.phone.fs.read("/data/local/tmp/gen.jsonl").count(b"\n") == 5
