@@ -11,6 +11,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 SUITE = '''
+import pytest
+
+pytestmark = pytest.mark.evidence("self-reported")  # what the phone answers over ADB
+
+
 def test_a0_before(dut, record):
     dut.run("llmrt status")
     dut.run("sleep 5")  # the phone's clock moves on: what this test logged is before the next one
