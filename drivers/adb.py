@@ -36,7 +36,7 @@ from adb_shell.auth.sign_cryptography import CryptographySigner
 from bench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
                           DeviceError, DeviceUnreachable)
 from drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport
-from drivers.device import ShellResult, TimedShellResult
+from drivers.device import ShellCommands, ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def quote_command(command: str | Sequence[str]) -> str:
     return " ".join(shlex.quote(str(arg)) for arg in command)
 
 
-class AdbPhone:
+class AdbPhone(ShellCommands):
     """One DUT over ADB. address: "host:port" (TCP), "usb" or "usb:SERIAL"."""
 
     def __init__(self, address: str, *, key_path: str | Path | None = None, connect_timeout_s: float = 10.0,
@@ -198,20 +198,6 @@ class AdbPhone:
             exit_code = -1
         return TimedShellResult(self.name, text, output.decode("utf-8", errors="replace"), exit_code,
                                 sent_t=sent_t, lines=_timed_lines(chunks, marker.encode()))
-
-    def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
-        """shell() that raises CommandFailed on a non-zero exit; returns the output."""
-        return self.shell(command, timeout_s).check().output
-
-    def getprop(self, key: str) -> str:
-        return self.run(["getprop", key]).rstrip("\r\n")
-
-    @property
-    def serial(self) -> str:
-        """ro.serialno, read once."""
-        if self._serial is None:
-            self._serial = self.getprop("ro.serialno")
-        return self._serial
 
     # --- files ------------------------------------------------------------------------------------
     def push_bytes(self, data: bytes, remote: str, mode: int = 0o644) -> None:

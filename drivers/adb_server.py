@@ -33,7 +33,7 @@ from adbutils._adb import AdbConnection
 from bench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
 from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command
-from drivers.device import ShellResult
+from drivers.device import ShellCommands, ShellResult
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def default_server() -> AdbServer:
         return _SERVERS[address]
 
 
-class ServerAdbPhone:
+class ServerAdbPhone(ShellCommands):
     """One DUT through the adb server. address: "host:port" (TCP: `adb connect`), "usb:SERIAL"."""
 
     def __init__(self, address: str, *, server: AdbServer | None = None, connect_timeout_s: float = 10.0,
@@ -332,18 +332,6 @@ class ServerAdbPhone:
             assert self._device is not None
             self._features = set(self._device.get_features().split(","))
         return "shell_v2" in self._features
-
-    def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
-        return self.shell(command, timeout_s).check().output
-
-    def getprop(self, key: str) -> str:
-        return self.run(["getprop", key]).rstrip("\r\n")
-
-    @property
-    def serial(self) -> str:
-        if self._serial is None:
-            self._serial = self.getprop("ro.serialno")
-        return self._serial
 
     # --- files ------------------------------------------------------------------------------------
     def push_bytes(self, data: bytes, remote: str, mode: int = 0o644) -> None:

@@ -32,6 +32,27 @@ class TimedShellResult(ShellResult):
     lines: list[tuple[float, str]] = field(default_factory=list)
 
 
+class ShellCommands:
+    """`run`, `getprop` and `serial` for a driver that has `shell(command, timeout_s)`, whatever
+    its transport (the adb server or the serverless one)."""
+
+    _serial: str | None = None
+
+    def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
+        """shell() that raises CommandFailed on a non-zero exit; returns the output."""
+        return self.shell(command, timeout_s).check().output  # type: ignore[attr-defined]
+
+    def getprop(self, key: str) -> str:
+        return self.run(["getprop", key]).rstrip("\r\n")
+
+    @property
+    def serial(self) -> str:
+        """ro.serialno, read once."""
+        if self._serial is None:
+            self._serial = self.getprop("ro.serialno")
+        return self._serial
+
+
 @runtime_checkable
 class Device(Protocol):
     """One DUT. `name` names it in every error (serial or address)."""

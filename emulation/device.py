@@ -10,7 +10,7 @@ import time as _time
 
 from emulation.filesystem import DeviceFileSystem
 from emulation.logcat import LogBuffer, logcat
-from emulation.phone_spec import DEVICE_FAULTS, PhoneSpec
+from emulation.phone_spec import PhoneSpec
 from emulation.shell import CommandResult, Shell, ShellContext
 from emulation.world import World
 

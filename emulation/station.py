@@ -41,7 +41,7 @@ def sla_personas() -> set[str]:
 
 
 def known_faults() -> set[str]:
-    from emulation.device import DEVICE_FAULTS
+    from emulation.phone_spec import DEVICE_FAULTS
     from emulation.runtime import RUNTIME_FAULTS
 
     return DEVICE_FAULTS | set(RUNTIME_FAULTS)

@@ -6,13 +6,12 @@ only the loop around it is here.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from bench.checks.power import PowerRuns, measure_sustained_power
-from bench.checks.voice import VoiceSetup, VoiceTrials, analyse_trial, configure
+from bench.checks.voice import VoiceSetup, VoiceTrials, WaveformKeeper, configure, take_trial
 from bench.sequential import SequentialPlan, SequentialResult, mean_rule, tolerance_rule
 from drivers.device import Device
 from drivers.power import PowerAnalyzer
@@ -44,32 +43,12 @@ def sequential_voice_trials(scope: Oscilloscope, stimulus: AudioStimulus, device
     configure(scope, stimulus, setup)
     trials = VoiceTrials(fixture_delay_s, fixture_calibrated, setup.sample_rate_hz)
     decision = SequentialResult("continue", 0, None, "no trials")
-    slowest, slowest_ms = None, -math.inf
+    keeper = WaveformKeeper(invalid=0)
     for index in range(2 * plan.n_max):  # invalid trials are retried, within bounds
-        scope.single()
-        stimulus.fire()
-        scope.wait_triggered(timeout_s=setup.trigger_timeout_s)
-        ch1, ch2 = scope.read_waveform(1, setup.points), scope.read_waveform(2, setup.points)
-        stim, answer, end, status = analyse_trial(ch1, ch2, setup)
-        trials.stimulus_onset_s.append(stim)
-        trials.answer_onset_s.append(answer)
-        trials.answer_end_s.append(end)
-        trials.status.append(status)
-        latency_ms = 1e3 * (answer - stim - fixture_delay_s)
-        keep = index == 0
-        if not keep and math.isfinite(latency_ms) and latency_ms > slowest_ms:
-            if slowest is not None:
-                trials.waveforms.pop(slowest, None)
-            slowest, keep = index, True
-        if math.isfinite(latency_ms):
-            slowest_ms = max(slowest_ms, latency_ms)
-        if keep:
-            trials.waveforms[index] = (ch1.t.astype(np.float32), ch1.volts, ch2.volts)
-        if status == "open-ended":  # the phone is still talking: let it finish before the next trial
-            device.run(["sleep", f"{setup.settle_s:g}"])
+        status = take_trial(scope, stimulus, device, trials, index, setup, keeper)
         valid = 1e3 * trials.latency_s[~np.isnan(trials.latency_s)]
         decision = tolerance_rule(valid, limit_ms, plan, p=p)
-        log.debug("voice trial %d: %s, %.1f ms -> %s", index, status, latency_ms, decision.decision)
+        log.debug("voice trial %d: %s -> %s", index, status, decision.decision)
         if decision.decision != "continue" or valid.size >= plan.n_max:
             break
     return SequentialVoice(trials, decision)

@@ -29,7 +29,7 @@ from bench.checks import CheckResult
 from bench.checks.voice import arm_stimulus
 from bench.device_state import read_thermal_status
 from bench.core.errors import InvalidMeasurement
-from bench.sla import SlaEntry, SlaProfile
+from bench.sla import SlaProfile
 from bench.core.verdict import Evidence, PlotHint, Verdict, compare
 from bench.uncertainty import calibration_of, thermal_budget
 from drivers.device import Device

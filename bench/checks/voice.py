@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
@@ -139,32 +138,53 @@ def run_voice_trials(scope: Oscilloscope, stimulus: AudioStimulus, device: Devic
     configure(scope, stimulus, setup, clip)
     calibrated = fixture_calibrated if fixture_calibrated is not None else fixture_delay_s != 0.0
     result = VoiceTrials(fixture_delay_s, calibrated, setup.sample_rate_hz, calibration=calibration_of(scope))
-    slowest, slowest_latency = None, -math.inf
+    keeper = WaveformKeeper(invalid=keep_invalid)
     for index in range(trials):
-        scope.single()
-        stimulus.fire()
-        scope.wait_triggered(timeout_s=setup.trigger_timeout_s)
-        ch1, ch2 = scope.read_waveform(1, setup.points), scope.read_waveform(2, setup.points)
-        stim, answer, end, status = analyse_trial(ch1, ch2, setup)
-        result.stimulus_onset_s.append(stim)
-        result.answer_onset_s.append(answer)
-        result.answer_end_s.append(end)
-        result.status.append(status)
-        latency = answer - stim
-        invalid_kept = sum(result.status[k].startswith("invalid") for k in result.waveforms)
-        keep = index == 0 or (status.startswith("invalid") and invalid_kept < keep_invalid)
-        if not keep and math.isfinite(latency) and latency > slowest_latency:
-            if slowest is not None:
-                result.waveforms.pop(slowest, None)
-            slowest, keep = index, True
-        if math.isfinite(latency):
-            slowest_latency = max(slowest_latency, latency)
-        if keep:
-            result.waveforms[index] = (ch1.t.astype(np.float32), ch1.volts, ch2.volts)
-        if status == "open-ended":  # the phone is still talking: let it finish before the next trial
-            device.run(["sleep", f"{setup.settle_s:g}"])
-        log.debug("voice trial %d: %s, latency %.1f ms", index, status, 1e3 * latency)
+        take_trial(scope, stimulus, device, result, index, setup, keeper)
     return result
+
+
+@dataclass
+class WaveformKeeper:
+    """Which trials' waveforms are kept as evidence: the first, the slowest answered one, and up
+    to `invalid` invalid ones (not the whole run: a trial's two channels are megabytes)."""
+
+    invalid: int = 2
+    slowest: int | None = None
+    slowest_latency: float = -math.inf
+
+    def keep(self, trials: VoiceTrials, index: int, latency_s: float, status: str) -> bool:
+        invalid_kept = sum(trials.status[k].startswith("invalid") for k in trials.waveforms)
+        keep = index == 0 or (status.startswith("invalid") and invalid_kept < self.invalid)
+        if not keep and math.isfinite(latency_s) and latency_s > self.slowest_latency:
+            if self.slowest is not None:
+                trials.waveforms.pop(self.slowest, None)
+            self.slowest, keep = index, True
+        if math.isfinite(latency_s):
+            self.slowest_latency = max(self.slowest_latency, latency_s)
+        return keep
+
+
+def take_trial(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, trials: VoiceTrials, index: int,
+               setup: VoiceSetup, keeper: WaveformKeeper) -> str:
+    """One stimulus -> answer trial appended to `trials` (the scope and stimulus configured and
+    armed); returns its status. An answer still running at the end of the record is waited out."""
+    scope.single()
+    stimulus.fire()
+    scope.wait_triggered(timeout_s=setup.trigger_timeout_s)
+    ch1, ch2 = scope.read_waveform(1, setup.points), scope.read_waveform(2, setup.points)
+    stim, answer, end, status = analyse_trial(ch1, ch2, setup)
+    trials.stimulus_onset_s.append(stim)
+    trials.answer_onset_s.append(answer)
+    trials.answer_end_s.append(end)
+    trials.status.append(status)
+    latency = answer - stim
+    if keeper.keep(trials, index, latency, status):
+        trials.waveforms[index] = (ch1.t.astype(np.float32), ch1.volts, ch2.volts)
+    if status == "open-ended":  # the phone is still talking: let it finish before the next trial
+        device.run(["sleep", f"{setup.settle_s:g}"])
+    log.debug("voice trial %d: %s, latency %.1f ms", index, status, 1e3 * latency)
+    return status
 
 
 def analyse_trial(ch1: Waveform, ch2: Waveform, setup: VoiceSetup = VoiceSetup()) -> tuple[float, float, float, str]:
