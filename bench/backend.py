@@ -12,21 +12,35 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.core.station import EmulatedConfig, EmulatedPhoneConfig, StationConfig, load_station
+from bench.core.station import LEGACY_BAY, EmulatedConfig, EmulatedPhoneConfig, StationConfig, load_station
 
 
 @contextlib.contextmanager
-def open_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None) -> Iterator[StationConfig]:
-    """Yield a ready station config; starts (and afterwards stops) the emulated station if needed."""
+def open_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None,
+                 bay: str | None = None) -> Iterator[StationConfig]:
+    """Yield a ready station config; starts (and afterwards stops) the emulated station if needed.
+
+    With `bay`, the config is that bay's view (its DUT, its instruments by role) and an emulated
+    multi-bay fleet starts that bay only.
+    """
     config = load_station(path) if path else StationConfig(name="emulated", source=None,
                                                            emulated=emulated or EmulatedConfig())
     if config.emulated is None:
-        yield config
+        yield _narrow(config, bay)
         return
     from emulation.station import EmulatedStation  # only emulated runs need the emulator
 
-    with EmulatedStation(config.emulated) as station:
-        yield station.merge_into(config)
+    with EmulatedStation(config.emulated, only_bay=bay if config.emulated.bays else None) as station:
+        yield _narrow(station.merge_into(config), bay)
+
+
+def _narrow(config: StationConfig, bay: str | None) -> StationConfig:
+    """A station of one bay is that bay's view; a legacy file (no [[bay]]) already is one."""
+    if bay is None and len(config.bays) == 1:
+        bay = config.bays[0].name
+    if bay is None or [b.name for b in config.bays] == [LEGACY_BAY] == [bay]:
+        return config
+    return config.for_bay(bay)
 
 
 def plan_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None) -> StationConfig:
