@@ -77,3 +77,12 @@ def default_line_faults() -> tuple[str, ...]:
     from emulation.line import DEFAULT_FAULTS
 
     return tuple(DEFAULT_FAULTS)
+
+
+def emulated_bay_duts(config: EmulatedConfig) -> dict[str, list[str]]:
+    """Bay name -> the serial of the phone an emulated multi-bay fleet puts in it."""
+    from bench.core.station import emulated_bay_names
+    from emulation.npu_personas import default_fleet
+
+    serials = [p.serial for p in config.phones] or [s.serial for s in default_fleet()]
+    return {bay: [serial] for bay, serial in zip(emulated_bay_names(config.bays), serials)}

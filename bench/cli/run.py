@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.core.paths import data_dir
-from bench.core.station import load_station
+from bench.core.errors import ConfigError
+from bench.core.station import MAX_EMULATED_BAYS, load_station
 from bench.summary import print_summary
 
 DEFAULT_SUITES = data_dir("suites")
@@ -20,12 +22,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
     p.add_argument("--no-preflight", action="store_true",
                    help="skip the station preflight (bench station check) before the tests")
+    from bench.lab.run import add_place_args
+
+    add_place_args(p)
     p.set_defaults(func=run)
 
 
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--station", help="station file (TOML); default: the embedded emulated station")
     p.add_argument("--dut", action="append", default=[], help="only this DUT (repeatable)")
+    p.add_argument("--bay", action="append", default=[], help="only this bay of a multi-bay station (repeatable)")
+    p.add_argument("--bays", type=int, help="emulated station: a fleet of N bays (1-4) tested in parallel")
+    p.add_argument("--jobs", type=int, help="bays tested at once (default: all selected bays)")
     p.add_argument("-m", "--marker", help="only tests with this marker expression, e.g. acceptance")
     p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
     p.add_argument("--results-dir", help="where the run folder goes (default: the station's, ./reports)")
@@ -68,12 +76,20 @@ def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from bench.results import new_run_id
 
+    if getattr(args, "place", None) or getattr(args, "places", None):
+        from bench.lab.run import run_on_places
+
+        return run_on_places(args, run)
+
     run_dir = results_dir(args) / (args.run_id or new_run_id())
     if args.station and not args.no_preflight:
         from bench.preflight import gate
 
         if not gate(args.station):
             return 2
+    station = _bay_station(args)
+    if station is not None:
+        return run_parallel_bays(args, station, run_dir)
     code = pytest.main(pytest_args(args, run_dir))
     results = run_dir / "results.json"
     if not results.exists():
@@ -88,3 +104,71 @@ def run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.OK and bad == 0:
         return 0
     return 1 if code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) else int(code)
+
+
+# --- several bays at once (bench/cli/bays.py, bench/aggregate.py) -----------------------------------
+def _bay_station(args: argparse.Namespace) -> Any:
+    """The station when this run is one of bays (a multi-bay file, --bays, --bay); else None."""
+    from bench.core.station import EmulatedConfig, StationConfig
+
+    if getattr(args, "bays", None):
+        if args.station:
+            raise ConfigError("--bays makes an emulated fleet; it does not go with --station",
+                              hint="put `bays = N` in the station file's [emulated] table instead")
+        if not 1 <= args.bays <= MAX_EMULATED_BAYS:
+            raise ConfigError(f"--bays {args.bays}: the emulated fleet has 1 to {MAX_EMULATED_BAYS} bays")
+        return StationConfig(name="emulated", source=None, emulated=EmulatedConfig(bays=args.bays))
+    if not args.station:
+        return None
+    station = load_station(args.station)
+    return station if station.multi_bay else None
+
+
+def run_parallel_bays(args: argparse.Namespace, station: Any, run_dir: Path) -> int:
+    from bench.backend import emulated_bay_duts, emulated_fleet
+    from bench.cli.bays import run_bays, selected_bays
+
+    if station.emulated is not None:
+        if args.persona or args.fault:
+            station.emulated.phones = emulated_fleet(args.persona, args.fault).phones
+        dut_names = emulated_bay_duts(station.emulated)
+    else:
+        dut_names = {b.name: list(b.duts) for b in station.bays}
+    bays = selected_bays(station, args, dut_names)
+    if not bays:
+        raise ConfigError("no bay selected", hint=f"bays: {', '.join(station.bay_names())}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    station_file = str(station.source) if station.source else _write_emulated_station(station, run_dir)
+
+    def worker_args(bay: str, folder: Path) -> list[str]:
+        selection = argparse.Namespace(**{**vars(args), "station": None, "persona": None, "fault": [],
+                                          "dut": [d for d in args.dut if d in dut_names.get(bay, [])],
+                                          "quiet": True, "verbose_tests": False})
+        return pytest_args(selection, folder)
+
+    record = {"name": station.name, "file": station_file, "emulated": station.emulated is not None,
+              "location": station.location, "sla_profile": station.sla_profile}
+    data = run_bays(args, station_file, bays, run_dir, worker_args, args.jobs or len(bays), record,
+                    station.database)
+    results = run_dir / "results.json"
+    print_summary(data, results, quiet=args.quiet)
+    for problem in data.get("problems", []):
+        print(f"problem: {problem}")
+    if (run_dir / "report.html").exists():
+        print(f"report:  {run_dir / 'report.html'}")
+    bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
+    return 0 if bad == 0 and data["status"] == "complete" and data["tests"] else 1
+
+
+def _write_emulated_station(station: Any, run_dir: Path) -> str:
+    """The embedded fleet as a station file the workers load (each starts its own bay of it)."""
+    emulated = station.emulated
+    lines = ["[emulated]", f"bays = {emulated.bays}", f"instruments = {str(emulated.instruments).lower()}"]
+    for phone in emulated.phones:
+        lines += ["[[emulated.phone]]", f"serial = {json.dumps(phone.serial)}", f"seed = {phone.seed}",
+                  f"sla_persona = {json.dumps(phone.sla_persona)}", f"faults = {json.dumps(list(phone.faults))}"]
+        if phone.npu_persona:
+            lines.append(f"npu_persona = {json.dumps(phone.npu_persona)}")
+    path = run_dir / "station.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)

@@ -245,6 +245,8 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
     elif not config.duts:
         raise ConfigError(f"{origin}: no [[dut]] and no [emulated] table",
                           hint="add a [[dut]] with adb = \"host:port\", or an [emulated] table")
+    if bay_tables and len(config.bays) == 1:  # a station of one bay is that bay's view
+        return config.for_bay(config.bays[0].name)
     return config
 
 
