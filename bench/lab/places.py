@@ -18,9 +18,11 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError, ConfigError
@@ -33,6 +35,15 @@ _HELD = re.compile(r"acquired by (\S+?)\.?(?:\s|$)")
 _ACQUIRED_RES = re.compile(r"^Acquired resource '([^']+)' \(([^)]*)\):$")
 
 
+def _labgrid_client() -> str:
+    """labgrid-client beside this Python (a venv not on PATH), else on PATH."""
+    beside = Path(sys.executable).parent / "labgrid-client"
+    found = str(beside) if beside.exists() else shutil.which("labgrid-client")
+    if found is None:
+        raise ConfigError("labgrid-client not found", hint="pip install 'phonebench[lab]' (labgrid 26)")
+    return found
+
+
 class PlaceBusy(BenchError):
     """The place is held by someone else and did not come free in time."""
 
@@ -41,15 +52,15 @@ class PlaceBusy(BenchError):
 class Lab:
     coordinator: str
     user: str = ""
+    program: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
-        if shutil.which("labgrid-client") is None:
-            raise ConfigError("labgrid-client not found", hint="pip install 'phonebench[lab]' (labgrid 26)")
         self.user = self.user or f"{getpass.getuser()}.{os.getpid()}"
+        self.program = _labgrid_client()
 
     def client(self, *args: str, place: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
         env = {**os.environ, ENV_COORDINATOR: self.coordinator, "LG_USERNAME": self.user}
-        command = ["labgrid-client", *(["-p", place] if place else []), *args]
+        command = [self.program, *(["-p", place] if place else []), *args]
         try:
             return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
