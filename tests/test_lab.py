@@ -121,6 +121,20 @@ def test_a_held_place_makes_the_bench_wait_then_fail_naming_the_holder(lab):
         lab["client"]("-p", "hostA-bay1", "release", user="alice")
 
 
+def test_a_bench_waits_for_a_held_place_and_runs_once_it_is_released(lab):
+    held = lab["client"]("-p", "hostA-bay1", "acquire", user="bob")
+    assert held.returncode == 0, held.stdout + held.stderr
+    proc = bench(lab, "--place", "hostA-bay1", "--place-wait", "300")
+    try:
+        time.sleep(8)  # the bench has reserved and is waiting
+        assert proc.poll() is None
+    finally:
+        lab["client"]("-p", "hostA-bay1", "release", user="bob")
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out
+    assert "held by" in out and "bob" in out  # it said whom it waited for
+
+
 def test_a_killed_bench_leaves_its_place_reclaimable(lab):
     proc = bench(lab, "--place", "hostB-bay1")
     _wait_for(lambda: owner(lab, "hostB-bay1") not in ("", "None"), 120, "the bench to acquire its place")

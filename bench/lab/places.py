@@ -1,5 +1,5 @@
-"""Places through `labgrid-client`: create one per bay, acquire (waiting, bounded, for a holder),
-read the acquired resources, release.
+"""Places through `labgrid-client`: create one per bay, reserve and acquire (waiting, bounded,
+for a holder), read the acquired resources, release and cancel the reservation.
 
 A bench acquires as `<user>.<pid>` on its host (LG_USERNAME), so the coordinator's owner string
 `host/user.pid` names the very process holding a place. A place held by a process of this host
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 ENV_COORDINATOR = "LG_COORDINATOR"
 DEFAULT_WAIT_S = 600.0
+POLL_S = 3.0  # one look at a waiting reservation (a labgrid-client start costs about a second)
 _HELD = re.compile(r"acquired by (\S+?)\.?(?:\s|$)")
 _ACQUIRED_RES = re.compile(r"^Acquired resource '([^']+)' \(([^)]*)\):$")
 
@@ -92,39 +93,84 @@ class Lab:
             made.append(name)
         return made
 
-    def owner(self, place: str) -> str | None:
+    def state(self, place: str) -> dict[str, str | None]:
+        """The place's `acquired` (host/user or None) and `reservation` (token or None)."""
+        found: dict[str, str | None] = {"acquired": None, "reservation": None}
         for line in self._checked("show", place=place).splitlines():
             key, _, value = line.strip().partition(": ")
-            if key == "acquired":
-                return None if value in ("None", "") else value
-        return None
+            if key in found:
+                found[key] = None if value in ("None", "") else value
+        return found
 
-    def acquire(self, place: str, wait_s: float = DEFAULT_WAIT_S) -> None:
-        """Acquire `place`; a holder makes this wait (saying who, once) up to wait_s, then PlaceBusy."""
-        deadline = time.monotonic() + wait_s
+    def owner(self, place: str) -> str | None:
+        return self.state(place)["acquired"]
+
+    def reserve(self, place: str) -> str:
+        """A reservation for `place` (labgrid schedules waiting benches in order); returns its token."""
+        out = self._checked("reserve", "--shell", f"name={place}")
+        match = re.search(r"LG_TOKEN=(\S+)", out)
+        if match is None:
+            raise BenchError(f"place {place}: `labgrid-client reserve` gave no token: {out.strip()[:200]}")
+        return match.group(1)
+
+    def _poll(self, token: str) -> None:
+        """`labgrid-client wait` for a moment: it polls the reservation (keeping it alive, as the
+        coordinator drops one nobody polls for 60 s) and returns early once it is allocated."""
+        env = {**os.environ, ENV_COORDINATOR: self.coordinator, "LG_USERNAME": self.user}
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run([self.program, "wait", token], env=env, capture_output=True, timeout=POLL_S)
+
+    def cancel(self, token: str) -> None:
+        self.client("cancel-reservation", token)
+
+    def acquire(self, place: str, wait_s: float = DEFAULT_WAIT_S) -> str:
+        """Reserve and acquire `place`; returns the reservation token.
+
+        A holder makes this wait (saying who, once) up to wait_s, then PlaceBusy names it. A
+        holder that is a dead process of this host (a killed bench) is kicked off, and its
+        reservation cancelled, so its place is reclaimed.
+        """
+        if place not in self.places():
+            raise ConfigError(f"no place {place!r} on coordinator {self.coordinator}",
+                              hint=f"places: {', '.join(self.places()) or 'none'}; `bench lab places` creates them")
+        token = self.reserve(place)
+        try:
+            self._wait_and_acquire(place, token, time.monotonic() + wait_s, wait_s)
+        except BaseException:
+            self.cancel(token)
+            raise
+        log.info("acquired place %s as %s (reservation %s)", place, self.user, token)
+        return token
+
+    def _wait_and_acquire(self, place: str, token: str, deadline: float, wait_s: float) -> None:
         told = None
         while True:
-            proc = self.client("acquire", place=place)
-            if proc.returncode == 0:
-                log.info("acquired place %s as %s", place, self.user)
-                return
-            text = (proc.stderr + proc.stdout).strip()
-            held = _HELD.search(text)
-            if held is None:
-                raise BenchError(f"place {place}: acquire failed: {text.splitlines()[-1] if text else proc.returncode}",
-                                 hint=f"`labgrid-client -p {place} show` on coordinator {self.coordinator}")
-            holder = held.group(1)
-            if self._stale(holder):
-                log.warning("place %s: holder %s is gone (killed run); reclaiming it", place, holder)
+            self._poll(token)
+            state = self.state(place)
+            holder = state["acquired"]
+            if holder is None and state["reservation"] == token:
+                proc = self.client("acquire", place=place)
+                if proc.returncode == 0:
+                    return
+                text = (proc.stderr + proc.stdout).strip()
+                held = _HELD.search(text)
+                if held is None:
+                    raise BenchError(f"place {place}: acquire failed: {text.splitlines()[-1] if text else proc.returncode}",
+                                     hint=f"`labgrid-client -p {place} show` on coordinator {self.coordinator}")
+                holder = held.group(1)
+            if holder is not None and self._stale(holder):
+                log.warning("place %s: holder %s is gone (a killed run); reclaiming it", place, holder)
                 self.client("release", "--kick", place=place)
+                if state["reservation"] not in (None, token):
+                    self.cancel(state["reservation"])
                 continue
             if time.monotonic() >= deadline:
-                raise PlaceBusy(f"place {place} is held by {holder}; waited {wait_s:.0f} s",
+                who = holder or f"reservation {state['reservation']}"
+                raise PlaceBusy(f"place {place} is held by {who}; waited {wait_s:.0f} s",
                                 hint="try later, pick another place, or ask the holder to release it")
-            if told != holder:
-                print(f"bench: place {place} is held by {holder}; waiting up to {wait_s:.0f} s")
+            if holder is not None and told != holder:
+                print(f"bench: place {place} is held by {holder}; waiting up to {wait_s:.0f} s", flush=True)
                 told = holder
-            time.sleep(1.0)
 
     def _stale(self, holder: str) -> bool:
         host, _, user = holder.partition("/")
@@ -139,10 +185,12 @@ class Lab:
             return False
         return False
 
-    def release(self, place: str) -> None:
+    def release(self, place: str, token: str | None = None) -> None:
         proc = self.client("release", place=place)
         if proc.returncode != 0:
             log.warning("place %s not released: %s", place, (proc.stderr or proc.stdout).strip())
+        if token is not None:
+            self.cancel(token)
 
     def resources(self, place: str) -> dict[str, dict[str, Any]]:
         """The acquired place's resources: name -> {cls, params, ...} (from `labgrid-client show`)."""
@@ -161,8 +209,8 @@ class Lab:
     @contextlib.contextmanager
     def held(self, place: str, wait_s: float = DEFAULT_WAIT_S) -> Iterator[dict[str, dict[str, Any]]]:
         """Acquire, yield the resources, and release however the body ends (failure, Ctrl-C)."""
-        self.acquire(place, wait_s)
+        token = self.acquire(place, wait_s)
         try:
             yield self.resources(place)
         finally:
-            self.release(place)
+            self.release(place, token)
