@@ -213,3 +213,9 @@ def test_an_unknown_bay_is_a_clear_error(tmp_path):
     proc = bench(tmp_path, "--station", two_bays(tmp_path, []), "--bay", "bay9", IDENTITY)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 2 and "bay9" in out and "bay1, bay2" in out
+
+
+@pytest.mark.parametrize("name", ["four-bays.toml", "emulated-bays.toml"])
+def test_the_example_bay_stations_load(name):
+    station = load_station(REPO / "stations" / name)
+    assert station.bay_names() == ["bay1", "bay2", "bay3", "bay4"]

@@ -286,16 +286,21 @@ def _parse_dut(r: _Reader, base: Path) -> DutConfig:
 
 
 def _parse_instrument(r: _Reader, name: str, dut_names: list[str]) -> InstrumentConfig:
-    r.check_unknown({"role", "family", "address", "attached_to", "options"})
+    r.check_unknown({"role", "family", "address", "attached_to", "options", "shared"})
     # [instruments.supply] names its role; any other name says it: role = "supply"
-    role = r.get("role", str, name if name in INSTRUMENT_ROLES else ...)
+    if "role" not in r.table and name not in INSTRUMENT_ROLES:
+        raise ConfigError(f"{r.path}: [instruments.{name}]: unknown instrument role",
+                          hint=f"roles: {', '.join(INSTRUMENT_ROLES)}; a named instrument says its role: "
+                               'role = "supply"')
+    role = r.get("role", str, name)
     if role not in INSTRUMENT_ROLES:
         raise r._err("role", f"one of {', '.join(INSTRUMENT_ROLES)}", role)
     attached = r.get("attached_to", str, None)
     if attached is not None and dut_names and attached not in dut_names:
         raise r._err("attached_to", f"one of the DUT names {dut_names}", attached)
     return InstrumentConfig(role=role, family=r.get("family", str), address=r.get("address", str),
-                            attached_to=attached, options=r.get("options", dict, {}), name=name)
+                            attached_to=attached, options=r.get("options", dict, {}), name=name,
+                            shared=r.get("shared", bool, False))  # also used by bays of other stations
 
 
 def _legacy_bay(origin: str, config: StationConfig) -> None:

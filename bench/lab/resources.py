@@ -56,6 +56,8 @@ def station_toml(place: str, resources: dict[str, dict[str, Any]], database: str
         key = f"{p['name']}-{p['role']}"
         lines += [f"[instruments.{json.dumps(key)}]", f"role = {json.dumps(p['role'])}",
                   f"family = {json.dumps(p['family'])}", f"address = {json.dumps(p['address'])}"]
+        if p.get("shared"):  # other places' bays use it too: lock it per use
+            lines.append("shared = true")
         wiring.append(f"{p['role']} = {json.dumps(key + ('@' + p['channel'] if p.get('channel') else ''))}")
     lines += ["[[bay]]", f"name = {json.dumps(place)}", f"dut = {json.dumps(phone['name'])}", *wiring]
     return "\n".join(lines) + "\n"
