@@ -109,6 +109,15 @@ def test_two_benches_on_two_places_share_one_store(lab):
     assert "hostA-bay1" in runs.stdout and "hostB-bay1" in runs.stdout  # both hosts' runs in the one store
 
 
+def test_places_by_pattern_run_one_bench_per_place(lab):
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "--places", "host*-bay1", "-q", IDENTITY],
+                            cwd=lab["folder"], env=lab["env"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out
+    assert "place hostA-bay1: exit code 0" in out and "place hostB-bay1: exit code 0" in out
+
+
 def test_a_held_place_makes_the_bench_wait_then_fail_naming_the_holder(lab):
     held = lab["client"]("-p", "hostA-bay1", "acquire", user="alice")
     assert held.returncode == 0, held.stdout + held.stderr

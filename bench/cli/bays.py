@@ -46,13 +46,16 @@ def selected_bays(station: StationConfig, args: argparse.Namespace, dut_names: d
     return chosen
 
 
-def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_dir: Path,  # noqa: PLR0913
+def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_dir: Path,
              worker_args: Callable[[str, Path], list[str]], jobs: int, station: dict[str, Any],
              database: str | None) -> dict[str, Any]:
     """Run each bay's worker (at most `jobs` at once) and merge them; Ctrl-C stops every worker
     and still merges what they recorded."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    if jobs < 1:
+        raise ConfigError(f"--jobs {jobs}: at least one bay must run at a time")
     pending, running, outcomes = list(bays), {}, {b: BayOutcome(b, None) for b in bays}
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a stopped bench stops its workers too
     from bench.store.db import ENV_VAR, resolve_database_url
 
     # The workers' calibration records and the merged run share the station's store (in the
@@ -95,7 +98,13 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
             outcomes[bay] = BayOutcome(bay, code, time.monotonic() - t0)
         _finish(run_dir, station, list(outcomes.values()), database)
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return _finish(run_dir, station, list(outcomes.values()), database)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _finish(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome], database: str | None) -> dict[str, Any]:

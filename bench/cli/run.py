@@ -65,6 +65,8 @@ def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
         out += ["--station", args.station]
     for name in args.dut:
         out += ["--dut", name]
+    if len(getattr(args, "bay", None) or []) == 1:  # a station of one bay: that bay's name is checked
+        out += ["--bay", args.bay[0]]
     for flag, value in (("-m", args.marker), ("-k", args.keyword), ("--persona", args.persona)):
         if value:
             out += [flag, value]
@@ -141,7 +143,7 @@ def run_parallel_bays(args: argparse.Namespace, station: Any, run_dir: Path) -> 
     station_file = str(station.source) if station.source else _write_emulated_station(station, run_dir)
 
     def worker_args(bay: str, folder: Path) -> list[str]:
-        selection = argparse.Namespace(**{**vars(args), "station": None, "persona": None, "fault": [],
+        selection = argparse.Namespace(**{**vars(args), "station": None, "persona": None, "fault": [], "bay": [],
                                           "dut": [d for d in args.dut if d in dut_names.get(bay, [])],
                                           "quiet": True, "verbose_tests": False})
         return pytest_args(selection, folder)

@@ -71,8 +71,8 @@ class Lab:
     def _checked(self, *args: str, place: str | None = None) -> str:
         proc = self.client(*args, place=place)
         if proc.returncode != 0:
-            raise BenchError(f"labgrid-client {' '.join(args)}{' on ' + place if place else ''}: "
-                             f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['failed']}"[:500],
+            lines = (proc.stderr or proc.stdout).strip().splitlines() or ["failed"]
+            raise BenchError(f"labgrid-client {' '.join(args)}{' on ' + place if place else ''}: {lines[-1][:300]}",
                              hint=f"coordinator {self.coordinator}")
         return proc.stdout
 

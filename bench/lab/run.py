@@ -58,27 +58,20 @@ def _each_place(args: argparse.Namespace, lab: Lab) -> int:
     places = lab.places(args.places)
     if not places:
         raise ConfigError(f"--places {args.places!r} matches no place on {args.coordinator}")
-    procs = {}
-    for place in places:
-        command = [sys.executable, "-m", "bench.cli", "run", *_without_places(sys.argv[2:]), "--place", place,
-                   "--coordinator", args.coordinator, "-q"]
-        procs[place] = subprocess.Popen(command)
+    procs = {place: subprocess.Popen([sys.executable, "-m", "bench.cli", "run", *_child_args(args), "--place", place])
+             for place in places}
     codes = {place: proc.wait() for place, proc in procs.items()}
     for place, code in codes.items():
         print(f"place {place}: exit code {code}")
     return max(codes.values())
 
 
-def _without_places(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg == "--places" or arg == "--coordinator":
-            skip = True
-            continue
-        if arg.startswith(("--places=", "--coordinator=")) or arg in ("-q", "--quiet"):
-            continue
-        out.append(arg)
-    return out
+def _child_args(args: argparse.Namespace) -> list[str]:
+    """The selection of this run, for each place's own `bench run`."""
+    out = ["--coordinator", args.coordinator, "--place-wait", str(args.place_wait), "-q"]
+    for flag, value in (("-m", args.marker), ("-k", args.keyword), ("--results-dir", args.results_dir)):
+        if value:
+            out += [flag, value]
+    for dut in args.dut:
+        out += ["--dut", dut]
+    return [*out, *(args.suites or [])]
