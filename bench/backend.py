@@ -43,16 +43,40 @@ def _narrow(config: StationConfig, bay: str | None) -> StationConfig:
     return config.for_bay(bay)
 
 
-def plan_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None) -> StationConfig:
+def plan_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None,
+                 bay: str | None = None) -> StationConfig:
     """The station's DUTs and instruments as a run would see them, without starting anything:
     what collection needs (`pytest --collect-only` starts no station and writes no run)."""
     config = load_station(path) if path else StationConfig(name="emulated", source=None,
                                                            emulated=emulated or EmulatedConfig())
     if config.emulated is None:
-        return config
+        return _narrow(config, bay)
+    if config.emulated.bays:
+        return _plan_bays(config, bay)
     from emulation.station import plan_emulated
 
     return plan_emulated(config)
+
+
+def _plan_bays(config: StationConfig, bay: str | None) -> StationConfig:
+    """An emulated multi-bay fleet's plan: every bay's phone, or with `bay` that bay's phone and roles."""
+    import dataclasses
+
+    from bench.core.errors import ConfigError
+    from bench.core.station import DutConfig, InstrumentConfig
+    from emulation.station import EMULATED_ROLES, NOT_STARTED
+
+    duts = emulated_bay_duts(config.emulated)
+    if bay is None:
+        return dataclasses.replace(config, duts=[DutConfig(n, NOT_STARTED, expected_serial=n)
+                                                 for names in duts.values() for n in names])
+    if bay not in duts:
+        raise ConfigError(f"emulated fleet: no bay named {bay!r}", hint=f"bays: {', '.join(duts)}")
+    serial = duts[bay][0]
+    roles = EMULATED_ROLES if config.emulated.instruments else ()
+    return dataclasses.replace(config, duts=[DutConfig(serial, NOT_STARTED, expected_serial=serial)], bay=bay,
+                               instruments={r: InstrumentConfig(r, "emulated", NOT_STARTED, attached_to=serial)
+                                            for r in roles})
 
 
 def emulated_fleet(persona: str | None = None, faults: Sequence[str] = ()) -> EmulatedConfig:

@@ -219,3 +219,42 @@ def test_an_unknown_bay_is_a_clear_error(tmp_path):
 def test_the_example_bay_stations_load(name):
     station = load_station(REPO / "stations" / name)
     assert station.bay_names() == ["bay1", "bay2", "bay3", "bay4"]
+
+
+def test_bays_sharing_instruments_use_them_one_test_at_a_time(tmp_path):
+    """Two bays of a hardware-style station file share one N6705C and one probe board (an
+    emulated fleet serving both bays' workers): each use of a shared instrument (a connection,
+    opened for one test) has it to itself; no other connection's commands come in between."""
+    from bench.backend import open_station
+
+    with open_station(emulated=EmulatedConfig(bays=2)) as fleet:
+        servers = fleet.emulated_station.fleet.servers
+        order: dict[str, list] = {"n6705c": [], "probes": []}  # connections, kept alive: ids stay unique
+        for name, seen in order.items():
+            handle = servers[name].handle_message
+
+            def logged(conn, message, handle=handle, seen=seen):
+                seen.append(conn)
+                return handle(conn, message)
+
+            servers[name].handle_message = logged
+        lines = []
+        for name, inst in fleet.inventory.items():
+            lines += [f'[instruments."{name}"]', f'role = "{inst.role}"', f'family = "{inst.family}"',
+                      f'address = "{inst.address}"']
+        for dut in fleet.duts:
+            lines += ["[[dut]]", f'name = "{dut.name}"', f'adb = "{dut.address}"']
+        for bay in fleet.bays:
+            lines += ["[[bay]]", f'name = "{bay.name}"', f'dut = "{bay.duts[0]}"',
+                      *(f'{role} = "{ref}"' for role, ref in bay.wiring.items())]
+        station = tmp_path / "shared.toml"
+        station.write_text("\n".join(lines) + "\n")
+        proc = bench(tmp_path, "--station", str(station), str(REPO / "suites" / "test_instruments.py"),
+                     "-k", "supply or power or probes or thermal")
+        out = proc.communicate(timeout=900)[0]
+    assert proc.returncode == 0, out
+    assert {t["bay"] for t in latest(tmp_path)["tests"]} == {"bay1", "bay2"}
+    for name, seen in order.items():
+        runs = [conn for i, conn in enumerate(seen) if i == 0 or seen[i - 1] is not conn]
+        assert len(runs) >= 2, f"{name}: used by fewer than two bays' tests"
+        assert len({id(c) for c in runs}) == len(runs), f"{name}: two connections' commands interleaved"

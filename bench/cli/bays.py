@@ -23,8 +23,11 @@ from typing import Any
 from bench.aggregate import BayOutcome, bay_folder, merge_bays
 from bench.core.errors import ConfigError
 from bench.core.station import StationConfig
+from drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
 
 log = logging.getLogger(__name__)
+
+SHARED_WAIT_S = 3600.0  # how long a bay waits for a shared instrument another bay's test holds
 
 
 def selected_bays(station: StationConfig, args: argparse.Namespace, dut_names: dict[str, list[str]]) -> list[str]:
@@ -61,6 +64,8 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
     # The workers' calibration records and the merged run share the station's store (in the
     # environment, not on the command line: a PostgreSQL URL may carry a password).
     env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_VAR: resolve_database_url(database, run_dir.parent)}
+    # A bay waits for a shared instrument while another bay's test uses it: as long as a test takes.
+    env.setdefault(LOCK_WAIT_ENV, str(SHARED_WAIT_S))  # drivers.locks reads it
     try:
         while pending or running:
             while pending and len(running) < jobs:
