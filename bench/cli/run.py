@@ -56,6 +56,7 @@ def results_dir(args: argparse.Namespace) -> Path:
 def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
     suites = getattr(args, "suites", None) or [str(DEFAULT_SUITES)]
     out = [*suites, "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
+           "-p", "no:labgrid",  # labgrid's own pytest plugin (lab extra) is for labgrid targets, not the bench
            "--results-dir", str(run_dir.parent), "--run-id", run_dir.name,
            "--junitxml", str(run_dir / "junit.xml"), "-o", "junit_family=xunit2",
            "-v" if args.verbose_tests else "-qq"]
