@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import ConfigError
-from bench.core.station import DutConfig, EmulatedConfig, InstrumentConfig, StationConfig
+from bench.core.station import (
+    LEGACY_BAY,
+    BayConfig,
+    DutConfig,
+    EmulatedConfig,
+    InstrumentConfig,
+    InstrumentRef,
+    StationConfig,
+)
 from emulation.device import EmulatedPhone, PhoneSpec
 from emulation.world import World
 
@@ -62,6 +70,8 @@ class EmulatedStation:
     config: EmulatedConfig
     duts: list[EmulatedDut] = field(default_factory=list)
     instruments: dict[str, Any] = field(default_factory=dict)  # role -> InstrumentServer
+    only_bay: str | None = None  # a multi-bay fleet: start this bay only (a worker testing it)
+    fleet: Any = None  # emulation.bays.BayFleet of a multi-bay fleet
     _payloads: Any = None  # tempfile.TemporaryDirectory holding the installed update's weight file
 
     def _specs(self) -> list[PhoneSpec]:
@@ -94,6 +104,8 @@ class EmulatedStation:
         auth = None if self.config.auth == "none" else AuthPolicy(
             accept_any=self.config.auth in ("any", "prompt"), prompt=self.config.auth == "prompt",
             allowed_keys=list(self.config.allowed_keys))
+        if self.config.bays:
+            return self._start_bays(auth)
         try:
             for spec in self._specs():
                 phone = EmulatedPhone(spec, World(seed=spec.seed, persona=spec.sla_persona))
@@ -123,7 +135,46 @@ class EmulatedStation:
             self.instruments[role] = server
             log.info("emulated %s (%s) at %s", role, server.family, server.address)
 
+    # --- a multi-bay fleet (emulation/bays.py) ----------------------------------------------
+    def _start_bays(self, auth: Any) -> EmulatedStation:
+        from emulation.adbd import AdbDaemon
+        from emulation.bays import BayFleet, bay_slots
+
+        slots = bay_slots(self.config.bays)
+        if self.only_bay is not None and self.only_bay not in slots:
+            raise ConfigError(f"emulated fleet: no bay named {self.only_bay!r}", hint=f"bays: {', '.join(slots)}")
+        specs = self._specs()
+        if len(specs) < len(slots):
+            raise ConfigError(f"emulated fleet: {len(slots)} bays but {len(specs)} [[emulated.phone]] tables",
+                              hint="list one phone per bay, or none for the default fleet")
+        self.fleet = BayFleet(slots)
+        worlds = {}
+        try:
+            for bay, spec in zip(slots, specs):
+                if self.only_bay not in (None, bay):
+                    continue
+                phone = EmulatedPhone(spec, World(seed=spec.seed, persona=spec.sla_persona))
+                daemon = AdbDaemon(phone, auth=auth)
+                daemon.start()
+                self.duts.append(EmulatedDut(phone, daemon))
+                worlds[bay] = phone.world
+                log.info("bay %s: emulated phone %s at %s", bay, spec.serial, daemon.address)
+            self.fleet.start(worlds, self.config.instruments)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _merge_bays(self, config: StationConfig) -> StationConfig:
+        duts = {bay: DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name, transport="direct")
+                for bay, d in zip([b for b in self.fleet.slots if self.only_bay in (None, b)], self.duts)}
+        bays, inventory = self.fleet.config(duts)
+        return dataclasses.replace(config, duts=list(duts.values()), instruments={}, bays=bays, inventory=inventory,
+                                   emulated_station=self, payloads=config.payloads or self.payloads_folder())
+
     def stop(self) -> None:
+        if self.fleet is not None:
+            self.fleet.stop()
         for server in self.instruments.values():
             server.stop()
         for dut in self.duts:
@@ -155,6 +206,8 @@ class EmulatedStation:
 
     def merge_into(self, config: StationConfig) -> StationConfig:
         """The station config a bench uses to reach this emulated station (DUTs and instruments)."""
+        if self.fleet is not None:
+            return self._merge_bays(config)
         # Reached directly: an in-process station needs no adb server (a station file written by
         # `bench emulate` goes through the server, as a lab's does).
         duts = [DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name, transport="direct")
@@ -162,5 +215,7 @@ class EmulatedStation:
         attached = duts[0].name if duts else None
         instruments = {role: InstrumentConfig(role=role, family=s.family, address=s.address, attached_to=attached)
                        for role, s in self.instruments.items()}
-        return dataclasses.replace(config, duts=duts, instruments=instruments, emulated_station=self,
+        bays = [BayConfig(LEGACY_BAY, [d.name for d in duts], {role: InstrumentRef(role) for role in instruments})]
+        return dataclasses.replace(config, duts=duts, instruments=instruments, emulated_station=self, bays=bays,
+                                   inventory={r: dataclasses.replace(i, name=r) for r, i in instruments.items()},
                                    payloads=config.payloads or self.payloads_folder())

@@ -259,7 +259,7 @@ class AcceptanceStation:
         run_dir.mkdir(parents=True, exist_ok=True)
         # no:unraisableexception: its gc.collect() at the end costs the line 0.2 s of takt per unit.
         args = [*(_absolute(t) for t in targets), "-p", "phonebench", "--rootdir", str(SUITES_DIR.parent),
-                "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-m", "acceptance",
+                "-p", "no:cacheprovider", "-p", "no:unraisableexception", "-p", "no:labgrid", "-m", "acceptance",
                 "--station", str(self.station_file), "--dut", self.dut.name,
                 "--results-dir", str(self.results_dir), "--run-id", run_id,
                 "--junitxml", str(run_dir / "junit.xml"), "-o", "junit_family=xunit2", "-q",

@@ -1,4 +1,5 @@
-"""Station files (TOML): which DUTs and instruments a bench station has, and where results go.
+"""Station files (TOML): which DUTs and instruments a bench station has, how they are wired into
+bays, and where results go.
 
 This module only reads and validates the file format (docs/station-file.md). Opening a station
 (starting the embedded emulated one when the file asks for it, or no file is given) is
@@ -9,7 +10,7 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock")  # clock: default host (drivers/clock.py)
 ADB_TRANSPORTS = ("server", "direct")
+MAX_EMULATED_BAYS = 4  # the emulated N6705C mainframe has four module slots
 
 
 @dataclass
@@ -43,6 +45,34 @@ class InstrumentConfig:
     address: str  # VISA resource string or serial URL
     attached_to: str | None = None  # the DUT this instrument is wired to (default: the first)
     options: dict[str, Any] = field(default_factory=dict)
+    name: str = ""  # the station's name for it ([instruments.NAME]); a legacy file's is the role
+    channel: str | None = None  # the bay's channel of a multi-channel instrument ("1" for @1)
+    shared: bool = False  # wired to more than one bay: used under a lock, one bay at a time
+
+
+@dataclass(frozen=True)
+class InstrumentRef:
+    """A bay's wiring to one instrument: `supply = "n6705c@2"` is instrument n6705c, channel 2."""
+
+    instrument: str
+    channel: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> InstrumentRef:
+        name, sep, channel = text.partition("@")
+        return cls(name.strip(), channel.strip() if sep else None)
+
+    def __str__(self) -> str:
+        return self.instrument if self.channel is None else f"{self.instrument}@{self.channel}"
+
+
+@dataclass
+class BayConfig:
+    """One test position: its phone(s) and the instrument channels wired to it."""
+
+    name: str
+    duts: list[str]
+    wiring: dict[str, InstrumentRef] = field(default_factory=dict)  # role -> instrument[@channel]
 
 
 @dataclass
@@ -58,6 +88,7 @@ class EmulatedPhoneConfig:
 class EmulatedConfig:
     phones: list[EmulatedPhoneConfig] = field(default_factory=list)  # empty = the default fleet
     instruments: bool = True
+    bays: int = 0  # > 0: a multi-bay fleet (one phone per bay, shared supply and probe board)
     # "any": the phones trust every host; "prompt": a new key gets the first-connection dialogue
     # (accepted); "none" skips AUTH; "listed" needs allowed_keys
     auth: str = "any"
@@ -78,6 +109,11 @@ class StationConfig:
     emulated: EmulatedConfig | None = None
     # The running emulated station behind this config (tests reach its worlds through it).
     emulated_station: Any = field(default=None, repr=False, compare=False)
+    # Bays: a legacy file (no [[bay]]) is one bay holding every DUT and instrument. `instruments`
+    # above is by role for the bay this config is narrowed to (for_bay); `inventory` by name.
+    bays: list[BayConfig] = field(default_factory=list)
+    inventory: dict[str, InstrumentConfig] = field(default_factory=dict)
+    bay: str | None = None  # the bay this config is narrowed to (None: the whole station)
 
     def dut(self, name: str) -> DutConfig:
         for dut in self.duts:
@@ -91,6 +127,41 @@ class StationConfig:
         if inst is None:
             return None
         return inst.attached_to or (self.duts[0].name if self.duts else None)
+
+    def bay_names(self) -> list[str]:
+        if self.bays:
+            return [b.name for b in self.bays]
+        if self.emulated is not None and self.emulated.bays:
+            return emulated_bay_names(self.emulated.bays)
+        return [LEGACY_BAY]
+
+    @property
+    def multi_bay(self) -> bool:
+        return len(self.bay_names()) > 1
+
+    def for_bay(self, name: str) -> StationConfig:
+        """This station as one bay sees it: its DUTs, and its instruments by role with the channel
+        in the driver's options (a supply's channel is the driver's `channel=`)."""
+        bay = next((b for b in self.bays if b.name == name), None)
+        if bay is None:
+            raise ConfigError(f"station {self.name!r}: no bay named {name!r}",
+                              hint=f"bays: {', '.join(self.bay_names())}")
+        instruments = {}
+        for role, ref in bay.wiring.items():
+            base = self.inventory[ref.instrument]
+            options = dict(base.options)
+            if ref.channel is not None and role == "supply":
+                options["channel"] = int(ref.channel)
+            instruments[role] = replace(base, role=role, options=options, channel=ref.channel,
+                                        attached_to=base.attached_to or bay.duts[0])
+        return replace(self, duts=[self.dut(n) for n in bay.duts], instruments=instruments, bays=[bay], bay=name)
+
+
+LEGACY_BAY = "bay"  # the one bay of a station file without [[bay]] tables
+
+
+def emulated_bay_names(count: int) -> list[str]:
+    return [f"bay{i}" for i in range(1, count + 1)]
 
 
 # --- parsing --------------------------------------------------------------------------------
@@ -143,7 +214,7 @@ def load_station(path: str | Path) -> StationConfig:
 
 def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path | None = None) -> StationConfig:
     top = _Reader(origin, data, "")
-    top.check_unknown({"station", "dut", "instruments", "emulated"})
+    top.check_unknown({"station", "dut", "instruments", "bay", "emulated"})
     st = _Reader(origin, top.get("station", dict, {}), "[station].")
     st.check_unknown({"name", "results_dir", "sla_profile", "location", "database", "payloads"})
     base = source.parent if source else Path.cwd()
@@ -165,19 +236,22 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
     if len(set(names)) != len(names):
         raise ConfigError(f"{origin}: [[dut]]: duplicate DUT names {sorted(n for n in set(names) if names.count(n) > 1)}",
                           hint="give every DUT a unique name")
-    instruments = top.get("instruments", dict, {})
-    for role, table in instruments.items():
-        if role not in INSTRUMENT_ROLES:
-            raise ConfigError(f"{origin}: [instruments.{role}]: unknown instrument role",
-                              hint=f"roles: {', '.join(INSTRUMENT_ROLES)}")
+    for name, table in top.get("instruments", dict, {}).items():
         if not isinstance(table, dict):
-            raise ConfigError(f"{origin}: [instruments.{role}]: expected a table")
-        config.instruments[role] = _parse_instrument(_Reader(origin, table, f"[instruments.{role}]."), role, names)
+            raise ConfigError(f"{origin}: [instruments.{name}]: expected a table")
+        config.inventory[name] = _parse_instrument(_Reader(origin, table, f"[instruments.{name}]."), name, names)
+    bay_tables = top.get("bay", list, [], expected="an array of [[bay]] tables")
+    if bay_tables:
+        config.bays = _parse_bays(origin, bay_tables, config)
+    else:
+        _legacy_bay(origin, config)
     if "emulated" in data:
         config.emulated = _parse_emulated(_Reader(origin, top.get("emulated", dict), "[emulated]."))
     elif not config.duts:
         raise ConfigError(f"{origin}: no [[dut]] and no [emulated] table",
                           hint="add a [[dut]] with adb = \"host:port\", or an [emulated] table")
+    if bay_tables and len(config.bays) == 1:  # a station of one bay is that bay's view
+        return config.for_bay(config.bays[0].name)
     return config
 
 
@@ -220,21 +294,91 @@ def _parse_dut(r: _Reader, base: Path) -> DutConfig:
                      transport=transport)
 
 
-def _parse_instrument(r: _Reader, role: str, dut_names: list[str]) -> InstrumentConfig:
-    r.check_unknown({"family", "address", "attached_to", "options"})
+def _parse_instrument(r: _Reader, name: str, dut_names: list[str]) -> InstrumentConfig:
+    r.check_unknown({"role", "family", "address", "attached_to", "options", "shared"})
+    # [instruments.supply] names its role; any other name says it: role = "supply"
+    if "role" not in r.table and name not in INSTRUMENT_ROLES:
+        raise ConfigError(f"{r.path}: [instruments.{name}]: unknown instrument role",
+                          hint=f"roles: {', '.join(INSTRUMENT_ROLES)}; a named instrument says its role: "
+                               'role = "supply"')
+    role = r.get("role", str, name)
+    if role not in INSTRUMENT_ROLES:
+        raise r._err("role", f"one of {', '.join(INSTRUMENT_ROLES)}", role)
     attached = r.get("attached_to", str, None)
     if attached is not None and dut_names and attached not in dut_names:
         raise r._err("attached_to", f"one of the DUT names {dut_names}", attached)
     return InstrumentConfig(role=role, family=r.get("family", str), address=r.get("address", str),
-                            attached_to=attached, options=r.get("options", dict, {}))
+                            attached_to=attached, options=r.get("options", dict, {}), name=name,
+                            shared=r.get("shared", bool, False))  # also used by bays of other stations
+
+
+def _legacy_bay(origin: str, config: StationConfig) -> None:
+    """No [[bay]]: one bay with every DUT; each role names at most one instrument."""
+    for name, inst in config.inventory.items():
+        if inst.role in config.instruments:
+            raise ConfigError(f"{origin}: [instruments.{name}]: a second {inst.role} without [[bay]] tables",
+                              hint="several instruments of one role need [[bay]] tables saying which bay "
+                                   "each is wired to (docs/station-file.md)")
+        config.instruments[inst.role] = inst
+    if config.duts:
+        config.bays = [BayConfig(LEGACY_BAY, [d.name for d in config.duts],
+                                 {role: InstrumentRef(inst.name) for role, inst in config.instruments.items()})]
+
+
+def _parse_bays(origin: str, tables: list[Any], config: StationConfig) -> list[BayConfig]:
+    dut_names = [d.name for d in config.duts]
+    bays: list[BayConfig] = []
+    users: dict[str, list[tuple[str, InstrumentRef]]] = {}  # instrument -> (bay, ref) wired to it
+    for index, table in enumerate(tables):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{origin}: bay[{index}]: expected a [[bay]] table")
+        r = _Reader(origin, table, f"[[bay]] #{index + 1}.")
+        r.check_unknown({"name", "dut", *INSTRUMENT_ROLES})
+        name = r.get("name", str)
+        dut = r.get("dut", str, name)
+        if dut not in dut_names:
+            raise r._err("dut", f"one of the DUT names {dut_names}", dut)
+        if any(dut in b.duts for b in bays):
+            raise r._err("dut", "a DUT no other bay holds (a phone sits in one bay)", dut)
+        wiring = {}
+        for role in INSTRUMENT_ROLES:
+            text = r.get(role, str, None, expected='"instrument" or "instrument@channel"')
+            if text is None:
+                continue
+            ref = InstrumentRef.parse(text)
+            inst = config.inventory.get(ref.instrument)
+            if inst is None:
+                raise r._err(role, f"an instrument of [instruments.*] ({', '.join(config.inventory) or 'none'})", text)
+            if inst.role != role:
+                raise r._err(role, f"a {role}; {ref.instrument} is a {inst.role}", text)
+            if role == "supply" and ref.channel is not None and not (ref.channel.isdigit() and 1 <= int(ref.channel) <= 4):
+                raise r._err(role, 'a supply channel @1 to @4 (the mainframe\'s slot)', text)
+            wiring[role] = ref
+            users.setdefault(ref.instrument, []).append((name, ref))
+        bays.append(BayConfig(name, [dut], wiring))
+    names = [b.name for b in bays]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{origin}: [[bay]]: duplicate bay names {sorted(n for n in set(names) if names.count(n) > 1)}",
+                          hint="give every bay a unique name")
+    for instrument, wired in users.items():
+        taken = [str(ref) for _, ref in wired]
+        if len(set(taken)) != len(taken) and any(ref.channel is not None for _, ref in wired):
+            raise ConfigError(f"{origin}: [[bay]]: channel {next(t for t in taken if taken.count(t) > 1)} is "
+                              f"wired to more than one bay", hint="each bay has its own channel of a shared instrument")
+        if len(wired) > 1:
+            config.inventory[instrument] = replace(config.inventory[instrument], shared=True)
+    return bays
 
 
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
-    r.check_unknown({"phone", "instruments", "auth", "allowed_keys"})
+    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys"})
     auth = r.get("auth", str, "any")
     if auth not in ("any", "prompt", "none", "listed"):
         raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
-    config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth,
+    bays = r.get("bays", int, 0)
+    if not 0 <= bays <= MAX_EMULATED_BAYS:
+        raise r._err("bays", f"0 (one station, no bays) to {MAX_EMULATED_BAYS}", bays)
+    config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth, bays=bays,
                             allowed_keys=_strings(r, "allowed_keys"))
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
         if not isinstance(table, dict):

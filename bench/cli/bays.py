@@ -1,0 +1,152 @@
+"""`bench run` on a station of several bays: one pytest worker process per bay, run at once,
+merged into one run (bench.aggregate).
+
+Workers are processes, not threads: pytest keeps per-session state, and an emulated bay is CPU
+work in Python (its ADB daemon, runtime and physics), so processes are what spreads it over
+cores. Each worker records its bay under <run>/bays/<bay>/ and writes no store row and no report;
+the parent merges, stores, renders and points reports/latest at the run once.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.aggregate import BayOutcome, bay_folder, merge_bays
+from bench.core.errors import ConfigError
+from bench.core.station import StationConfig
+from drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
+
+log = logging.getLogger(__name__)
+
+SHARED_WAIT_S = 3600.0  # how long a bay waits for a shared instrument another bay's test holds
+
+
+def selected_bays(station: StationConfig, args: argparse.Namespace, dut_names: dict[str, list[str]]) -> list[str]:
+    """The bays --bay and --dut ask for (all by default); an unknown name is an error naming the known ones."""
+    bays = station.bay_names()
+    wanted = list(getattr(args, "bay", None) or [])
+    unknown = [b for b in wanted if b not in bays]
+    if unknown:
+        raise ConfigError(f"--bay {', '.join(unknown)}: not a bay of station {station.name!r}",
+                          hint=f"bays: {', '.join(bays)}")
+    chosen = [b for b in bays if not wanted or b in wanted]
+    if args.dut:
+        all_duts = {d for names in dut_names.values() for d in names}
+        missing = [d for d in args.dut if d not in all_duts]
+        if missing:
+            raise ConfigError(f"--dut {', '.join(missing)}: in no bay of station {station.name!r}",
+                              hint=f"DUTs: {', '.join(sorted(all_duts))}")
+        chosen = [b for b in chosen if set(dut_names.get(b, [])) & set(args.dut)]
+    return chosen
+
+
+def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_dir: Path,
+             worker_args: Callable[[str, Path], list[str]], jobs: int, station: dict[str, Any],
+             database: str | None) -> dict[str, Any]:
+    """Run each bay's worker (at most `jobs` at once) and merge them; Ctrl-C stops every worker
+    and still merges what they recorded."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if jobs < 1:
+        raise ConfigError(f"--jobs {jobs}: at least one bay must run at a time")
+    pending, running, outcomes = list(bays), {}, {b: BayOutcome(b, None) for b in bays}
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a stopped bench stops its workers too
+    from bench.store.db import ENV_VAR, resolve_database_url
+
+    # The workers' calibration records and the merged run share the station's store (in the
+    # environment, not on the command line: a PostgreSQL URL may carry a password).
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_VAR: resolve_database_url(database, run_dir.parent)}
+    # A bay waits for a shared instrument while another bay's test uses it: as long as a test takes.
+    env.setdefault(LOCK_WAIT_ENV, str(SHARED_WAIT_S))  # drivers.locks reads it
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                bay = pending.pop(0)
+                folder = bay_folder(run_dir, bay)
+                folder.mkdir(parents=True, exist_ok=True)
+                command = [sys.executable, "-m", "pytest", *worker_args(bay, folder), "--station", station_file,
+                           "--bay", bay, "--bay-worker"]
+                with open(folder / "worker.log", "w") as log_file:
+                    proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env,
+                                            start_new_session=True)  # Ctrl-C reaches the parent only
+                running[bay] = (proc, time.monotonic())
+                if not args.quiet:
+                    print(f"bay {bay}: started (pid {proc.pid})")
+            for bay, (proc, t0) in list(running.items()):
+                code = proc.poll()
+                if code is None:
+                    continue
+                outcomes[bay] = BayOutcome(bay, code, time.monotonic() - t0)
+                del running[bay]
+                if not args.quiet or code not in (0, 1):
+                    print(f"bay {bay}: finished in {outcomes[bay].wall_s:.1f} s (exit code {code})")
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        print("bench: interrupted: stopping the bays' workers", file=sys.stderr)
+        for bay, (proc, t0) in running.items():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)  # pytest finishes its records on SIGINT
+        for bay, (proc, t0) in running.items():
+            try:
+                code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                code = proc.wait()
+            outcomes[bay] = BayOutcome(bay, code, time.monotonic() - t0)
+        _finish(run_dir, station, list(outcomes.values()), database)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return _finish(run_dir, station, list(outcomes.values()), database)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _finish(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome], database: str | None) -> dict[str, Any]:
+    data = merge_bays(run_dir, station, outcomes)
+    _point_latest(run_dir)
+    _store(run_dir, data, database)
+    _render(run_dir)
+    return data
+
+
+def _point_latest(run_dir: Path) -> None:
+    latest = run_dir.parent / "latest"
+    try:
+        if latest.is_symlink() or latest.exists():
+            latest.unlink()
+        latest.symlink_to(run_dir.name, target_is_directory=True)
+    except OSError as exc:
+        log.warning("could not update %s: %s", latest, exc)
+
+
+def _store(run_dir: Path, data: dict[str, Any], database: str | None) -> None:
+    from bench.store import StoreError, StoreSink, resolve_database_url
+
+    sink = StoreSink(resolve_database_url(database, run_dir.parent), run_dir.parent)
+    try:
+        sink.run_updated(data, "finish", data["status"])
+    except StoreError as exc:  # results.json is complete; `bench store-import` adds it later
+        log.error("run %s not stored: %s", run_dir.name, exc)
+    finally:
+        sink.close()
+
+
+def _render(run_dir: Path) -> None:
+    from bench.core.errors import BenchError
+    from bench.report import render_run
+
+    try:
+        render_run(run_dir)
+    except BenchError as exc:
+        log.error("report for %s not rendered: %s", run_dir.name, exc)

@@ -1,0 +1,105 @@
+"""The emulated multi-bay fleet: one phone per bay, each in its own simulated world, sharing an
+N6705C mainframe (a module per bay, `@1`..`@4`) and one thermocouple board (channels `<k>.T1`,
+`<k>.T2`, `<k>.T3` for bay k); each bay has its own scope and audio source.
+
+Bays couple only through what they share: the instruments, which the bench uses one bay at a
+time. Nothing physical links the worlds (separate fixtures, separate airflow), so a bay's
+results do not depend on what its neighbours run or when.
+
+A worker that tests one bay starts only that bay (`only="bay2"`): its phone, its module of the
+mainframe, its channels of the board, its scope and source. The addresses differ from the whole
+fleet's, the physics of the bay does not.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.core.station import (
+    BayConfig,
+    DutConfig,
+    InstrumentConfig,
+    InstrumentRef,
+    emulated_bay_names,
+)
+from emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
+from emulation.world import World
+
+log = logging.getLogger(__name__)
+
+SUPPLY, PROBES = "n6705c", "probes"
+BOARD_POINTS = ("T1", "T2", "T3")  # per bay: cover over the SoC, cover over the battery, ambient
+
+
+class ProbeBoardServer(ThermalProbeServer):
+    """The generic thermocouple board with one group of channels per bay, each taped to that
+    bay's phone. Streams are paced by the first group's world (the bench reads the board by
+    polling; only the single-world board's streams are exercised by tests)."""
+
+    def __init__(self, worlds: dict[int, World], port: int = 0) -> None:
+        first = worlds[min(worlds)]
+        channels = {f"{k}.{name}": GENERIC_CHANNELS[name] for k in sorted(worlds) for name in BOARD_POINTS}
+        super().__init__(first, "generic", port, channels)
+        self.worlds = {f"{k}.{name}": worlds[k] for k in worlds for name in BOARD_POINTS}
+
+    def _sample(self) -> dict[str, float | str]:
+        points = {k: w.surface_temperatures() for k, w in {id(w): w for w in self.worlds.values()}.items()}
+        out: dict[str, float | str] = {}
+        for name, ch in self.channels.items():
+            if name in self.probe_faults:
+                out[name] = self.probe_faults[name]
+                continue
+            value = points[id(self.worlds[name])][ch.point] + ch.offset_c + self.rng.normal(0.0, ch.noise_c)
+            out[name] = round(value / ch.resolution_c) * ch.resolution_c
+        return out
+
+
+@dataclass
+class BayFleet:
+    """The shared and per-bay instrument servers of the fleet's running bays."""
+
+    slots: dict[str, int]  # bay name -> slot / channel group
+    servers: dict[str, Any] = field(default_factory=dict)  # instrument name -> server
+
+    def start(self, worlds: dict[str, World], with_instruments: bool) -> None:
+        from emulation.instruments.awg import AwgServer
+        from emulation.instruments.mainframe import MainframeServer
+        from emulation.instruments.scope import ScopeServer
+
+        if not with_instruments or not worlds:
+            return
+        by_slot = {self.slots[bay]: world for bay, world in worlds.items()}
+        self.servers[SUPPLY] = MainframeServer(by_slot)
+        self.servers[PROBES] = ProbeBoardServer(by_slot)
+        for bay, world in worlds.items():
+            self.servers[f"scope-{bay}"] = ScopeServer(world)
+            self.servers[f"awg-{bay}"] = AwgServer(world)
+        for name, server in self.servers.items():
+            server.start()
+            log.info("emulated %s (%s) at %s", name, server.family, server.address)
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+        self.servers.clear()
+
+    def config(self, duts: dict[str, DutConfig]) -> tuple[list[BayConfig], dict[str, InstrumentConfig]]:
+        """The bays and the instrument inventory a station file would describe for this fleet."""
+        roles = {SUPPLY: "supply", PROBES: "thermal", "scope": "scope", "awg": "stimulus"}
+        inventory = {name: InstrumentConfig(role=roles[name.split("-")[0]], family=s.family, address=s.address,
+                                            name=name, shared=name in (SUPPLY, PROBES) and len(duts) > 1)
+                     for name, s in self.servers.items()}
+        bays = []
+        for bay, dut in duts.items():
+            wiring = {}
+            if self.servers:
+                k = str(self.slots[bay])
+                wiring = {"supply": InstrumentRef(SUPPLY, k), "thermal": InstrumentRef(PROBES, k),
+                          "scope": InstrumentRef(f"scope-{bay}"), "stimulus": InstrumentRef(f"awg-{bay}")}
+            bays.append(BayConfig(bay, [dut.name], wiring))
+        return bays, inventory
+
+
+def bay_slots(count: int) -> dict[str, int]:
+    return {name: k for k, name in enumerate(emulated_bay_names(count), start=1)}

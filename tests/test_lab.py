@@ -1,0 +1,156 @@
+"""The lab with the real parts: a labgrid-coordinator and two labgrid-exporters on loopback, each
+host exporting an emulated bay; benches acquire places, wait for held ones, reclaim a killed
+bench's place, and store into one PostgreSQL database."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.store.testing import ScratchPostgres, postgres_bindir
+
+REPO = Path(__file__).resolve().parent.parent
+IDENTITY = str(REPO / "suites" / "test_identity.py")
+BIN = Path(sys.executable).parent
+
+pytestmark = pytest.mark.skipif(not (BIN / "labgrid-coordinator").exists(), reason="labgrid not installed (lab extra)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(check, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if postgres_bindir() is None:
+        pytest.skip("PostgreSQL server binaries absent (Debian package `postgresql`)")
+    folder = tmp_path_factory.mktemp("lab")
+    port = _free_port()
+    coordinator = f"127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LG_COORDINATOR": coordinator}
+    env.pop("PHONEBENCH_STATION", None)
+    procs = []
+
+    def start(*command: str, log: str) -> subprocess.Popen:
+        proc = subprocess.Popen(command, cwd=folder, env=env, stdout=open(folder / log, "w"), stderr=subprocess.STDOUT)
+        procs.append(proc)
+        return proc
+
+    def client(*args: str, user: str = "tester") -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / "labgrid-client"), *args], env={**env, "LG_USERNAME": user},
+                              capture_output=True, text=True, timeout=60)
+
+    with ScratchPostgres() as pg:
+        try:
+            start(str(BIN / "labgrid-coordinator"), "-l", coordinator, log="coordinator.log")
+            for host in ("hostA", "hostB"):
+                start(sys.executable, "-m", "bench.cli", "lab", "emulate", "--bays", "1", "-o", f"{host}.yaml",
+                      log=f"{host}-emulate.log")
+            _wait_for(lambda: all((folder / f"{h}.yaml").exists() for h in ("hostA", "hostB")), 120, "emulated hosts")
+            for host in ("hostA", "hostB"):
+                start(str(BIN / "labgrid-exporter"), "-c", coordinator, "--name", host, f"{host}.yaml",
+                      log=f"{host}-exporter.log")
+            _wait_for(lambda: client("resources").stdout.count("PhonebenchPhone") == 2, 60, "both exporters")
+            for host in ("hostA", "hostB"):
+                made = subprocess.run([sys.executable, "-m", "bench.cli", "lab", "places", "--exporter", host,
+                                       "--bay", "bay1", "--coordinator", coordinator], cwd=folder, env=env,
+                                      capture_output=True, text=True, timeout=60)
+                assert made.returncode == 0, made.stdout + made.stderr
+            yield {"folder": folder, "env": {**env, "PHONEBENCH_DATABASE": pg.create_database("lab")},
+                   "client": client, "coordinator": coordinator}
+        finally:
+            for proc in reversed(procs):
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def bench(lab, *args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bench.cli", "run", *args, "-q", IDENTITY], cwd=lab["folder"],
+                            env=lab["env"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, **kw)
+
+
+def owner(lab, place: str) -> str:
+    out = lab["client"]("-p", place, "show").stdout
+    return next((line.split(": ", 1)[1] for line in out.splitlines() if line.strip().startswith("acquired:")), "")
+
+
+def test_two_benches_on_two_places_share_one_store(lab):
+    first, second = bench(lab, "--place", "hostA-bay1"), bench(lab, "--place", "hostB-bay1")
+    out1, out2 = first.communicate(timeout=600)[0], second.communicate(timeout=600)[0]
+    assert first.returncode == 0, out1
+    assert second.returncode == 0, out2
+    assert owner(lab, "hostA-bay1") == "None" and owner(lab, "hostB-bay1") == "None"  # released
+    runs = subprocess.run([sys.executable, "-m", "bench.cli", "runs"], cwd=lab["folder"], env=lab["env"],
+                          capture_output=True, text=True, timeout=120)
+    assert runs.returncode == 0, runs.stderr
+    assert "hostA-bay1" in runs.stdout and "hostB-bay1" in runs.stdout  # both hosts' runs in the one store
+
+
+def test_places_by_pattern_run_one_bench_per_place(lab):
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "--places", "host*-bay1", "-q", IDENTITY],
+                            cwd=lab["folder"], env=lab["env"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out
+    assert "place hostA-bay1: exit code 0" in out and "place hostB-bay1: exit code 0" in out
+
+
+def test_a_held_place_makes_the_bench_wait_then_fail_naming_the_holder(lab):
+    held = lab["client"]("-p", "hostA-bay1", "acquire", user="alice")
+    assert held.returncode == 0, held.stdout + held.stderr
+    try:
+        proc = bench(lab, "--place", "hostA-bay1", "--place-wait", "3")
+        out = proc.communicate(timeout=120)[0]
+        assert proc.returncode == 2, out
+        assert "held by" in out and "alice" in out
+    finally:
+        lab["client"]("-p", "hostA-bay1", "release", user="alice")
+
+
+def test_a_bench_waits_for_a_held_place_and_runs_once_it_is_released(lab):
+    held = lab["client"]("-p", "hostA-bay1", "acquire", user="bob")
+    assert held.returncode == 0, held.stdout + held.stderr
+    proc = bench(lab, "--place", "hostA-bay1", "--place-wait", "300")
+    try:
+        time.sleep(8)  # the bench has reserved and is waiting
+        assert proc.poll() is None
+    finally:
+        lab["client"]("-p", "hostA-bay1", "release", user="bob")
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out
+    assert "held by" in out and "bob" in out  # it said whom it waited for
+
+
+def test_a_killed_bench_leaves_its_place_reclaimable(lab):
+    proc = bench(lab, "--place", "hostB-bay1")
+    _wait_for(lambda: owner(lab, "hostB-bay1") not in ("", "None"), 120, "the bench to acquire its place")
+    os.killpg(proc.pid, signal.SIGKILL)  # no chance to release
+    proc.communicate(timeout=60)
+    assert str(proc.pid) in owner(lab, "hostB-bay1")  # still held by the dead process
+    again = bench(lab, "--place", "hostB-bay1", "--place-wait", "30")
+    out = again.communicate(timeout=600)[0]
+    assert again.returncode == 0, out
+    assert owner(lab, "hostB-bay1") == "None"
