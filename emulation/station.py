@@ -25,7 +25,7 @@ from emulation.world import World
 log = logging.getLogger(__name__)
 
 
-EMULATED_ROLES = ("scope", "supply", "thermal", "stimulus")
+EMULATED_ROLES = ("scope", "supply", "thermal", "stimulus", "clock")  # all on the first phone's world
 NOT_STARTED = "(started with the run)"
 
 
