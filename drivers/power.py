@@ -175,9 +175,11 @@ class KeysightN6705C(ScpiInstrument):
             raise ConfigError(f"{self.name}: cannot digitize {sorted(unknown) or 'nothing'}",
                               hint=f"choose from {sorted(QUANTITIES)}")
         ch = self._ch
-        self.configure("FORM REAL", "FORM:BORD NORM",
-                       f"SENS:FUNC:CURR {'ON' if 'current' in quantities else 'OFF'},{ch}",
-                       f"SENS:FUNC:VOLT {'ON' if 'voltage' in quantities else 'OFF'},{ch}",
+        # What is sensed is switched on before the rest is switched off: the analyzer refuses a
+        # moment with neither current nor voltage sensed (-221).
+        functions = [f"SENS:FUNC:{QUANTITIES[q]} ON,{ch}" for q in ("current", "voltage") if q in quantities] + \
+                    [f"SENS:FUNC:{QUANTITIES[q]} OFF,{ch}" for q in ("current", "voltage") if q not in quantities]
+        self.configure("FORM REAL", "FORM:BORD NORM", *functions,
                        f"SENS:SWE:TINT {interval_s:.6g},{ch}", f"SENS:SWE:POIN {points},{ch}",
                        f"SENS:SWE:OFFS:POIN {-pretrigger_points},{ch}", f"TRIG:ACQ:SOUR BUS,{ch}",
                        f"INIT:ACQ {ch}")

@@ -69,3 +69,23 @@ def test_digitizer_sweep_with_pretrigger_points_transcript():
     assert trace.t.tolist() == pytest.approx([i * 10.24e-6 for i in range(-2, 4)])
     assert trace.power_w() == pytest.approx(current.astype(float) * voltage.astype(float))
     assert trace.energy_j() == pytest.approx(float(np.sum(current.astype(float) * voltage)) * 10.24e-6)
+
+
+def test_digitizing_voltage_alone_switches_voltage_on_before_current_off():
+    """The analyzer refuses a moment with nothing sensed: a voltage-only sweep (the ripple at the
+    phone's terminals) must turn voltage on first."""
+    from emulation.instruments.power_analyzer import PowerAnalyzerServer
+    from emulation.world import World
+
+    from drivers.power import KeysightN6705C
+
+    server = PowerAnalyzerServer(World(seed=3))
+    server.start()
+    try:
+        supply = KeysightN6705C(server.address)
+        try:
+            supply.arm_digitizer(1000, 20.48e-6, quantities=("voltage",))  # the emulator queues -221 otherwise
+        finally:
+            supply.close()
+    finally:
+        server.stop()
