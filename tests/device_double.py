@@ -9,7 +9,9 @@ numerics suite runs against in-process phones without the station:
 """
 from __future__ import annotations
 
+import contextlib
 import shlex
+from collections.abc import Iterator
 from typing import Any, Callable, Sequence
 
 import pytest
@@ -144,3 +146,27 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         pytest.fail("verdicts failed:\n  " + "\n  ".join(f"{v.name}: {v.value} vs {v.comparator} {v.limit} "
                                                           f"[{v.detail}]" for v in failing), pytrace=False)
     return result
+
+
+@contextlib.contextmanager
+def emulated_supplies() -> Iterator[Callable[[PhoneDevice], Any]]:
+    """attach(device) -> an N6705C driver on an emulated analyzer in that phone's world; every
+    server and driver is closed at exit."""
+    from drivers.power import KeysightN6705C
+    from emulation.instruments.power_analyzer import PowerAnalyzerServer
+
+    started: list[tuple[Any, Any]] = []
+
+    def attach(device: PhoneDevice) -> Any:
+        server = PowerAnalyzerServer(device.phone.world)
+        server.start()
+        supply = KeysightN6705C(server.address, timeout_s=5)
+        started.append((server, supply))
+        return supply
+
+    try:
+        yield attach
+    finally:
+        for server, supply in started:
+            supply.close()
+            server.stop()

@@ -76,6 +76,8 @@ def test_stimulus_answer_on_two_channels_and_the_power_trace_of_the_same_dialog(
     trace = supply.fetch()
 
     dialog = rig.world.voice.dialogs[-1]  # the phone's own record, to check the measurement against
+    # Every time below is on the emulated world's clock (the instruments' sample times, the world's
+    # record of the dialog): accuracy of the measurement, not speed, and independent of machine load.
     assert ch1.require_valid() and ch2.require_valid()
     measured = onset_s(ch2.t, ch2.volts) - onset_s(ch1.t, ch1.volts)
     assert measured == pytest.approx(dialog.latency_s, abs=0.006)

@@ -18,10 +18,8 @@ from bench.checks.targets import target, targets
 from bench.core.verdict import Evidence, Outcome
 from bench.device_state import phone_clock
 from bench.sla import SlaProfile, load_profile
-from device_double import PhoneDevice, make_device
-from drivers.power import KeysightN6705C
+from device_double import PhoneDevice, emulated_supplies, make_device
 from drivers.runtime import RuntimeClient
-from emulation.instruments.power_analyzer import PowerAnalyzerServer
 from emulation.runtime_personas import PERSONAS
 
 NPU = "SM8650-ES"
@@ -101,20 +99,12 @@ def test_a_zone_reading_below_the_back_cover_is_not_credible(sla):
 # --- claim 10: ripple from the digitizer, engagement from the results ------------------------------
 @pytest.fixture
 def bench_supply() -> Iterator[Any]:
-    started: list[tuple[PowerAnalyzerServer, KeysightN6705C]] = []
+    with emulated_supplies() as attach:
+        def make(persona: str = "nominal") -> tuple[PhoneDevice, RuntimeClient, Any]:
+            device, runtime = phone(persona)
+            return device, runtime, attach(device)
 
-    def make(persona: str = "nominal") -> tuple[PhoneDevice, RuntimeClient, KeysightN6705C]:
-        device, runtime = phone(persona)
-        server = PowerAnalyzerServer(device.phone.world)
-        server.start()
-        supply = KeysightN6705C(server.address, timeout_s=5)
-        started.append((server, supply))
-        return device, runtime, supply
-
-    yield make
-    for server, supply in started:
-        supply.close()
-        server.stop()
+        yield make
 
 
 def test_the_digitizer_measures_the_ripple_at_the_terminals(bench_supply):

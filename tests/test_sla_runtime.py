@@ -19,14 +19,12 @@ from bench.checks.targets import check_targets, target, targets
 from bench.sla import SlaProfile, load_profile
 from bench.core.verdict import Evidence, Outcome, Verdict
 from bench.device_state import phone_clock
-from device_double import PhoneDevice, WorldClock, make_device
+from device_double import PhoneDevice, WorldClock, emulated_supplies, make_device
 from drivers.adb import AdbPhone
-from drivers.power import KeysightN6705C
 from drivers.runtime import RuntimeClient
 from emulation.adb_auth import AuthPolicy
 from emulation.adbd import AdbDaemon
 from emulation.device import EmulatedPhone
-from emulation.instruments.power_analyzer import PowerAnalyzerServer
 from emulation.npu_personas import phone_spec
 from emulation.weights import WEIGHT_FILE, update_package
 
@@ -155,20 +153,12 @@ def test_thermal_soak_that_never_reaches_the_trip_shows_nothing(sla):
 @pytest.fixture
 def bench_supply() -> Iterator[Any]:
     """(make(persona) -> (device, runtime, supply)); every server stops after the test."""
-    started: list[tuple[PowerAnalyzerServer, KeysightN6705C]] = []
+    with emulated_supplies() as attach:
+        def make(persona: str = "nominal", *faults: str) -> tuple[PhoneDevice, RuntimeClient, Any]:
+            device, runtime = phone(persona, *faults)
+            return device, runtime, attach(device)
 
-    def make(persona: str = "nominal", *faults: str) -> tuple[PhoneDevice, RuntimeClient, KeysightN6705C]:
-        device, runtime = phone(persona, *faults)
-        server = PowerAnalyzerServer(device.phone.world)
-        server.start()
-        supply = KeysightN6705C(server.address, timeout_s=5)
-        started.append((server, supply))
-        return device, runtime, supply
-
-    yield make
-    for server, supply in started:
-        supply.close()
-        server.stop()
+        yield make
 
 
 def test_ripple_sweep_finds_the_engage_threshold_and_fails_late_or_missing_redundancy(sla, bench_supply):

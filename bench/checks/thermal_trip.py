@@ -92,6 +92,15 @@ def _npu_zone(runtime: RuntimeClient) -> float:
     return float("nan") if value is None else value
 
 
+def _generate_and_read(runtime: RuntimeClient, tokens: int, call: int, tick: Tick) -> tuple[Generation, float]:
+    """One short inference, then the bench's own read of the NPU zone right after it."""
+    gen = runtime.generate(tokens, seed=PROMPT_SEEDS[call % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
+                           allow_incomplete=True)
+    after = _npu_zone(runtime)
+    tick(1)
+    return gen, after
+
+
 def _trip_event(gen: Generation, layers_on_cpu: int) -> dict[str, Any] | None:
     """The migrate event that started from all layers on the NPU, if this call has one."""
     for event in gen.thermal_events:
@@ -119,10 +128,7 @@ def _approach(runtime: RuntimeClient, *, max_calls: int, tick: Tick) -> TripBrac
     layers = int(runtime.status().thermal.get("layers_on_cpu", 0))
     before = _npu_zone(runtime)
     for call in range(1, max_calls + 1):
-        gen = runtime.generate(tokens, seed=PROMPT_SEEDS[call % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
-                               allow_incomplete=True)
-        after = _npu_zone(runtime)
-        tick(1)
+        gen, after = _generate_and_read(runtime, tokens, call, tick)
         if not gen.completed:
             return None
         event = _trip_event(gen, layers)
@@ -155,10 +161,7 @@ def _refine(runtime: RuntimeClient, coarse: TripBracket, *, tick: Tick) -> TripB
     layers = int(runtime.status().thermal.get("layers_on_cpu", 0))
     low = before = _npu_zone(runtime)
     for call in range(1, REFINE_MAX_CALLS + 1):
-        gen = runtime.generate(1, seed=PROMPT_SEEDS[call % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
-                               allow_incomplete=True)
-        after = _npu_zone(runtime)
-        tick(1)
+        gen, after = _generate_and_read(runtime, 1, call, tick)
         if not gen.completed:
             return None
         event = _trip_event(gen, layers)
