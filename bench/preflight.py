@@ -131,8 +131,8 @@ def _serial_path_problem(address: str) -> str | None:
 
 def check_instrument(role: str, cfg: InstrumentConfig, calibration: Any = None) -> Item:
     """Open the instrument as a run would (without waiting for another holder), describe it, close it."""
+    from bench.owner import open_configured
     from drivers import locks
-    from drivers.registry import open_instrument
 
     item = Item(_describe_instrument(role, cfg))
     problem = _serial_path_problem(cfg.address)
@@ -142,7 +142,7 @@ def check_instrument(role: str, cfg: InstrumentConfig, calibration: Any = None) 
         return item
     try:
         with locks.acquire(cfg.address, item.subject, wait_s=0.0):
-            driver = open_instrument(role, cfg.family, cfg.address, **cfg.options)
+            driver = open_configured(cfg)
             try:
                 identity = driver.identity
                 item.found.append(f"identity: {identity}")
@@ -195,8 +195,7 @@ def adb_server_running(port: int | None = None) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def check_phone(cfg: DutConfig, connect_timeout_s: float = 5.0) -> Item:
-    from drivers.adb import AdbPhone
+def check_phone(owner: Any, cfg: DutConfig, connect_timeout_s: float = 5.0) -> Item:
 
     item = Item(f"phone {cfg.name} at {cfg.address}")
     if cfg.address.startswith("usb") and adb_server_running():
@@ -205,7 +204,7 @@ def check_phone(cfg: DutConfig, connect_timeout_s: float = 5.0) -> Item:
         item.reachable = False
         return item
     try:
-        with AdbPhone(cfg.address, key_path=cfg.key, name=cfg.name, connect_timeout_s=connect_timeout_s) as phone:
+        with owner.connected(cfg.name, connect_timeout_s=connect_timeout_s) as phone:
             serial, model = phone.serial, phone.getprop("ro.product.model")
             item.found.append(f"serial {serial}, model {model or '?'}, "
                               f"Android {phone.getprop('ro.build.version.release') or '?'}")
@@ -240,16 +239,21 @@ def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool 
         calibration, book = _calibration_view(station, settings or load_settings())
     except BenchError as exc:
         report.items[0].warnings.append(f"calibration state unknown: {exc}")
+    # A station of several bays: every instrument of its inventory, once (a shared one serves many bays).
+    instruments = station.instruments or dict(station.inventory)
     try:
-        for role in sorted(station.instruments):
-            report.items.append(check_instrument(role, station.instruments[role], calibration))
+        for key in sorted(instruments):
+            report.items.append(check_instrument(instruments[key].role, instruments[key], calibration))
     finally:
         if book is not None:
             book.store.close()
     if phones:
-        for dut in station.duts:
-            report.items.append(check_phone(dut, connect_timeout_s))
-    missing = [r for r in ("scope", "supply", "thermal", "stimulus") if r not in station.instruments]
+        from bench.owner import StationOwner
+
+        with StationOwner(station) as owner:
+            for dut in station.duts:
+                report.items.append(check_phone(owner, dut, connect_timeout_s))
+    missing = [r for r in ("scope", "supply", "thermal", "stimulus") if r not in {i.role for i in instruments.values()}]
     if missing:
         report.items[0].warnings.append(f"no {', '.join(missing)} in the station: tests needing them are skipped")
     return report

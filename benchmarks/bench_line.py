@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.acceptance.line import run_line, run_station  # noqa: E402
 from bench.acceptance.runner import AcceptanceStation  # noqa: E402
-from bench.calibration.fixture import EmulatedFixture  # noqa: E402
 from bench.calibration.runner import calibrate_station  # noqa: E402
 from bench.calibration.settings import CalibrationSettings  # noqa: E402
 from bench.core.station import load_station  # noqa: E402
@@ -46,7 +45,7 @@ def main() -> int:
         results = Path(tmp) / "reports"
         with EmulatedLine(count=args.count, faulty=args.faulty, seed=7) as line:
             station_file = line.write_station(Path(tmp) / "line.toml", results_dir=results)
-            calibrate_station(load_station(station_file), EmulatedFixture(line.world), CalibrationSettings())
+            calibrate_station(load_station(station_file), None, CalibrationSettings())
             with AcceptanceStation(station_file, batch="bench") as station:
                 run = run_line(line, station, "bench")
     f = run.figures()
@@ -100,7 +99,7 @@ def station_run(args: argparse.Namespace) -> None:
             name = chr(ord("A") + i)
             line = stack.enter_context(EmulatedLine(units=plan[i::args.fixtures], seed=7 + i, name=f"line-{name}"))
             station_file = line.write_station(Path(tmp) / f"{name}.toml", results_dir=Path(tmp) / "reports")
-            calibrate_station(load_station(station_file), EmulatedFixture(line.world), CalibrationSettings())
+            calibrate_station(load_station(station_file), None, CalibrationSettings())
             fixtures[name] = (line, stack.enter_context(AcceptanceStation(station_file, batch="bench")))
         run = run_station(fixtures, plan, "bench", shared=("scope",))
     f = run.figures()

@@ -134,8 +134,20 @@ class AdbServer:
                 subprocess.run([self.adb, "-P", str(self.port), "start-server"], capture_output=True, text=True,
                                timeout=SERVER_START_TIMEOUT_S, check=True, stdin=subprocess.DEVNULL)
             except (subprocess.SubprocessError, OSError) as exc:
+                # Several bench processes (a run's bays) may start it at once: only one can bind the
+                # port, and the others' `start-server` fails although the server is now up.
+                if self._came_up():
+                    return
                 raise DeviceUnreachable(f"adb server {self.host}:{self.port}: `adb start-server` failed: {exc}",
                                         hint=_SERVER_HINT) from None
+
+    def _came_up(self, within_s: float = SERVER_START_TIMEOUT_S) -> bool:
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            if self.running():
+                return True
+            time.sleep(0.1)
+        return False
 
     def kill(self) -> None:
         """`adb kill-server` for this server (tests own theirs; a lab's is left alone)."""

@@ -3,7 +3,7 @@
     scope = open_instrument("scope", "keysight-infiniivision", "TCPIP::10.0.0.7::5025::SOCKET")
 
 The returned object satisfies the role's Protocol (Oscilloscope, PowerAnalyzer, ThermalProbe,
-AudioStimulus, StationClock); options go to the driver (e.g. backend="@sim", timeout_s=10, channel=1).
+AudioStimulus, StationClock, FixtureControl); options go to the driver (e.g. backend="@sim", timeout_s=10, channel=1).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from drivers.power import KeysightN6705C, PowerAnalyzer
 from drivers.scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
 from drivers.stimulus import AudioStimulus, Keysight33500B
 from drivers.daq970a import KeysightDaq970a
+from drivers.fixture import FixtureControl, ScpiFixture
 from drivers.thermal import ThermalProbe
 from drivers.thermal_fluke import Fluke1521, Fluke1529
 from drivers.thermal_generic import GenericAsciiProbe
@@ -29,9 +30,10 @@ FAMILIES: dict[str, dict[str, Callable[..., Any]]] = {
                 "fluke-1521": Fluke1521, "generic-ascii": GenericAsciiProbe},
     "stimulus": {"keysight-33500b": Keysight33500B},
     "clock": {"host": HostClock, "phonebench-clock": ScpiClock},
+    "fixture": {"phonebench-fixture": ScpiFixture},
 }
 PROTOCOLS = {"scope": Oscilloscope, "supply": PowerAnalyzer, "thermal": ThermalProbe, "stimulus": AudioStimulus,
-             "clock": StationClock}
+             "clock": StationClock, "fixture": FixtureControl}
 
 
 def known_families() -> dict[str, list[str]]:

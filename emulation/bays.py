@@ -1,6 +1,12 @@
-"""The emulated multi-bay fleet: one phone per bay, each in its own simulated world, sharing an
-N6705C mainframe (a module per bay, `@1`..`@4`) and one thermocouple board (channels `<k>.T1`,
-`<k>.T2`, `<k>.T3` for bay k); each bay has its own scope and audio source.
+"""The emulated station's bays: one phone per bay, each in its own simulated world, with the
+instruments a station file would wire to it.
+
+- Every bay has its own scope, audio source, station clock (its world's time server) and fixture
+  controller.
+- The power analyzer and the thermocouples are the bay's own (an N6705C and a DAQ970A per bay),
+  unless the station is the shared rack (`[emulated] bays = N`): one N6705C mainframe with a module
+  per bay (`@1`..`@4`) and one thermocouple board (channels `<k>.T1`, `<k>.T2`, `<k>.T3` for bay k),
+  used by one bay at a time.
 
 Bays couple only through what they share: the instruments, which the bench uses one bay at a
 time. Nothing physical links the worlds (separate fixtures, separate airflow), so a bay's
@@ -55,26 +61,44 @@ class ProbeBoardServer(ThermalProbeServer):
         return out
 
 
+# Instrument name prefix -> role, for the inventory a station file would hold.
+ROLES = {SUPPLY: "supply", PROBES: "thermal", "supply": "supply", "thermal": "thermal", "scope": "scope",
+         "awg": "stimulus", "clock": "clock", "fixture": "fixture"}
+
+
 @dataclass
 class BayFleet:
-    """The shared and per-bay instrument servers of the fleet's running bays."""
+    """The shared and per-bay instrument servers of the station's running bays."""
 
     slots: dict[str, int]  # bay name -> slot / channel group
+    shared: bool = False  # the rack: one mainframe and one probe board for every bay
     servers: dict[str, Any] = field(default_factory=dict)  # instrument name -> server
 
     def start(self, worlds: dict[str, World], with_instruments: bool) -> None:
         from emulation.instruments.awg import AwgServer
+        from emulation.instruments.clock import ClockServer
+        from emulation.instruments.daq970a import Daq970aServer
+        from emulation.instruments.fixture import FixtureServer
         from emulation.instruments.mainframe import MainframeServer
+        from emulation.instruments.power_analyzer import PowerAnalyzerServer
         from emulation.instruments.scope import ScopeServer
 
-        if not with_instruments or not worlds:
+        if not worlds:
             return
-        by_slot = {self.slots[bay]: world for bay, world in worlds.items()}
-        self.servers[SUPPLY] = MainframeServer(by_slot)
-        self.servers[PROBES] = ProbeBoardServer(by_slot)
+        if with_instruments and self.shared:
+            by_slot = {self.slots[bay]: world for bay, world in worlds.items()}
+            self.servers[SUPPLY] = MainframeServer(by_slot)
+            self.servers[PROBES] = ProbeBoardServer(by_slot)
         for bay, world in worlds.items():
+            self.servers[f"clock-{bay}"] = ClockServer(world)  # the station clock runs in the bay's world
+            if not with_instruments:
+                continue
+            if not self.shared:
+                self.servers[f"supply-{bay}"] = PowerAnalyzerServer(world)
+                self.servers[f"thermal-{bay}"] = Daq970aServer(world)
             self.servers[f"scope-{bay}"] = ScopeServer(world)
             self.servers[f"awg-{bay}"] = AwgServer(world)
+            self.servers[f"fixture-{bay}"] = FixtureServer(world)
         for name, server in self.servers.items():
             server.start()
             log.info("emulated %s (%s) at %s", name, server.family, server.address)
@@ -85,18 +109,19 @@ class BayFleet:
         self.servers.clear()
 
     def config(self, duts: dict[str, DutConfig]) -> tuple[list[BayConfig], dict[str, InstrumentConfig]]:
-        """The bays and the instrument inventory a station file would describe for this fleet."""
-        roles = {SUPPLY: "supply", PROBES: "thermal", "scope": "scope", "awg": "stimulus"}
-        inventory = {name: InstrumentConfig(role=roles[name.split("-")[0]], family=s.family, address=s.address,
-                                            name=name, shared=name in (SUPPLY, PROBES) and len(duts) > 1)
+        """The bays and the instrument inventory a station file would describe for these bays."""
+        inventory = {name: InstrumentConfig(role=ROLES[name.split("-")[0]], family=s.family, address=s.address,
+                                            name=name, attached_to=None if name in (SUPPLY, PROBES) else
+                                            duts[name.split("-", 1)[1]].name,
+                                            shared=name in (SUPPLY, PROBES) and len(duts) > 1)
                      for name, s in self.servers.items()}
         bays = []
         for bay, dut in duts.items():
-            wiring = {}
-            if self.servers:
-                k = str(self.slots[bay])
-                wiring = {"supply": InstrumentRef(SUPPLY, k), "thermal": InstrumentRef(PROBES, k),
-                          "scope": InstrumentRef(f"scope-{bay}"), "stimulus": InstrumentRef(f"awg-{bay}")}
+            k = str(self.slots[bay])
+            wiring = {ROLES[name.split("-")[0]]: InstrumentRef(name) for name in self.servers
+                      if name.endswith(f"-{bay}")}
+            if SUPPLY in self.servers:
+                wiring.update(supply=InstrumentRef(SUPPLY, k), thermal=InstrumentRef(PROBES, k))
             bays.append(BayConfig(bay, [dut.name], wiring))
         return bays, inventory
 

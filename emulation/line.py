@@ -36,7 +36,7 @@ FAULT_KINDS: dict[str, tuple[dict[str, Any], str]] = {
     "npu-erratic": ({"faults": ["npu-erratic"]}, "NPU results are off by one now and then"),
 }
 DEFAULT_FAULTS = ("no-redundancy", "skin-sensor-drift")
-ROLES = ("scope", "supply", "thermal", "stimulus")
+ROLES = ("scope", "supply", "thermal", "stimulus", "fixture")
 SERIAL_FORMAT = "LN{seed:02d}{n:04d}"
 
 
@@ -93,13 +93,15 @@ class EmulatedLine:
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> EmulatedLine:
         from emulation.instruments.awg import AwgServer
+        from emulation.instruments.fixture import FixtureServer
         from emulation.instruments.power_analyzer import PowerAnalyzerServer
         from emulation.instruments.scope import ScopeServer
         from emulation.instruments.thermal_probe import ThermalProbeServer
 
         try:
             for role, server in (("scope", ScopeServer(self.world)), ("supply", PowerAnalyzerServer(self.world)),
-                                 ("thermal", ThermalProbeServer(self.world)), ("stimulus", AwgServer(self.world))):
+                                 ("thermal", ThermalProbeServer(self.world)), ("stimulus", AwgServer(self.world)),
+                                 ("fixture", FixtureServer(self.world))):
                 server.start()
                 self.instruments[role] = server
             self.load(self.units[0])  # the fixture holds a unit (and has its ADB address) from the start

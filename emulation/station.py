@@ -1,5 +1,10 @@
-"""The embedded emulated station: phones behind real ADB daemons, instruments behind real
-SCPI/serial servers, all on ephemeral loopback ports, each phone in its own simulated world."""
+"""The emulated station: phones behind real ADB daemons, and per bay the instruments behind real
+SCPI/serial servers, all on ephemeral loopback ports, each phone in its own simulated world.
+
+What the bench gets is addresses (`merge_into`), a station file's worth: it reaches the phones
+through the adb server (unless `[emulated] transport = "direct"`) and the instruments over VISA
+and serial, exactly as on hardware. `bench emulate --write-station` writes those addresses out.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -10,34 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import ConfigError
-from bench.core.station import (
-    LEGACY_BAY,
-    BayConfig,
-    DutConfig,
-    EmulatedConfig,
-    InstrumentConfig,
-    InstrumentRef,
-    StationConfig,
-)
+from bench.core.station import DutConfig, EmulatedConfig, StationConfig, emulated_bay_names
 from emulation.device import EmulatedPhone, PhoneSpec
+from emulation.npu_personas import default_fleet
 from emulation.world import World
 
 log = logging.getLogger(__name__)
 
-
-EMULATED_ROLES = ("scope", "supply", "thermal", "stimulus", "clock")  # all on the first phone's world
+EMULATED_ROLES = ("scope", "supply", "thermal", "stimulus", "clock", "fixture")  # every bay has each
 NOT_STARTED = "(started with the run)"
+# An emulated phone that comes back at all does so within a second of real time.
+RECOVERY_TIMEOUT_S = 10.0
 
 
-def plan_emulated(config: StationConfig) -> StationConfig:
-    """The DUTs and instrument roles an emulated station will have, before starting it (addresses
-    are placeholders until merge_into gives the real ones)."""
-    serials = [spec.serial for spec in EmulatedStation(config.emulated)._specs()]
-    duts = [DutConfig(name=s, address=NOT_STARTED, expected_serial=s) for s in serials]
-    instruments = {role: InstrumentConfig(role=role, family="emulated", address=NOT_STARTED,
-                                          attached_to=serials[0] if serials else None)
-                   for role in (EMULATED_ROLES if config.emulated.instruments and serials else ())}
-    return dataclasses.replace(config, duts=duts, instruments=instruments)
+def bay_serials(config: EmulatedConfig) -> dict[str, str]:
+    """Bay name -> the serial of the phone the emulated station puts in it: one bay per phone, or
+    the shared rack's `bays` bays."""
+    serials = [p.serial for p in config.phones] or [s.serial for s in default_fleet()]
+    return dict(zip(emulated_bay_names(config.bays or len(serials)), serials))
 
 
 def sla_personas() -> set[str]:
@@ -65,13 +60,25 @@ class EmulatedDut:
         return self.phone.spec.serial
 
 
+@dataclass(frozen=True)
+class EmulatedPhoneInfo:
+    """What `bench emulate` shows of a running phone."""
+
+    serial: str
+    soc_manufacturer: str
+    soc_model: str
+    npu_persona: str
+    address: str
+
+
 @dataclass
 class EmulatedStation:
+    """The emulated station's phones and its bays' instrument servers."""
+
     config: EmulatedConfig
     duts: list[EmulatedDut] = field(default_factory=list)
-    instruments: dict[str, Any] = field(default_factory=dict)  # role -> InstrumentServer
-    only_bay: str | None = None  # a multi-bay fleet: start this bay only (a worker testing it)
-    fleet: Any = None  # emulation.bays.BayFleet of a multi-bay fleet
+    only_bay: str | None = None  # start this bay only (a worker testing it)
+    fleet: Any = None  # emulation.bays.BayFleet: the bays' instrument servers
     _payloads: Any = None  # tempfile.TemporaryDirectory holding the installed update's weight file
 
     def _specs(self) -> list[PhoneSpec]:
@@ -100,57 +107,22 @@ class EmulatedStation:
 
     def start(self) -> EmulatedStation:
         from emulation.adbd import AdbDaemon, AuthPolicy
+        from emulation.bays import BayFleet
 
         auth = None if self.config.auth == "none" else AuthPolicy(
             accept_any=self.config.auth in ("any", "prompt"), prompt=self.config.auth == "prompt",
             allowed_keys=list(self.config.allowed_keys))
-        if self.config.bays:
-            return self._start_bays(auth)
-        try:
-            for spec in self._specs():
-                phone = EmulatedPhone(spec, World(seed=spec.seed, persona=spec.sla_persona))
-                daemon = AdbDaemon(phone, auth=auth)
-                daemon.start()
-                self.duts.append(EmulatedDut(phone, daemon))
-                log.info("emulated phone %s (%s %s) at %s", spec.serial, spec.soc_manufacturer,
-                         spec.soc_model, daemon.address)
-            if self.config.instruments and self.duts:
-                self._start_instruments(self.duts[0].phone.world)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _start_instruments(self, world: World) -> None:
-        from emulation.instruments.awg import AwgServer
-        from emulation.instruments.daq970a import Daq970aServer
-        from emulation.instruments.clock import ClockServer
-        from emulation.instruments.power_analyzer import PowerAnalyzerServer
-        from emulation.instruments.scope import ScopeServer
-
-        for role, server in (("scope", ScopeServer(world)), ("supply", PowerAnalyzerServer(world)),
-                             ("thermal", Daq970aServer(world)), ("stimulus", AwgServer(world)),
-                             ("clock", ClockServer(world))):
-            server.start()
-            self.instruments[role] = server
-            log.info("emulated %s (%s) at %s", role, server.family, server.address)
-
-    # --- a multi-bay fleet (emulation/bays.py) ----------------------------------------------
-    def _start_bays(self, auth: Any) -> EmulatedStation:
-        from emulation.adbd import AdbDaemon
-        from emulation.bays import BayFleet, bay_slots
-
-        slots = bay_slots(self.config.bays)
-        if self.only_bay is not None and self.only_bay not in slots:
-            raise ConfigError(f"emulated fleet: no bay named {self.only_bay!r}", hint=f"bays: {', '.join(slots)}")
         specs = self._specs()
-        if len(specs) < len(slots):
-            raise ConfigError(f"emulated fleet: {len(slots)} bays but {len(specs)} [[emulated.phone]] tables",
+        bays = emulated_bay_names(self.config.bays or len(specs))
+        if self.only_bay is not None and self.only_bay not in bays:
+            raise ConfigError(f"emulated station: no bay named {self.only_bay!r}", hint=f"bays: {', '.join(bays)}")
+        if len(specs) < len(bays):
+            raise ConfigError(f"emulated station: {len(bays)} bays but {len(specs)} [[emulated.phone]] tables",
                               hint="list one phone per bay, or none for the default fleet")
-        self.fleet = BayFleet(slots)
+        self.fleet = BayFleet({bay: k for k, bay in enumerate(bays, start=1)}, shared=self.config.bays > 0)
         worlds = {}
         try:
-            for bay, spec in zip(slots, specs):
+            for bay, spec in zip(bays, specs):
                 if self.only_bay not in (None, bay):
                     continue
                 phone = EmulatedPhone(spec, World(seed=spec.seed, persona=spec.sla_persona))
@@ -158,28 +130,19 @@ class EmulatedStation:
                 daemon.start()
                 self.duts.append(EmulatedDut(phone, daemon))
                 worlds[bay] = phone.world
-                log.info("bay %s: emulated phone %s at %s", bay, spec.serial, daemon.address)
+                log.info("bay %s: emulated phone %s (%s %s) at %s", bay, spec.serial, spec.soc_manufacturer,
+                         spec.soc_model, daemon.address)
             self.fleet.start(worlds, self.config.instruments)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _merge_bays(self, config: StationConfig) -> StationConfig:
-        duts = {bay: DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name, transport="direct")
-                for bay, d in zip([b for b in self.fleet.slots if self.only_bay in (None, b)], self.duts)}
-        bays, inventory = self.fleet.config(duts)
-        return dataclasses.replace(config, duts=list(duts.values()), instruments={}, bays=bays, inventory=inventory,
-                                   emulated_station=self, payloads=config.payloads or self.payloads_folder())
-
     def stop(self) -> None:
         if self.fleet is not None:
             self.fleet.stop()
-        for server in self.instruments.values():
-            server.stop()
         for dut in self.duts:
             dut.daemon.stop()
-        self.instruments.clear()
         self.duts.clear()
         if self._payloads is not None:
             self._payloads.cleanup()
@@ -200,22 +163,18 @@ class EmulatedStation:
             (Path(self._payloads.name) / "model.bin").write_bytes(update_package().data)
         return Path(self._payloads.name)
 
-    @property
-    def roles(self) -> tuple[str, ...]:
-        return tuple(self.instruments)
+    def phones(self) -> list[EmulatedPhoneInfo]:
+        return [EmulatedPhoneInfo(d.name, d.phone.spec.soc_manufacturer, d.phone.spec.soc_model,
+                                  d.phone.spec.npu_persona or "", d.daemon.address) for d in self.duts]
 
     def merge_into(self, config: StationConfig) -> StationConfig:
-        """The station config a bench uses to reach this emulated station (DUTs and instruments)."""
-        if self.fleet is not None:
-            return self._merge_bays(config)
-        # Reached directly: an in-process station needs no adb server (a station file written by
-        # `bench emulate` goes through the server, as a lab's does).
-        duts = [DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name, transport="direct")
-                for d in self.duts]
-        attached = duts[0].name if duts else None
-        instruments = {role: InstrumentConfig(role=role, family=s.family, address=s.address, attached_to=attached)
-                       for role, s in self.instruments.items()}
-        bays = [BayConfig(LEGACY_BAY, [d.name for d in duts], {role: InstrumentRef(role) for role in instruments})]
-        return dataclasses.replace(config, duts=duts, instruments=instruments, emulated_station=self, bays=bays,
-                                   inventory={r: dataclasses.replace(i, name=r) for r, i in instruments.items()},
-                                   payloads=config.payloads or self.payloads_folder())
+        """The station config a bench uses to reach this station: addresses only, as a station
+        file gives them on hardware."""
+        running = [bay for bay in self.fleet.slots if self.only_bay in (None, bay)]
+        duts = {bay: DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name,
+                               transport=self.config.transport, recovery_timeout_s=RECOVERY_TIMEOUT_S)
+                for bay, d in zip(running, self.duts)}
+        bays, inventory = self.fleet.config(duts)
+        merged = dataclasses.replace(config, duts=list(duts.values()), instruments={}, bays=bays, inventory=inventory,
+                                     payloads=config.payloads or self.payloads_folder())
+        return merged.for_bay(bays[0].name) if len(bays) == 1 else merged  # one bay: its view, as a file gives

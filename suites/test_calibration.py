@@ -2,9 +2,9 @@
 `calibration`): each procedure measures with the bare instrument, stores its ISO/IEC 17025
 record (passed or failed) in the results store, and shows it as a verdict.
 
-The procedures need the loopback fixture and the reference probe placed: the emulated station
-does that itself; a real station runs them with `bench calibrate`, which asks the operator for
-each step. Calibration-marked tests run only when selected by marker (they change the station).
+The procedures need the loopback fixture and the reference probe placed: a station with a fixture
+controller (`[instruments.fixture]`; the emulated station has one) does that on command; any other
+runs them with `bench calibrate`, which asks the operator for each step. Calibration-marked tests run only when selected by marker (they change the station).
 """
 from __future__ import annotations
 
@@ -12,18 +12,9 @@ import pytest
 
 from bench.calibration import procedures
 from bench.calibration.corrections import uncorrected
-from bench.calibration.fixture import emulated_fixture_of
 from bench.calibration.records import record_verdict
 
 pytestmark = [pytest.mark.calibration, pytest.mark.evidence("measured")]
-
-
-@pytest.fixture(scope="module")
-def fixture_control(station):
-    control = emulated_fixture_of(station)
-    if control is None:
-        pytest.skip("calibration needs an operator at the fixture (loopback, reference probe): run `bench calibrate`")
-    return control
 
 
 @pytest.fixture

@@ -2,11 +2,12 @@
 results store, and calibration records for its instruments."""
 from __future__ import annotations
 
+from typing import Any
+
 import contextlib
 from pathlib import Path
 from typing import Iterator
 
-from bench.calibration.fixture import EmulatedFixture
 from bench.calibration.runner import INSTRUMENT_PROCEDURES, calibrate_station
 from bench.calibration.settings import CalibrationSettings
 from bench.core.station import load_station
@@ -24,5 +25,19 @@ def line_station(tmp_path: Path, count: int = 1, faulty: int = 0, faults: tuple[
 
 def calibrate(line: EmulatedLine, station_file: Path, names: tuple[str, ...] = INSTRUMENT_PROCEDURES) -> list:
     """Calibrate the line's instruments and fixture into its store; returns the records."""
-    return calibrate_station(load_station(station_file), EmulatedFixture(line.world), CalibrationSettings(),
+    return calibrate_station(load_station(station_file), None, CalibrationSettings(),
                              operator="tester", names=names).records
+
+
+class EmulatedFixture:
+    """A fixture acting on a simulated world directly (tests of the procedures without a station;
+    a station's own fixture is its `fixture` instrument)."""
+
+    def __init__(self, world: Any) -> None:
+        self.world = world
+
+    def loopback(self, path: str | None) -> None:
+        self.world.set_fixture_loopback(path is not None, path=path or "acoustic")
+
+    def place_reference(self, point: str) -> None:
+        self.world.place_reference_probe(point)

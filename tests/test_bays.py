@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.core.errors import ConfigError
-from bench.core.station import EmulatedConfig, load_station
+from bench.core.station import StationConfig, EmulatedConfig, load_station
 
 REPO = Path(__file__).resolve().parent.parent
 IDENTITY = str(REPO / "suites" / "test_identity.py")
@@ -112,11 +112,12 @@ def test_two_instruments_of_one_role_need_bays(tmp_path):
 
 
 def test_the_mainframe_routes_each_channel_to_its_bay_and_refuses_empty_slots():
-    from bench.backend import open_station
     from drivers.registry import open_instrument
+    from emulation.station import EmulatedStation
 
-    with open_station(emulated=EmulatedConfig(bays=2)) as station:
-        worlds = [d.phone.world for d in station.emulated_station.duts]
+    with EmulatedStation(EmulatedConfig(bays=2)) as emulated:
+        station = emulated.merge_into(StationConfig(name="emulated", source=None))
+        worlds = [d.phone.world for d in emulated.duts]
         address = station.inventory["n6705c"].address
         one, two = (open_instrument("supply", "keysight-n6705c", address, channel=k) for k in (1, 2))
         try:
@@ -135,7 +136,7 @@ def test_the_mainframe_routes_each_channel_to_its_bay_and_refuses_empty_slots():
 def test_a_bay_sees_only_its_channels_of_the_shared_probe_board():
     from bench.backend import open_station
     from drivers.registry import open_instrument
-    from fixtures.bays import BayChannels
+    from drivers.bay_view import BayChannels
 
     with open_station(emulated=EmulatedConfig(bays=2)) as station:
         board = open_instrument("thermal", "generic-ascii", station.inventory["probes"].address)
@@ -223,10 +224,11 @@ def test_bays_sharing_instruments_use_them_one_test_at_a_time(tmp_path):
     """Two bays of a hardware-style station file share one N6705C and one probe board (an
     emulated fleet serving both bays' workers): each use of a shared instrument (a connection,
     opened for one test) has it to itself; no other connection's commands come in between."""
-    from bench.backend import open_station
+    from emulation.station import EmulatedStation
 
-    with open_station(emulated=EmulatedConfig(bays=2)) as fleet:
-        servers = fleet.emulated_station.fleet.servers
+    with EmulatedStation(EmulatedConfig(bays=2)) as emulated:
+        fleet = emulated.merge_into(StationConfig(name="emulated", source=None))
+        servers = emulated.fleet.servers
         order: dict[str, list] = {"n6705c": [], "probes": []}  # connections, kept alive: ids stay unique
         for name, seen in order.items():
             handle = servers[name].handle_message

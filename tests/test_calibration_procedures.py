@@ -16,7 +16,8 @@ from bench.calibration import procedures
 from bench.calibration.book import CalibrationBook
 from bench.calibration.corrections import CorrectedScope, CorrectedSupply, CorrectedThermal, corrected
 from bench.calibration.dut import ripple_onset, skin_offset, unit_equipment
-from bench.calibration.fixture import EmulatedFixture, OperatorFixture
+from bench.calibration.fixture import OperatorFixture
+from tests.production_helpers import EmulatedFixture
 from bench.calibration.procedures import Context
 from bench.calibration.records import Criterion, Equipment, Reading, conclude, record_verdict
 from bench.calibration.runner import calibrate_instruments, expand

@@ -130,7 +130,7 @@ def test_emulated_station_default_thermal_is_the_daq():
 
     config = parse_station({"emulated": {"phone": [{"serial": "EMU-DAQ"}]}})
     with EmulatedStation(config.emulated) as station:
-        server = station.instruments["thermal"]
+        server = station.fleet.servers["thermal-bay1"]
         assert server.family == "keysight-daq970a" and server.address.startswith("TCPIP::127.0.0.1::")
 
 

@@ -119,7 +119,7 @@ def test_usb_phone_behind_a_running_adb_server(monkeypatch):
     from bench.core.station import DutConfig
 
     monkeypatch.setattr(preflight, "adb_server_running", lambda port=None: True)
-    item = preflight.check_phone(DutConfig("bay2", "usb:R5CT5678"))
+    item = preflight.check_phone(None, DutConfig("bay2", "usb:R5CT5678"))
     assert not item.reachable and "adb kill-server" in item.problems[0]
 
 

@@ -138,27 +138,24 @@ class AcceptanceStation:
     # --- before any test ------------------------------------------------------------------
     def check_calibration(self) -> list[str]:
         """Problems that forbid an acceptance run (an empty list: every instrument is calibrated)."""
-        from drivers.registry import open_instrument
+        from bench.owner import StationOwner
 
         identities, problems = {}, []
-        for role, cfg in self.station.instruments.items():
-            try:
-                driver = open_instrument(role, cfg.family, cfg.address, **cfg.options)
-            except BenchError as exc:
-                problems.append(f"{role} at {cfg.address} cannot be reached to check its calibration: "
-                                f"{str(exc).splitlines()[0]}")
-                continue
-            identities[role] = driver.identity
-            driver.close()
+        with StationOwner(self.station) as owner:
+            for role, cfg in self.station.instruments.items():
+                try:
+                    identities[role] = owner.instrument(role).identity
+                except BenchError as exc:
+                    problems.append(f"{role} at {cfg.address} cannot be reached to check its calibration: "
+                                    f"{str(exc).splitlines()[0]}")
         state = evaluate(self.book, self.station.name, identities, self.settings, self.station.location)
         return problems + state.problems()
 
     def read_serial(self) -> str:
         """ro.serialno of the unit on the fixture (BenchError if it cannot be read)."""
-        from drivers.adb import AdbPhone
+        from bench.owner import StationOwner
 
-        with AdbPhone(self.dut.address, key_path=self.dut.key, name=self.dut.name, connect_timeout_s=5.0,
-                      retries=1) as phone:
+        with StationOwner(self.station) as owner, owner.connected(self.dut.name, connect_timeout_s=5.0) as phone:
             serial = phone.getprop("ro.serialno").strip()
         if not SERIAL.match(serial):
             raise BenchError(f"{self.dut.name} at {self.dut.address}: the phone reports serial {serial!r}",

@@ -1,15 +1,17 @@
 """What a calibration asks of the fixture: the loopback paths in place of the phone, and the
-reference probe beside one thermocouple. On a real station an operator (or a relay board) does
-it; on the emulated station the simulated world's fixture hooks do.
+reference probe beside one thermocouple. A station with a fixture controller (the `fixture`
+instrument: a relay box and probe arm, drivers/fixture.py; the emulated station has one) does it on
+command; on any other an operator does each step when asked.
 """
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Protocol
+from typing import Callable
+
+from drivers.fixture import LOOPBACK_PATHS, FixtureControl  # noqa: F401 - the protocol calibration uses
 
 log = logging.getLogger(__name__)
 
-LOOPBACK_PATHS = ("acoustic", "electrical")
 
 # What the operator is asked to do on a real fixture (docs/production.md shows the hardware).
 LOOPBACK_STEPS = {
@@ -19,30 +21,6 @@ LOOPBACK_STEPS = {
                 "hears the stimulus speaker over the fixture's acoustic path.",
     None: "Reconnect the scope inputs as for testing and put the phone back into the fixture.",
 }
-
-
-class FixtureControl(Protocol):
-    def loopback(self, path: str | None) -> None:
-        """Put the loopback path in place of the phone ("acoustic" | "electrical"), or None: phone back."""
-
-    def place_reference(self, point: str) -> None:
-        """Tape the reference probe beside a probe point (cover_a, cover_b, ambient, ...)."""
-
-
-class EmulatedFixture:
-    """The emulated station's fixture: the world's hooks (emulation.world.World)."""
-
-    def __init__(self, world: Any) -> None:
-        self.world = world
-
-    def loopback(self, path: str | None) -> None:
-        if path is None:
-            self.world.set_fixture_loopback(False)
-        else:
-            self.world.set_fixture_loopback(True, path=path)
-
-    def place_reference(self, point: str) -> None:
-        self.world.place_reference_probe(point)
 
 
 class OperatorFixture:
@@ -59,14 +37,3 @@ class OperatorFixture:
     def place_reference(self, point: str) -> None:
         self.confirm(f"Tape the reference probe beside the thermocouple at {point} (thermal paste, same tape); "
                      f"let it settle for a minute.")
-
-
-def emulated_fixture_of(station: Any) -> EmulatedFixture | None:
-    """The fixture of an emulated station config (bench.core.station.StationConfig), if it is one."""
-    emulated = getattr(station, "emulated_station", None)
-    if emulated is None:
-        return None
-    world = getattr(emulated, "fixture_world", None)
-    if world is None and getattr(emulated, "duts", None):
-        world = emulated.duts[0].phone.world  # the embedded station wires instruments to its first phone
-    return EmulatedFixture(world) if world is not None else None

@@ -110,25 +110,42 @@ def _keep(book: CalibrationBook, record: CalibrationRecord) -> None:
     book.save(record)
 
 
-def calibrate_station(station: Any, fixture: FixtureControl, settings: Any, *, operator: str = "",
+def calibrate_station(station: Any, fixture: FixtureControl | None, settings: Any, *, operator: str = "",
                       results_dir: Any = None, names: Iterable[str] = INSTRUMENT_PROCEDURES,
                       reference: Any = None) -> Outcome:
-    """Open a station's instruments (bench.core.station.StationConfig), run the instrument and fixture
-    procedures with them and keep every record in the station's store."""
+    """Open a station's instruments (bench.core.station.StationConfig, one bay's view) through its
+    owner, run the instrument and fixture procedures with them and keep every record in the
+    station's store. `fixture` None: the station's fixture controller does the fixture's steps."""
     from bench.calibration.procedures import ambient_conditions
     from bench.calibration.station import open_book
-    from drivers.registry import open_instrument
+    from bench.owner import StationOwner
 
-    instruments: dict[str, Any] = {}
     book = open_book(station.database, results_dir if results_dir is not None else station.results_dir)
     try:
-        for role, cfg in station.instruments.items():
-            instruments[role] = open_instrument(role, cfg.family, cfg.address, **cfg.options)
-        ctx = Context(station=station.name, settings=settings, location=station.location,
-                      operator=operator or settings.operator_name(),
-                      ambient=ambient_conditions(instruments.get("thermal"), settings))
-        return calibrate_instruments(instruments, fixture, book, ctx, names, reference)
+        with StationOwner(station) as owner:
+            instruments = measuring_instruments(owner)
+            fixture = fixture or station_fixture(owner)
+            ctx = Context(station=station.name, settings=settings, location=station.location,
+                          operator=operator or settings.operator_name(),
+                          ambient=ambient_conditions(instruments.get("thermal"), settings))
+            return calibrate_instruments(instruments, fixture, book, ctx, names, reference)
     finally:
-        for driver in instruments.values():
-            driver.close()
         book.store.close()
+
+
+def measuring_instruments(owner: Any) -> dict[str, Any]:
+    """Every instrument of the owner's station that measures or stimulates (not its clock or fixture)."""
+    return {role: owner.instrument(role) for role in owner.station.instruments if role not in ("clock", "fixture")}
+
+
+def station_fixture(owner: Any, confirm: Any = None) -> FixtureControl:
+    """The station's fixture controller, else an operator asked through `confirm` for each step."""
+    from bench.calibration.fixture import OperatorFixture
+
+    control = owner.fixture()
+    if control is not None:
+        return control
+    if confirm is None:
+        raise ConfigError(f"station {owner.station.name!r} has no fixture controller ([instruments.fixture]) "
+                          "and no operator was asked", hint="run `bench calibrate`, which asks the operator for each step")
+    return OperatorFixture(confirm)

@@ -3,12 +3,15 @@ reach it (`adb connect`, pyvisa, or `bench run --station` with the file it write
 from __future__ import annotations
 
 import argparse
-import json
+import signal
 import threading
 from pathlib import Path
+from types import FrameType
 
-from bench.backend import open_station
+from bench.backend import running_emulated
+from bench.core.files import write_atomically
 from bench.core.station import EmulatedConfig, StationConfig, load_station
+from bench.core.station_writer import station_toml
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,42 +23,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=emulate)
 
 
-def station_toml(config: StationConfig) -> str:
-    """A station file (TOML) that reaches this station's DUTs and instruments."""
-    q = json.dumps  # a JSON string is a valid TOML basic string
-    lines = ["# Written by `bench emulate`: valid while that process runs.", "[station]",
-             f"name = {q(config.name)}", f"sla_profile = {q(config.sla_profile)}", ""]
-    for dut in config.duts:
-        lines += ["[[dut]]", f"name = {q(dut.name)}", f"adb = {q(dut.address)}"]
-        if dut.expected_serial:
-            lines.append(f"expected_serial = {q(dut.expected_serial)}")
-        lines.append("")
-    for role, inst in config.instruments.items():
-        lines += [f"[instruments.{role}]", f"family = {q(inst.family)}", f"address = {q(inst.address)}"]
-        if inst.attached_to:
-            lines.append(f"attached_to = {q(inst.attached_to)}")
-        lines.append("")
-    return "\n".join(lines)
+def _stop_on_term(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops the servers the way Ctrl-C does
 
 
 def emulate(args: argparse.Namespace) -> int:
-    emulated = load_station(args.station).emulated if args.station else EmulatedConfig()
-    if emulated is None:
-        emulated = EmulatedConfig()
-    with open_station(None, emulated=emulated) as config:
-        print(f"emulated station {config.name!r} running (Ctrl-C to stop)")
-        for dut, running in zip(config.duts, config.emulated_station.duts):
-            spec = running.phone.spec
-            print(f"  phone {dut.name:10} {spec.soc_manufacturer} {spec.soc_model} ({spec.npu_persona})"
-                  f"   adb connect {dut.address}")
-        for role, inst in config.instruments.items():
-            print(f"  {role:8} {inst.family:24} {inst.address}")
-        if args.write_station:
-            Path(args.write_station).write_text(station_toml(config))
-            print(f"station file: {args.write_station}  (bench run --station {args.write_station})")
-        stop = threading.Event()
-        try:
-            stop.wait(args.seconds)
-        except KeyboardInterrupt:
-            pass
+    base = load_station(args.station) if args.station else StationConfig(name="emulated", source=None)
+    emulated = base.emulated or EmulatedConfig()
+    signal.signal(signal.SIGTERM, _stop_on_term)
+    try:
+        with running_emulated(emulated, base) as (config, phones):
+            print(f"emulated station {config.name!r} running (Ctrl-C to stop)", flush=True)
+            for bay, phone in zip(config.bays, phones):
+                print(f"  {bay.name:6} phone {phone.serial:10} {phone.soc_manufacturer} {phone.soc_model} "
+                      f"({phone.npu_persona})   adb connect {phone.address}")
+                for role, ref in bay.wiring.items():
+                    inst = config.inventory[ref.instrument]
+                    print(f"         {role:8} {inst.family:24} {inst.address}{'  (shared)' if inst.shared else ''}")
+            if args.write_station:
+                comment = "Written by `bench emulate`: valid while that process runs."
+                write_atomically(Path(args.write_station), station_toml(config, comment))
+                print(f"station file: {args.write_station}  (next: bench run --station {args.write_station})",
+                      flush=True)
+            threading.Event().wait(args.seconds)
+    except KeyboardInterrupt:
+        pass
     return 0

@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "fixture-delay, supply-zero, thermocouple-offsets, dut-ripple-onset, dut-skin-offset")
     c.add_argument("--dut", help="the DUT for dut procedures (default: the one the instruments are wired to)")
     c.add_argument("--status", action="store_true", help="only show the station's calibration state")
+    c.add_argument("--bay", help="only this bay of a multi-bay station (default: every bay)")
     _common(c)
     c.set_defaults(func=calibrate)
 
@@ -93,22 +94,36 @@ def _policy(args: argparse.Namespace) -> Any:
 
 # --- bench calibrate -----------------------------------------------------------------------
 def calibrate(args: argparse.Namespace) -> int:
-    from bench.calibration.fixture import OperatorFixture, emulated_fixture_of
-    from bench.calibration.procedures import Context, ambient_conditions
-    from bench.calibration.runner import calibrate_instruments, expand
-    from bench.calibration.settings import load_settings
-    from bench.calibration.station import open_book
     from bench.backend import open_station
+    from bench.calibration.settings import load_settings
 
     settings = load_settings(args.calibration_config)
+    with open_station(args.station) as station:
+        bays = [args.bay] if args.bay else station.bay_names()
+        views = [station] if len(bays) == 1 and (station.bay or len(station.bays) <= 1) else \
+            [station.for_bay(bay) for bay in bays]
+        codes = [_calibrate_bay(args, view, settings) for view in views]
+    return max(codes, default=0)
+
+
+def _calibrate_bay(args: argparse.Namespace, station: Any, settings: Any) -> int:
+    """Calibrate one bay's instruments (and, when asked, its DUT) through the station's owner."""
+    from bench.calibration.procedures import Context, ambient_conditions
+    from bench.calibration.runner import calibrate_instruments, expand, measuring_instruments, station_fixture
+    from bench.calibration.station import open_book
+    from bench.owner import StationOwner
+
     names = expand(args.procedure or ["instruments"])
-    with open_station(args.station) as station, _instruments(station) as instruments:
-        results_dir = Path(args.results_dir) if args.results_dir else station.results_dir
-        book = open_book(station.database, results_dir)
-        try:
+    if station.bay:
+        print(f"bay {station.bay}:")
+    results_dir = Path(args.results_dir) if args.results_dir else station.results_dir
+    book = open_book(station.database, results_dir)
+    try:
+        with StationOwner(station) as owner:
+            instruments = measuring_instruments(owner)
             if args.status:
                 return _print_status(book, station, instruments, settings)
-            fixture = emulated_fixture_of(station) or OperatorFixture(_confirm)
+            fixture = station_fixture(owner, _confirm)
             ctx = Context(station=station.name, settings=settings, location=station.location,
                           operator=args.operator or settings.operator_name(),
                           ambient=ambient_conditions(instruments.get("thermal"), settings))
@@ -119,27 +134,13 @@ def calibrate(args: argparse.Namespace) -> int:
                 if reference is not None:
                     reference.close()
             if any(n.startswith("dut-") for n in names):
-                dut_outcome = _calibrate_dut(station, instruments, book, ctx, names, args.dut)
+                dut_outcome = _calibrate_dut(owner, instruments, book, ctx, names, args.dut)
                 outcome.records += dut_outcome.records
                 outcome.skipped.update(dut_outcome.skipped)
-            _print_records(outcome)
-            return 0 if outcome.ok and outcome.records else 1
-        finally:
-            book.store.close()
-
-
-@contextlib.contextmanager
-def _instruments(station: Any) -> Iterator[dict[str, Any]]:
-    from drivers.registry import open_instrument
-
-    opened: dict[str, Any] = {}
-    try:
-        for role, cfg in station.instruments.items():
-            opened[role] = open_instrument(role, cfg.family, cfg.address, **cfg.options)
-        yield opened
+        _print_records(outcome)
+        return 0 if outcome.ok and outcome.records else 1
     finally:
-        for driver in opened.values():
-            driver.close()
+        book.store.close()
 
 
 def _reference_thermometer(settings: Any) -> Any:
@@ -155,22 +156,19 @@ def _confirm(step: str) -> None:
     input("    press Enter when done ")
 
 
-def _calibrate_dut(station: Any, instruments: dict[str, Any], book: Any, ctx: Any, names: list[str],
+def _calibrate_dut(owner: Any, instruments: dict[str, Any], book: Any, ctx: Any, names: list[str],
                    dut_name: str | None) -> Any:
     """DUT calibration with the instruments corrected by their (just updated) records."""
     from bench.calibration.corrections import corrected
-    from bench.calibration.station import StationCalibrationView
-    from bench.identity import collect_identity
     from bench.calibration.runner import calibrate_dut
-    from drivers.adb import AdbPhone
+    from bench.calibration.station import StationCalibrationView
 
+    station = owner.station
     wired = station.instrument_dut("supply") or station.duts[0].name  # the unit the instruments measure
-    cfg = station.dut(dut_name or wired)
     view = StationCalibrationView(station.name, station.location, ctx.settings, book)
     fixed = {role: corrected(role, driver, view.role(role, driver.identity)) for role, driver in instruments.items()}
-    with AdbPhone(cfg.address, key_path=cfg.key, name=cfg.name) as device:
-        identity = collect_identity(device, cfg.name, cfg.address)
-        return calibrate_dut(device, identity, fixed, book, ctx, names)
+    slot = owner.phone(dut_name or wired)
+    return calibrate_dut(slot.device, slot.identity, fixed, book, ctx, names)
 
 
 def _print_records(outcome: Any) -> None:
@@ -279,13 +277,12 @@ def _station(args: argparse.Namespace, station_file: Path, results: Path, batch:
 
 
 def _calibrate(args: argparse.Namespace, station: Any, line: Any, results: Path) -> None:
-    from bench.calibration.fixture import EmulatedFixture
     from bench.calibration.runner import calibrate_station
     from bench.calibration.settings import load_settings
 
     if not args.no_calibrate and station.check_calibration():
         print(f"calibrating the line's instruments and fixture ({line.name}) ...")
-        _print_records(calibrate_station(station.station, EmulatedFixture(line.world),
+        _print_records(calibrate_station(station.station, None,
                                          load_settings(args.calibration_config), operator=station.operator,
                                          results_dir=results))
 

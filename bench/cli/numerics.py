@@ -69,21 +69,21 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     from bench.results import new_run_id
     from bench.backend import open_station
     from bench.core.station import EmulatedConfig
-    from drivers.adb import AdbPhone
+    from bench.owner import StationOwner
     from drivers.runtime import RuntimeClient
 
     library = load_library(args.profiles, signing.trusted_keys(args.pubkey))
     rows, flagged = [], 0
     # The embedded emulated station without instruments: a fingerprint needs only the phones.
-    with open_station(args.station, emulated=None if args.station else EmulatedConfig(instruments=False)) as station:
+    with open_station(args.station, emulated=None if args.station else EmulatedConfig(instruments=False)) as station, \
+            StationOwner(station) as owner:
         report_dir = Path(args.report_dir) if args.report_dir else station.results_dir / f"{new_run_id()}-fingerprint"
         duts = [d for d in station.duts if not args.dut or d.name in args.dut]
         if not duts:
             raise BenchError(f"no DUT selected (station DUTs: {', '.join(d.name for d in station.duts) or 'none'})")
         for cfg in duts:
-            device = AdbPhone(cfg.address, key_path=cfg.key, name=cfg.name)
             try:
-                device.connect()
+                device = owner.phone(cfg.name).device
                 client = RuntimeClient(device)
                 report = fingerprint(device, library, client)
                 if args.apply and report.trusted:
@@ -93,8 +93,6 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
                 print(f"{cfg.name:12} ERROR {exc}")
                 flagged += 1
                 continue
-            finally:
-                device.close()
             rows.append(report)
             print(report.summary())
             flagged += report.verdict in FLAGGED

@@ -13,7 +13,7 @@ import pytest
 from bench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
 from bench.core.paths import data_dir
 from bench.core.errors import ConfigError
-from bench.core.station import MAX_EMULATED_BAYS, load_station
+from bench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
 from bench.summary import print_summary
 from fixtures.session import BENCH
 
@@ -51,10 +51,10 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
 
 def results_dir(args: argparse.Namespace) -> Path:
     if args.results_dir:
-        return Path(args.results_dir)
+        return Path(args.results_dir).resolve()
     if args.station:
-        return load_station(args.station).results_dir  # also validates the file before pytest starts
-    return Path("reports")
+        return load_station(args.station).results_dir.resolve()  # also validates the file before pytest starts
+    return Path("reports").resolve()
 
 
 def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
@@ -99,16 +99,62 @@ def run(args: argparse.Namespace) -> int:
     from bench.core.files import check_free_space
     from bench.results import claim_run_dir
 
+    emulated = _emulated_station(args)
     folder = results_dir(args)
-    if args.station and not args.no_preflight:
-        from bench.preflight import gate
-
-        if not gate(args.station):
-            return 2
     check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
+    if emulated is None:
+        if args.station and not args.no_preflight:
+            from bench.preflight import gate
+
+            if not gate(args.station):
+                return 2
+        return _run_on_station(args, claim_run_dir(folder, args.run_id, reuse_empty=False))
+    from bench.backend import launch_emulated
+
     run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
-    station = _bay_station(args)
-    if station is not None:
+    # The emulated station runs as its own process; the run reaches it through the station file
+    # it writes, by the default transport: the path a lab's run takes to hardware.
+    with launch_emulated(emulated, run_dir / "emulated") as live:
+        lab_args = argparse.Namespace(**{**vars(args), "station": str(live), "persona": None, "fault": [],
+                                         "bays": None})
+        if not args.no_preflight:
+            from bench.preflight import gate
+
+            if not gate(str(live)):
+                return 2
+        return _run_on_station(lab_args, run_dir)
+
+
+def _emulated_station(args: argparse.Namespace) -> StationConfig | None:
+    """The emulated station this run starts (none given, --bays, or a file with [emulated]), with
+    --persona and --fault given to its phones; None for a station of hardware."""
+    from bench.backend import validate_emulated, with_behaviour
+
+    if getattr(args, "bays", None):
+        if args.station:
+            raise ConfigError("--bays makes an emulated fleet; it does not go with --station",
+                              hint="put `bays = N` in the station file's [emulated] table instead")
+        if not 1 <= args.bays <= MAX_EMULATED_BAYS:
+            raise ConfigError(f"--bays {args.bays}: the emulated rack has 1 to {MAX_EMULATED_BAYS} bays")
+        config = StationConfig(name="emulated", source=None, emulated=EmulatedConfig(bays=args.bays))
+    elif args.station:
+        config = load_station(args.station)
+    else:
+        config = StationConfig(name="emulated", source=None, emulated=EmulatedConfig())
+    if config.emulated is None:
+        if args.persona or args.fault:
+            raise ConfigError("--persona and --fault apply to an emulated station only",
+                              hint=f"{args.station} describes hardware")
+        return None
+    config.emulated = with_behaviour(config.emulated, args.persona, args.fault)
+    validate_emulated(config.emulated)  # an unknown persona or fault, said before anything starts
+    return config
+
+
+def _run_on_station(args: argparse.Namespace, run_dir: Path) -> int:
+    """The suites against a station file (every bay in parallel when it has several)."""
+    station = load_station(args.station)
+    if station.multi_bay:
         return run_parallel_bays(args, station, run_dir)
     grab = _SessionGrab()
     code = pytest.main(pytest_args(args, run_dir), plugins=[grab])
@@ -163,38 +209,15 @@ def _results_not_written(recorder: Any) -> int:
 
 
 # --- several bays at once (bench/cli/bays.py, bench/aggregate.py) -----------------------------------
-def _bay_station(args: argparse.Namespace) -> Any:
-    """The station when this run is one of bays (a multi-bay file, --bays, --bay); else None."""
-    from bench.core.station import EmulatedConfig, StationConfig
-
-    if getattr(args, "bays", None):
-        if args.station:
-            raise ConfigError("--bays makes an emulated fleet; it does not go with --station",
-                              hint="put `bays = N` in the station file's [emulated] table instead")
-        if not 1 <= args.bays <= MAX_EMULATED_BAYS:
-            raise ConfigError(f"--bays {args.bays}: the emulated fleet has 1 to {MAX_EMULATED_BAYS} bays")
-        return StationConfig(name="emulated", source=None, emulated=EmulatedConfig(bays=args.bays))
-    if not args.station:
-        return None
-    station = load_station(args.station)
-    return station if station.multi_bay else None
-
-
-def run_parallel_bays(args: argparse.Namespace, station: Any, run_dir: Path) -> int:
-    from bench.backend import emulated_bay_duts, emulated_fleet
+def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir: Path) -> int:
     from bench.cli.bays import run_bays, selected_bays
 
-    if station.emulated is not None:
-        if args.persona or args.fault:
-            station.emulated.phones = emulated_fleet(args.persona, args.fault).phones
-        dut_names = emulated_bay_duts(station.emulated)
-    else:
-        dut_names = {b.name: list(b.duts) for b in station.bays}
+    dut_names = {b.name: list(b.duts) for b in station.bays}
     bays = selected_bays(station, args, dut_names)
     if not bays:
         raise ConfigError("no bay selected", hint=f"bays: {', '.join(station.bay_names())}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    station_file = str(station.source) if station.source else _write_emulated_station(station, run_dir)
+    station_file = str(station.source)
 
     def worker_args(bay: str, folder: Path) -> list[str]:
         selection = argparse.Namespace(**{**vars(args), "station": None, "persona": None, "fault": [], "bay": [],
@@ -202,7 +225,7 @@ def run_parallel_bays(args: argparse.Namespace, station: Any, run_dir: Path) -> 
                                           "quiet": True, "verbose_tests": False})
         return pytest_args(selection, folder)
 
-    record = {"name": station.name, "file": station_file, "emulated": station.emulated is not None,
+    record = {"name": station.name, "file": station_file, "emulated": False,
               "location": station.location, "sla_profile": station.sla_profile}
     data = run_bays(args, station_file, bays, run_dir, worker_args, args.jobs or len(bays), record,
                     station.database)
@@ -214,17 +237,3 @@ def run_parallel_bays(args: argparse.Namespace, station: Any, run_dir: Path) -> 
         print(f"report:  {run_dir / 'report.html'}")
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
     return 0 if bad == 0 and data["status"] == "complete" and data["tests"] else 1
-
-
-def _write_emulated_station(station: Any, run_dir: Path) -> str:
-    """The embedded fleet as a station file the workers load (each starts its own bay of it)."""
-    emulated = station.emulated
-    lines = ["[emulated]", f"bays = {emulated.bays}", f"instruments = {str(emulated.instruments).lower()}"]
-    for phone in emulated.phones:
-        lines += ["[[emulated.phone]]", f"serial = {json.dumps(phone.serial)}", f"seed = {phone.seed}",
-                  f"sla_persona = {json.dumps(phone.sla_persona)}", f"faults = {json.dumps(list(phone.faults))}"]
-        if phone.npu_persona:
-            lines.append(f"npu_persona = {json.dumps(phone.npu_persona)}")
-    path = run_dir / "station.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)

@@ -24,7 +24,8 @@ from bench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock")  # clock: default host (drivers/clock.py)
+# clock: default host (drivers/clock.py); fixture: the fixture's controller, else an operator does its steps
+INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock", "fixture")
 ADB_TRANSPORTS = ("server", "direct")
 MAX_EMULATED_BAYS = 4  # the emulated N6705C mainframe has four module slots
 
@@ -36,6 +37,7 @@ class DutConfig:
     key: str | None = None  # ADB RSA private key path; None = ~/.android/adbkey
     expected_serial: str | None = None
     transport: str = "server"  # "server": the host's adb server; "direct": adb-shell, no server
+    recovery_timeout_s: float | None = None  # how long a lost or rebooted phone gets to come back
 
 
 @dataclass
@@ -88,11 +90,12 @@ class EmulatedPhoneConfig:
 class EmulatedConfig:
     phones: list[EmulatedPhoneConfig] = field(default_factory=list)  # empty = the default fleet
     instruments: bool = True
-    bays: int = 0  # > 0: a multi-bay fleet (one phone per bay, shared supply and probe board)
+    bays: int = 0  # 0: a bay per phone, each with its own instruments; N: the shared rack of N bays
     # "any": the phones trust every host; "prompt": a new key gets the first-connection dialogue
     # (accepted); "none" skips AUTH; "listed" needs allowed_keys
     auth: str = "any"
     allowed_keys: list[str] = field(default_factory=list)
+    transport: str = "server"  # how the bench reaches the phones: the adb server, as on hardware
 
 
 @dataclass
@@ -107,8 +110,6 @@ class StationConfig:
     duts: list[DutConfig] = field(default_factory=list)
     instruments: dict[str, InstrumentConfig] = field(default_factory=dict)
     emulated: EmulatedConfig | None = None
-    # The running emulated station behind this config (tests reach its worlds through it).
-    emulated_station: Any = field(default=None, repr=False, compare=False)
     # Bays: a legacy file (no [[bay]]) is one bay holding every DUT and instrument. `instruments`
     # above is by role for the bay this config is narrowed to (for_bay); `inventory` by name.
     bays: list[BayConfig] = field(default_factory=list)
@@ -271,7 +272,7 @@ def _database_url(url: str | None, base: Path) -> str | None:
 
 
 def _parse_dut(r: _Reader, base: Path) -> DutConfig:
-    r.check_unknown({"name", "adb", "usb", "key", "expected_serial", "transport"})
+    r.check_unknown({"name", "adb", "usb", "key", "expected_serial", "transport", "recovery_timeout_s"})
     name = r.get("name", str)
     adb, usb = r.get("adb", str, None), r.get("usb", str, None)
     if (adb is None) == (usb is None):
@@ -290,8 +291,11 @@ def _parse_dut(r: _Reader, base: Path) -> DutConfig:
     transport = r.get("transport", str, "server")
     if transport not in ADB_TRANSPORTS:
         raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
+    recovery = r.get("recovery_timeout_s", (int, float), None)
+    if recovery is not None and not recovery > 0:
+        raise r._err("recovery_timeout_s", "seconds > 0", recovery)
     return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None),
-                     transport=transport)
+                     transport=transport, recovery_timeout_s=None if recovery is None else float(recovery))
 
 
 def _parse_instrument(r: _Reader, name: str, dut_names: list[str]) -> InstrumentConfig:
@@ -371,15 +375,18 @@ def _parse_bays(origin: str, tables: list[Any], config: StationConfig) -> list[B
 
 
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
-    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys"})
+    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport"})
     auth = r.get("auth", str, "any")
     if auth not in ("any", "prompt", "none", "listed"):
         raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
     bays = r.get("bays", int, 0)
     if not 0 <= bays <= MAX_EMULATED_BAYS:
-        raise r._err("bays", f"0 (one station, no bays) to {MAX_EMULATED_BAYS}", bays)
+        raise r._err("bays", f"0 (a bay per phone) to {MAX_EMULATED_BAYS} (the shared rack)", bays)
+    transport = r.get("transport", str, "server")
+    if transport not in ADB_TRANSPORTS:
+        raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth, bays=bays,
-                            allowed_keys=_strings(r, "allowed_keys"))
+                            allowed_keys=_strings(r, "allowed_keys"), transport=transport)
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
         if not isinstance(table, dict):
             raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",

@@ -101,12 +101,11 @@ def _station(spec: FixtureSpec, send: Any) -> Any:
             policy=policy, operator=spec.operator, batch=spec.batch, profile=spec.profile,
             observers=(ProgressReporter(send),)))
         if line is not None and station.check_calibration():
-            from bench.calibration.fixture import EmulatedFixture
             from bench.calibration.runner import calibrate_station
             from bench.calibration.settings import load_settings
 
             send({"event": "calibrating"})
-            calibrate_station(station.station, EmulatedFixture(line.world), load_settings(spec.calibration_config),
+            calibrate_station(station.station, None, load_settings(spec.calibration_config),
                               operator=station.operator, results_dir=spec.results_dir)
         yield station, line
 
