@@ -270,8 +270,9 @@ def preflight_file(path: str | Path | None, settings: Any = None, **kwargs: Any)
 def gate(path: str | Path) -> bool:
     """`bench run`'s preflight: False (after printing why) when an instrument of the station file
     is unreachable, so the run stops before any test. Phones are not checked here: a run records
-    an unreachable phone's error with each of its tests and goes on with the others. Stations with
-    an [emulated] table are started fresh by the run itself and are not checked here."""
+    an unreachable phone's error with each of its tests and goes on with the others. An emulated
+    station is checked through the station file of addresses its run writes (a file that still
+    holds an [emulated] table has nothing running to check yet)."""
     import sys
 
     from bench.core.station import load_station

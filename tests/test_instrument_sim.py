@@ -56,7 +56,8 @@ def test_registry_refuses_unknown_roles_families_and_options():
         open_instrument("scope", "rigol-ds1000z", "x", bogus=1)
     assert known_families() == {"scope": ["keysight-infiniivision", "rigol-ds1000z"], "supply": ["keysight-n6705c"],
                                 "thermal": ["fluke-1521", "fluke-1529", "fluke-hart", "generic-ascii", "keysight-daq970a"],
-                                "stimulus": ["keysight-33500b"], "clock": ["host", "phonebench-clock"]}
+                                "stimulus": ["keysight-33500b"], "clock": ["host", "phonebench-clock"],
+                                "fixture": ["phonebench-fixture"]}
 
 
 @pytest.mark.filterwarnings("ignore:read string doesn't end with termination characters")

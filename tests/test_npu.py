@@ -171,7 +171,7 @@ def test_phone_spec_and_default_fleet():
     assert "MT6989-ES-RELABEL" not in fleet  # the default fleet is healthy: `make run` is green
     from bench.core.station import load_station
 
-    showcase = load_station(Path(__file__).resolve().parent.parent / "stations" / "emulated-fleet.toml")
+    showcase = load_station(Path(__file__).resolve().parent / "data" / "stations" / "relabelled-fleet.toml")
     assert [p.npu_persona for p in showcase.emulated.phones] == [*fleet, "MT6989-ES-RELABEL"]
     with pytest.raises(ConfigError, match="unknown NPU persona 'SM0000'"):
         phone_spec("SM0000", "S1")
