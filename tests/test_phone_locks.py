@@ -19,19 +19,9 @@ import pytest
 from bench.core.exits import PHONE_BUSY
 from drivers import locks
 from tests.adb_helpers import free_port, private_server_env
+from tests.lab_helpers import ONE_PHONE_STATION
 
 HANDSHAKE_S = 600  # a bound on a hung subprocess, never a measured time
-
-EMULATED = """\
-[station]
-name = "one-phone"
-
-[emulated]
-instruments = false
-
-[[emulated.phone]]
-serial = "EMU0001"
-"""
 
 HOLDER = """\
 import os
@@ -74,7 +64,7 @@ def station(tmp_path, monkeypatch):
     env = private_server_env(tmp_path / "home", free_port())
     env.pop("PHONEBENCH_STATION", None)
     env["PYTHONUNBUFFERED"] = "1"
-    (tmp_path / "emulated.toml").write_text(EMULATED)
+    (tmp_path / "emulated.toml").write_text(ONE_PHONE_STATION)
     (tmp_path / "test_holder.py").write_text(HOLDER)
     (tmp_path / "test_second.py").write_text(SECOND)
     emulator = subprocess.Popen([sys.executable, "-m", "bench.cli", "emulate", "--station", "emulated.toml",

@@ -13,16 +13,7 @@ from pathlib import Path
 
 import pytest
 
-STATION = """\
-[station]
-name = "lab"
-
-[emulated]
-instruments = false
-
-[[emulated.phone]]
-serial = "EMU0001"
-"""
+from tests.lab_helpers import ONE_PHONE_STATION
 
 TESTS = """\
 import pytest
@@ -43,7 +34,7 @@ def test_fine(dut, record):
 def lab_folder(root: Path, conftest: str | None = None) -> Path:
     folder = root / "lab"
     folder.mkdir()
-    (folder / "station.toml").write_text(STATION)
+    (folder / "station.toml").write_text(ONE_PHONE_STATION)
     (folder / "test_lab.py").write_text(TESTS)
     if conftest is not None:
         (folder / "conftest.py").write_text(conftest)
