@@ -43,8 +43,10 @@ class StationOwner:
     """Opens, keeps and closes a station's phones and instruments (a bay's view of them)."""
 
     def __init__(self, station: StationConfig, *, on_phone: PhoneListener | None = None,
-                 on_instrument: InstrumentListener | None = None) -> None:
+                 on_instrument: InstrumentListener | None = None, phone_wait_s: float | None = None,
+                 on_wait: Callable[[str], None] | None = None) -> None:
         self.station = station
+        self.phone_wait_s, self._on_wait = phone_wait_s, on_wait
         self.phones: dict[str, PhoneSlot] = {}
         self.instruments: dict[str, Any] = {}
         self.instrument_errors: dict[str, BenchError] = {}
@@ -53,11 +55,15 @@ class StationOwner:
 
     # --- phones --------------------------------------------------------------------------------
     def phone(self, name: str) -> PhoneSlot:
-        """The named phone, connected and identified (kept open until close); raises its error."""
+        """The named phone, connected and identified, held against other benches until close;
+        raises its error (drivers.locks.PhoneBusy when another bench holds it past the wait)."""
+        from drivers.locks import hold_phone
+
         slot = self.phones.get(name)
         if slot is None:
             slot = self.phones[name] = PhoneSlot(name, self.station.dut(name))
-            try:
+            try:  # another bench driving this phone: wait for it (bounded), then PhoneBusy names it
+                self._stack.enter_context(hold_phone(slot.config.address, name, self.phone_wait_s, self._on_wait))
                 slot.device = self._open_phone(slot.config)
                 slot.identity = collect_identity(slot.device, name, slot.config.address)
                 _check_serial(slot.config, slot.identity.serial)
@@ -75,14 +81,17 @@ class StationOwner:
 
     @contextlib.contextmanager
     def connected(self, name: str, **options: float | int) -> Iterator[Any]:
-        """The named phone for one short use (a preflight look, a serial read), closed after it.
-        Options go to the driver (connect_timeout_s=, retries=)."""
+        """The named phone for one short use (a preflight look, a serial read), closed after it;
+        a phone another bench holds is PhoneBusy at once. Options go to the driver (connect_timeout_s=)."""
+        from drivers.locks import hold_phone
+
         cfg = self.station.dut(name)
-        device = self._open_phone(cfg, **options)
-        try:
-            yield device
-        finally:
-            device.close()
+        with hold_phone(cfg.address, name, wait_s=0.0):
+            device = self._open_phone(cfg, **options)
+            try:
+                yield device
+            finally:
+                device.close()
 
     def drop_phone(self, name: str, error: BenchError) -> None:
         """The phone is broken for the rest of this owner's life: close it, keep why."""

@@ -130,7 +130,7 @@ def _serial_path_problem(address: str) -> str | None:
 
 
 def check_instrument(role: str, cfg: InstrumentConfig, calibration: Any = None) -> Item:
-    """Open the instrument as a run would (without waiting for another holder), describe it, close it."""
+    """Open the instrument as a run would (waiting for a shared one only), describe it, close it."""
     from bench.owner import open_configured
     from drivers import locks
 
@@ -141,7 +141,9 @@ def check_instrument(role: str, cfg: InstrumentConfig, calibration: Any = None) 
         item.reachable = False
         return item
     try:
-        with locks.acquire(cfg.address, item.subject, wait_s=0.0):
+        # A shared instrument is another bay's or place's for one test at a time: wait for it as the
+        # run would; any other holder is another run on this station, reported at once.
+        with locks.acquire(cfg.address, item.subject, wait_s=None if cfg.shared else 0.0):
             driver = open_configured(cfg)
             try:
                 identity = driver.identity

@@ -41,8 +41,10 @@ def claim_run_dir(results_dir: Path, run_id: str | None, reuse_empty: bool = Tru
 
     reuse_empty=True takes over a folder without results.json (made by `bench run` or the
     acceptance runner for this very run); `bench run` itself claims with False, so of two runs
-    started with one id exactly one gets the folder."""
-    results_dir = Path(results_dir)
+    started with one id exactly one gets the folder. The folder is absolute and resolved: a relative
+    results folder (a lab's `pytest --station station.toml`) must not make raw-data paths, the
+    store's run_dir or messages depend on the working directory later."""
+    results_dir = Path(results_dir).resolve()
     if run_id is not None:
         check_name(run_id, "run id")
         run_dir = confined(results_dir, run_id)
@@ -88,7 +90,7 @@ class RunRecorder:
         self.write_failed: WriteFailed | None = None
         self.rescued_to: Path | None = None
         self._tests_on_disk = 0
-        self.results_dir = Path(results_dir)
+        self.results_dir = Path(results_dir).resolve()
         self.run_dir = claim_run_dir(self.results_dir, run_id)
         self.run_id = self.run_dir.name
         self.record = RunRecord(run_id=self.run_id, started=_now(), station=station, code_version=code_version())
@@ -142,10 +144,12 @@ class RunRecorder:
         if message not in self.write_errors:
             self.write_errors.append(message)
 
-    def finish(self, status: str = "complete") -> None:
+    def finish(self, status: str = "complete", reason: str | None = None) -> None:
+        """Close the record; `reason` says why a run is incomplete (its session failed) and is kept
+        with the run's problems."""
         self.record.status = "incomplete" if self.write_failed is not None and status == "complete" else status
         self.record.finished = _now()
-        self.record.problems = list(dict.fromkeys(self.write_errors + self.sink_errors))
+        self.record.problems = list(dict.fromkeys(self.write_errors + self.sink_errors + ([reason] if reason else [])))
         if not self._write("finish", status):
             self.rescued_to = self._rescue()
 

@@ -1,4 +1,4 @@
-"""Exclusive instrument access across bench processes.
+"""Exclusive instrument and phone access across bench processes.
 
 Two bench processes talking to one instrument interleave their commands: one reads the other's
 answers. While a driver has an instrument open it holds a lock keyed by the instrument's address:
@@ -15,6 +15,10 @@ A second user waits, logging the holder once, and fails after a bounded time
 ($PHONEBENCH_LOCK_WAIT_S, default 60 s) with an InstrumentBusy naming the holder. Within one
 process the lock is re-entrant: the same bench opening an instrument twice does not deadlock.
 
+Phones are locked the same way while a bench session has them open (`hold_phone`, keyed by the
+phone's ADB address or serial): two benches on one station never drive one phone at once; the
+second waits (bounded) and then stops with a PhoneBusy naming the holder.
+
 flock on a network file system (NFS) may not be shared between hosts: keep the lock folder local
 (the default is), which makes it a per-host lock — instruments on a LAN shared by several hosts
 also need the VISA lock or a lab rule.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import getpass
 import hashlib
 import json
 import logging
@@ -31,11 +36,12 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.core.errors import InstrumentError
+from bench.core.errors import BenchError, DeviceError, InstrumentError
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,10 @@ RETRY_S = 0.1
 
 class InstrumentBusy(InstrumentError):
     """Another bench process holds the instrument."""
+
+
+class PhoneBusy(DeviceError):
+    """Another bench process drives the phone."""
 
 
 def lock_dir() -> Path:
@@ -94,11 +104,20 @@ def holder(address: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def describe(info: dict[str, Any] | None) -> str:
+def describe(info: dict[str, Any] | None, subject: str = "") -> str:
+    """The holder in words; its own name for the resource is left out when it is `subject`."""
     if not info:
         return "another process (no holder recorded)"
-    return (f"pid {info.get('pid')} on {info.get('host')} (user {info.get('user')}, {info.get('name', '')}) "
-            f"since {info.get('since')}")
+    name = info.get("name") or ""
+    also = f", {name}" if name and name != subject else ""
+    return f"pid {info.get('pid')} on {info.get('host')} (user {info.get('user')}{also}) since {info.get('since')}"
+
+
+def _user() -> str:
+    try:
+        return os.environ.get("USER") or getpass.getuser()
+    except (KeyError, OSError):  # a uid without a passwd entry (containers)
+        return str(os.getuid())
 
 
 class ResourceLock:
@@ -135,6 +154,25 @@ class ResourceLock:
 
 def acquire(address: str, name: str = "", wait_s: float | None = None) -> ResourceLock:
     """Hold the bench's lock on `address`; wait up to wait_s for another holder, then InstrumentBusy."""
+    return _acquire(address, name, wait_s, InstrumentError, InstrumentBusy, lambda text: log.warning("%s", text))
+
+
+def phone_key(address: str) -> str:
+    """The lock key of a phone: its ADB address or serial (never equal to an instrument's address)."""
+    return f"phone {address}"
+
+
+def hold_phone(address: str, name: str, wait_s: float | None = None,
+               on_wait: Callable[[str], None] | None = None) -> ResourceLock:
+    """Hold the phone at `address` for a bench session. Another holder makes this wait up to
+    wait_s (default $PHONEBENCH_LOCK_WAIT_S, else 60 s), telling `on_wait` whom it waits for, then
+    PhoneBusy names the holder (pid, host, user, since)."""
+    say = on_wait or (lambda text: log.warning("%s", text))
+    return _acquire(phone_key(address), f"phone {name} ({address})", wait_s, DeviceError, PhoneBusy, say)
+
+
+def _acquire(address: str, name: str, wait_s: float | None, error: type[BenchError], busy: type[BenchError],
+             on_wait: Callable[[str], None]) -> ResourceLock:
     wait_s = default_wait_s() if wait_s is None else wait_s
     with _held_lock:
         if address in _held:
@@ -145,8 +183,8 @@ def acquire(address: str, name: str = "", wait_s: float | None = None) -> Resour
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
-        raise InstrumentError(f"cannot create the instrument lock {path} for {name or address}: {exc}",
-                              hint=f"make the lock folder writable, or point ${ENV_DIR} at one that is") from exc
+        raise error(f"cannot create the lock {path} for {name or address}: {exc}",
+                    hint=f"make the lock folder writable, or point ${ENV_DIR} at one that is") from exc
     deadline = time.monotonic() + wait_s
     told = False
     while True:
@@ -157,15 +195,14 @@ def acquire(address: str, name: str = "", wait_s: float | None = None) -> Resour
             info = holder(address)
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise InstrumentBusy(f"{name or address} is in use by {describe(info)}; "
-                                     f"waited {wait_s:g} s for it",
-                                     hint=f"wait for that run to finish (or stop it), or set ${ENV_WAIT} to wait "
-                                          f"longer; the lock file is {path}") from None
+                raise busy(f"{name or address} is in use by {describe(info, name)}; waited {wait_s:g} s for it",
+                           hint=f"wait for that run to finish (or stop it), or set ${ENV_WAIT} to wait "
+                                f"longer; the lock file is {path}") from None
             if not told:
-                log.warning("%s is in use by %s; waiting up to %g s", name or address, describe(info), wait_s)
+                on_wait(f"{name or address} is in use by {describe(info, name)}; waiting up to {wait_s:g} s")
                 told = True
             time.sleep(RETRY_S)
-    record = {"pid": os.getpid(), "host": socket.gethostname(), "user": os.environ.get("USER", ""),
+    record = {"pid": os.getpid(), "host": socket.gethostname(), "user": _user(),
               "name": name, "address": address,
               "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     os.ftruncate(fd, 0)

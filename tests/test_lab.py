@@ -3,7 +3,9 @@ host exporting an emulated bay; benches acquire places, wait for held ones, recl
 bench's place, and store into one PostgreSQL database."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -154,3 +156,52 @@ def test_a_killed_bench_leaves_its_place_reclaimable(lab):
     out = again.communicate(timeout=600)[0]
     assert again.returncode == 0, out
     assert owner(lab, "hostB-bay1") == "None"
+
+
+def test_places_sharing_a_probe_board_take_turns_on_it(lab):
+    """Two places of one exporter share its probe board and supply mainframe. While another
+    process holds the board, `bench run --places` waits for it (it used to fail at once, "waited
+    0 s", naming a temporary station file already deleted), then both places run; every station
+    file a message names still exists."""
+    folder, env = lab["folder"], {**lab["env"], "PHONEBENCH_LOCK_DIR": str(lab["folder"] / "locks")}
+    emulator = subprocess.Popen([sys.executable, "-m", "bench.cli", "lab", "emulate", "--bays", "2", "-o", "hostC.yaml"],
+                                cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    exporter = holder = None
+    try:
+        assert "resources in" in emulator.stdout.readline()
+        probes = {r["address"] for group in json.loads((folder / "hostC.yaml").read_text()).values()
+                  for r in group.values() if r.get("role") == "thermal"}
+        assert len(probes) == 1  # one board, a channel group per bay
+        exporter = subprocess.Popen([str(BIN / "labgrid-exporter"), "-c", lab["coordinator"], "--name", "hostC",
+                                     "hostC.yaml"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        _wait_for(lambda: lab["client"]("resources").stdout.count("PhonebenchPhone") == 4, 60, "hostC's bays")
+        made = subprocess.run([sys.executable, "-m", "bench.cli", "lab", "places", "--exporter", "hostC", "--bay", "bay1",
+                               "--bay", "bay2", "--coordinator", lab["coordinator"]], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert made.returncode == 0, made.stdout + made.stderr
+        holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom drivers.locks import acquire\n"
+                                   f"acquire({probes.pop()!r}, 'another run')\nprint('held', flush=True)\n"
+                                   "sys.stdin.read()"], cwd=folder, env=env, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "held"
+        run = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "--places", "hostC-*", "--place-wait", "600",
+                                "-q", IDENTITY], cwd=folder, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        said = []
+        for line in run.stdout:  # a place's preflight says it waits for the board's holder
+            said.append(line)
+            if f"in use by pid {holder.pid} " in line and "waiting up to 600 s" in line:
+                break
+        holder.stdin.close()
+        holder.wait(timeout=60)
+        out = "".join(said) + run.communicate(timeout=900)[0]
+        assert run.returncode == 0, out
+        assert "place hostC-bay1: exit code 0" in out and "place hostC-bay2: exit code 0" in out
+        named = set(re.findall(r"(/\S+?\.toml)\b", out))
+        assert all(Path(p).exists() for p in named), named
+    finally:
+        for proc in (holder, exporter, emulator):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=60)

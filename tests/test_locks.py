@@ -124,3 +124,29 @@ def test_visa_instrument_open_is_exclusive_and_preflight_names_the_holder(tmp_pa
         daq = KeysightDaq970a(server.address)
         assert daq.read().valid
         daq.close()
+
+
+def test_preflight_waits_for_a_shared_instrument_and_refuses_a_held_unshared_one(monkeypatch, caplog):
+    """Places or bays sharing a probe board take turns: the preflight of one waits while another's
+    test holds the board (it used to fail at once: "waited 0 s"); an unshared one held is another
+    run on this station, reported at once."""
+    monkeypatch.setenv(locks.ENV_WAIT, "600")  # a bound on a hung holder, never a measured time
+    with ThermalProbeServer(World(seed=2)) as server:
+        unshared = InstrumentConfig("thermal", "generic-ascii", server.address)
+        holder = Holder("import sys\nfrom drivers.thermal_generic import GenericAsciiProbe\n"
+                        f"probe = GenericAsciiProbe({server.address!r})")
+        try:
+            refused = preflight.check_instrument("thermal", unshared)
+            assert not refused.reachable and f"in use by pid {holder.proc.pid}" in refused.problems[0]
+            items: list[preflight.Item] = []
+            shared = InstrumentConfig("thermal", "generic-ascii", server.address, shared=True)
+            waiter = threading.Thread(target=lambda: items.append(preflight.check_instrument("thermal", shared)))
+            with caplog.at_level(logging.WARNING, logger="drivers.locks"):
+                waiter.start()
+                while waiter.is_alive() and not any("is in use by" in r.getMessage() for r in caplog.records):
+                    waiter.join(0.05)  # until the preflight says whom it waits for
+                assert waiter.is_alive(), items and items[0].problems
+        finally:
+            holder.release()
+        waiter.join(600)
+    assert items and items[0].reachable and not items[0].problems, items[0].problems

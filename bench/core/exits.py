@@ -6,3 +6,4 @@ from __future__ import annotations
 # --require-calibration refused (bench.calibration.state.REFUSED_EXIT).
 RESULTS_NOT_WRITTEN = 8  # the run folder refused part of the record (disk full, read-only): see the message
 STORE_BEHIND = 9  # results.json is whole but the results store lacks tests: `bench store-import` adds them
+PHONE_BUSY = 10  # another bench held a phone of this run past --phone-wait: the message names the holder

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench.core.errors import ConfigError
+from bench.core.files import safe_name, write_atomically
+from drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
 from bench.lab.places import DEFAULT_WAIT_S, ENV_COORDINATOR, Lab
 from bench.lab.resources import station_toml
 
@@ -38,15 +40,37 @@ def run_on_places(args: argparse.Namespace, run_station: Callable[[argparse.Name
 def _one_place(args: argparse.Namespace, lab: Lab, run_station: Callable[[argparse.Namespace], int]) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a stopped bench still releases its place
     try:
-        with lab.held(args.place, args.place_wait) as resources, \
-                tempfile.TemporaryDirectory(prefix="phonebench-place-") as folder:
-            path = Path(folder) / f"{args.place}.toml"
-            path.write_text(station_toml(args.place, resources))
+        with lab.held(args.place, args.place_wait) as resources, _lock_wait(args.place_wait):
+            results_dir = Path(args.results_dir or "reports").resolve()
+            path = place_station_file(results_dir, args.place, station_toml(args.place, resources))
             station_args = argparse.Namespace(**{**vars(args), "place": None, "places": None, "station": str(path),
-                                                 "results_dir": args.results_dir or "reports"})
+                                                 "results_dir": str(results_dir)})
             return run_station(station_args)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def place_station_file(results_dir: Path, place: str, text: str) -> Path:
+    """The place's station file, kept under <results>/places/: the run's record, the preflight's
+    and the bench's messages name it, so it must outlive the run (a temporary file would not)."""
+    path = results_dir / "places" / f"{safe_name(place)}.toml"
+    write_atomically(path, text)  # WriteFailed names the folder and what to do
+    return path
+
+
+@contextlib.contextmanager
+def _lock_wait(seconds: float) -> Iterator[None]:
+    """Places sharing an instrument (a probe board, a mainframe) take turns on it: its lock is
+    waited for as long as a place is (drivers.locks reads the wait from the environment, as the
+    bays of `bench run` do), unless the lab set its own."""
+    if os.environ.get(LOCK_WAIT_ENV):
+        yield
+        return
+    os.environ[LOCK_WAIT_ENV] = f"{seconds:g}"
+    try:
+        yield
+    finally:
+        os.environ.pop(LOCK_WAIT_ENV, None)
 
 
 def _interrupt(signum: int, frame: object) -> None:
