@@ -339,13 +339,3 @@ class RigolDS1000Z(ScpiInstrument):
 
     def measure_delay(self, channel_a: int, channel_b: int) -> float | None:
         return _delay_value(self, f":MEASure:ITEM? RDELay,CHANnel{channel_a},CHANnel{channel_b}")
-
-
-def decode_keysight(codes: np.ndarray, preamble: Preamble, channel: int, source: str = "") -> Waveform:
-    """InfiniiVision unsigned codes: 0 = hole, 1 = clipped low, top code = clipped high."""
-    return Waveform(channel, preamble, codes, "keysight", source)
-
-
-def decode_rigol(codes: np.ndarray, preamble: Preamble, channel: int, source: str = "") -> Waveform:
-    """DS1000Z codes: V = (code - yorigin - yref) * yinc; the ADC rails 0 and 255 are clipped."""
-    return Waveform(channel, preamble, codes, "rigol", source)

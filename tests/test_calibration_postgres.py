@@ -1,6 +1,6 @@
 """A line's stations sharing one PostgreSQL store: calibration records written by one station are
 current for another, and attempt numbers count per unit across stations (a private cluster,
-bench.store.testing.ScratchPostgres; skipped without the server binaries)."""
+tests/postgres_helpers.py ScratchPostgres; skipped without the server binaries)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -13,7 +13,7 @@ from bench.calibration.book import CalibrationBook
 from bench.calibration.records import Criterion, Equipment, Reading, conclude
 from bench.calibration.state import CALIBRATED, FAILED, role_calibration
 from bench.store import open_store
-from bench.store.testing import ScratchPostgres, postgres_bindir
+from tests.postgres_helpers import ScratchPostgres, postgres_bindir
 
 
 @pytest.fixture(scope="module")

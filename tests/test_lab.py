@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.store.testing import ScratchPostgres, postgres_bindir
+from tests.postgres_helpers import ScratchPostgres, postgres_bindir
 
 REPO = Path(__file__).resolve().parent.parent
 IDENTITY = str(REPO / "suites" / "test_identity.py")

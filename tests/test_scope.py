@@ -6,7 +6,7 @@ import pytest
 from instrument_helpers import ScriptedResource, block, onset_s
 
 from bench.core.errors import InstrumentError, InvalidMeasurement
-from drivers.scope import KeysightInfiniiVision, Oscilloscope, Preamble, RigolDS1000Z, decode_keysight, decode_rigol
+from drivers.scope import KeysightInfiniiVision, Oscilloscope, Preamble, RigolDS1000Z, Waveform
 from emulation import audio as audio_module
 from emulation.audio import synth_speech
 from emulation.instruments.scope import ScopeServer
@@ -15,6 +15,16 @@ from emulation.world import World
 KEYSIGHT_IDN = "KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50.2021102830"
 RIGOL_IDN = "RIGOL TECHNOLOGIES,DS1104Z,DS1ZA201234567,00.04.04.SP4"
 PREAMBLE = "+0,+0,+6,+1,+1.00000000E-03,-2.00000000E-03,+0,+1.00000000E-02,+5.00000000E-01,+128"
+
+
+def decode_keysight(codes, preamble, channel, source=""):
+    """InfiniiVision unsigned codes: 0 = hole, 1 = clipped low, top code = clipped high."""
+    return Waveform(channel, preamble, codes, "keysight", source)
+
+
+def decode_rigol(codes, preamble, channel, source=""):
+    """DS1000Z codes: V = (code - yorigin - yref) * yinc; the ADC rails 0 and 255 are clipped."""
+    return Waveform(channel, preamble, codes, "rigol", source)
 
 
 def keysight(answers: dict) -> tuple[KeysightInfiniiVision, ScriptedResource]:

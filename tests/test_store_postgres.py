@@ -1,5 +1,5 @@
 """The results store on a real PostgreSQL server: a private cluster started for these tests
-(bench.store.testing.ScratchPostgres: initdb + pg_ctl from Debian's `postgresql` package) on a
+(tests/postgres_helpers.py ScratchPostgres: initdb + pg_ctl from Debian's `postgresql` package) on a
 unix socket in a temporary folder."""
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from bench.results import RunRecorder
 from bench.store import StoreError, StoreSink, open_store
 from bench.store.db import VERSION_TABLE
 from bench.store.models import Base
-from bench.store.testing import ScratchPostgres, postgres_bindir
+from tests.postgres_helpers import ScratchPostgres, postgres_bindir
 from bench.core.verdict import compare
 from tests.store_helpers import run_and_kill
 
