@@ -100,6 +100,8 @@ class BayFleet:
             self.servers[f"awg-{bay}"] = AwgServer(world)
             self.servers[f"fixture-{bay}"] = FixtureServer(world)
         for name, server in self.servers.items():
+            if name not in (SUPPLY, PROBES):  # a bay's own unit: a serial of its own, as in a real rack
+                server.idn = unit_idn(server.idn, self.slots[name.split("-", 1)[1]])
             server.start()
             log.info("emulated %s (%s) at %s", name, server.family, server.address)
 
@@ -124,6 +126,22 @@ class BayFleet:
                 wiring.update(supply=InstrumentRef(SUPPLY, k), thermal=InstrumentRef(PROBES, k))
             bays.append(BayConfig(bay, [dut.name], wiring))
         return bays, inventory
+
+
+def unit_idn(idn: str, unit: int) -> str:
+    """The *IDN? of the `unit`-th instrument of one model: its serial's number counted on, so each
+    bay's unit has its own identity (calibration records and locks are kept per instrument)."""
+    parts = idn.split(",")
+    if len(parts) < 3 or unit <= 1:
+        return idn
+    serial = parts[2]
+    digits = len(serial) - len(serial.rstrip("0123456789"))
+    if digits:
+        number = int(serial[-digits:]) + unit - 1
+        parts[2] = serial[:-digits] + str(number).zfill(digits)
+    else:
+        parts[2] = f"{serial}-{unit}"
+    return ",".join(parts)
 
 
 def bay_slots(count: int) -> dict[str, int]:

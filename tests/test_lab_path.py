@@ -68,6 +68,16 @@ def test_the_written_station_file_is_a_bay_per_phone_reached_through_the_adb_ser
     clocks = [station.inventory[b.wiring["clock"].instrument] for b in station.bays]
     assert {c.family for c in clocks} == {"phonebench-clock"} and len({c.address for c in clocks}) == 2
     assert not any(i.shared for i in station.inventory.values())  # nothing shared unless the file says so
+    from bench.owner import open_configured
+
+    serials = set()
+    for bay in station.bays:  # each bay's unit is an instrument of its own, with its own identity
+        driver = open_configured(station.inventory[bay.wiring["thermal"].instrument])
+        try:
+            serials.add(driver.identity.serial)
+        finally:
+            driver.close()
+    assert len(serials) == 2
 
 
 def test_every_phone_runs_the_instrument_and_the_token_claims_through_the_station_file(tmp_path, emulated_station):
