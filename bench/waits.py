@@ -4,9 +4,10 @@ from the time a unit really needs (`bench accept`, `bench line`).
 While a WaitMeter is installed, every driver call that talks to a device or an instrument (ADB
 shell and file transfer, SCPI writes, queries and block reads, serial probe lines) is timed, the
 way tracing libraries instrument client libraries: the driver classes' methods are wrapped and
-restored afterwards. Phones are timed whatever their transport: every phone driver class
-(drivers.device.ShellCommands and its subclasses, the adb server's and the serverless one). Overlapping waits (two threads, or a call inside another) count once: the
-meter adds up the wall time during which at least one wait is in progress.
+restored afterwards. Phones are timed whatever their transport: every phone driver class (the
+subclasses of drivers.device.ShellCommands: the adb server's, the serverless one, any other).
+Overlapping waits (two threads, or a call inside another) count once: the meter adds up the wall
+time during which at least one wait is in progress.
 """
 from __future__ import annotations
 

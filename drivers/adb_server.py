@@ -32,8 +32,8 @@ from adbutils._adb import AdbConnection
 
 from bench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
-from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command, timed_lines
 from drivers import shell_v2
+from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command, timed_lines
 from drivers.device import ShellCommands, ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
