@@ -4,8 +4,10 @@ from the time a unit really needs (`bench accept`, `bench line`).
 While a WaitMeter is installed, every driver call that talks to a device or an instrument (ADB
 shell and file transfer, SCPI writes, queries and block reads, serial probe lines) is timed, the
 way tracing libraries instrument client libraries: the driver classes' methods are wrapped and
-restored afterwards. Overlapping waits (two threads, or a call inside another) count once: the
-meter adds up the wall time during which at least one wait is in progress.
+restored afterwards. Phones are timed whatever their transport: every phone driver class (the
+subclasses of drivers.device.ShellCommands: the adb server's, the serverless one, any other).
+Overlapping waits (two threads, or a call inside another) count once: the meter adds up the wall
+time during which at least one wait is in progress.
 """
 from __future__ import annotations
 
@@ -17,10 +19,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-# (module, class, methods, category): the calls that block on a phone or an instrument.
+from drivers.device import ShellCommands
+
+# The calls that block on a phone, on any phone driver class (transport-agnostic).
+PHONE_DRIVERS = "drivers.adb_server"  # imports every transport's phone class
+PHONE_CALLS = ("connect", "close", "online", "reboot", "shell", "shell_timed", "push_bytes", "push", "pull_bytes",
+               "pull", "stat", "listdir")
+# (module, class, methods, category): the calls that block on an instrument.
 TIMED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("drivers.adb", "AdbPhone", ("connect", "close", "shell", "push_bytes", "push", "pull_bytes", "pull", "stat",
-                                 "listdir"), "device"),
     ("drivers.visa", "ScpiInstrument", ("__init__", "close", "write", "query", "read_block"), "instrument"),
     ("drivers.stimulus", "Keysight33500B", ("load_clip",), "instrument"),
     ("drivers.thermal", "SerialLine", ("__init__", "close", "write", "read_line", "query"), "instrument"),
@@ -93,15 +99,20 @@ class WaitMeter:
     def install(self) -> WaitMeter:
         if self._patched:
             return self
+        importlib.import_module(PHONE_DRIVERS)
+        for cls in _subclasses(ShellCommands):
+            self._patch(cls, PHONE_CALLS, "device")
         for module_name, class_name, methods, category in TIMED:
-            cls = getattr(importlib.import_module(module_name), class_name)
-            for name in methods:
-                original = cls.__dict__.get(name)
-                if original is None:
-                    continue
-                self._patched.append((cls, name, original))
-                setattr(cls, name, self._wrap(original, category))
+            self._patch(getattr(importlib.import_module(module_name), class_name), methods, category)
         return self
+
+    def _patch(self, cls: type, methods: tuple[str, ...], category: str) -> None:
+        for name in methods:
+            original = cls.__dict__.get(name)  # a class's own methods only: an inherited one is patched once
+            if original is None:
+                continue
+            self._patched.append((cls, name, original))
+            setattr(cls, name, self._wrap(original, category))
 
     def uninstall(self) -> None:
         for cls, name, original in reversed(self._patched):
@@ -113,3 +124,10 @@ class WaitMeter:
 
     def __exit__(self, *exc: object) -> None:
         self.uninstall()
+
+
+def _subclasses(cls: type) -> list[type]:
+    found: list[type] = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return list(dict.fromkeys(found))

@@ -7,6 +7,10 @@ Prints median shell round trip (`true`) and push/pull throughput of a 64 MiB fil
   adb-shell stock    adb_shell.adb_device.AdbDeviceTcp, no tweaks
   adb binary         /usr/bin/adb (a process per call; its server keeps the connection)
 The daemon runs in its own process, like a phone: client and daemon don't share a GIL.
+Token-arrival stamping, server vs direct: an `llmrt generate` of TOKENS tokens run plain (shell)
+and stamped on the host clock as it streams (shell_timed: direct stamps each WRTE before its OKAY;
+through the server each shell-protocol stdout packet is stamped, then acknowledged on stdin, which
+the emulated phone waits for); the stamping cost per streamed line is the difference / lines.
 Targets: AdbPhone <= 3 ms median and >= 20x faster than stock adb-shell; push/pull >= 100 MB/s
 and not slower than the adb binary. Always exits 0; misses are flagged in the table.
 
@@ -37,9 +41,13 @@ from adb_shell.auth.sign_cryptography import CryptographySigner  # noqa: E402
 
 from drivers.adb import AdbPhone  # noqa: E402
 from drivers.adb_server import AdbServer, ServerAdbPhone  # noqa: E402
+from drivers.clock import HostClock  # noqa: E402
 
 MIB = 1024 * 1024
 TARGET_RTT_MS, TARGET_SPEEDUP, TARGET_MBPS = 3.0, 20.0, 100.0
+TOKENS = 32
+GENERATE = f"llmrt generate --max-tokens {TOKENS} --prompt-tokens 16 --seed 1"
+LINES = TOKENS + 2  # start, the tokens, done: one streamed line each
 
 
 def _serve(port_queue: "mp.Queue[int]", stop: "mp.synchronize.Event") -> None:
@@ -109,6 +117,14 @@ class _Row:
     push: list[float] = field(default_factory=list)  # MB/s per run
     pull: list[float] = field(default_factory=list)
     daemon_cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {"push": [], "pull": []})
+    generate_ms: float | None = None  # plain
+    stamped_ms: float | None = None   # shell_timed on the host clock
+
+    @property
+    def stamp_us_per_line(self) -> float | None:
+        if self.generate_ms is None or self.stamped_ms is None:
+            return None
+        return 1000.0 * (self.stamped_ms - self.generate_ms) / LINES
 
     def rate(self, op: str) -> float | None:
         runs = self.push if op == "push" else self.pull
@@ -155,6 +171,10 @@ def main() -> int:
         if served is not None:
             rows["ServerAdbPhone"].rtt_ms = _median_ms(lambda: served.shell("true"), calls)
         rows["adb-shell stock"].rtt_ms = _median_ms(lambda: stock.shell("true"), stock_calls)
+        clock = HostClock()
+        for name, client in (("AdbPhone (files)", phone), ("ServerAdbPhone", served)):
+            if client is not None:
+                _stamping(rows[name], client, clock, max(calls // 10, 6))
         if adb_bin is not None:
             rows["adb binary"].rtt_ms = _median_ms(lambda: adb_bin.shell("true"), bin_calls)
 
@@ -207,6 +227,22 @@ def main() -> int:
     return 0
 
 
+def _stamping(row: _Row, phone: AdbPhone | ServerAdbPhone, clock: HostClock, count: int) -> None:
+    """Median generate, plain and stamped, interleaved (drift hits both alike)."""
+    phone.shell(GENERATE)  # the model's first load and token stream
+    plain, stamped = [], []
+    for _ in range(count):
+        start = time.perf_counter()
+        phone.shell(GENERATE)
+        plain.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        result = phone.shell_timed(GENERATE, clock.now)
+        stamped.append(time.perf_counter() - start)
+        if len(result.lines) != LINES:
+            raise SystemExit(f"{phone.name}: {len(result.lines)} stamped lines, expected {LINES}")
+    row.generate_ms, row.stamped_ms = statistics.median(plain) * 1e3, statistics.median(stamped) * 1e3
+
+
 def _report(rows: dict[str, _Row], calls: int, stock_calls: int, bin_calls: int, size: int, repeats: int) -> None:
     def cell(value: float | None, width: int, decimals: int = 0) -> str:
         return "n/a".rjust(width) if value is None else f"{value:{width}.{decimals}f}"
@@ -227,6 +263,14 @@ def _report(rows: dict[str, _Row], calls: int, stock_calls: int, bin_calls: int,
         print(f"\n  through the adb server: shell RTT {served.rtt_ms / ours.rtt_ms:.1f}x the direct path's; "
               f"push {(served.rate('push') or 0) / (ours.rate('push') or 1):.2f}x, "
               f"pull {(served.rate('pull') or 0) / (ours.rate('pull') or 1):.2f}x its throughput")
+    if served.stamp_us_per_line is not None and ours.stamp_us_per_line is not None:
+        print(f"\n  token-arrival stamping ({TOKENS}-token generate, {LINES} streamed lines, host clock): "
+              f"generate plain / stamped: direct {ours.generate_ms:.1f} / {ours.stamped_ms:.1f} ms, "
+              f"server {served.generate_ms:.1f} / {served.stamped_ms:.1f} ms")
+        print(f"  stamping cost per line: direct {ours.stamp_us_per_line:.0f} us, server "
+              f"{served.stamp_us_per_line:.0f} us (the emulated phone waits for each stdin acknowledgement's round "
+              f"trip through the server; a real phone does not wait); "
+              f"stamped generate through the server {served.stamped_ms / ours.stamped_ms:.2f}x the direct one")
     speedup = (stock.rtt_ms or 0.0) / (ours.rtt_ms or 1.0)
     checks = [(f"AdbPhone shell RTT {ours.rtt_ms:.2f} ms <= {TARGET_RTT_MS} ms", (ours.rtt_ms or 1e9) <= TARGET_RTT_MS),
               (f"AdbPhone {speedup:.0f}x faster than stock adb-shell (>= {TARGET_SPEEDUP:.0f}x)",

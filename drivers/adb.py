@@ -197,7 +197,7 @@ class AdbPhone(ShellCommands):
             log.warning("%s: `%s` printed no exit status (did it `exit`?)", self.name, text)
             exit_code = -1
         return TimedShellResult(self.name, text, output.decode("utf-8", errors="replace"), exit_code,
-                                sent_t=sent_t, lines=_timed_lines(chunks, marker.encode()))
+                                sent_t=sent_t, lines=timed_lines(chunks, marker.encode()))
 
     # --- files ------------------------------------------------------------------------------------
     def push_bytes(self, data: bytes, remote: str, mode: int = 0o644) -> None:
@@ -408,16 +408,16 @@ def _split_marker(raw: bytes, marker: bytes) -> tuple[bytes, int | None]:
     return raw[:index] + rest[match.end():], int(match.group(1))
 
 
-def _timed_lines(chunks: list[tuple[float, bytes]], marker: bytes) -> list[tuple[float, str]]:
+def timed_lines(chunks: list[tuple[float, bytes]], marker: bytes | None = None) -> list[tuple[float, str]]:
     """Complete output lines, each with the arrival time of the chunk that ended it; the exit
-    marker's line is dropped."""
+    marker's line (shell v1) is dropped."""
     lines: list[tuple[float, str]] = []
     partial = b""
     for t, chunk in chunks:
         *complete, partial = (partial + chunk).split(b"\n")
         lines.extend((t, line.decode("utf-8", errors="replace").rstrip("\r")) for line in complete
-                     if marker not in line)
-    if partial and marker not in partial:
+                     if marker is None or marker not in line)
+    if partial and (marker is None or marker not in partial):
         lines.append((chunks[-1][0], partial.decode("utf-8", errors="replace")))
     return lines
 

@@ -32,8 +32,9 @@ from adbutils._adb import AdbConnection
 
 from bench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
-from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command
-from drivers.device import ShellCommands, ShellResult
+from drivers import shell_v2
+from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command, timed_lines
+from drivers.device import ShellCommands, ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
 
@@ -332,12 +333,32 @@ class ServerAdbPhone(ShellCommands):
             conn = self._open_transport(timeout)
             try:
                 if self._has_shell_v2():
-                    output, status = _read_shell_v2(conn, text)
+                    output, status = shell_v2.read_shell(conn, text)
                 else:  # an old phone: shell v1, the status through an echoed marker
                     output, status = _read_shell_v1(conn, text)
             finally:
                 conn.close()
         return ShellResult(self.name, text, output.decode("utf-8", errors="replace"), status)
+
+    def shell_timed(self, command: str | Sequence[str], clock: Callable[[], float],
+                    timeout_s: float | None = None) -> TimedShellResult:
+        """shell(), with every stdout packet of the shell protocol stamped by `clock` as its bytes
+        arrive and then acknowledged on stdin (drivers.shell_v2): the same contract as
+        drivers.adb.AdbPhone.shell_timed, through the adb server."""
+        text = quote_command(command)
+        timeout = timeout_s if timeout_s is not None else self.command_timeout_s
+        with self._operation(f"`{text}`", timeout):
+            if not self._has_shell_v2():
+                raise CommandFailed(f"{self._where}: the phone has no shell protocol (shell_v2): its output cannot "
+                                    "be stamped packet by packet through the adb server",
+                                    hint='set transport = "direct" for this phone in the station file')
+            conn = self._open_transport(timeout)
+            try:
+                sent_t, chunks, output, status = shell_v2.read_shell_timed(conn, text, clock)
+            finally:
+                conn.close()
+        return TimedShellResult(self.name, text, output.decode("utf-8", errors="replace"), status,
+                                sent_t=sent_t, lines=timed_lines(chunks))
 
     def _has_shell_v2(self) -> bool:
         if self._features is None:
@@ -448,26 +469,7 @@ class ServerAdbPhone(ShellCommands):
                                           "reconnects (the command was not re-run)") from None
 
 
-_SHELL_HEADER = struct.Struct("<BI")
-SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT = 1, 2, 3  # shell protocol packet ids (AOSP shell_protocol.h)
 _V1_MARKER = "__pb_exit_"
-
-
-def _read_shell_v2(conn: AdbConnection, command: str) -> tuple[bytes, int]:
-    """Send `command` over the shell protocol; stdout and stderr in arrival order, and the exit status."""
-    conn.send_command(f"shell,v2,raw:{command}")
-    conn.check_okay()
-    output = bytearray()
-    while True:
-        try:
-            kind, length = _SHELL_HEADER.unpack(conn.read_exact(_SHELL_HEADER.size))
-        except EOFError:
-            raise EOFError("the phone closed the shell before its exit status") from None
-        data = conn.read_exact(length) if length else b""
-        if kind in (SHELL_STDOUT, SHELL_STDERR):
-            output += data
-        elif kind == SHELL_EXIT:
-            return bytes(output), data[0] if data else -1
 
 
 def _read_shell_v1(conn: AdbConnection, command: str) -> tuple[bytes, int]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Union
 import numpy as np
 
 from emulation.adb_auth import AuthPolicy
+from emulation.adb_shell_v2 import EXIT as SHELL_EXIT, STDERR as SHELL_STDERR, STDOUT as SHELL_STDOUT, HostPace, packet
 from emulation.adb_sync import SyncSession
 from emulation.shell import DaemonKilled
 
@@ -54,9 +55,6 @@ AUTH_TOKEN, AUTH_SIGNATURE, AUTH_RSAPUBLICKEY = 1, 2, 3
 TOKEN_SIZE = 20
 # Banner features this daemon really implements; the phone's banner may list more.
 SUPPORTED_FEATURES = ("shell_v2", "stat_v2", "ls_v2", "fixed_push_mkdir", "fixed_push_symlink_timestamp")
-# Shell protocol packet ids (AOSP adb/shell_protocol.h): 1 id byte, 4 length bytes (LE), data.
-SHELL_STDIN, SHELL_STDOUT, SHELL_STDERR, SHELL_EXIT, SHELL_CLOSE_STDIN, SHELL_WINDOW_SIZE = range(6)
-_SHELL_HEADER = struct.Struct("<BI")
 # A reboot as the phone's clock sees it: down (no adbd), then adbd up but still booting.
 REBOOT_DOWN_S, REBOOT_BOOTING_S = 20.0, 10.0
 _REBOOT_STEPS = 20      # each phase passes in this many steps ...
@@ -120,6 +118,8 @@ class _Stream:
         self._inbox: deque[bytearray] = deque()
         self._okay_owed = False
         self._clse_sent = False
+        # The shell protocol's stdin, as far as pacing a streaming command goes (adb_shell_v2).
+        self.pace = HostPace(f"{conn.peer} {service[:40]}") if "v2" in (_shell_options(service) or ()) else None
 
     # --- called by the service ------------------------------------------------------------
     def write(self, data: Buffer) -> None:
@@ -331,8 +331,10 @@ class _Connection:
             elif command == A_WRTE:
                 if stream.service == "sync:":
                     stream.on_write(payload)
-                else:  # shell stdin: not used by the services here, acknowledge and drop
+                else:  # shell stdin: no command here reads it; the shell protocol's may pace one
                     self.send(A_OKAY, stream.local_id, stream.remote_id)
+                    if stream.pace is not None:
+                        stream.pace.feed(payload)
             elif command == A_CLSE:
                 stream.close()
 
@@ -390,12 +392,11 @@ class _Connection:
             elif stream.service == "reboot:":
                 self.daemon.reboot()
             else:
-                kind, _, command = stream.service.partition(":")
-                name, *options = kind.split(",")
-                if "v2" in options:
-                    self._run_v2(stream, command)
+                command = stream.service.partition(":")[2]
+                if stream.pace is not None:
+                    self._run_v2(stream, stream.pace, command)
                 else:
-                    self._run_command(stream, command, merge_stderr=name == "shell")
+                    self._run_command(stream, command, merge_stderr=stream.service.startswith("shell"))
         except DaemonKilled as exc:
             log.warning("adbd %s: daemon killed by `%s` (injected fault)", self.peer, exc)
             self.daemon.kill()
@@ -416,19 +417,23 @@ class _Connection:
             stream.write(output)
 
 
-    def _run_v2(self, stream: _Stream, command: str) -> None:
-        """Shell protocol: stdout and stderr kept apart, then the exit status (one byte)."""
+    def _run_v2(self, stream: _Stream, pace: HostPace, command: str) -> None:
+        """Shell protocol: stdout and stderr kept apart, then the exit status (one byte). What a
+        command streams as it runs goes out at once, paced by the host (adb_shell_v2)."""
         if not command.strip():
-            stream.write(_shell_packet(SHELL_STDOUT, _INTERACTIVE_NOTE) + _shell_packet(SHELL_EXIT, b"\0"))
+            stream.write(packet(SHELL_STDOUT, _INTERACTIVE_NOTE) + packet(SHELL_EXIT, b"\0"))
             return
-        result = self.daemon.phone.shell.execute(command)
-        pieces = [_shell_packet(kind, data) for kind, data in ((SHELL_STDOUT, result.stdout),
-                                                               (SHELL_STDERR, result.stderr)) if data]
-        stream.write_all([*pieces, _shell_packet(SHELL_EXIT, bytes([result.status & 0xFF]))])
+        result = self.daemon.phone.shell.execute(command, sink=pace.paced(stream.write, lambda: stream.closed))
+        pieces = [packet(kind, data) for kind, data in ((SHELL_STDOUT, result.stdout),
+                                                        (SHELL_STDERR, result.stderr)) if data]
+        stream.write_all([*pieces, packet(SHELL_EXIT, bytes([result.status & 0xFF]))])
 
 
-def _shell_packet(kind: int, data: bytes) -> bytes:
-    return _SHELL_HEADER.pack(kind, len(data)) + data
+def _shell_options(service: str) -> list[str] | None:
+    """`shell,v2,raw:cmd` -> ["v2", "raw"]; None for a service that is not a shell."""
+    kind = service.partition(":")[0]
+    name, *options = kind.split(",")
+    return options if name == "shell" else None
 
 
 def _send_buffers(sock: socket.socket, header: bytes, payload: Buffer) -> None:

@@ -1,4 +1,5 @@
-"""A private adb server for tests: its own port and HOME (keys), never the user's server on 5037."""
+"""ADB for tests: a private adb server (its own port and HOME, never the user's server on 5037),
+and emulated phones reached over either transport (`over_adb`: the same test for both)."""
 from __future__ import annotations
 
 import os
@@ -6,7 +7,7 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -41,3 +42,74 @@ def private_adb_server(home: Path) -> Iterator[AdbServer]:
     finally:
         subprocess.run(["adb", "-P", str(port), "kill-server"], env=env, capture_output=True,
                        timeout=CALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+
+
+TRANSPORTS = ("direct", "server")
+
+
+class EmulatedStation:
+    """Emulated phones, each with its daemon and its world's SCPI time server, reached over one
+    ADB transport the way a lab reaches hardware: `direct` (adb-shell) or `server` (the adb
+    server given; a test's private one)."""
+
+    def __init__(self, transport: str, key_path: Path, server: AdbServer | None = None) -> None:
+        self.transport, self.key_path, self.server = transport, key_path, server
+        self._started: list[tuple[Any, ...]] = []
+
+    def start(self, persona: str = "nominal", *, npu: str = "SM8650-ES",
+              clock_world: Any = None, **spec: Any) -> tuple[Any, Any, Any]:
+        """(emulated phone, its driver, a station clock: its own world's, or `clock_world`'s)."""
+        from drivers.adb import AdbPhone
+        from drivers.adb_server import ServerAdbPhone
+        from drivers.clock import ScpiClock
+        from emulation.adb_auth import AuthPolicy
+        from emulation.adbd import AdbDaemon
+        from emulation.device import EmulatedPhone
+        from emulation.instruments.clock import ClockServer
+        from emulation.npu_personas import phone_spec
+
+        emulated = EmulatedPhone(phone_spec(npu, f"EMU-{persona}", sla_persona=persona, **spec))
+        daemon = AdbDaemon(emulated, auth=AuthPolicy(accept_any=True))
+        daemon.start()
+        clock_server = ClockServer(clock_world if clock_world is not None else emulated.world)
+        clock_server.start()
+        name = f"{self.transport}-{persona}"
+        if self.transport == "server":
+            device: Any = ServerAdbPhone(daemon.address, server=self.server, name=name, connect_timeout_s=CALL_TIMEOUT_S)
+        else:
+            device = AdbPhone(daemon.address, key_path=self.key_path, name=name, connect_timeout_s=CALL_TIMEOUT_S)
+        clock = ScpiClock(clock_server.address)
+        self._started.append((daemon, clock_server, device, clock))
+        return emulated, device.connect(), clock
+
+    def close(self) -> None:
+        for daemon, clock_server, device, clock in self._started:
+            clock.close()
+            getattr(device, "disconnect", device.close)()  # the adb server forgets the phone too
+            clock_server.stop()
+            daemon.stop()
+        self._started.clear()
+
+
+@pytest.fixture(scope="module")
+def adb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdbServer]:
+    yield from private_adb_server(tmp_path_factory.mktemp("adbhome"))
+
+
+@pytest.fixture(scope="module")
+def adb_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The direct transport's RSA key (the adb server has its own)."""
+    from adb_shell.auth.keygen import keygen
+
+    path = tmp_path_factory.mktemp("adbkey") / "adbkey"
+    keygen(str(path))
+    return path
+
+
+@pytest.fixture(params=TRANSPORTS)
+def over_adb(request: pytest.FixtureRequest, adb_key: Path) -> Iterator[EmulatedStation]:
+    """An EmulatedStation on each transport in turn (the server one through a private adb server)."""
+    server = request.getfixturevalue("adb_server") if request.param == "server" else None
+    station = EmulatedStation(request.param, adb_key, server)
+    yield station
+    station.close()

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import pytest
 
 from bench.core.verdict import Verdict, compare
-from drivers.adb import _timed_lines
+from drivers.adb import timed_lines
 from drivers.device import ShellResult, TimedShellResult
 from emulation.device import EmulatedPhone
 from emulation.npu_personas import default_fleet, phone_spec
@@ -54,7 +54,7 @@ class PhoneDevice:
             chunks.append((clock(), result.stdout + result.stderr))
         output = b"".join(c for _, c in chunks).decode("utf-8", errors="replace")
         return TimedShellResult(self.name, line, output, result.status, sent_t=sent_t,
-                                lines=_timed_lines(chunks, b"\0"))
+                                lines=timed_lines(chunks))
 
     def run(self, command: str | Sequence[str], timeout_s: float | None = None) -> str:
         return self.shell(command, timeout_s).check().output

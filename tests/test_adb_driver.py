@@ -172,6 +172,34 @@ def test_stdout_and_stderr_both_arrive(adb_phone) -> None:
     assert result.output == "out\ncat: /nope: No such file or directory\n"
 
 
+def test_output_stamped_as_it_arrives(adb_phone, phone: EmulatedPhone) -> None:
+    """shell_timed, the same contract on both transports: a stamp before sending, each line with
+    the arrival of the packet that completed it, the output and exit status as shell() gives them."""
+    ticks = iter(range(1, 1000))
+    result = adb_phone.shell_timed("echo one; llmrt identity; cat /nope", lambda: float(next(ticks)))
+    assert result.sent_t == 1.0 and result.exit_code == 1
+    texts = [line for _, line in result.lines]
+    assert texts[0] == "one" and texts[1].startswith('{"contract"')
+    assert all(t > result.sent_t for t, _ in result.lines)
+    assert result.output.startswith("one\n") and "No such file or directory" in result.output
+
+
+def test_a_phone_without_the_shell_protocol_cannot_be_stamped_through_the_server(
+        monkeypatch: pytest.MonkeyPatch, adb_server) -> None:
+    from emulation import adbd
+
+    monkeypatch.setattr(adbd, "SUPPORTED_FEATURES", tuple(f for f in adbd.SUPPORTED_FEATURES if f != "shell_v2"))
+    with AdbDaemon(EmulatedPhone(PhoneSpec(serial="EMU-OLD"))) as daemon:
+        old = ServerAdbPhone(daemon.address, server=adb_server, name="old", connect_timeout_s=WAIT_S)
+        try:
+            assert old.shell("false").exit_code == 1  # shell v1 and its marker
+            with pytest.raises(CommandFailed, match="no shell protocol") as refused:
+                old.shell_timed("echo v1", float)
+            assert 'transport = "direct"' in refused.value.hint
+        finally:
+            old.disconnect()
+
+
 def test_getprop_and_serial(adb_phone: AdbPhone) -> None:
     assert adb_phone.getprop("ro.product.model") == "PB-Emu Pro"
     assert adb_phone.getprop("ro.no.such.prop") == ""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import json
 import random
 import re
 import socket
@@ -18,6 +19,7 @@ from adb_shell.auth.keygen import keygen
 from adb_shell.auth.sign_cryptography import CryptographySigner
 
 from bench.core.errors import ConfigError
+from emulation import adb_shell_v2
 from emulation.adb_auth import AuthPolicy, load_keys, parse_android_pubkey
 from emulation.adbd import MAX_DATA, SUPPORTED_FEATURES, AdbDaemon, checksum, device_banner
 from emulation.device import EmulatedPhone, PhoneSpec
@@ -460,6 +462,60 @@ def test_shell_v2_keeps_stdout_stderr_apart_and_sends_the_exit_status(host: RawH
     remote = host.open(1, service + "echo out; ls /nope")
     packets = _read_shell_packets(host, 1, remote)
     assert packets == [(1, b"out\n"), (2, b"ls: /nope: No such file or directory\n"), (3, b"\x01")]
+
+
+def test_shell_v2_streams_what_a_command_emits_as_the_host_stamps_it(phone: EmulatedPhone, host: RawHost) -> None:
+    """Like the bench through an adb server: each stdout packet acknowledged with an empty stdin packet."""
+    host.connect()
+    remote = host.open(1, "shell,v2,raw:llmrt generate --max-tokens 3 --prompt-tokens 4")
+    packets, seen_at = [], []
+    while True:
+        command, _, _, payload = host.recv()
+        if command == b"CLSE":
+            break
+        if command == b"OKAY":  # the daemon took an acknowledgement
+            continue
+        host.send(b"OKAY", 1, remote)
+        kind, length = struct.unpack("<BI", payload[:5])
+        assert length == len(payload) - 5  # one shell packet per WRTE here
+        packets.append((kind, bytes(payload[5:])))
+        if kind == 1:
+            seen_at.append(phone.world.clock.now())
+            host.send(b"WRTE", 1, remote, adb_shell_v2.packet(adb_shell_v2.STDIN, b""))
+    lines = [data for kind, data in packets if kind == 1]
+    assert len(lines) == 5 and all(line.count(b"\n") == 1 for line in lines)  # start, 3 tokens, done: one each
+    said = [json.loads(line)["t"] for line in lines]
+    assert seen_at == pytest.approx(said, abs=1e-9)  # the world stood at each event until it was acknowledged
+    assert packets[-1] == (3, b"\x00")
+
+
+def _held(sink: Callable[[bytes], None]) -> threading.Event:
+    done = threading.Event()
+    threading.Thread(target=lambda: (sink(b"line\n"), done.set()), daemon=True).start()
+    return done
+
+
+def test_a_streamed_packet_is_held_until_the_host_acknowledges_it_on_stdin() -> None:
+    pace, sent = adb_shell_v2.HostPace("test"), []
+    sink = pace.paced(sent.append, lambda: False)
+    done = _held(sink)
+    assert not done.wait(0.2) and sent == [adb_shell_v2.packet(adb_shell_v2.STDOUT, b"line\n")]
+    pace.feed(adb_shell_v2.packet(adb_shell_v2.STDIN, b"typed\n"))  # stdin data is no acknowledgement
+    pace.feed(b"\x00\x00\x00")                                      # an empty stdin packet, across two WRTEs
+    assert not done.wait(0.1)
+    pace.feed(b"\x00\x00")
+    assert done.wait(WAIT_S)
+    pace.feed(adb_shell_v2.packet(adb_shell_v2.CLOSE_STDIN, b""))      # a host that closes stdin is not waited for
+    assert _held(sink).wait(WAIT_S)
+
+
+def test_a_host_that_never_acknowledges_is_waited_for_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(adb_shell_v2, "PACE_WAIT_S", 0.05)
+    pace = adb_shell_v2.HostPace("test")
+    sink = pace.paced(lambda data: None, lambda: False)
+    assert _held(sink).wait(WAIT_S) and _held(sink).wait(WAIT_S)  # the second without waiting
+    closed = adb_shell_v2.HostPace("test").paced(lambda data: None, lambda: True)
+    assert _held(closed).wait(WAIT_S)  # a closed stream is not waited for
 
 
 def test_shell_v2_exit_status_of_exit_and_of_a_missing_command(host: RawHost) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from adb_shell.auth.keygen import keygen
 
 from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
 from bench.checks.targets import check_targets, target, targets
@@ -20,13 +19,9 @@ from bench.sla import SlaProfile, load_profile
 from bench.core.verdict import Evidence, Outcome, Verdict
 from bench.device_state import phone_clock
 from device_double import PhoneDevice, WorldClock, emulated_supplies, make_device
-from drivers.adb import AdbPhone
 from drivers.runtime import RuntimeClient
-from emulation.adb_auth import AuthPolicy
-from emulation.adbd import AdbDaemon
-from emulation.device import EmulatedPhone
-from emulation.npu_personas import phone_spec
 from emulation.weights import WEIGHT_FILE, update_package
+from tests.adb_helpers import adb_key, adb_server, over_adb  # noqa: F401 - fixtures
 
 NPU = "SM8650-ES"  # a fast accumulator path: these tests are about the SLA behaviour, not numerics
 
@@ -376,20 +371,17 @@ def test_record_into_saves_raw_data_and_points_each_verdict_at_it():
     assert recorded[0].raw == ("raw/first_token.npz",) and "first_token" in saved
 
 
-# --- over real ADB: exit statuses, big pulls and pushes survive the transport ---------------------
-def test_checks_over_adb_transport(tmp_path, sla):
-    keygen(str(tmp_path / "adbkey"))
-    emulated = EmulatedPhone(phone_spec(NPU, "EMU-ADB", sla_persona="thermal-kill"))
-    with AdbDaemon(emulated, auth=AuthPolicy(accept_any=True)) as daemon, \
-            AdbPhone(daemon.address, key_path=tmp_path / "adbkey", name="adb-dut") as device:
-        runtime = RuntimeClient(device)
-        result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(sla))
-        assert all(v.outcome is Outcome.PASS for v in result.verdicts)  # 32 MiB pulled and pushed back
-        world = emulated.world
-        world.set_npu_frequency(1400.0)
-        world.work("decode", 700.0)
-        gen = runtime.generate(32, seed=1, prompt_tokens=8, allow_incomplete=True)
-        assert not gen.completed and gen.exit_code == 137  # the kill's status crosses ADB shell v1
+# --- over real ADB: exit statuses, big pulls and pushes survive either transport --------------------
+def test_checks_over_adb_transport(over_adb, sla):
+    emulated, device, _ = over_adb.start("thermal-kill", npu=NPU)
+    runtime = RuntimeClient(device)
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(sla))
+    assert all(v.outcome is Outcome.PASS for v in result.verdicts)  # 32 MiB pulled and pushed back
+    world = emulated.world
+    world.set_npu_frequency(1400.0)
+    world.work("decode", 700.0)
+    gen = runtime.generate(32, seed=1, prompt_tokens=8, allow_incomplete=True)
+    assert not gen.completed and gen.exit_code == 137  # the kill's status crosses shell v1 and the shell protocol
 
 
 def test_a_unit_whose_trigger_calibration_lowered_still_meets_the_engage_claim(sla, bench_supply):

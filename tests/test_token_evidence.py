@@ -3,36 +3,36 @@
 The station clock (host or emulated time server), token arrivals stamped over a streaming ADB
 read, the report checked against them, the GPU load against the GPU's own counters, the counters
 against physics and /proc/vmstat, and the lying personas that each turn their check to FAIL while
-the honest phone passes. In-process phones (tests/device_double.py) stamp on their world's clock;
-the end-to-end cases go over a real ADB socket and the emulated SCPI time server.
+the honest phone passes. The claims run end to end on every transport (`over_adb`: adb-shell
+direct, and through a private adb server with the shell protocol), stamped on the emulated SCPI
+time server; a time server of another world is a station error. In-process phones
+(tests/device_double.py), stamping on their world's clock, serve the GPU-load cases.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
-from adb_shell.auth.keygen import keygen
 
 from bench.checks import counters, token_power, tokens
 from bench.checks.targets import targets
 from bench.core.errors import InstrumentError, InvalidMeasurement
-from bench.core.verdict import Evidence, Outcome
+from bench.core.verdict import Evidence, Outcome, Verdict
 from bench.sla import SlaProfile, load_profile
 from device_double import PhoneDevice, WorldClock, make_device
-from drivers.adb import AdbPhone
 from drivers.clock import HostClock, ScpiClock
 from drivers import gpuload as gpuload_driver
 from drivers.gpuload import GpuLoad, read_gpu_busy
 from drivers.power import KeysightN6705C
 from drivers.runtime import RuntimeClient
-from emulation.adb_auth import AuthPolicy
-from emulation.adbd import AdbDaemon
 from emulation.device import EmulatedPhone
 from emulation.instruments.clock import ClockServer
 from emulation.instruments.power_analyzer import PowerAnalyzerServer
 from emulation.npu_personas import phone_spec
 from emulation.runtime_personas import PERSONAS
+from tests.adb_helpers import EmulatedStation, adb_key, adb_server, over_adb  # noqa: F401 - fixtures
 
 NPU = "SM8650-ES"
 COUNTERS = [f"counters_{n}" for n in counters.COUNTERS]
@@ -76,35 +76,16 @@ def test_emulated_time_server_answers_the_worlds_time_without_advancing_it():
             clock.close()
 
 
-# --- tokens observed on the host -----------------------------------------------------------------
-@pytest.fixture
-def adb_phone(tmp_path):  # noqa: ANN001, ANN201
-    """(emulated phone, AdbPhone over a real socket, the emulated station clock over SCPI)."""
-    keygen(str(tmp_path / "adbkey"))
-    started = []
-
-    def start(persona: str = "nominal"):  # noqa: ANN202
-        emulated = EmulatedPhone(phone_spec(NPU, f"EMU-{persona}", sla_persona=persona))
-        daemon = AdbDaemon(emulated, auth=AuthPolicy(accept_any=True))
-        daemon.start()
-        server = ClockServer(emulated.world)
-        server.start()
-        device = AdbPhone(daemon.address, key_path=tmp_path / "adbkey", name=f"adb-{persona}")
-        clock = ScpiClock(server.address)
-        started.append((daemon, server, device, clock))
-        return emulated, device, clock
-
-    yield start
-    for daemon, server, device, clock in started:
-        clock.close()
-        device.close()
-        server.stop()
-        daemon.stop()
+# --- tokens observed on the host, on every transport -----------------------------------------------
+def observed(station: EmulatedStation, persona: str = "nominal", **options: Any) -> tuple[Any, Any, RuntimeClient]:
+    """(emulated phone, its driver, a runtime client stamping on the station clock) over the station's transport."""
+    emulated, device, clock = station.start(persona, npu=NPU, **options)
+    return emulated, device, RuntimeClient(device, clock=clock)
 
 
-def test_tokens_arrive_over_adb_as_the_runtime_produces_them(adb_phone):
-    emulated, device, clock = adb_phone()
-    gen = RuntimeClient(device, clock=clock).generate(12, seed=3, prompt_tokens=16)
+def test_tokens_arrive_over_adb_as_the_runtime_produces_them(over_adb):
+    _, _, runtime = observed(over_adb)
+    gen = runtime.generate(12, seed=3, prompt_tokens=16)
     arrivals = gen.arrivals
     assert arrivals is not None and len(arrivals.token_times) == 12
     # one packet per token, each stamped while the world stood at the token's time
@@ -113,21 +94,11 @@ def test_tokens_arrive_over_adb_as_the_runtime_produces_them(adb_phone):
     assert arrivals.done_t == pytest.approx(gen.done_time, abs=2e-6)
 
 
-def test_compressed_timestamps_are_caught_over_adb(adb_phone, sla):
-    _, device, clock = adb_phone("compressed-timestamps")
-    runtime = RuntimeClient(device, clock=clock)
-    gen = runtime.generate(12, seed=3, prompt_tokens=16)
-    np.testing.assert_allclose(np.diff(gen.token_times), 0.35 * np.diff(gen.arrivals.token_times), rtol=1e-4)
-    result = tokens.token_std_check(runtime, sla.get("token_latency_std"), inferences=20)
-    verdict = result.verdicts[0]
-    assert verdict.outcome is Outcome.FAIL and "disagrees with what arrived" in verdict.detail
-    assert verdict.extra["reported_value"] < 0.5 * verdict.value  # the report shows a much steadier phone
-
-
-def test_link_timing_of_the_emulated_station_is_the_clock_tick(adb_phone):
-    _, device, clock = adb_phone()
-    link = tokens.measure_link(RuntimeClient(device, clock=clock), n=5)
+def test_link_timing_of_the_emulated_station_is_the_clock_tick(over_adb):
+    _, _, runtime = observed(over_adb)
+    link = tokens.measure_link(runtime, n=5)
     assert link.round_trip_s == pytest.approx(0.0, abs=2e-6) and link.tolerance_s == pytest.approx(2e-6, abs=1e-6)
+    assert link.rate == pytest.approx(1.0, abs=1e-4) and link.domain_problem is None  # the phone's own time
 
 
 def test_report_agrees_within_the_link_tolerance_and_not_beyond():
@@ -141,10 +112,23 @@ def test_report_agrees_within_the_link_tolerance_and_not_beyond():
     assert tokens.compare_report(one_off, host, link).agrees
 
 
-def test_honest_phone_is_measured_and_its_report_agrees(sla):
-    result = tokens.first_token_check(phone()[1], few(sla.get("first_token_p99")), n=30)
-    verdict = result.verdicts[0]
-    assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED
+def claim(name: str, device: Any, runtime: RuntimeClient, sla: SlaProfile) -> Any:
+    """Claims 3-5 as the suite runs them (first token and contention on proof-sized samples)."""
+    if name == "first_token_p99":
+        return tokens.first_token_check(runtime, few(sla.get(name)), n=30).verdicts[0]
+    if name == "token_latency_std":
+        return tokens.token_std_check(runtime, sla.get(name), inferences=80).verdicts[0]
+    return tokens.contention_check(device, runtime, sla.get(name)).verdicts[0]
+
+
+CLAIMS_3_TO_5 = ("first_token_p99", "token_latency_std", "token_latency_p95_gpu_load")
+
+
+@pytest.mark.parametrize("metric", CLAIMS_3_TO_5)
+def test_honest_phone_is_measured_and_its_report_agrees(over_adb, sla, metric):
+    _, device, runtime = observed(over_adb)
+    verdict = claim(metric, device, runtime, sla)
+    assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED, verdict.detail
     assert verdict.extra["report"]["agrees"] and verdict.extra["source"].startswith("host arrivals")
     assert verdict.uncertainty is not None
 
@@ -155,18 +139,42 @@ def test_without_a_station_clock_only_the_report_exists_and_proves_nothing(sla):
     assert verdict.outcome is Outcome.INCONCLUSIVE and verdict.evidence is Evidence.SELF_REPORTED
 
 
-def test_shifted_first_token_fails_with_both_numbers(sla):
-    result = tokens.first_token_check(phone("shifted-timestamps")[1], few(sla.get("first_token_p99")), n=30)
-    verdict = result.verdicts[0]
+def test_shifted_first_token_fails_with_both_numbers(over_adb, sla):
+    _, device, runtime = observed(over_adb, "shifted-timestamps")
+    verdict = claim("first_token_p99", device, runtime, sla)
     assert verdict.outcome is Outcome.FAIL and verdict.value >= 300
     assert "disagrees with what arrived" in verdict.detail and verdict.extra["reported_value"] < verdict.value
 
 
+def test_compressed_timestamps_are_caught(over_adb, sla):
+    _, _, runtime = observed(over_adb, "compressed-timestamps")
+    gen = runtime.generate(12, seed=3, prompt_tokens=16)
+    np.testing.assert_allclose(np.diff(gen.token_times), 0.35 * np.diff(gen.arrivals.token_times), rtol=1e-4)
+    verdict = tokens.token_std_check(runtime, sla.get("token_latency_std"), inferences=20).verdicts[0]
+    assert verdict.outcome is Outcome.FAIL and "disagrees with what arrived" in verdict.detail
+    assert verdict.extra["reported_value"] < 0.5 * verdict.value  # the report shows a much steadier phone
+
+
+# --- a station clock from another time domain: the station's error, never the phone's -----------------
+def test_a_station_clock_of_another_world_is_a_station_error_not_a_phone_fail(over_adb, sla):
+    elsewhere = EmulatedPhone(phone_spec(NPU, "EMU-ELSEWHERE")).world  # another bay's world: its clock stands
+    _, device, runtime = observed(over_adb, clock_world=elsewhere)
+    link = tokens.measure_link(runtime, n=3)
+    assert link.rate == pytest.approx(0.0) and link.domain_problem is not None
+    verdicts = [claim(metric, device, runtime, sla) for metric in ("first_token_p99", "token_latency_std")]
+    verdicts.append(counters.counters_check(runtime, targets(None, *COUNTERS), inferences=4)
+                    .verdict("counters_mac_utilisation"))
+    for verdict in verdicts:
+        assert verdict.outcome is Outcome.INVALID, verdict.detail
+        assert "station error" in verdict.detail and "not in the phone's time domain" in verdict.detail
+        assert runtime.clock.name in verdict.detail and verdict.extra["station_error"] == "clock"
+
+
 # --- the power trace as a second witness -----------------------------------------------------------
 @pytest.mark.parametrize("persona, outcome", [("nominal", Outcome.PASS), ("compressed-timestamps", Outcome.FAIL)])
-def test_inference_span_in_the_supply_current_matches_the_station_clock(persona, outcome):
-    device, runtime = phone(persona)
-    server = PowerAnalyzerServer(device.phone.world)
+def test_inference_span_in_the_supply_current_matches_the_station_clock(over_adb, persona, outcome):
+    emulated, _, runtime = observed(over_adb, persona)
+    server = PowerAnalyzerServer(emulated.world)
     server.start()
     supply = KeysightN6705C(server.address, timeout_s=5)
     try:
@@ -176,6 +184,13 @@ def test_inference_span_in_the_supply_current_matches_the_station_clock(persona,
         server.stop()
     assert verdict.outcome is outcome and verdict.value < verdict.limit  # the host always agrees with the trace
     assert ("reported spans disagree" in verdict.detail) is (outcome is Outcome.FAIL)
+
+
+def test_a_station_clock_running_at_another_rate_than_the_power_trace_is_a_station_error():
+    problem = token_power._clock_against_trace("clock X", [0.0046, 0.0044], [1.4416, 1.5969])
+    assert problem is not None and problem.rate < 0.01 and "clock X" in problem.invalidate(
+        Verdict("m", 1.0, "ms", Outcome.FAIL)).detail
+    assert token_power._clock_against_trace("clock X", [1.44, 1.60], [1.4416, 1.5969]) is None
 
 
 def test_active_span_of_a_current_trace():
@@ -220,8 +235,9 @@ def test_a_phone_without_gpu_counters_rests_the_load_on_the_tools_word(sla, monk
 
 
 # --- counters: physics and the kernel --------------------------------------------------------------
-def test_honest_counters_are_corroborated_where_the_bench_can_check_them():
-    result = counters.counters_check(phone()[1], targets(None, *COUNTERS), inferences=10)
+def test_honest_counters_are_corroborated_where_the_bench_can_check_them(over_adb):
+    _, _, runtime = observed(over_adb)
+    result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
     evidence = {v.name: v.evidence for v in result.verdicts}
     assert all(v.outcome is Outcome.PASS for v in result.verdicts)
     assert evidence["counters_mac_utilisation"] is Evidence.CORROBORATED
@@ -229,8 +245,9 @@ def test_honest_counters_are_corroborated_where_the_bench_can_check_them():
     assert evidence["counters_kv_cache_miss_rate"] is Evidence.SELF_REPORTED
 
 
-def test_inflated_counters_are_implausible():
-    result = counters.counters_check(phone("inflated-counters")[1], targets(None, *COUNTERS), inferences=10)
+def test_inflated_counters_are_implausible(over_adb):
+    _, _, runtime = observed(over_adb, "inflated-counters")
+    result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
     failed = {v.name: v for v in result.verdicts if v.outcome is Outcome.FAIL}
     assert set(failed) == {"counters_mac_utilisation", "counters_weight_page_fault_rate"}
     assert all("implausible" in v.detail for v in failed.values())

@@ -29,7 +29,7 @@ import math
 from typing import Any
 
 from bench.checks import CheckResult, Tick, named, no_tick
-from bench.checks.tokens import TokenRuns, measure_link, run_inferences
+from bench.checks.tokens import ClockDomainProblem, TokenRuns, measure_link, run_inferences
 from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from bench.sla import SlaEntry
 from drivers.runtime import RuntimeClient
@@ -99,8 +99,11 @@ class _Plausibility:
         return abs(self.reported - self.independent) <= self.tolerance
 
 
-def _judge(entry: SlaEntry, metric: str, value: float, how: str, check: _Plausibility | str | None,
-           tokens: Any) -> Verdict:
+def _judge(entry: SlaEntry, metric: str, value: float, how: str,
+           check: _Plausibility | ClockDomainProblem | str | None, tokens: Any) -> Verdict:
+    if isinstance(check, ClockDomainProblem):  # a station error: nothing to corroborate with
+        return check.invalidate(named(entry.evaluate(value, evidence=Evidence.SELF_REPORTED), metric,
+                                      raw="counters", tokens=tokens))
     if not isinstance(check, _Plausibility):
         verdict = entry.evaluate(value, evidence=Evidence.SELF_REPORTED)
         why = check or "no independent reading of this counter on a phone"
@@ -117,7 +120,8 @@ def _judge(entry: SlaEntry, metric: str, value: float, how: str, check: _Plausib
                               f"{check.independent:.4g} (tolerance {check.tolerance:.2g}); {verdict.detail}")
 
 
-def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient, runs: TokenRuns) -> _Plausibility | str:
+def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient,
+                      runs: TokenRuns) -> _Plausibility | ClockDomainProblem | str:
     """MAC utilisation the decode steps the host saw imply: steps x ops per token / (MACs x clock x time)."""
     p = entry.parameters
     if not {"mac_units", "macs_per_token"} <= set(p):
@@ -125,6 +129,8 @@ def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient, 
     link = measure_link(runtime)
     if link is None or not runs.observed:
         return "no station clock to time the decode steps"
+    if link.domain_problem is not None:
+        return link.domain_problem
     gaps = runs.gaps_ms
     steps = sum(g.size for g in gaps)
     decode_s = sum(float(g.sum()) for g in gaps) / 1000.0

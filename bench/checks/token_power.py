@@ -8,7 +8,9 @@ and compares it with the span the host saw (start line to done line on the stati
 with the span the runtime reports. They must agree within the trace's edge resolution (the
 smoothing window plus two samples) plus the link's tolerance; the verdict's value is the
 largest difference between the host's span and the power trace's, and its detail gives the
-report's.
+report's. A station clock whose spans run at another rate than the trace's (outside
+tokens.CLOCK_RATE_RANGE), or that failed the link's pause check, is a station error naming the
+clock: INVALID, never the phone's FAIL.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from bench.checks import CheckResult, named
 from bench.checks.power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
-from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS, measure_link
+from bench.checks.tokens import CLOCK_RATE_RANGE, PROMPT_SEEDS, PROMPT_TOKENS, ClockDomainProblem, measure_link
 from bench.core.errors import InvalidMeasurement
 from bench.core.verdict import Evidence, Outcome, Verdict, compare
 from drivers.power import PowerAnalyzer
@@ -88,8 +90,21 @@ def power_cross_check(supply: PowerAnalyzer, runtime: RuntimeClient, *, runs: in
     else:
         verdict = verdict.but(detail=detail)
     verdict = named(verdict, METRIC, raw="token_power", reported_off_ms=1000.0 * said_off)
+    problem = link.domain_problem or _clock_against_trace(link.clock, host, power)
+    if problem is not None:
+        verdict = problem.invalidate(verdict)
     return CheckResult([verdict], {"token_power": {"power_span_s": np.asarray(power), "host_span_s": np.asarray(host),
                                                    "reported_span_s": np.asarray(said)}})
+
+
+def _clock_against_trace(clock: str, host: list[float], power: list[float]) -> ClockDomainProblem | None:
+    """The station clock's rate against the power analyzer's sample clock over the same spans."""
+    rate = float(np.sum(host) / np.sum(power))
+    low, high = CLOCK_RATE_RANGE
+    if low <= rate <= high:
+        return None
+    return ClockDomainProblem(clock, f"inference spans of {_ms(host)} ms on it, {_ms(power)} ms in the power trace",
+                              rate)
 
 
 def _ms(values: list[float]) -> str:

@@ -13,6 +13,10 @@ report, checked against those arrivals (docs/evidence.md):
   (evidence "measured") and records the report as agreeing; otherwise it FAILs with both values.
   Without a station clock or a streaming transport only the report exists: evidence
   "self-reported", which a profile requiring measurement turns into INCONCLUSIVE.
+- the station clock must run in the phone's time domain: with the link, the bench times a pause
+  on the phone's own clock (`sleep`, not the runtime) on the station clock. A rate outside
+  CLOCK_RATE_RANGE (a clock of another emulated world, the host's clock against a simulated
+  world) is a station error naming the clock: the verdict is INVALID, never the phone's FAIL.
 
 Prompts come from a fixed set (`PROMPT_SEEDS`), cycled: a lab runs the same dialogs every night.
 
@@ -56,6 +60,8 @@ LOAD_SETTLE_S = 2.0
 SCHEDULE_SLACK = 1.5      # open-loop period = this x the unloaded run's duration
 LINK_PROBES = 20          # round trips of a trivial command that measure the link
 AGREE_FRACTION = 0.99     # share of intervals the report must match (host scheduling hiccups aside)
+CLOCK_PAUSE_S = 0.2       # a pause on the phone's clock, timed on the station clock
+CLOCK_RATE_RANGE = (0.5, 2.0)  # station seconds per phone second: outside, another time domain
 GPU_AGREE = 0.10          # the load tool's busy fraction vs the kernel's: windows differ, loads wobble
 
 
@@ -67,6 +73,17 @@ class LinkTiming:
     jitter_s: float       # standard deviation of the round trip
     resolution_s: float   # the station clock's tick
     n: int
+    clock: str = "the station clock"
+    rate: float | None = None  # station-clock seconds per phone second over CLOCK_PAUSE_S on the phone
+
+    @property
+    def domain_problem(self) -> "ClockDomainProblem | None":
+        """Why the station clock is not in the phone's time domain; None when it is (or was not checked)."""
+        low, high = CLOCK_RATE_RANGE
+        if self.rate is None or low <= self.rate <= high:
+            return None
+        return ClockDomainProblem(self.clock, f"a {CLOCK_PAUSE_S:g} s pause on the phone's clock took "
+                                              f"{self.rate * CLOCK_PAUSE_S:.4g} s on it", self.rate)
 
     @property
     def tolerance_s(self) -> float:
@@ -81,26 +98,54 @@ class LinkTiming:
             UncertaintyComponent("station clock resolution", unit_scale * self.resolution_s / math.sqrt(3.0), "B",
                                  "one tick, rectangular, at both ends")])
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | str | None]:
         return {"round_trip_ms": 1000.0 * self.round_trip_s, "jitter_ms": 1000.0 * self.jitter_s,
-                "resolution_ms": 1000.0 * self.resolution_s, "tolerance_ms": 1000.0 * self.tolerance_s, "n": self.n}
+                "resolution_ms": 1000.0 * self.resolution_s, "tolerance_ms": 1000.0 * self.tolerance_s, "n": self.n,
+                "clock": self.clock, "clock_rate": self.rate}
+
+
+@dataclass(frozen=True)
+class ClockDomainProblem:
+    """The station clock does not run in the phone's time domain: a station error, not the phone's."""
+
+    clock: str
+    witness: str        # what showed it
+    rate: float | None  # station-clock seconds per second of the witness
+
+    def invalidate(self, verdict: Verdict) -> Verdict:
+        """The verdict as INVALID, naming the clock: nothing timed on that clock says anything."""
+        rate = "n/a" if self.rate is None else f"{self.rate:.3g}"
+        low, high = CLOCK_RATE_RANGE
+        return verdict.but(outcome=Outcome.INVALID, extra={"station_error": "clock", "clock": self.clock,
+                                                           "clock_rate": self.rate},
+                           detail=f"invalid: station error: {self.clock} is not in the phone's time domain "
+                                  f"({self.witness}: rate {rate}, expected {low:g}..{high:g}); check the "
+                                  f"station file's [instruments.clock] (each emulated bay needs its own world's "
+                                  f"clock, hardware the host clock); nothing timed on it is judged")
+
+
+def _timed_arrival(runtime: RuntimeClient, command: str, expect: str) -> float:
+    """Send-to-arrival of `expect`'s line, on the station clock."""
+    result = runtime.device.shell_timed(command, runtime.clock.now)  # type: ignore[attr-defined,union-attr]
+    arrived = [t for t, line in result.lines if line.strip() == expect]
+    if result.exit_code != 0 or not arrived:
+        raise InvalidMeasurement(f"{runtime.device.name}: `{command}` did not come back ({result.output!r})",
+                                 hint="the device's shell does not answer a trivial command; check `adb shell`")
+    return arrived[0] - result.sent_t
 
 
 def measure_link(runtime: RuntimeClient, n: int = LINK_PROBES) -> LinkTiming | None:
-    """The link's round trip as the station clock sees it; None when the host cannot observe."""
+    """The link's round trip as the station clock sees it, and the clock's rate against the
+    phone's own (a pause timed on it); None when the host cannot observe."""
     if not runtime.observes:
         return None
-    samples = []
-    for _ in range(n):
-        result = runtime.device.shell_timed(["echo", "pb-link"], runtime.clock.now)  # type: ignore[attr-defined]
-        arrived = [t for t, line in result.lines if line.strip() == "pb-link"]
-        if result.exit_code != 0 or not arrived:
-            raise InvalidMeasurement(f"{runtime.device.name}: `echo pb-link` did not come back ({result.output!r})",
-                                     hint="the device's shell does not answer a trivial command; check `adb shell`")
-        samples.append(arrived[0] - result.sent_t)
-    values = np.asarray(samples)
-    return LinkTiming(float(values.mean()), float(values.std(ddof=1)) if n > 1 else 0.0,
-                      float(getattr(runtime.clock, "resolution_s", 0.0)), n)
+    values = np.asarray([_timed_arrival(runtime, "echo pb-link", "pb-link") for _ in range(n)])
+    round_trip = float(values.mean())
+    paused = _timed_arrival(runtime, f"sleep {CLOCK_PAUSE_S:g}; echo pb-clock", "pb-clock")
+    return LinkTiming(round_trip, float(values.std(ddof=1)) if n > 1 else 0.0,
+                      float(getattr(runtime.clock, "resolution_s", 0.0)), n,
+                      clock=str(getattr(runtime.clock, "name", "the station clock")),
+                      rate=max(0.0, paused - round_trip) / CLOCK_PAUSE_S)
 
 
 @dataclass
@@ -187,6 +232,9 @@ def judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, 
         verdict = entry.evaluate(reported, evidence=Evidence.SELF_REPORTED, **context)
         return verdict.but(detail=f"the runtime's own timestamps only (no station clock or stream); {verdict.detail}",
                            extra={"source": "runtime report"})
+    if link.domain_problem is not None:
+        return link.domain_problem.invalidate(entry.evaluate(measured, evidence=evidence or Evidence.MEASURED,
+                                                             **context).but(extra={"link": link.as_dict()}))
     verdict = entry.evaluate(measured, evidence=evidence or Evidence.MEASURED, uncertainty=link.uncertainty(),
                              **context)
     said = entry.evaluate(reported)
