@@ -49,7 +49,7 @@ class _Echo(InstrumentServer):
         self.value = 0.0
         self.tree.add(":SOURce:VALue", lambda c: setattr(self, "value", c.number(0, 0, 10)))
         self.tree.add(":SOURce:VALue?", lambda c: f"{self.value:g}")
-        self.tree.add(":SOURce:LEVel", lambda c: None)
+        self.tree.add(":SOURce:LEVel", lambda c: c.number(0))
 
 
 @pytest.fixture()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from emulation.instruments.scpi import (
+    PARAMETER_NOT_ALLOWED,
     QUEUE_OVERFLOW,
     UNDEFINED_HEADER,
     QueryBlocked,
@@ -193,6 +194,12 @@ def _close_quietly(sock: socket.socket) -> None:
 class InstrumentServer(LineServer):
     """SCPI instrument: subclasses register commands in `self.tree` and set `idn`.
 
+    IEEE 488.2 common commands: every mandatory one (*CLS *ESE *ESE? *ESR? *IDN? *OPC *OPC? *RST
+    *SRE *SRE? *STB? *TST? *WAI), *TRG, and *OPT? where the model documents it (`options` is
+    its answer; None leaves it undefined). Status byte: bit 2 (4) error queue not empty, bit 5
+    (32) ESB = *ESR & *ESE, bit 6 (64) MSS = the other bits & *SRE. *OPC sets *ESR bit 0 once
+    pending operations are complete. *RST leaves *ESE, *SRE and the error queue alone.
+
     Error queue (IEEE 488.2 / SCPI): every unit the model does not accept leaves an entry and
     nothing else happens - an unknown header gives -113 "Undefined header"; a handler raises
     `ScpiError(code_and_message, detail)` (e.g. `ScpiError(OUT_OF_RANGE, "...")` for -222) and
@@ -214,6 +221,8 @@ class InstrumentServer(LineServer):
 
     family = "scpi"
     idn = "phonebench,EMU,0,0"
+    options: str | None = None  # *OPT? answer where the model documents the query
+    self_test = "+0"  # *TST? answer: 0 = passed
     FAULTS: frozenset[str] = frozenset({"silence", "garbage"})
 
     def __init__(self, port: int = 0) -> None:
@@ -222,17 +231,23 @@ class InstrumentServer(LineServer):
         self.tree = CommandTree()
         self.errors: deque[str] = deque()
         self.esr = 0  # standard event status register
+        self.ese = 0  # its enable register
+        self.sre = 0  # service request enable register
         self.commands_seen: list[str] = []  # every header executed, for tests
         self._faults: dict[str, int | None] = {}
         # Faults have their own lock: world observers consult them while holding the world's lock.
         self._fault_lock = threading.Lock()
         self._fault_rng = np.random.default_rng(0xFA17)
         for pattern, handler in (("*IDN?", lambda c: self.idn), ("*RST", self._rst), ("*CLS", self._cls),
-                                 ("*OPC?", self._opc_query), ("*OPC", lambda c: None), ("*WAI", self._wai),
-                                 ("*TRG", self._trg), ("*ESR?", self._esr), ("*TST?", lambda c: "0"),
+                                 ("*OPC?", self._opc_query), ("*OPC", self._opc), ("*WAI", self._wai),
+                                 ("*TRG", self._trg), ("*ESR?", self._esr), ("*TST?", self._tst),
+                                 ("*ESE", self._set_ese), ("*ESE?", lambda c: f"+{self.ese}"),
+                                 ("*SRE", self._set_sre), ("*SRE?", lambda c: f"+{self.sre}"),
+                                 ("*STB?", lambda c: f"+{self.status_byte()}"),
                                  (":SYSTem:ERRor[:NEXT]?", self._syst_err),
                                  (":SYSTem:VERSion?", lambda c: "1999.0")):
             self.tree.add(pattern, handler)
+        self.tree.add("*OPT?", self._opt)
 
     # --- faults ---------------------------------------------------------------------------
     def inject_fault(self, name: str, count: int | None = 1) -> None:
@@ -282,6 +297,29 @@ class InstrumentServer(LineServer):
     def _rst(self, call: Call) -> None:
         self.reset()
 
+    def _tst(self, call: Call) -> str:
+        return self.self_test
+
+    def _opt(self, call: Call) -> str:
+        if self.options is None:  # a model without *OPT? in its manual
+            raise ScpiError(UNDEFINED_HEADER, "*OPT?")
+        return self.options
+
+    def _opc(self, call: Call) -> None:
+        if self.complete_pending():
+            self.esr |= 0x01
+
+    def _set_ese(self, call: Call) -> None:
+        self.ese = int(call.number(0, 0, 255))
+
+    def _set_sre(self, call: Call) -> None:
+        self.sre = int(call.number(0, 0, 255)) & ~0x40  # bit 6 cannot be enabled
+
+    def status_byte(self) -> int:
+        """*STB?: bit 2 error queue not empty, bit 5 ESB, bit 6 MSS (not cleared by reading)."""
+        stb = (0x04 if self.errors else 0) | (0x20 if self.esr & self.ese else 0)
+        return stb | (0x40 if stb & self.sre else 0)
+
     def _opc_query(self, call: Call) -> str | None:
         return "1" if self.complete_pending() else None
 
@@ -320,18 +358,18 @@ class InstrumentServer(LineServer):
             for header, args in units:
                 words, query, new_base = resolve_header(header, base)
                 found = self.tree.lookup(words, query)
-                if found is None and base and not header.startswith((":", "*")):
-                    # Lenient like most instruments: retry a relative header from the root.
-                    words, query, new_base = resolve_header(":" + header, [])
-                    found = self.tree.lookup(words, query)
                 if found is None:
+                    # A relative header is looked up from the current path only (SCPI's path rule).
                     self.push_error(ScpiError(UNDEFINED_HEADER, header))
                     continue
                 base = new_base
                 handler, suffixes = found
                 self.commands_seen.append(header)
+                call = Call(header, args, suffixes)
                 try:
-                    result: Response = handler(Call(header, args, suffixes))
+                    result: Response = handler(call)
+                    if call.used < len(args):
+                        raise ScpiError(PARAMETER_NOT_ALLOWED, f"{header}: {len(args) - call.used} too many")
                 except ScpiError as exc:
                     self.push_error(exc)
                     continue
