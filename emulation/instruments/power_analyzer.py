@@ -32,6 +32,7 @@ from emulation.instruments.scpi import (
     QueryBlocked,
     ScpiError,
     ieee_block,
+    short_form,
 )
 from emulation.instruments.server import InstrumentServer
 from emulation.world import World
@@ -66,6 +67,7 @@ class Sweep:
 class PowerAnalyzerServer(InstrumentServer):
     family = "keysight-n6705c"
     idn = IDN
+    options = "0"  # *OPT?: no mainframe options
     FAULTS = InstrumentServer.FAULTS | {"garbage_block", "truncated_block", "overload"}
     COMMAND_LATENCY_S = COMMAND_LATENCY_S
 
@@ -83,9 +85,9 @@ class PowerAnalyzerServer(InstrumentServer):
         self.res_ohm = 0.0
         self.res_on = False
         self.emulation = "PS2Q"
-        self.volt_mode = "FIXED"
-        self.arb_type = "VOLTAGE"
-        self.arb_shape = "SINUSOID"
+        self.volt_mode = "FIXed"
+        self.arb_type = "VOLTage"
+        self.arb_shape = "SINusoid"
         self.sin_ampl = 0.0
         self.sin_offs = 0.0
         self.sin_freq = 1000.0
@@ -111,7 +113,7 @@ class PowerAnalyzerServer(InstrumentServer):
         supply.emulator_on = self.output_on
         supply.setpoint_v = self.voltage
         supply.current_limit_a = self.current_limit
-        supply.output_resistance_ohm = self.res_ohm if (self.res_on and self.emulation == "BATTERY") else 0.0
+        supply.output_resistance_ohm = self.res_ohm if (self.res_on and self.emulation == "BATTery") else 0.0
         running = self.output_on and self.volt_mode == "ARB" and self.arb_running
         if running and not supply.ripple_running:
             supply.ripple_t0 = self.world.clock.now()
@@ -258,11 +260,17 @@ class PowerAnalyzerServer(InstrumentServer):
                 return fmt.format(getattr(self, attr))
             return handler
 
+        def short_getter(attr: str) -> Handler:
+            def handler(call: Call) -> str:
+                slot(call, 0)
+                return short_form(getattr(self, attr))
+            return handler
+
         def flag(attr: str) -> Handler:
             def handler(call: Call) -> None:
                 slot(call, 1)
                 setattr(self, attr, call.boolean(0))
-                if attr == "res_on" and self.res_on and self.emulation != "BATTERY":
+                if attr == "res_on" and self.res_on and self.emulation != "BATTery":
                     self.res_on = False
                     raise ScpiError(SETTINGS_CONFLICT, "output resistance needs EMUL BATT")
                 self._apply()
@@ -275,30 +283,30 @@ class PowerAnalyzerServer(InstrumentServer):
 
         def emulation(call: Call) -> None:
             slot(call, 1)
-            self.emulation = call.choice(0, "PS4Q", "PS2Q", "PS1Q", "BATTery", "CHARger", "CCLoad", "CVLoad",
+            self.emulation = call.option(0, "PS4Q", "PS2Q", "PS1Q", "BATTery", "CHARger", "CCLoad", "CVLoad",
                                          "VMETer", "AMETer")
-            if self.emulation != "BATTERY":
+            if self.emulation != "BATTery":
                 self.res_on = False
             self._apply()
 
         def volt_mode(call: Call) -> None:
             slot(call, 1)
-            self.volt_mode = call.choice(0, "FIXed", "STEP", "LIST", "ARB")
+            self.volt_mode = call.option(0, "FIXed", "STEP", "LIST", "ARB")
             if self.volt_mode != "ARB":
                 self.arb_running = False
             self._apply()
 
         def arb_type(call: Call) -> None:
             slot(call, 1)
-            self.arb_type = call.choice(0, "VOLTage", "CURRent")
-            if self.arb_type != "VOLTAGE":
+            self.arb_type = call.option(0, "VOLTage", "CURRent")
+            if self.arb_type != "VOLTage":
                 raise ScpiError(ILLEGAL_VALUE, "the emulated module only runs voltage arbs")
 
         def arb_shape(call: Call) -> None:
             slot(call, 1)
-            self.arb_shape = call.choice(0, "SINusoid", "STEP", "RAMP", "PULSe", "TRAPezoid", "EXPonential",
+            self.arb_shape = call.option(0, "SINusoid", "STEP", "RAMP", "PULSe", "TRAPezoid", "EXPonential",
                                          "STAircase", "UDEFined", "CDWell", "SEQuence", "CONStant")
-            if self.arb_shape != "SINUSOID":
+            if self.arb_shape != "SINusoid":
                 raise ScpiError(ILLEGAL_VALUE, "the emulated module only runs sine arbs")
 
         def arb_count(call: Call) -> None:
@@ -414,11 +422,18 @@ class PowerAnalyzerServer(InstrumentServer):
         t.add("[SOURce]:VOLTage:RESistance:STATe", flag("res_on"))
         t.add("[SOURce]:VOLTage:RESistance:STATe?", getter("res_on", "{:d}"))
         t.add("[SOURce]:EMULation", emulation)
-        t.add("[SOURce]:EMULation?", getter("emulation", "{}"))
+        t.add("[SOURce]:EMULation?", short_getter("emulation"))
         t.add("[SOURce]:VOLTage:MODE", volt_mode)
-        t.add("[SOURce]:VOLTage:MODE?", getter("volt_mode", "{}"))
+        t.add("[SOURce]:VOLTage:MODE?", short_getter("volt_mode"))
         t.add("[SOURce]:ARB:FUNCtion:TYPE", arb_type)
+        t.add("[SOURce]:ARB:FUNCtion:TYPE?", short_getter("arb_type"))
         t.add("[SOURce]:ARB:FUNCtion[:SHAPe]", arb_shape)
+        t.add("[SOURce]:ARB:FUNCtion[:SHAPe]?", short_getter("arb_shape"))
+        t.add("[SOURce]:ARB:COUNt?", lambda c: (slot(c, 0), "9.9E+37" if self.arb_count_inf else "+1")[1])
+        t.add("FORMat[:DATA]?", lambda c: "REAL" if self.form_real else "ASC")
+        t.add("FORMat:BORDer?", lambda c: "NORM" if self.border_normal else "SWAP")
+        t.add("SENSe:FUNCtion:CURRent?", getter("sense_curr", "{:d}"))
+        t.add("SENSe:FUNCtion:VOLTage?", getter("sense_volt", "{:d}"))
         t.add("[SOURce]:ARB:VOLTage:SINusoid:AMPLitude", setter("sin_ampl", 0.0, 10.0))
         t.add("[SOURce]:ARB:VOLTage:SINusoid:AMPLitude?", getter("sin_ampl"))
         t.add("[SOURce]:ARB:VOLTage:SINusoid:OFFSet", setter("sin_offs", 0.0, 20.4))
