@@ -122,15 +122,10 @@ class EmulatedStation:
         return self
 
     def _start_instruments(self, world: World) -> None:
-        from emulation.instruments.awg import AwgServer
-        from emulation.instruments.daq970a import Daq970aServer
-        from emulation.instruments.clock import ClockServer
-        from emulation.instruments.power_analyzer import PowerAnalyzerServer
-        from emulation.instruments.scope import ScopeServer
+        from emulation.instruments.registry import make_server
 
-        for role, server in (("scope", ScopeServer(world)), ("supply", PowerAnalyzerServer(world)),
-                             ("thermal", Daq970aServer(world)), ("stimulus", AwgServer(world)),
-                             ("clock", ClockServer(world))):
+        for role in EMULATED_ROLES:
+            server = make_server(role, self.config.families.get(role), world)
             server.start()
             self.instruments[role] = server
             log.info("emulated %s (%s) at %s", role, server.family, server.address)

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from bench.backend import open_station
-from bench.core.station import EmulatedConfig, StationConfig, load_station
+from bench.core.station import EMULATED_FAMILIES, EmulatedConfig, StationConfig, emulated_family, load_station
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,6 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--write-station", metavar="FILE",
                    help="write a station file pointing at the running emulators, for `bench run --station FILE`")
     p.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--instrument", action="append", default=[], metavar="ROLE=FAMILY",
+                   help="emulate this family for a role, e.g. scope=rigol-ds1000z, thermal=fluke-1529 "
+                        f"(roles: {', '.join(EMULATED_FAMILIES)}); overrides the station file's [emulated] table")
     p.set_defaults(func=emulate)
 
 
@@ -42,6 +45,9 @@ def emulate(args: argparse.Namespace) -> int:
     emulated = load_station(args.station).emulated if args.station else EmulatedConfig()
     if emulated is None:
         emulated = EmulatedConfig()
+    for choice in args.instrument:
+        role, _, family = choice.partition("=")
+        emulated.families[role.strip()] = emulated_family(role.strip(), family.strip(), f"--instrument {choice}")
     with open_station(None, emulated=emulated) as config:
         print(f"emulated station {config.name!r} running (Ctrl-C to stop)")
         for dut, running in zip(config.duts, config.emulated_station.duts):

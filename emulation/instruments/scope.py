@@ -621,7 +621,7 @@ class ScopeServer(InstrumentServer):
         t.add(":WAVeform:SOURce", lambda c: setattr(self, "wav_source", _chan_number(c.arg(0))))
         t.add(":WAVeform:SOURce?", lambda c: f"CHAN{self.wav_source}")
         t.add(":WAVeform:FORMat", wav_format)
-        t.add(":WAVeform:FORMat?", lambda c: self.wav_format[:4])
+        t.add(":WAVeform:FORMat?", lambda c: {"ASCII": "ASC"}.get(self.wav_format, self.wav_format))
         t.add(":WAVeform:UNSigned", lambda c: setattr(self, "wav_unsigned", c.boolean(0)))
         t.add(":WAVeform:UNSigned?", lambda c: "1" if self.wav_unsigned else "0")
         t.add(":WAVeform:BYTeorder", lambda c: setattr(
