@@ -499,8 +499,10 @@ class AwgServer(InstrumentServer):
 
 
 def _num(value: float) -> str:
-    """The 33500B's numeric answer form, e.g. +1.000000000000000E+03."""
-    return f"{value:+.15E}"
+    """The 33500B's numeric answer form, e.g. +1.000000000000000E+03 (16 significant digits, the
+    last one a 0 so that 9.9E+37 reads as the instrument prints it)."""
+    mantissa, exponent = f"{value:+.14E}".split("E")
+    return f"{mantissa}0E{exponent}"
 
 
 def _value(arg: str | bytes) -> float:
