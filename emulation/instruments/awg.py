@@ -183,11 +183,11 @@ class AwgServer(InstrumentServer):
             cycles = max(1, int(ch.burst_cycles))
             return np.tile(ch.arbs[ch.arb_name].samples, cycles), ch.srate
         if ch.function in ("NOISe", "PRBS", "DC"):
-            raise ScpiError(SETTINGS_CONFLICT, f"burst of {short_form(ch.function)} (not modelled)")
+            raise ScpiError(SETTINGS_CONFLICT, f"a burst of {short_form(ch.function)} is not modelled")
         rate = max(BURST_RENDER_RATE, 20 * ch.frequency)
         count = int(round(ch.burst_cycles * rate / ch.frequency))
         if count > MAX_RENDER_SAMPLES:
-            raise ScpiError(SETTINGS_CONFLICT, f"emulator: a burst of {count} samples is not rendered")
+            raise ScpiError(SETTINGS_CONFLICT, f"a burst of {count} samples is not modelled")
         cycle = (np.arange(count) * ch.frequency / rate + (ch.burst_phase + ch.phase) / 360.0) % 1.0
         shape = {
             "SINusoid": lambda x: np.sin(2 * np.pi * x),

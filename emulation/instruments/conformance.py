@@ -21,8 +21,9 @@ After each step the error queue is drained: any entry not expected fails the ste
 Messages go through the server's own `handle_message`, in process (the parsing, the tree and the
 error queue are the ones a socket client reaches). The conformance figure of a model is the
 share of its documented commands that the emulator implements: a command is implemented when
-sending its example leaves no -113 "Undefined header" (other errors, from an example's
-arguments meeting the state, still count it as implemented).
+sending its example (after *RST) leaves no -113 "Undefined header" and no entry saying the
+emulator does not model it (the emulators' own refusals say "not modelled"); other errors, from
+an example's arguments meeting the state, still count it as implemented.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from emulation.instruments.server import InstrumentServer
 from emulation.world import World
 
 UNDEFINED = -113
+NOT_MODELLED = "not modelled"  # how the emulators word a refusal of something the real model has
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,11 @@ class ModelTable:
 class Exchange:
     answer: str | None
     errors: tuple[int, ...]
+    entries: tuple[str, ...] = ()
+
+    def unmodelled(self) -> bool:
+        """The emulator does not implement what was sent (an undefined header or its own refusal)."""
+        return UNDEFINED in self.errors or any(NOT_MODELLED in entry for entry in self.entries)
 
 
 class _Capture:
@@ -123,9 +130,9 @@ class Session:
         self.server.handle_message(self.conn, message.encode("latin-1"))  # type: ignore[arg-type]
         raw = b"".join(self.conn.sent)
         answer = raw.decode("latin-1").removesuffix("\n") if raw else None
-        codes = tuple(int(entry.split(",", 1)[0]) for entry in self.server.errors)
+        entries = tuple(self.server.errors)
         self.server.errors.clear()
-        return Exchange(answer, codes)
+        return Exchange(answer, tuple(int(entry.split(",", 1)[0]) for entry in entries), entries)
 
 
 def check_step(step: Step, got: Exchange) -> str | None:
@@ -160,5 +167,5 @@ def implemented(table: ModelTable) -> tuple[list[str], list[str]]:
     done, missing = [], []
     for command in table.commands:
         session.exchange("*RST")
-        (missing if UNDEFINED in session.exchange(command).errors else done).append(command)
+        (missing if session.exchange(command).unmodelled() else done).append(command)
     return done, missing

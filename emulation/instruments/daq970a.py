@@ -337,7 +337,7 @@ class Daq970aServer(InstrumentServer):
         def trig_count(call: Call) -> None:
             text = call.arg(0).strip().upper()
             if text in ("INF", "INFINITY"):  # valid on the real unit; endless scans are not emulated
-                raise ScpiError(ILLEGAL_VALUE, "emulator: endless scans (TRIG:COUN INF) are not implemented")
+                raise ScpiError(ILLEGAL_VALUE, "endless scans (TRIG:COUN INF) are not modelled")
             self.trigger_count = int(call.number(0, 1, 500_000))
 
         def ctype(call: Call) -> str:

@@ -300,20 +300,20 @@ class PowerAnalyzerServer(InstrumentServer):
             slot(call, 1)
             self.arb_type = call.option(0, "VOLTage", "CURRent")
             if self.arb_type != "VOLTage":
-                raise ScpiError(ILLEGAL_VALUE, "the emulated module only runs voltage arbs")
+                raise ScpiError(ILLEGAL_VALUE, "current arbs are not modelled")
 
         def arb_shape(call: Call) -> None:
             slot(call, 1)
             self.arb_shape = call.option(0, "SINusoid", "STEP", "RAMP", "PULSe", "TRAPezoid", "EXPonential",
                                          "STAircase", "UDEFined", "CDWell", "SEQuence", "CONStant")
             if self.arb_shape != "SINusoid":
-                raise ScpiError(ILLEGAL_VALUE, "the emulated module only runs sine arbs")
+                raise ScpiError(ILLEGAL_VALUE, "arb shapes other than SINusoid are not modelled")
 
         def arb_count(call: Call) -> None:
             slot(call, 1)
             text = call.arg(0).strip().upper()
             if text not in ("INF", "INFINITY", "9.9E37"):
-                raise ScpiError(ILLEGAL_VALUE, "the emulated module only runs ARB:COUN INF")
+                raise ScpiError(ILLEGAL_VALUE, "arb counts other than INFinity are not modelled")
             self.arb_count_inf = True
 
         def trigger_source(call: Call) -> None:

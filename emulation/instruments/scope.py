@@ -73,6 +73,11 @@ BLOCK_DIGITS = {"keysight": 8, "rigol": 9}  # `#800001000...` / `#9000001200...`
 ACQUIRE_TYPES = {"keysight": ("NORMal", "AVERage", "HRESolution", "PEAK"),
                  "rigol": ("NORMal", "AVERages", "PEAK", "HRESolution")}
 TIMEBASE_MODES = {"keysight": ("MAIN", "WINDow", "XY", "ROLL"), "rigol": ("MAIN", "XY", "ROLL")}
+# :MEASure:ITEM? items of the DS1000Z (the emulator measures the voltages and the delays).
+RIGOL_ITEMS = ("VMAX", "VMIN", "VPP", "VTOP", "VBASe", "VAMP", "VAVG", "VRMS", "OVERshoot", "MARea", "MPARea",
+               "PREShoot", "PERiod", "FREQuency", "RTIMe", "FTIMe", "PWIDth", "NWIDth", "PDUTy", "NDUTy", "RDELay",
+               "FDELay", "RPHase", "FPHase", "TVMAX", "TVMIN", "PSLEWrate", "NSLEWrate", "VUPper", "VMID", "VLOWer",
+               "VARIance", "PVRMs", "PPULses", "NPULses", "PEDGes", "NEDGes")
 BANDWIDTH = {"keysight": ("OFF", "ON"), "rigol": ("OFF", "20M")}  # what :BWLimit takes
 
 
@@ -686,7 +691,10 @@ class ScopeServer(InstrumentServer):
             self.rigol_mode = call.choice(0, "NORMal", "MAXimum", "RAW")
 
         def item_rigol(call: Call) -> str:
-            name = call.option(0, "VPP", "VMAX", "VMIN", "VAVG", "VRMS", "RDELay", "FDELay")
+            name = call.option(0, *RIGOL_ITEMS)
+            if name not in ("VPP", "VMAX", "VMIN", "VAVG", "VRMS", "RDELay", "FDELay"):
+                call.rest(1)
+                raise ScpiError(ILLEGAL_VALUE, f"measurement item {name} is not modelled")
             if name in ("RDELay", "FDELay"):
                 return self._delay(_chan_number(call.arg(1)), _chan_number(call.arg(2)))
             return self._statistic(self._measure_source(call, 1), name)
