@@ -231,6 +231,9 @@ class ScopeServer(InstrumentServer):
 
     def _current_acquisition(self) -> Acquisition:
         """The acquisition the data commands read; a running scope shows its latest sweep."""
+        if self._digitize_pending:
+            # :DIGitize is sequential on the InfiniiVision: what follows waits until it is done.
+            self.complete_pending()
         if self.state in ("ARMING", "ARMED") and self.dialect == "keysight":
             raise ScpiError(DATA_STALE, "the single acquisition has not completed (wait for :TER? = 1)")
         if self.state in ("RUN", "ARMING", "ARMED") or self.acq is None:
