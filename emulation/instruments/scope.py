@@ -39,7 +39,7 @@ from emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer
+from emulation.instruments.server import InstrumentServer, enumerated, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -111,6 +111,9 @@ class ScopeServer(InstrumentServer):
     FAULTS = InstrumentServer.FAULTS | {"garbage_block", "truncated_block", "wrong_preamble",
                                         "invalid_measure", "holes"}
     COMMAND_LATENCY_S = COMMAND_LATENCY_S
+    SAVED_STATE = ("channels", "tb_scale", "tb_position", "tb_reference", "tb_mode", "trig_source", "trig_level",
+                   "trig_rising", "trig_sweep", "acq_type", "acq_mode", "acq_count")
+    SAVE_SLOTS = range(10)
 
     def __init__(self, world: World, dialect: str = "keysight", port: int = 0) -> None:
         if dialect not in IDN:
@@ -220,6 +223,10 @@ class ScopeServer(InstrumentServer):
                 self.world.wait(POLL_QUANTUM_S)
                 self._latch_running()
             return False
+        self._complete_at(t_trigger)
+        return True
+
+    def _complete_at(self, t_trigger: float) -> None:
         x_origin, span = self._window()
         self._acq_count += 1
         self.acq = Acquisition(self._acq_count, t_trigger, x_origin, span)
@@ -227,7 +234,14 @@ class ScopeServer(InstrumentServer):
         self.state = "DONE"
         self._ter = self._aer = True
         log.debug("%s triggered at %.6f (acquisition %d)", self.family, t_trigger, self._acq_count)
-        return True
+
+    def _force(self) -> None:
+        """:TRIGger:FORCe / :TFORce: trigger now if armed (not before the pre-trigger part is in)."""
+        self._latch_running()
+        if self.state == "ARMED":
+            self._complete_at(self.world.clock.now())
+        elif self.state == "RUN":
+            self._ter = True
 
     def _current_acquisition(self) -> Acquisition:
         """The acquisition the data commands read; a running scope shows its latest sweep."""
@@ -472,8 +486,11 @@ class ScopeServer(InstrumentServer):
         if self.take_fault("invalid_measure") or np.max(volts) > high or np.min(volts) < low:
             value = INVALID  # clipped: the scope cannot measure off the screen
         else:
-            value = {"VPP": np.ptp(volts), "VMAX": np.max(volts), "VMIN": np.min(volts),
-                     "VAVG": np.mean(volts), "VRMS": np.sqrt(np.mean(volts ** 2))}[name]
+            # VTOP/VBASe/VAMP as the extremes: the scope's histogram modes, for the waveforms here
+            # (audio bursts over noise), differ from them by about the noise.
+            value = {"VPP": np.ptp(volts), "VMAX": np.max(volts), "VMIN": np.min(volts), "VTOP": np.max(volts),
+                     "VBASE": np.min(volts), "VAMP": np.ptp(volts),
+                     "VAVG": np.mean(volts), "VRMS": np.sqrt(np.mean(volts ** 2))}[name.upper()]
         return f"{value:+.8E}" if self.dialect == "keysight" else f"{value:.6e}"
 
     def _autoscale(self) -> None:
@@ -498,6 +515,43 @@ class ScopeServer(InstrumentServer):
         n, low, high = found[0]
         self.trig_source, self.trig_level, self.trig_rising = n, (high + low) / 2, True
         self.trig_sweep = "AUTO"
+
+    def _keysight_settings(self) -> None:
+        """Documented commands whose effect the emulator shows only in their own query, and the
+        display/status ones that follow from the channel state."""
+        t = self.tree
+
+        def display(on: bool) -> Handler:
+            return lambda c: setattr(self.channels[_chan_number(c.arg(0))], "display", on)
+
+        for node, default, kind in (
+                (":AUToscale:AMODE", "NORMal", enumerated("NORMal", "CURRent")),
+                (":AUToscale:CHANnels", "ALL", enumerated("ALL", "DISPlayed")),
+                (":MTEenable", 0, numeric(0, 65535, "+{:.0f}")), (":OPEE", 0, numeric(0, 65535, "+{:.0f}")),
+                (":OVLenable", 0, numeric(0, 65535, "+{:.0f}")), (":ACQuire:COMPlete", 100, numeric(0, 100, "+{:.0f}")),
+                (":CHANnel<n>:PROBe:STYPe", "SINGle", enumerated("DIFFerential", "SINGle")),
+                (":CHANnel<n>:VERNier", False, on_off()), (":SYSTem:LOCK", False, on_off()),
+                (":TIMebase:VERNier", False, on_off()), (":TIMebase:WINDow:POSition", 0.0, numeric(-500, 500)),
+                (":TIMebase:WINDow:RANGe", 1e-3, numeric(1e-9, 500)), (":TIMebase:WINDow:SCALe", 1e-4, numeric(1e-10, 50)),
+                (":TRIGger:HFReject", False, on_off()), (":TRIGger:NREJect", False, on_off()),
+                (":TRIGger:HOLDoff", 40e-9, numeric(40e-9, 10.0)),
+                (":TRIGger[:EDGE]:COUPling", "DC", enumerated("AC", "DC", "LFReject")),
+                (":TRIGger[:EDGE]:REJect", "OFF", enumerated("OFF", "LFReject", "HFReject")),
+                (":WAVeform:VIEW", "MAIN", enumerated("MAIN"))):
+            self.add_setting(node, default, kind)
+        t.add(":MTERegister[:EVENt]?", lambda c: "+0")
+        t.add(":OVLRegister?", lambda c: "+0")  # no input overloaded (the emulated inputs are 1 MOhm)
+        t.add(":OPERegister[:EVENt]?", lambda c: f"+{8 if self.state in ('RUN', 'ARMING', 'ARMED') else 0}")
+        t.add(":BLANk", display(False))
+        t.add(":VIEW", display(True))
+        t.add(":STATus?", lambda c: str(int(self.channels[_chan_number(c.arg(0))].display)))
+        t.add(":SERial?", lambda c: f'"{self.idn.split(",")[2]}"')
+        t.add(":CHANnel<n>:BANDwidth?", lambda c: f"{25e6 if self.channels[_suffix_channel(c)].bwlimit else 200e6:+.8E}")
+        t.add(":CHANnel<n>:PROBe:ID?", lambda c: (_suffix_channel(c), '"No Probe"')[1])
+        t.add(":CHANnel<n>:PROTection?", lambda c: (_suffix_channel(c), "NORM")[1])
+        t.add(":CHANnel<n>:PROTection:CLEar", lambda c: _suffix_channel(c) and None)
+        t.add(":MEASure:CLEar", lambda c: None)
+        t.add(":TRIGger:FORCe", lambda c: self._force())
 
     def _rigol_averages(self, call: Call) -> None:
         count = int(call.number(0, 2, 1024))
@@ -594,6 +648,7 @@ class ScopeServer(InstrumentServer):
                                                          c.option(0, "ONEMeg", "FIFTy")))
         t.add(":CHANnel<n>:IMPedance?", lambda c: short_form(self.channels[_suffix_channel(c)].impedance))
         t.add(":TIMebase?", timebase_query)
+        self._keysight_settings()
         t.add(":TIMebase:MODE", lambda c: setattr(self, "tb_mode", c.option(0, *TIMEBASE_MODES["keysight"])))
         t.add(":TIMebase:MODE?", lambda c: short_form(self.tb_mode))
         t.add(":AUToscale", lambda c: self._autoscale())
@@ -608,7 +663,7 @@ class ScopeServer(InstrumentServer):
         t.add(":MEASure:SOURce", lambda c: setattr(self, "measure_source", _chan_number(c.arg(0))))
         t.add(":MEASure:SOURce?", lambda c: f"CHAN{self.measure_source}")
         for item, node in (("VPP", "VPP"), ("VMAX", "VMAX"), ("VMIN", "VMIN"), ("VAVG", "VAVerage"),
-                           ("VRMS", "VRMS")):
+                           ("VRMS", "VRMS"), ("VTOP", "VTOP"), ("VBASE", "VBASe"), ("VAMP", "VAMPlitude")):
             t.add(f":MEASure:{node}?", lambda c, item=item: self._statistic(self._measure_source(c, 0), item))
         t.add(":TIMebase:SCALe", lambda c: setattr(self, "tb_scale", c.number(0, 1e-9, 50.0)))
         t.add(":TIMebase:SCALe?", lambda c: f"{self.tb_scale:+.8E}")
@@ -695,7 +750,7 @@ class ScopeServer(InstrumentServer):
 
         def item_rigol(call: Call) -> str:
             name = call.option(0, *RIGOL_ITEMS)
-            if name not in ("VPP", "VMAX", "VMIN", "VAVG", "VRMS", "RDELay", "FDELay"):
+            if name not in ("VPP", "VMAX", "VMIN", "VAVG", "VRMS", "VTOP", "VBASe", "VAMP", "RDELay", "FDELay"):
                 call.rest(1)
                 raise ScpiError(ILLEGAL_VALUE, f"measurement item {name} is not modelled")
             if name in ("RDELay", "FDELay"):
@@ -714,6 +769,17 @@ class ScopeServer(InstrumentServer):
         t.add(":ACQuire:AVERages?", lambda c: str(self.acq_count))
         t.add(":MEASure:SOURce", lambda c: setattr(self, "measure_source", _chan_number(c.arg(0))))
         t.add(":MEASure:SOURce?", lambda c: f"CHAN{self.measure_source}")
+        t.add(":CLEar", lambda c: None)
+        t.add(":TFORce", lambda c: self._force())
+        t.add(":MEASure:CLEar", lambda c: c.option(0, "ITEM1", "ITEM2", "ITEM3", "ITEM4", "ITEM5", "ALL") and None)
+        for node, default, kind in (
+                (":CHANnel<n>:VERNier", False, on_off()), (":TIMebase:DELay:ENABle", False, on_off()),
+                (":TRIGger:COUPling", "DC", enumerated("AC", "DC", "LFReject", "HFReject")),
+                (":TRIGger:HOLDoff", 16e-9, numeric(16e-9, 10.0, "{:.6e}")), (":TRIGger:NREJect", False, on_off())):
+            self.add_setting(node, default, kind)
+        for index, node in enumerate(("XINCrement", "XORigin", "XREFerence", "YINCrement", "YORigin",
+                                      "YREFerence"), start=4):
+            t.add(f":WAVeform:{node}?", lambda c, i=index: self._preamble(self._current_acquisition()).split(",")[i])
         t.add(":TIMebase[:MAIN]:SCALe", lambda c: setattr(self, "tb_scale", c.number(0, 5e-9, 50.0)))
         t.add(":TIMebase[:MAIN]:SCALe?", lambda c: f"{self.tb_scale:.6e}")
         t.add(":TIMebase[:MAIN]:OFFSet", lambda c: setattr(self, "tb_position", c.number(0, -500.0, 500.0)))

@@ -7,15 +7,18 @@ out, and fault injection for tests.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import socket
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from emulation.instruments.scpi import (
+    ILLEGAL_VALUE,
     PARAMETER_NOT_ALLOWED,
     QUEUE_OVERFLOW,
     UNDEFINED_HEADER,
@@ -26,6 +29,7 @@ from emulation.instruments.scpi import (
     ScpiError,
     find_message_end,
     resolve_header,
+    short_form,
     split_units,
 )
 
@@ -35,6 +39,25 @@ POLL_S = 0.05  # how often blocked threads look at the stop flag
 SEND_TIMEOUT_S = 30.0  # a client that stops reading for this long is dropped
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a client sending more without "\n" is dropped
 ERROR_QUEUE_DEPTH = 30
+
+# A stored setting's value kind: how a command reads it from its arguments, how a query shows it.
+Parse = Callable[[Call, int], Any]
+Show = Callable[[Any], str]
+Kind = tuple[Parse, Show]
+ChannelList = Callable[[Call, int], list[int]]
+
+
+def on_off() -> Kind:
+    return (lambda call, index: call.boolean(index)), (lambda value: str(int(value)))
+
+
+def numeric(minimum: float, maximum: float, fmt: str = "{:+.8E}") -> Kind:
+    return (lambda call, index: call.number(index, minimum, maximum)), fmt.format
+
+
+def enumerated(*options: str) -> Kind:
+    """One of `options` (written with their short forms in capitals); queries answer the short form."""
+    return (lambda call, index: call.option(index, *options)), short_form
 
 
 class Connection:
@@ -223,6 +246,8 @@ class InstrumentServer(LineServer):
     idn = "phonebench,EMU,0,0"
     options: str | None = None  # *OPT? answer where the model documents the query
     self_test = "+0"  # *TST? answer: 0 = passed
+    SAVED_STATE: tuple[str, ...] = ()  # attributes *SAV stores and *RCL restores (none: no *SAV/*RCL)
+    SAVE_SLOTS = range(0)
     FAULTS: frozenset[str] = frozenset({"silence", "garbage"})
 
     def __init__(self, port: int = 0) -> None:
@@ -234,6 +259,9 @@ class InstrumentServer(LineServer):
         self.ese = 0  # its enable register
         self.sre = 0  # service request enable register
         self.commands_seen: list[str] = []  # every header executed, for tests
+        self.settings: dict[tuple, Any] = {}  # stored settings (add_setting), back to defaults at *RST
+        self.kept_settings: dict[tuple, Any] = {}  # the ones *RST leaves alone (*PSC, ...)
+        self._saved: dict[int, dict[str, Any]] = {}
         self._faults: dict[str, int | None] = {}
         # Faults have their own lock: world observers consult them while holding the world's lock.
         self._fault_lock = threading.Lock()
@@ -248,6 +276,45 @@ class InstrumentServer(LineServer):
                                  (":SYSTem:VERSion?", lambda c: "1999.0")):
             self.tree.add(pattern, handler)
         self.tree.add("*OPT?", self._opt)
+        if self.SAVED_STATE:
+            self.tree.add("*SAV", self._sav)
+            self.tree.add("*RCL", self._rcl)
+
+    # --- stored settings -------------------------------------------------------------------
+    def add_setting(self, pattern: str, default: Any, kind: Kind, channels: ChannelList | None = None,
+                    reset: bool = True) -> None:
+        """A command the model documents whose only effect the emulator shows is its own query:
+        `pattern <value>[,<channels>]` stores the value (one per numeric suffix and channel),
+        `pattern? [<channels>]` answers it; *RST restores `default` unless `reset` is False."""
+        parse, show = kind
+        store = self.settings if reset else self.kept_settings
+
+        def keys(call: Call, index: int) -> list[tuple]:
+            listed = channels(call, index) if channels is not None and call.has(index) else [None]
+            return [(pattern, call.suffixes, channel) for channel in listed]
+
+        def set_value(call: Call) -> None:
+            value = parse(call, 0)
+            for key in keys(call, 1):
+                store[key] = value
+
+        self.tree.add(pattern, set_value)
+        self.tree.add(pattern + "?", lambda c: ",".join(show(store.get(key, default)) for key in keys(c, 0)))
+
+    def _sav(self, call: Call) -> None:
+        slot = int(call.number(0, self.SAVE_SLOTS.start, self.SAVE_SLOTS.stop - 1))
+        state = {name: getattr(self, name) for name in self.SAVED_STATE}
+        self._saved[slot] = copy.deepcopy({**state, "settings": self.settings})
+
+    def _rcl(self, call: Call) -> None:
+        slot = int(call.number(0, self.SAVE_SLOTS.start, self.SAVE_SLOTS.stop - 1))
+        if slot not in self._saved:
+            raise ScpiError(ILLEGAL_VALUE, f"no state stored in location {slot}")
+        state = copy.deepcopy(self._saved[slot])
+        self.settings = state.pop("settings")
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.recalled()
 
     # --- faults ---------------------------------------------------------------------------
     def inject_fault(self, name: str, count: int | None = 1) -> None:
@@ -296,6 +363,7 @@ class InstrumentServer(LineServer):
 
     def _rst(self, call: Call) -> None:
         self.reset()
+        self.settings.clear()
 
     def _tst(self, call: Call) -> str:
         return self.self_test
@@ -332,6 +400,9 @@ class InstrumentServer(LineServer):
     # --- hooks for subclasses ----------------------------------------------------------------
     def reset(self) -> None:
         """*RST: back to power-on settings."""
+
+    def recalled(self) -> None:
+        """*RCL restored SAVED_STATE: subclasses push it where it acts (the world)."""
 
     def complete_pending(self) -> bool:
         """*OPC?/*WAI: wait (in simulated time) for overlapped operations; False = never completes."""
