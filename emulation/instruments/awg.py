@@ -46,7 +46,7 @@ from emulation.instruments.scpi import (
     ScpiError,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer
+from emulation.instruments.server import InstrumentServer, Kind, enumerated, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,8 @@ class AwgServer(InstrumentServer):
     family = "keysight-33500b"
     idn = IDN
     options = OPTIONS
+    SAVED_STATE = ("channels",)
+    SAVE_SLOTS = range(5)  # 0 is the power-down state, 1-4 the user's
     COMMAND_LATENCY_S = 1e-3  # simulated time a command unit takes (a *TRG plays this much later)
 
     def __init__(self, world: World, port: int = 0) -> None:
@@ -401,6 +403,14 @@ class AwgServer(InstrumentServer):
                 ch.output_on = True
             return handler
 
+        def apply_arb(call: Call) -> None:
+            ch = chan(call)
+            if call.has(0) and call.arg(0).strip().upper() not in ("DEF", "DEFAULT"):
+                ch.srate = call.number(0, 1e-6, 250e6, 40e3)
+            rest = Call(call.header, ["DEF", *call.args[1:]], call.suffixes)
+            apply("ARB")(rest)
+            call.used = max(call.used, rest.used)
+
         def apply_query(call: Call) -> str:
             ch = chan(call)
             return (f'"{short_form(ch.function)} {_num(ch.frequency)},{_num(self._amplitude_display(ch))},'
@@ -475,6 +485,52 @@ class AwgServer(InstrumentServer):
         t.add("TRIGger<n>:DELay", number_setter("trigger_delay", 0.0, 1000.0, 0.0))
         t.add("TRIGger<n>:DELay?", number_query(lambda ch: ch.trigger_delay, 0.0, 1000.0))
         t.add("TRIGger<n>[:IMMediate]", trigger)
+        def arb_frequency(call: Call) -> None:
+            ch = chan(call)
+            points = _arb_points(ch)
+            if not points:
+                raise ScpiError(SETTINGS_CONFLICT, "no arb selected (FUNC:ARB <name>)")
+            ch.srate = call.number(0, 1e-6 / points, 250e6 / points, 1e3) * points
+
+        def derived(read: Callable[[Channel], float], write: Callable[[Channel, float], None], lo: float, hi: float,
+                    default: float) -> tuple[Handler, Handler]:
+            return (lambda c: write(chan(c), c.number(0, lo, hi, default))), number_query(read, lo, hi)
+
+        for node, (setter, getter) in {
+                "FUNCtion:ARBitrary:FREQuency": (arb_frequency, number_query(lambda ch: ch.srate / max(_arb_points(ch), 1))),
+                "FUNCtion:ARBitrary:PERiod": derived(lambda ch: max(_arb_points(ch), 1) / ch.srate,
+                                                     lambda ch, v: setattr(ch, "srate", max(_arb_points(ch), 1) / v),
+                                                     1e-6, 1e6, 1e-3),
+                "FUNCtion:ARBitrary:PTPeak": derived(lambda ch: ch.vpp, lambda ch, v: self._set_levels(ch, vpp=v),
+                                                     1e-3, 20.0, 0.1),
+                "FUNCtion:PULSe:PERiod": derived(lambda ch: 1 / ch.frequency,
+                                                 lambda ch, v: self._set_frequency(ch, 1 / v), 33e-9, 1e6, 1e-3),
+                "FUNCtion:SQUare:PERiod": derived(lambda ch: 1 / ch.frequency,
+                                                  lambda ch, v: self._set_frequency(ch, 1 / v), 33e-9, 1e6, 1e-3),
+                "FUNCtion:PULSe:DCYCle": derived(lambda ch: 100 * ch.pulse_width * ch.frequency,
+                                                 lambda ch, v: setattr(ch, "pulse_width", v / 100 / ch.frequency),
+                                                 0.0, 100.0, 10.0)}.items():
+            t.add(f"{s}:{node}", setter)
+            t.add(f"{s}:{node}?", getter)
+        settings: tuple[tuple[str, object, Kind], ...] = (
+            (f"{s}:BURSt:GATE:POLarity", "NORMal", enumerated("NORMal", "INVerted")),
+            ("OUTPut<n>:MODE", "NORMal", enumerated("NORMal", "GATed")), ("OUTPut:SYNC", True, on_off()),
+            ("OUTPut:TRIGger", False, on_off()), ("PHASe:UNLock:ERRor:STATe", False, on_off()),
+            ("TRIGger<n>:COUNt", 1.0, (numeric(1, 1e6)[0], _num)),
+            ("TRIGger<n>:LEVel", 1.0, (numeric(0.9, 3.8)[0], _num)),
+            ("TRIGger<n>:TIMer", 1e-3, (numeric(1e-6, 8000.0)[0], _num)),
+            # The limits are stored, not enforced: the emulated output keeps to the load limit only.
+            (f"{s}:VOLTage:LIMit:HIGH", 5.0, (numeric(-10.0, 10.0)[0], _num)),
+            (f"{s}:VOLTage:LIMit:LOW", -5.0, (numeric(-10.0, 10.0)[0], _num)),
+            (f"{s}:VOLTage:LIMit:STATe", False, on_off()),
+            (f"{s}:VOLTage:RANGe:AUTO", "ON", enumerated("OFF", "ON", "ONCE")))
+        for node, default, kind in settings:
+            self.add_setting(node, default, kind)
+        self.add_setting("*PSC", True, on_off(), reset=False)
+        t.add(f"{s}:APPLy:PRBS", apply("PRBS"))
+        t.add(f"{s}:APPLy:ARBitrary", apply_arb)
+        t.add(f"{s}:PHASe:REFerence", lambda c: chan(c) and None)
+        t.add(f"{s}:DATA:ATTRibute:POINts?", lambda c: f"+{_stored(chan(c), c.arg(0)).samples.size}")
         t.add("FORMat:BORDer", lambda c: setattr(self, "big_endian", c.choice(0, "NORMal", "SWAPped") == "NORMAL"))
         t.add("FORMat:BORDer?", lambda c: "NORM" if self.big_endian else "SWAP")
         t.add("SYSTem:BEEP[:IMMediate]", lambda c: None)
@@ -512,6 +568,13 @@ def _value(arg: str | bytes) -> float:
         return float(arg)
     except ValueError:
         raise ScpiError(ILLEGAL_VALUE, f"{arg!r} is not a number") from None
+
+
+def _stored(ch: Channel, name_arg: str) -> Arb:
+    name = name_arg.strip().strip('"').upper()
+    if name not in ch.arbs:
+        raise ScpiError(ILLEGAL_VALUE, f"no arb named {name} in this channel's volatile memory")
+    return ch.arbs[name]
 
 
 def _arb_points(ch: Channel) -> int:

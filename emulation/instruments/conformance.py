@@ -23,7 +23,9 @@ error queue are the ones a socket client reaches). The conformance figure of a m
 share of its documented commands that the emulator implements: a command is implemented when
 sending its example (after *RST) leaves no -113 "Undefined header" and no entry saying the
 emulator does not model it (the emulators' own refusals say "not modelled"); other errors, from
-an example's arguments meeting the state, still count it as implemented.
+an example's arguments meeting the state, still count it as implemented. Among the implemented,
+`stored_only` are the commands the emulator stores and answers back without their setting
+acting on anything it models (InstrumentServer.add_setting).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulation.instruments.registry import make_server
+from emulation.instruments.scpi import resolve_header
 from emulation.instruments.server import InstrumentServer
 from emulation.world import World
 
@@ -159,6 +162,18 @@ def replay(table: ModelTable, dialogue: Dialogue) -> list[str]:
         if problem:
             failures.append(problem)
     return failures
+
+
+def stored_only(table: ModelTable, commands: list[str]) -> list[str]:
+    """The commands among `commands` that the emulator only stores and answers back."""
+    tree = Session(table).server.tree
+    out = []
+    for command in commands:
+        words, query, _ = resolve_header(command.split(" ", 1)[0], [])
+        found = tree.lookup(words, query)
+        if found is not None and getattr(found[0], "stored_only", False):
+            out.append(command)
+    return out
 
 
 def implemented(table: ModelTable) -> tuple[list[str], list[str]]:

@@ -40,6 +40,7 @@ from emulation.instruments.scpi import (
     DATA_STALE,
     HARDWARE_MISSING,
     ILLEGAL_VALUE,
+    OUT_OF_RANGE,
     PARAMETER_NOT_ALLOWED,
     SETTINGS_CONFLICT,
     Call,
@@ -47,7 +48,7 @@ from emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer
+from emulation.instruments.server import InstrumentServer, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -91,11 +92,14 @@ class ChannelSetup:
     check: bool = False
     nplc: float = 1.0
     unit: str = "C"
+    fixed_ref_c: float = 0.0  # the FIXed reference junction temperature
 
 
 class Daq970aServer(InstrumentServer):
     family = "keysight-daq970a"
     idn = IDN
+    SAVED_STATE = ("setup", "scan", "format", "time_type", "trigger_source", "trigger_timer_s", "trigger_count")
+    SAVE_SLOTS = range(6)  # 0 is the power-down state
     options = ",".join(MODULES.get(slot, "0") for slot in (1, 2, 3))  # *OPT?: the module in each slot
     FAULTS = InstrumentServer.FAULTS
 
@@ -177,7 +181,8 @@ class Daq970aServer(InstrumentServer):
             celsius = (self.world.surface_temperatures()[wiring.point] + wiring.offset_c
                        + self.rng.normal(0.0, wiring.noise_c))
             if setup.function == "TC" and setup.rjunction == "FIX":
-                celsius -= self.world.ambient_c  # the default fixed reference is 0 °C; the terminals are not
+                # The fixed reference (0 °C unless set) stands in for the terminals' real temperature.
+                celsius += setup.fixed_ref_c - self.world.ambient_c
         return {"C": celsius, "F": celsius * 9 / 5 + 32, "K": celsius + 273.15}[setup.unit], setup.unit
 
     def _sweep(self, t_start: float) -> None:
@@ -198,6 +203,21 @@ class Daq970aServer(InstrumentServer):
         self.memory.clear()
         self._scan_start = now = self.world.clock.now()
         self._sweeps_due = [now + i * period for i in range(self.trigger_count)]
+
+    def _catch_up(self) -> None:
+        """Run the sweeps whose time has come (reading memory fills as the scan goes)."""
+        while self._sweeps_due and self._sweeps_due[0] <= self.world.clock.now():
+            self._sweep(self._sweeps_due.pop(0))
+
+    def _take(self, count: int | None, remove: bool) -> list[tuple[float, str, float, int]]:
+        self._catch_up()
+        count = len(self.memory) if count is None else count
+        if count > len(self.memory):
+            raise ScpiError(OUT_OF_RANGE, f"{count} readings asked, {len(self.memory)} in memory")
+        taken = self.memory[:count]
+        if remove:
+            del self.memory[:count]
+        return taken
 
     def _complete(self) -> None:
         """Run the sweeps still due (the instrument's FETCh? waits for them)."""
@@ -351,6 +371,44 @@ class Daq970aServer(InstrumentServer):
         def scan_query(call: Call) -> bytes:
             return ieee_block(("(@" + ",".join(map(str, self.scan)) + ")").encode())
 
+        def transducer(call: Call) -> None:
+            function = {"TCOUPLE": "TC", "RTD": "RTD", "FRTD": "FRTD", "THERMISTOR": "THER", "FTHERMISTOR": "FTH"}[
+                call.choice(0, "TCouple", "RTD", "FRTD", "THERmistor", "FTHermistor")]
+            kind = {"TC": DEFAULT_TC, "RTD": "85", "FRTD": "85", "THER": "5000", "FTH": "5000"}[function]
+            for channel in self._channels(call, 1) if call.has(1) else list(self.scan):
+                self.setup[channel] = ChannelSetup(function, kind)
+
+        def readings(count_index: int | None, remove: bool, block: bool) -> Callable[[Call], str | bytes]:
+            def handler(call: Call) -> str | bytes:
+                count = int(call.number(count_index, 1, 1_000_000)) if count_index is not None and call.has(
+                    count_index) else None
+                if not remove and count is None:
+                    count = 1
+                taken = self._take(count, remove) if remove else self._take(None, False)[-(count or 1):]
+                if not taken and not block:
+                    raise ScpiError(DATA_STALE, "no readings in memory")
+                text = ",".join(self._format(*reading) for reading in taken)
+                return ieee_block(text.encode()) if block else text
+            return handler
+
+        t.add("[SENSe]:TEMPerature:APERture", per_channel("nplc", lambda c: c.number(0, 0.0004, 1.0) * LINE_HZ))
+        t.add("[SENSe]:TEMPerature:APERture?", per_channel_query(lambda s: f"{s.nplc / LINE_HZ:+.8E}"))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TYPE", transducer)
+        t.add("[SENSe]:TEMPerature:TRANsducer:TYPE?", per_channel_query(lambda s: {"VOLT": "NONE"}.get(
+            s.function, {"THER": "THER", "FTH": "FTH"}.get(s.function, s.function))))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TCouple:RJUNction",
+              per_channel("fixed_ref_c", lambda c: c.number(0, -20.0, 80.0, 0.0)))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TCouple:RJUNction?", per_channel_query(lambda s: f"{s.fixed_ref_c:+.8E}"))
+        t.add("ROUTe:SCAN:SIZE?", lambda c: f"+{len(self.scan)}")
+        self.add_setting("ROUTe:CHANnel:DELay", 0.0, numeric(0.0, 60.0), channels=self._channels)
+        self.add_setting("ROUTe:CHANnel:DELay:AUTO", True, on_off(), channels=self._channels)
+        self.add_setting("*PSC", True, on_off(), reset=False)
+        for name, node in (("CHAN", "CHANnel"), ("UNIT", "UNIT"), ("TIME", "TIME"), ("ALAR", "ALARm")):
+            t.add(f"FORMat:READing:{node}?", lambda c, name=name: str(int(self.format[name])))
+        t.add("R?", readings(0, remove=True, block=True))
+        t.add("DATA:REMove?", readings(0, remove=True, block=False))
+        t.add("DATA:LAST?", readings(0, remove=False, block=False))
+        t.add("DATA:POINts?", lambda c: (self._catch_up(), f"+{len(self.memory)}")[1])
         t.add("CONFigure:TEMPerature", configure)
         t.add("CONFigure:VOLTage[:DC]", configure_volts)
         t.add("CONFigure?", configure_query)

@@ -34,7 +34,7 @@ from emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer
+from emulation.instruments.server import InstrumentServer, enumerated, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,9 @@ class PowerAnalyzerServer(InstrumentServer):
     family = "keysight-n6705c"
     idn = IDN
     options = "0"  # *OPT?: no mainframe options
+    SAVED_STATE = ("output_on", "voltage", "current_limit", "res_ohm", "res_on", "emulation", "volt_mode",
+                   "sin_ampl", "sin_offs", "sin_freq", "sense_curr", "sense_volt", "tint", "points", "offset_points")
+    SAVE_SLOTS = range(16)
     FAULTS = InstrumentServer.FAULTS | {"garbage_block", "truncated_block", "overload"}
     COMMAND_LATENCY_S = COMMAND_LATENCY_S
 
@@ -138,6 +141,9 @@ class PowerAnalyzerServer(InstrumentServer):
 
     def elapse(self, seconds: float) -> None:
         self.world.wait(seconds)
+
+    def recalled(self) -> None:
+        self._apply()
 
     # --- digitizer ----------------------------------------------------------------------------
     def _initiate_acq(self) -> None:
@@ -468,6 +474,49 @@ class PowerAnalyzerServer(InstrumentServer):
             return f"+{self._operation_condition()}"
 
         t.add("STATus:OPERation:CONDition?", operation_condition)
+
+        def slot_channels(call: Call, index: int) -> list[int]:
+            slot(call, index)
+            return call.channels(index)
+
+        for node, default, kind in (
+                ("[SOURce]:VOLTage:LIMit[:POSitive][:IMMediate][:AMPLitude]", 20.4, numeric(0.0, 20.4, "{:+.6E}")),
+                ("[SOURce]:VOLTage:PROTection[:LEVel]", 22.0, numeric(0.0, 22.0, "{:+.6E}")),
+                ("[SOURce]:VOLTage:RANGe", 20.4, numeric(0.0, 20.4, "{:+.6E}")),
+                ("[SOURce]:VOLTage:SLEW[:IMMediate]", 9.9e37, numeric(0.0, 9.9e37, "{:+.6E}")),
+                ("[SOURce]:CURRent[:LEVel][:IMMediate][:AMPLitude]", 0.0, numeric(-3.06, 3.06, "{:+.6E}")),
+                ("[SOURce]:CURRent:MODE", "FIXed", enumerated("FIXed", "STEP", "LIST", "ARB")),
+                ("[SOURce]:CURRent:RANGe", 3.06, numeric(0.0, 3.06, "{:+.6E}")),
+                ("[SOURce]:FUNCtion", "VOLTage", enumerated("VOLTage", "CURRent")),  # priority mode
+                ("[SOURce]:ARB:TERMinate:LAST", False, on_off()),
+                ("SENSe:CURRent[:DC]:RANGe[:UPPer]", 3.06, numeric(0.0, 3.06, "{:+.6E}")),
+                ("SENSe:VOLTage[:DC]:RANGe[:UPPer]", 20.4, numeric(0.0, 20.4, "{:+.6E}"))):
+            self.add_setting(node, default, kind, channels=slot_channels)
+        t.add("OUTPut:PROTection:CLEar", lambda c: slot(c, 0))
+        t.add("TRIGger:ACQuire:SOURce?", lambda c: (slot(c, 0), "BUS")[1])
+        t.add("TRIGger:TRANsient:SOURce?", lambda c: (slot(c, 0), "BUS")[1])
+        t.add("TRIGger:ARB:SOURce?", lambda c: "BUS")
+        t.add("STATus:OPERation[:EVENt]?", operation_condition)
+        t.add("STATus:QUEStionable:CONDition?", lambda c: (slot(c, 0), "+0")[1])
+        t.add("SYSTem:CHANnel:COUNt?", lambda c: "+1")
+
+        def scalar_power(call: Call) -> str:
+            # Mean voltage times mean current of two short sweeps: the ripple's correlation is lost.
+            slot(call, 0)
+            return f"{float(self._measure_scalar('VOLT')) * float(self._measure_scalar('CURR')):+.6E}"
+
+        def fetch_scalar(function: str) -> Handler:
+            def handler(call: Call) -> str:
+                slot(call, 0)
+                data = self._sweep_data(function)
+                if data is None:
+                    raise QueryBlocked("no triggered sweep to fetch")
+                return f"{float(np.mean(data)):+.6E}"
+            return handler
+
+        t.add("MEASure[:SCALar]:POWer[:DC]?", scalar_power)
+        t.add("FETCh[:SCALar]:CURRent[:DC]?", fetch_scalar("CURR"))
+        t.add("FETCh[:SCALar]:VOLTage[:DC]?", fetch_scalar("VOLT"))
         t.add("FETCh:ARRay:CURRent[:DC]?", fetch("CURR"))
         t.add("FETCh:ARRay:VOLTage[:DC]?", fetch("VOLT"))
         t.add("MEASure:ARRay:CURRent[:DC]?", measure_array("CURR"))

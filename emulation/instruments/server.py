@@ -298,8 +298,12 @@ class InstrumentServer(LineServer):
             for key in keys(call, 1):
                 store[key] = value
 
+        def get_value(call: Call) -> str:
+            return ",".join(show(store.get(key, default)) for key in keys(call, 0))
+
+        set_value.stored_only = get_value.stored_only = True  # type: ignore[attr-defined]  # for conformance
         self.tree.add(pattern, set_value)
-        self.tree.add(pattern + "?", lambda c: ",".join(show(store.get(key, default)) for key in keys(c, 0)))
+        self.tree.add(pattern + "?", get_value)
 
     def _sav(self, call: Call) -> None:
         slot = int(call.number(0, self.SAVE_SLOTS.start, self.SAVE_SLOTS.stop - 1))
