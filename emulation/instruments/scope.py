@@ -69,6 +69,7 @@ IDN = {
 }
 # *OPT?: the InfiniiVision answers its licensed options (none here: "0"); the DS1000Z has no *OPT?.
 OPTIONS = {"keysight": "0", "rigol": None}
+NO_ERROR = {"keysight": '+0,"No error"', "rigol": '0,"No error"'}  # the empty error queue's answer
 BLOCK_DIGITS = {"keysight": 8, "rigol": 9}  # `#800001000...` / `#9000001200...`
 ACQUIRE_TYPES = {"keysight": ("NORMal", "AVERage", "HRESolution", "PEAK"),
                  "rigol": ("NORMal", "AVERages", "PEAK", "HRESolution")}
@@ -124,6 +125,7 @@ class ScopeServer(InstrumentServer):
         self.family = "keysight-infiniivision" if dialect == "keysight" else "rigol-ds1000z"
         self.idn = IDN[dialect]
         self.options = OPTIONS[dialect]
+        self.no_error = NO_ERROR[dialect]
         self._acq_count = 0
         self.reset()
         (self._register_keysight if dialect == "keysight" else self._register_rigol)()
@@ -415,7 +417,7 @@ class ScopeServer(InstrumentServer):
             value = INVALID
         else:
             value = t_b - t_a
-        return f"{value:+.8E}" if self.dialect == "keysight" else f"{value:.6e}"
+        return self._number(value)
 
     # --- command tables ---------------------------------------------------------------------------
     def _channel_commands(self, skew_node: str) -> None:
@@ -449,13 +451,13 @@ class ScopeServer(InstrumentServer):
             return lambda c: setattr(chan(c), attr, convert(c))
 
         t.add(":CHANnel<n>:SCALe", setter("scale_v", lambda c: c.number(0, 1e-3, 10.0)))
-        t.add(":CHANnel<n>:SCALe?", lambda c: f"{chan(c).scale_v:+.8E}")
+        t.add(":CHANnel<n>:SCALe?", lambda c: self._number(chan(c).scale_v))
         t.add(":CHANnel<n>:OFFSet", setter("offset_v", lambda c: c.number(0, -40.0, 40.0)))
-        t.add(":CHANnel<n>:OFFSet?", lambda c: f"{chan(c).offset_v:+.8E}")
+        t.add(":CHANnel<n>:OFFSet?", lambda c: self._number(chan(c).offset_v))
         t.add(":CHANnel<n>:COUPling", setter("coupling", lambda c: c.choice(0, "DC", "AC", "GND")))
         t.add(":CHANnel<n>:COUPling?", lambda c: chan(c).coupling)
         t.add(":CHANnel<n>:RANGe", set_range)
-        t.add(":CHANnel<n>:RANGe?", lambda c: f"{8 * chan(c).scale_v:+.8E}")
+        t.add(":CHANnel<n>:RANGe?", lambda c: self._number(8 * chan(c).scale_v))
         t.add(":CHANnel<n>:BWLimit", bwlimit)
         t.add(":CHANnel<n>:BWLimit?", lambda c: (BANDWIDTH[self.dialect][1] if chan(c).bwlimit else
                                                  BANDWIDTH[self.dialect][0]) if self.dialect == "rigol"
@@ -469,11 +471,11 @@ class ScopeServer(InstrumentServer):
             c.option(0, "VOLTage", "WATT", "AMPere", "UNKNown"))))
         t.add(":CHANnel<n>:UNITs?", lambda c: chan(c).units)
         t.add(":CHANnel<n>:PROBe", setter("probe", lambda c: c.number(0, 0.001, 10000.0)))
-        t.add(":CHANnel<n>:PROBe?", lambda c: f"{chan(c).probe:+.8E}")
+        t.add(":CHANnel<n>:PROBe?", lambda c: self._number(chan(c).probe))
         t.add(":CHANnel<n>:DISPlay", setter("display", lambda c: c.boolean(0)))
         t.add(":CHANnel<n>:DISPlay?", lambda c: "1" if chan(c).display else "0")
         t.add(skew_node, setter("skew_s", lambda c: c.number(0, -DESKEW_LIMIT_S, DESKEW_LIMIT_S)))
-        t.add(skew_node + "?", lambda c: f"{chan(c).skew_s:+.8E}")
+        t.add(skew_node + "?", lambda c: self._number(chan(c).skew_s))
 
     def _measure_source(self, call: Call, index: int) -> int:
         return _chan_number(call.arg(index)) if call.has(index) else self.measure_source
@@ -491,7 +493,7 @@ class ScopeServer(InstrumentServer):
             value = {"VPP": np.ptp(volts), "VMAX": np.max(volts), "VMIN": np.min(volts), "VTOP": np.max(volts),
                      "VBASE": np.min(volts), "VAMP": np.ptp(volts),
                      "VAVG": np.mean(volts), "VRMS": np.sqrt(np.mean(volts ** 2))}[name.upper()]
-        return f"{value:+.8E}" if self.dialect == "keysight" else f"{value:.6e}"
+        return self._number(value)
 
     def _autoscale(self) -> None:
         """:AUToscale: channels carrying a signal are shown at a scale that fits it, the others
@@ -553,6 +555,10 @@ class ScopeServer(InstrumentServer):
         t.add(":MEASure:CLEar", lambda c: None)
         t.add(":TRIGger:FORCe", lambda c: self._force())
 
+    def _number(self, value: float) -> str:
+        """A numeric answer in the model's form: +1.00000000E+00 (InfiniiVision), 1.000000e+00 (DS1000Z)."""
+        return f"{value:+.8E}" if self.dialect == "keysight" else f"{value:.6e}"
+
     def _rigol_averages(self, call: Call) -> None:
         count = int(call.number(0, 2, 1024))
         if count & (count - 1):
@@ -580,7 +586,7 @@ class ScopeServer(InstrumentServer):
         t.add(f":TRIGger[:{edge}]:SOURce", source)
         t.add(f":TRIGger[:{edge}]:SOURce?", lambda c: f"CHAN{self.trig_source}")
         t.add(f":TRIGger[:{edge}]:LEVel", lambda c: setattr(self, "trig_level", c.number(0, -100.0, 100.0)))
-        t.add(f":TRIGger[:{edge}]:LEVel?", lambda c: f"{self.trig_level:+.8E}")
+        t.add(f":TRIGger[:{edge}]:LEVel?", lambda c: self._number(self.trig_level))
         t.add(f":TRIGger[:{edge}]:SLOPe", slope)
         t.add(f":TRIGger[:{edge}]:SLOPe?", lambda c: "POS" if self.trig_rising else "NEG")
 

@@ -246,6 +246,7 @@ class InstrumentServer(LineServer):
     idn = "phonebench,EMU,0,0"
     options: str | None = None  # *OPT? answer where the model documents the query
     self_test = "+0"  # *TST? answer: 0 = passed
+    no_error = '+0,"No error"'  # SYSTem:ERRor? with an empty queue
     SAVED_STATE: tuple[str, ...] = ()  # attributes *SAV stores and *RCL restores (none: no *SAV/*RCL)
     SAVE_SLOTS = range(0)
     FAULTS: frozenset[str] = frozenset({"silence", "garbage"})
@@ -355,7 +356,7 @@ class InstrumentServer(LineServer):
         self.errors.append(error.entry())
 
     def _syst_err(self, call: Call) -> str:
-        return self.errors.popleft() if self.errors else '+0,"No error"'
+        return self.errors.popleft() if self.errors else self.no_error
 
     def _cls(self, call: Call) -> None:
         self.errors.clear()
