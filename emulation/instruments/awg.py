@@ -293,28 +293,25 @@ class AwgServer(InstrumentServer):
                 raise ScpiError(OUT_OF_RANGE, "volatile memory full (DATA:VOL:CLE)")
             ch.arbs[name] = Arb(samples)
 
-        def data_dac(call: Call) -> None:
+        def arb_values(call: Call, width: int, kind: str) -> np.ndarray:
+            """DATA:ARB[:DAC] values: one block of `width`-byte numbers (FORM:BORD order) or a list."""
             values = call.rest(1)
             if len(values) == 1 and isinstance(values[0], bytes):
                 block = values[0]
-                if len(block) % 2:
-                    raise ScpiError(ILLEGAL_VALUE, "DAC block must hold 16-bit values")
-                codes = np.frombuffer(block, dtype=">i2" if self.big_endian else "<i2").astype(np.float64)
-            else:
-                codes = np.array([_value(v) for v in values])
-                if codes.size and (np.max(np.abs(codes)) > 32767 or np.any(codes != np.round(codes))):
-                    raise ScpiError(OUT_OF_RANGE, "DAC codes are integers from -32767 to +32767")
+                if len(block) % width:
+                    raise ScpiError(ILLEGAL_VALUE, f"the block must hold {8 * width}-bit values")
+                order = ">" if self.big_endian else "<"
+                return np.frombuffer(block, dtype=f"{order}{kind}{width}").astype(np.float64)
+            return np.array([_value(v) for v in values])
+
+        def data_dac(call: Call) -> None:
+            codes = arb_values(call, 2, "i")
+            if codes.size and (np.max(np.abs(codes)) > 32767 or np.any(codes != np.round(codes))):
+                raise ScpiError(OUT_OF_RANGE, "DAC codes are integers from -32767 to +32767")
             store(chan(call), call.arg(0), np.clip(codes / 32767.0, -1.0, 1.0))
 
         def data_float(call: Call) -> None:
-            values = call.rest(1)
-            if len(values) == 1 and isinstance(values[0], bytes):
-                block = values[0]
-                if len(block) % 4:
-                    raise ScpiError(ILLEGAL_VALUE, "float block must hold 32-bit values")
-                samples = np.frombuffer(block, dtype=">f4" if self.big_endian else "<f4").astype(np.float64)
-            else:
-                samples = np.array([_value(v) for v in values])
+            samples = arb_values(call, 4, "f")
             if samples.size and np.max(np.abs(samples)) > 1.0:
                 raise ScpiError(OUT_OF_RANGE, "arb values must lie in [-1, 1]")
             store(chan(call), call.arg(0), samples)
