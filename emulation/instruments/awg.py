@@ -18,6 +18,8 @@ channel with its own settings and its own volatile arb memory:
 - Burst: `BURSt:STATe|MODE|NCYCles|INTernal:PERiod|PHASe`; triggers: `TRIGger:SOURce IMMediate|EXTernal|
   TIMer|BUS`, `TRIGger:SLOPe`, `TRIGger:DELay`, `TRIGger[:IMMediate]`, `*TRG` (every channel on BUS).
 - Output: `OUTPut ON|OFF`, `OUTPut:LOAD`, `OUTPut:POLarity`; `SYSTem:BEEP`, `DISPlay:TEXT[:CLEar]`.
+- Stored and answered back, acting on nothing modelled: burst gate polarity, output mode, sync
+  and trigger out, trigger count/level/timer, voltage limits and autorange, `*PSC`.
 
 The fixture is wired to channel 1's output (`WIRED_CHANNEL`): a bus-triggered burst there puts
 its waveform (the arb clip or `NCYCles` periods of the built-in function) into the world at that
@@ -46,7 +48,7 @@ from emulation.instruments.scpi import (
     ScpiError,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer, Kind, enumerated, numeric, on_off
+from emulation.instruments.server import InstrumentServer, Kind, enumerated, fixed, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -425,7 +427,7 @@ class AwgServer(InstrumentServer):
         t.add(f"{s}:FREQuency[:CW]?", number_query(lambda ch: ch.frequency, MIN_FREQUENCY, 30e6))
         t.add(f"{s}:PHASe[:ADJust]", number_setter("phase", -360.0, 360.0, 0.0))
         t.add(f"{s}:PHASe[:ADJust]?", number_query(lambda ch: ch.phase, -360.0, 360.0))
-        t.add(f"{s}:PHASe:SYNChronize", lambda c: chan(c))
+        t.add(f"{s}:PHASe:SYNChronize", fixed(None, chan))
         t.add(f"{s}:FUNCtion:SQUare:DCYCle", number_setter("duty", 0.01, 99.99, 50.0))
         t.add(f"{s}:FUNCtion:SQUare:DCYCle?", number_query(lambda ch: ch.duty, 0.01, 99.99))
         t.add(f"{s}:FUNCtion:RAMP:SYMMetry", number_setter("symmetry", 0.0, 100.0, 100.0))
@@ -526,7 +528,7 @@ class AwgServer(InstrumentServer):
         self.add_setting("*PSC", True, on_off(), reset=False)
         t.add(f"{s}:APPLy:PRBS", apply("PRBS"))
         t.add(f"{s}:APPLy:ARBitrary", apply_arb)
-        t.add(f"{s}:PHASe:REFerence", lambda c: chan(c) and None)
+        t.add(f"{s}:PHASe:REFerence", fixed(None, chan))
         t.add(f"{s}:DATA:ATTRibute:POINts?", lambda c: f"+{_stored(chan(c), c.arg(0)).samples.size}")
         t.add("FORMat:BORDer", lambda c: setattr(self, "big_endian", c.choice(0, "NORMal", "SWAPped") == "NORMAL"))
         t.add("FORMat:BORDer?", lambda c: "NORM" if self.big_endian else "SWAP")

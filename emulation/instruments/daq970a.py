@@ -408,7 +408,7 @@ class Daq970aServer(InstrumentServer):
         t.add("R?", readings(0, remove=True, block=True))
         t.add("DATA:REMove?", readings(0, remove=True, block=False))
         t.add("DATA:LAST?", readings(0, remove=False, block=False))
-        t.add("DATA:POINts?", lambda c: (self._catch_up(), f"+{len(self.memory)}")[1])
+        t.add("DATA:POINts?", lambda c: f"+{len(self._take(None, remove=False))}")
         t.add("CONFigure:TEMPerature", configure)
         t.add("CONFigure:VOLTage[:DC]", configure_volts)
         t.add("CONFigure?", configure_query)

@@ -34,7 +34,7 @@ from emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer, enumerated, numeric, on_off
+from emulation.instruments.server import InstrumentServer, enumerated, fixed, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ class PowerAnalyzerServer(InstrumentServer):
         self.sweep: Sweep | None = None
         self.form_real = False
         self.border_normal = True
+        self.trigger_sources = {"ARB": "BUS", "TRANsient": "BUS", "ACQuire": "BUS"}
         self._apply()
 
     # --- world link -----------------------------------------------------------------------
@@ -322,10 +323,20 @@ class PowerAnalyzerServer(InstrumentServer):
                 raise ScpiError(ILLEGAL_VALUE, "arb counts other than INFinity are not modelled")
             self.arb_count_inf = True
 
-        def trigger_source(call: Call) -> None:
-            call.choice(0, "BUS", "IMMediate")  # BUS and IMMediate both start on a software trigger
-            if len(call.args) > 1:
-                slot(call, 1)
+        def trigger_source(system: str) -> Handler:
+            def handler(call: Call) -> None:
+                # BUS and IMMediate both start on a software trigger here.
+                self.trigger_sources[system] = call.option(0, "BUS", "IMMediate")
+                if call.has(1):
+                    slot(call, 1)
+            return handler
+
+        def trigger_source_query(system: str) -> Handler:
+            def handler(call: Call) -> str:
+                if call.has(0):
+                    slot(call, 0)
+                return short_form(self.trigger_sources[system])
+            return handler
 
         def init_tran(call: Call) -> None:
             slot(call, 0)
@@ -435,7 +446,7 @@ class PowerAnalyzerServer(InstrumentServer):
         t.add("[SOURce]:ARB:FUNCtion:TYPE?", short_getter("arb_type"))
         t.add("[SOURce]:ARB:FUNCtion[:SHAPe]", arb_shape)
         t.add("[SOURce]:ARB:FUNCtion[:SHAPe]?", short_getter("arb_shape"))
-        t.add("[SOURce]:ARB:COUNt?", lambda c: (slot(c, 0), "9.9E+37" if self.arb_count_inf else "+1")[1])
+        t.add("[SOURce]:ARB:COUNt?", lambda c: "9.9E+37" if (slot(c, 0), self.arb_count_inf)[1] else "+1")
         t.add("FORMat[:DATA]?", lambda c: "REAL" if self.form_real else "ASC")
         t.add("FORMat:BORDer?", lambda c: "NORM" if self.border_normal else "SWAP")
         t.add("SENSe:FUNCtion:CURRent?", getter("sense_curr", "{:d}"))
@@ -447,9 +458,9 @@ class PowerAnalyzerServer(InstrumentServer):
         t.add("[SOURce]:ARB:VOLTage:SINusoid:FREQuency", setter("sin_freq", 0.011, 10_000.0))
         t.add("[SOURce]:ARB:VOLTage:SINusoid:FREQuency?", getter("sin_freq"))
         t.add("[SOURce]:ARB:COUNt", arb_count)
-        t.add("TRIGger:ARB:SOURce", trigger_source)
-        t.add("TRIGger:TRANsient:SOURce", trigger_source)
-        t.add("TRIGger:ACQuire:SOURce", trigger_source)
+        for system in ("ARB", "TRANsient", "ACQuire"):
+            t.add(f"TRIGger:{system}:SOURce", trigger_source(system))
+            t.add(f"TRIGger:{system}:SOURce?", trigger_source_query(system))
         t.add("INITiate[:IMMediate]:TRANsient", init_tran)
         t.add("INITiate[:IMMediate]:ACQuire", init_acq)
         t.add("TRIGger:TRANsient[:IMMediate]", trig_tran)
@@ -492,12 +503,9 @@ class PowerAnalyzerServer(InstrumentServer):
                 ("SENSe:CURRent[:DC]:RANGe[:UPPer]", 3.06, numeric(0.0, 3.06, "{:+.6E}")),
                 ("SENSe:VOLTage[:DC]:RANGe[:UPPer]", 20.4, numeric(0.0, 20.4, "{:+.6E}"))):
             self.add_setting(node, default, kind, channels=slot_channels)
-        t.add("OUTPut:PROTection:CLEar", lambda c: slot(c, 0))
-        t.add("TRIGger:ACQuire:SOURce?", lambda c: (slot(c, 0), "BUS")[1])
-        t.add("TRIGger:TRANsient:SOURce?", lambda c: (slot(c, 0), "BUS")[1])
-        t.add("TRIGger:ARB:SOURce?", lambda c: "BUS")
+        t.add("OUTPut:PROTection:CLEar", fixed(None, lambda c: slot(c, 0)))
         t.add("STATus:OPERation[:EVENt]?", operation_condition)
-        t.add("STATus:QUEStionable:CONDition?", lambda c: (slot(c, 0), "+0")[1])
+        t.add("STATus:QUEStionable:CONDition?", fixed("+0", lambda c: slot(c, 0)))  # no protection tripped
         t.add("SYSTem:CHANnel:COUNt?", lambda c: "+1")
 
         def scalar_power(call: Call) -> str:

@@ -39,7 +39,7 @@ from emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer, enumerated, numeric, on_off
+from emulation.instruments.server import InstrumentServer, enumerated, fixed, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -549,10 +549,10 @@ class ScopeServer(InstrumentServer):
         t.add(":STATus?", lambda c: str(int(self.channels[_chan_number(c.arg(0))].display)))
         t.add(":SERial?", lambda c: f'"{self.idn.split(",")[2]}"')
         t.add(":CHANnel<n>:BANDwidth?", lambda c: f"{25e6 if self.channels[_suffix_channel(c)].bwlimit else 200e6:+.8E}")
-        t.add(":CHANnel<n>:PROBe:ID?", lambda c: (_suffix_channel(c), '"No Probe"')[1])
-        t.add(":CHANnel<n>:PROTection?", lambda c: (_suffix_channel(c), "NORM")[1])
-        t.add(":CHANnel<n>:PROTection:CLEar", lambda c: _suffix_channel(c) and None)
-        t.add(":MEASure:CLEar", lambda c: None)
+        t.add(":CHANnel<n>:PROBe:ID?", fixed('"No Probe"', _suffix_channel))  # a plain passive probe
+        t.add(":CHANnel<n>:PROTection?", fixed("NORM", _suffix_channel))  # 1 MOhm inputs never trip
+        t.add(":CHANnel<n>:PROTection:CLEar", fixed(None, _suffix_channel))
+        t.add(":MEASure:CLEar", fixed(None))
         t.add(":TRIGger:FORCe", lambda c: self._force())
 
     def _number(self, value: float) -> str:
@@ -777,7 +777,7 @@ class ScopeServer(InstrumentServer):
         t.add(":MEASure:SOURce?", lambda c: f"CHAN{self.measure_source}")
         t.add(":CLEar", lambda c: None)
         t.add(":TFORce", lambda c: self._force())
-        t.add(":MEASure:CLEar", lambda c: c.option(0, "ITEM1", "ITEM2", "ITEM3", "ITEM4", "ITEM5", "ALL") and None)
+        t.add(":MEASure:CLEar", fixed(None, lambda c: c.option(0, "ITEM1", "ITEM2", "ITEM3", "ITEM4", "ITEM5", "ALL")))
         for node, default, kind in (
                 (":CHANnel<n>:VERNier", False, on_off()), (":TIMebase:DELay:ENABle", False, on_off()),
                 (":TRIGger:COUPling", "DC", enumerated("AC", "DC", "LFReject", "HFReject")),

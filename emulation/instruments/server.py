@@ -55,6 +55,15 @@ def numeric(minimum: float, maximum: float, fmt: str = "{:+.8E}") -> Kind:
     return (lambda call, index: call.number(index, minimum, maximum)), fmt.format
 
 
+def fixed(answer: str | None, check: Callable[[Call], object] = lambda call: None) -> Callable[[Call], str | None]:
+    """A handler whose answer never changes in the emulator (a status that stays clear, a command
+    with nothing to act on), after `check` has validated the call (its suffix, its channel list)."""
+    def handler(call: Call) -> str | None:
+        check(call)
+        return answer
+    return handler
+
+
 def enumerated(*options: str) -> Kind:
     """One of `options` (written with their short forms in capitals); queries answer the short form."""
     return (lambda call, index: call.option(index, *options)), short_form
