@@ -39,6 +39,7 @@ from emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
+from emulation.instruments import trace_timing
 from emulation.instruments.server import InstrumentServer, enumerated, fixed, numeric, on_off
 from emulation.world import World
 
@@ -79,6 +80,7 @@ RIGOL_ITEMS = ("VMAX", "VMIN", "VPP", "VTOP", "VBASe", "VAMP", "VAVG", "VRMS", "
                "PREShoot", "PERiod", "FREQuency", "RTIMe", "FTIMe", "PWIDth", "NWIDth", "PDUTy", "NDUTy", "RDELay",
                "FDELay", "RPHase", "FPHase", "TVMAX", "TVMIN", "PSLEWrate", "NSLEWrate", "VUPper", "VMID", "VLOWer",
                "VARIance", "PVRMs", "PPULses", "NPULses", "PEDGes", "NEDGes")
+TIMING_ITEMS = ("PERiod", "FREQuency", "RTIMe", "FTIMe", "PWIDth", "NWIDth", "PDUTy")
 BANDWIDTH = {"keysight": ("OFF", "ON"), "rigol": ("OFF", "20M")}  # what :BWLimit takes
 
 
@@ -495,6 +497,21 @@ class ScopeServer(InstrumentServer):
                      "VAVG": np.mean(volts), "VRMS": np.sqrt(np.mean(volts ** 2))}[name.upper()]
         return self._number(value)
 
+    def _timing(self, channel: int, name: str) -> str:
+        """:MEASure:FREQuency? and the other time measurements on the current acquisition."""
+        acq = self._current_acquisition()
+        volts = self._record(acq, channel, MEASURE_POINTS)
+        noisy = np.ptp(volts) < 10 * self.world.audio.noise_rms_v(channel) * self.channels[channel].probe
+        value = None if noisy or self.take_fault("invalid_measure") else trace_timing.measure(
+            name, volts, acq.span_s / MEASURE_POINTS)
+        return self._number(INVALID if value is None else value)
+
+    def _phase(self, source_a: int, source_b: int) -> str:
+        acq = self._current_acquisition()
+        value = trace_timing.phase(self._record(acq, source_a, MEASURE_POINTS),
+                                   self._record(acq, source_b, MEASURE_POINTS), acq.span_s / MEASURE_POINTS)
+        return self._number(INVALID if value is None or self.take_fault("invalid_measure") else value)
+
     def _autoscale(self) -> None:
         """:AUToscale: channels carrying a signal are shown at a scale that fits it, the others
         turned off, the trigger set on the first of them; no signal anywhere changes nothing."""
@@ -671,6 +688,9 @@ class ScopeServer(InstrumentServer):
         for item, node in (("VPP", "VPP"), ("VMAX", "VMAX"), ("VMIN", "VMIN"), ("VAVG", "VAVerage"),
                            ("VRMS", "VRMS"), ("VTOP", "VTOP"), ("VBASE", "VBASe"), ("VAMP", "VAMPlitude")):
             t.add(f":MEASure:{node}?", lambda c, item=item: self._statistic(self._measure_source(c, 0), item))
+        for node in ("FREQuency", "PERiod", "PWIDth", "NWIDth", "DUTYcycle", "RISetime", "FALLtime"):
+            t.add(f":MEASure:{node}?", lambda c, node=node: self._timing(self._measure_source(c, 0), node))
+        t.add(":MEASure:PHASe?", lambda c: self._phase(self._measure_source(c, 0), self._measure_source(c, 1)))
         t.add(":TIMebase:SCALe", lambda c: setattr(self, "tb_scale", c.number(0, 1e-9, 50.0)))
         t.add(":TIMebase:SCALe?", lambda c: f"{self.tb_scale:+.8E}")
         t.add(":TIMebase:RANGe", lambda c: setattr(self, "tb_scale", c.number(0, 1e-8, 500.0) / 10))
@@ -756,6 +776,10 @@ class ScopeServer(InstrumentServer):
 
         def item_rigol(call: Call) -> str:
             name = call.option(0, *RIGOL_ITEMS)
+            if name in TIMING_ITEMS:
+                return self._timing(self._measure_source(call, 1), name)
+            if name in ("RPHase", "FPHase"):
+                return self._phase(self._measure_source(call, 1), self._measure_source(call, 2))
             if name not in ("VPP", "VMAX", "VMIN", "VAVG", "VRMS", "VTOP", "VBASe", "VAMP", "RDELay", "FDELay"):
                 call.rest(1)
                 raise ScpiError(ILLEGAL_VALUE, f"measurement item {name} is not modelled")
