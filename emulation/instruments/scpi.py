@@ -37,6 +37,7 @@ DATA_STALE = (-230, "Data corrupt or stale")
 HARDWARE_MISSING = (-241, "Hardware missing")
 INVALID_BLOCK = (-161, "Invalid block data")
 QUEUE_OVERFLOW = (-350, "Queue overflow")
+INFINITY = 9.9e37  # what SCPI's INFinity stands for
 
 
 class ScpiError(Exception):
@@ -145,6 +146,8 @@ class Call:
                 if value is None:
                     raise ScpiError(ILLEGAL_VALUE, f"{text} is not accepted here")
                 return value
+        if _mnemonic_matches("INFinity", text) or _mnemonic_matches("NINFinity", text):
+            return INFINITY if text.upper().startswith("INF") else -INFINITY  # SCPI's 9.9E37
         return parse_number(text)
 
     def boolean(self, index: int) -> bool:
