@@ -456,7 +456,8 @@ class ScopeServer(InstrumentServer):
         t.add(":CHANnel<n>:SCALe?", lambda c: self._number(chan(c).scale_v))
         t.add(":CHANnel<n>:OFFSet", setter("offset_v", lambda c: c.number(0, -40.0, 40.0)))
         t.add(":CHANnel<n>:OFFSet?", lambda c: self._number(chan(c).offset_v))
-        t.add(":CHANnel<n>:COUPling", setter("coupling", lambda c: c.choice(0, "DC", "AC", "GND")))
+        couplings = ("DC", "AC") if self.dialect == "keysight" else ("DC", "AC", "GND")  # no GND on the InfiniiVision
+        t.add(":CHANnel<n>:COUPling", setter("coupling", lambda c: c.choice(0, *couplings)))
         t.add(":CHANnel<n>:COUPling?", lambda c: chan(c).coupling)
         t.add(":CHANnel<n>:RANGe", set_range)
         t.add(":CHANnel<n>:RANGe?", lambda c: self._number(8 * chan(c).scale_v))
@@ -828,7 +829,7 @@ class ScopeServer(InstrumentServer):
         t.add(":WAVeform:SOURce", lambda c: setattr(self, "wav_source", _chan_number(c.arg(0))))
         t.add(":WAVeform:SOURce?", lambda c: f"CHAN{self.wav_source}")
         t.add(":WAVeform:MODE", wav_mode)
-        t.add(":WAVeform:MODE?", lambda c: self.rigol_mode[:4])
+        t.add(":WAVeform:MODE?", lambda c: {"MAXIMUM": "MAX"}.get(self.rigol_mode, self.rigol_mode[:4]))
         t.add(":WAVeform:FORMat", lambda c: setattr(self, "wav_format", c.choice(0, "BYTE", "WORD")))
         t.add(":WAVeform:FORMat?", lambda c: self.wav_format)
         t.add(":WAVeform:STARt", lambda c: setattr(self, "rigol_start", int(c.number(0, 1, RIGOL_DEPTHS[-1]))))
