@@ -72,16 +72,12 @@ class BayFleet:
 
     slots: dict[str, int]  # bay name -> slot / channel group
     shared: bool = False  # the rack: one mainframe and one probe board for every bay
+    families: dict[str, str] = field(default_factory=dict)  # role -> emulated family ([emulated] scope = ...)
     servers: dict[str, Any] = field(default_factory=dict)  # instrument name -> server
 
     def start(self, worlds: dict[str, World], with_instruments: bool) -> None:
-        from emulation.instruments.awg import AwgServer
-        from emulation.instruments.clock import ClockServer
-        from emulation.instruments.daq970a import Daq970aServer
-        from emulation.instruments.fixture import FixtureServer
         from emulation.instruments.mainframe import MainframeServer
-        from emulation.instruments.power_analyzer import PowerAnalyzerServer
-        from emulation.instruments.scope import ScopeServer
+        from emulation.instruments.registry import make_server
 
         if not worlds:
             return
@@ -90,15 +86,15 @@ class BayFleet:
             self.servers[SUPPLY] = MainframeServer(by_slot)
             self.servers[PROBES] = ProbeBoardServer(by_slot)
         for bay, world in worlds.items():
-            self.servers[f"clock-{bay}"] = ClockServer(world)  # the station clock runs in the bay's world
+            self.servers[f"clock-{bay}"] = make_server("clock", None, world)  # the station clock: the bay's world's
             if not with_instruments:
                 continue
             if not self.shared:
-                self.servers[f"supply-{bay}"] = PowerAnalyzerServer(world)
-                self.servers[f"thermal-{bay}"] = Daq970aServer(world)
-            self.servers[f"scope-{bay}"] = ScopeServer(world)
-            self.servers[f"awg-{bay}"] = AwgServer(world)
-            self.servers[f"fixture-{bay}"] = FixtureServer(world)
+                self.servers[f"supply-{bay}"] = make_server("supply", self.families.get("supply"), world)
+                self.servers[f"thermal-{bay}"] = make_server("thermal", self.families.get("thermal"), world)
+            self.servers[f"scope-{bay}"] = make_server("scope", self.families.get("scope"), world)
+            self.servers[f"awg-{bay}"] = make_server("stimulus", self.families.get("stimulus"), world)
+            self.servers[f"fixture-{bay}"] = make_server("fixture", None, world)
         for name, server in self.servers.items():
             if name not in (SUPPLY, PROBES):  # a bay's own unit: a serial of its own, as in a real rack
                 server.idn = unit_idn(server.idn, self.slots[name.split("-", 1)[1]])

@@ -119,7 +119,8 @@ class EmulatedStation:
         if len(specs) < len(bays):
             raise ConfigError(f"emulated station: {len(bays)} bays but {len(specs)} [[emulated.phone]] tables",
                               hint="list one phone per bay, or none for the default fleet")
-        self.fleet = BayFleet({bay: k for k, bay in enumerate(bays, start=1)}, shared=self.config.bays > 0)
+        self.fleet = BayFleet({bay: k for k, bay in enumerate(bays, start=1)}, shared=self.config.bays > 0,
+                              families=dict(self.config.families))
         worlds = {}
         try:
             for bay, spec in zip(bays, specs):

@@ -8,7 +8,15 @@ from instrument_helpers import Hangup, RawPeer
 
 from bench.core.errors import InstrumentError
 from drivers.scope import KeysightInfiniiVision
-from emulation.instruments.scpi import CommandTree, ScpiError, find_message_end, ieee_block, split_units
+from emulation.instruments.scpi import (
+    CommandTree,
+    ScpiError,
+    find_message_end,
+    ieee_block,
+    parse_number,
+    short_form,
+    split_units,
+)
 from emulation.instruments.server import InstrumentServer
 
 
@@ -49,7 +57,7 @@ class _Echo(InstrumentServer):
         self.value = 0.0
         self.tree.add(":SOURce:VALue", lambda c: setattr(self, "value", c.number(0, 0, 10)))
         self.tree.add(":SOURce:VALue?", lambda c: f"{self.value:g}")
-        self.tree.add(":SOURce:LEVel", lambda c: None)
+        self.tree.add(":SOURce:LEVel", lambda c: c.number(0))
 
 
 @pytest.fixture()
@@ -168,3 +176,30 @@ def test_an_instrument_closing_the_connection_mid_block_is_reported_as_such():
         scope.close()
     finally:
         peer.close()
+
+
+# --- IEEE 488.2 and SCPI rules every model shares ------------------------------------------------
+
+def test_numbers_take_unit_suffixes_and_enumerations_answer_short_forms():
+    assert parse_number("100 mV") == pytest.approx(0.1) and parse_number("2.5KHZ") == 2500.0
+    assert parse_number("1 MHZ") == 1e6 and parse_number("10US") == pytest.approx(1e-5)
+    with pytest.raises(ScpiError, match="-104"):
+        parse_number("lots")
+    assert short_form("MAXimum") == "MAX" and short_form("LSBFirst") == "LSBF" and short_form("DC") == "DC"
+
+
+def test_common_commands_status_byte_and_the_path_rule(echo):
+    server, _, ask = echo
+    assert ask("*ESE 32;*ESE?;*SRE 32;*SRE?;*STB?") == "+32;+32;+0"
+    assert ask(":BAD;*STB?") == "+100"  # error queue (4), ESB (32), MSS (64)
+    assert ask("*CLS;*STB?") == "+0"
+    assert ask("*OPC;*ESR?") == "1"
+    assert ask(":SOUR:VAL 1;VAL?") == "1"  # relative to :SOURce
+    # A relative header that does not resolve from the current path is not retried from the root.
+    assert ask(":SOUR:VAL 1;SYST:ERR?;:SYST:ERR?").startswith('-113,"Undefined header; SYST:ERR?"')
+    assert ask(":SOUR:VAL 2;*CLS;VAL?") == "2"  # a common command leaves the path alone
+    assert ask(":SOURce2:VALue?;:SYST:ERR?").startswith("-113")  # no suffix on a node without one
+    assert ask(":SOUR:VAL 1,2;:SYST:ERR?").startswith("-108")
+    assert ask(":SOUR:VAL MAX;VAL?") == "10"  # MAXimum is the command's upper bound
+    assert ask(":SOUR:LEV MAX;:SYST:ERR?").startswith("-224")  # this one has no MAX
+    assert ask("*OPT?;:SYST:ERR?").startswith("-113")  # a model without *OPT? in its manual

@@ -69,7 +69,9 @@ def test_fire_puts_the_utterance_into_the_world_at_that_instant(bench):
 def test_fifty_ohm_setting_doubles_the_amplitude_into_the_fixture(bench):
     world, server, awg = bench
     awg.load_clip(CLIP, 16_000, amplitude_vpp=1.0)
-    awg.configure("OUTP1:LOAD 50")  # what a driver that forgot the load setting would leave
+    # What a driver that forgot the load setting leaves: the power-on 50 ohm when VOLT is set.
+    # (Changing the load after VOLT would rescale the displayed amplitude, not the output.)
+    awg.configure("OUTP1:LOAD 50", "SOUR1:VOLT 1")
     awg.arm()
     awg.fire()
     assert world.audio.events(1)[0].peak_v == pytest.approx(1.0)

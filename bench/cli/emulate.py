@@ -10,7 +10,7 @@ from types import FrameType
 
 from bench.backend import running_emulated
 from bench.core.files import write_atomically
-from bench.core.station import EmulatedConfig, StationConfig, load_station
+from bench.core.station import EMULATED_FAMILIES, EmulatedConfig, StationConfig, emulated_family, load_station
 from bench.core.station_writer import station_toml
 
 
@@ -20,6 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--write-station", metavar="FILE",
                    help="write a station file pointing at the running emulators, for `bench run --station FILE`")
     p.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--instrument", action="append", default=[], metavar="ROLE=FAMILY",
+                   help="emulate this family for a role, e.g. scope=rigol-ds1000z, thermal=fluke-1529 "
+                        f"(roles: {', '.join(EMULATED_FAMILIES)}); overrides the station file's [emulated] table")
     p.set_defaults(func=emulate)
 
 
@@ -30,6 +33,9 @@ def _stop_on_term(signum: int, frame: FrameType | None) -> None:
 def emulate(args: argparse.Namespace) -> int:
     base = load_station(args.station) if args.station else StationConfig(name="emulated", source=None)
     emulated = base.emulated or EmulatedConfig()
+    for choice in args.instrument:
+        role, _, family = choice.partition("=")
+        emulated.families[role.strip()] = emulated_family(role.strip(), family.strip(), f"--instrument {choice}")
     signal.signal(signal.SIGTERM, _stop_on_term)
     try:
         with running_emulated(emulated, base) as (config, phones):

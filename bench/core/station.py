@@ -96,6 +96,25 @@ class EmulatedConfig:
     auth: str = "any"
     allowed_keys: list[str] = field(default_factory=list)
     transport: str = "server"  # how the bench reaches the phones: the adb server, as on hardware
+    # Role -> emulated family (`scope = "rigol-ds1000z"`); a role not named gets its default.
+    families: dict[str, str] = field(default_factory=dict)
+
+
+# The families the emulated station can build per role (emulation/instruments/registry.py builds them).
+EMULATED_FAMILIES = {"scope": ("keysight-infiniivision", "rigol-ds1000z"), "supply": ("keysight-n6705c",),
+                     "thermal": ("keysight-daq970a", "fluke-1529", "fluke-1521", "generic-ascii"),
+                     "stimulus": ("keysight-33500b",)}
+
+
+def emulated_family(role: str, family: str, origin: str = "[emulated]") -> str:
+    """`family` if the emulated station can build it for `role`; a ConfigError naming the valid ones otherwise."""
+    if role not in EMULATED_FAMILIES:
+        raise ConfigError(f"{origin}: no emulated instrument role {role!r}",
+                          hint=f"roles: {', '.join(EMULATED_FAMILIES)}")
+    if family not in EMULATED_FAMILIES[role]:
+        raise ConfigError(f"{origin}: {family!r} is not an emulated {role} family",
+                          hint=f"emulated {role} families: {', '.join(EMULATED_FAMILIES[role])}")
+    return family
 
 
 @dataclass
@@ -375,7 +394,7 @@ def _parse_bays(origin: str, tables: list[Any], config: StationConfig) -> list[B
 
 
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
-    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport"})
+    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport", *EMULATED_FAMILIES})
     auth = r.get("auth", str, "any")
     if auth not in ("any", "prompt", "none", "listed"):
         raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
@@ -385,8 +404,10 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
     transport = r.get("transport", str, "server")
     if transport not in ADB_TRANSPORTS:
         raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
+    families = {role: emulated_family(role, r.get(role, str), f"{r.path}: {r.where}{role}")
+                for role in EMULATED_FAMILIES if role in r.table}
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth, bays=bays,
-                            allowed_keys=_strings(r, "allowed_keys"), transport=transport)
+                            allowed_keys=_strings(r, "allowed_keys"), transport=transport, families=families)
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
         if not isinstance(table, dict):
             raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",

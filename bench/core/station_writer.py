@@ -54,7 +54,8 @@ def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> st
     lines = ["# The emulated station to start (written by the bench for `bench emulate`)."] + _station_table(config)
     lines += ["[emulated]", f"instruments = {str(emulated.instruments).lower()}", f"bays = {emulated.bays}",
               f"auth = {_q(emulated.auth)}", f"transport = {_q(emulated.transport)}",
-              f"allowed_keys = {_q(list(emulated.allowed_keys))}", ""]
+              f"allowed_keys = {_q(list(emulated.allowed_keys))}",
+              *(f"{role} = {_q(family)}" for role, family in emulated.families.items()), ""]
     for phone in emulated.phones:
         lines += ["[[emulated.phone]]", f"serial = {_q(phone.serial)}", f"seed = {phone.seed}",
                   f"sla_persona = {_q(phone.sla_persona)}", f"faults = {_q(list(phone.faults))}"]

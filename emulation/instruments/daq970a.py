@@ -4,10 +4,14 @@ slot 1, thermocouples and a 4-wire PT100 wired to the phone fixture. A raw SCPI 
 
 What it implements, after the DAQ970A / 34970A programming references:
 
-- `CONFigure:TEMPerature TC,<type>,(@list)` (types B E J K N R S T), `... FRTD|RTD,85|91,(@list)`,
-  `... THERmistor|FTHermistor,2252|5000|10000,(@list)`; CONFigure also makes the list the scan
-  list. A 4-wire channel n (1-10) takes channel n+10 for its sense pair.
-- `[SENSe:]TEMPerature:TRANsducer:TCouple:RJUNction:TYPE INTernal|EXTernal|FIXed,(@list)`,
+- `CONFigure:TEMPerature TC,<type>,(@list)` (types B E J K N R S T, DEFault = J), `... FRTD|RTD,85|91,
+  (@list)`, `... THERmistor|FTHermistor,2252|5000|10000,(@list)` (optional resolution parameters
+  `1,<res>` are accepted); `CONFigure:VOLTage:DC [range[,res]],(@list)`; CONFigure also makes the
+  list the scan list. A 4-wire channel n (1-10) takes channel n+10 for its sense pair.
+  `MEASure:TEMPerature? ...` and `MEASure:VOLTage:DC? ...` take the same parameters and are
+  CONFigure + READ? in one. `CONFigure? (@list)` answers each channel's function.
+- `[SENSe:]TEMPerature:TRANsducer:TCouple:TYPE <type>,(@list)` (and `?`),
+  `[SENSe:]TEMPerature:TRANsducer:TCouple:RJUNction:TYPE INTernal|EXTernal|FIXed,(@list)`,
   `...:TCouple:CHECk ON|OFF,(@list)` (open-thermocouple check), `[SENSe:]TEMPerature:NPLC`,
   `UNIT:TEMPerature C|F|K[,(@list)]`.
 - `ROUTe:SCAN (@list)` / `ROUTe:SCAN?`, `TRIGger:SOURce IMMediate|TIMer|BUS`, `TRIGger:TIMer`,
@@ -33,14 +37,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from emulation.instruments.scpi import (
+    DATA_STALE,
     HARDWARE_MISSING,
     ILLEGAL_VALUE,
+    OUT_OF_RANGE,
+    PARAMETER_NOT_ALLOWED,
     SETTINGS_CONFLICT,
     Call,
     ScpiError,
     ieee_block,
+    short_form,
 )
-from emulation.instruments.server import InstrumentServer
+from emulation.instruments.server import InstrumentServer, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -49,12 +57,12 @@ IDN = "Keysight Technologies,DAQ970A,MY58012345,A.03.02-02.40-03.02-00.52-03-02"
 MODULES = {1: "DAQM901A"}  # slot -> module; the other slots are empty
 MODULE_CHANNELS = {"DAQM901A": 20}  # voltage/temperature channels (121, 122 are current only)
 TC_TYPES = ("B", "E", "J", "K", "N", "R", "S", "T")
+DEFAULT_TC = "J"  # what DEFault selects (the manual's default thermocouple type)
 RTD_ALPHAS = ("85", "91")
 THERMISTORS = ("2252", "5000", "10000")
 OVERLOAD = 9.9e37
 LINE_HZ = 50.0
 RELAY_SETTLE_S = 0.002
-DATA_STALE = (-230, "Data corrupt or stale")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)  # the simulated clock counts from here
 
 
@@ -84,11 +92,15 @@ class ChannelSetup:
     check: bool = False
     nplc: float = 1.0
     unit: str = "C"
+    fixed_ref_c: float = 0.0  # the FIXed reference junction temperature
 
 
 class Daq970aServer(InstrumentServer):
     family = "keysight-daq970a"
     idn = IDN
+    SAVED_STATE = ("setup", "scan", "format", "time_type", "trigger_source", "trigger_timer_s", "trigger_count")
+    SAVE_SLOTS = range(6)  # 0 is the power-down state
+    options = ",".join(MODULES.get(slot, "0") for slot in (1, 2, 3))  # *OPT?: the module in each slot
     FAULTS = InstrumentServer.FAULTS
 
     def __init__(self, world: World, port: int = 0, wiring: dict[int, Wiring] | None = None) -> None:
@@ -169,7 +181,8 @@ class Daq970aServer(InstrumentServer):
             celsius = (self.world.surface_temperatures()[wiring.point] + wiring.offset_c
                        + self.rng.normal(0.0, wiring.noise_c))
             if setup.function == "TC" and setup.rjunction == "FIX":
-                celsius -= self.world.ambient_c  # the default fixed reference is 0 °C; the terminals are not
+                # The fixed reference (0 °C unless set) stands in for the terminals' real temperature.
+                celsius += setup.fixed_ref_c - self.world.ambient_c
         return {"C": celsius, "F": celsius * 9 / 5 + 32, "K": celsius + 273.15}[setup.unit], setup.unit
 
     def _sweep(self, t_start: float) -> None:
@@ -190,6 +203,21 @@ class Daq970aServer(InstrumentServer):
         self.memory.clear()
         self._scan_start = now = self.world.clock.now()
         self._sweeps_due = [now + i * period for i in range(self.trigger_count)]
+
+    def _catch_up(self) -> None:
+        """Run the sweeps whose time has come (reading memory fills as the scan goes)."""
+        while self._sweeps_due and self._sweeps_due[0] <= self.world.clock.now():
+            self._sweep(self._sweeps_due.pop(0))
+
+    def _take(self, count: int | None, remove: bool) -> list[tuple[float, str, float, int]]:
+        self._catch_up()
+        count = len(self.memory) if count is None else count
+        if count > len(self.memory):
+            raise ScpiError(OUT_OF_RANGE, f"{count} readings asked, {len(self.memory)} in memory")
+        taken = self.memory[:count]
+        if remove:
+            del self.memory[:count]
+        return taken
 
     def _complete(self) -> None:
         """Run the sweeps still due (the instrument's FETCh? waits for them)."""
@@ -228,12 +256,23 @@ class Daq970aServer(InstrumentServer):
 
         def configure(call: Call) -> None:
             probe = call.choice(0, "TCouple", "RTD", "FRTD", "THERmistor", "FTHermistor")
-            kind = call.arg(1).strip().upper() if len(call.args) > 2 else ""
+            last = len(call.args) - 1  # the channel list; between: type, then `1,<resolution>`
+            kind = call.arg(1).strip().upper() if last >= 2 else "DEF"
+            defaults = {"TCOUPLE": DEFAULT_TC, "RTD": "85", "FRTD": "85", "THERMISTOR": "5000", "FTHERMISTOR": "5000"}
+            if kind in ("DEF", "DEFAULT"):
+                kind = defaults[probe]
             options = {"TCOUPLE": TC_TYPES, "RTD": RTD_ALPHAS, "FRTD": RTD_ALPHAS,
                        "THERMISTOR": THERMISTORS, "FTHERMISTOR": THERMISTORS}[probe]
             if kind not in options:
                 raise ScpiError(ILLEGAL_VALUE, f"{probe} type {kind!r}; known: {', '.join(options)}")
-            channels = self._channels(call, len(call.args) - 1)
+            if last >= 3:
+                call.number(2, 1, 1, 1)  # the range parameter: always 1 for temperature
+            if last >= 4:
+                call.keyword_number(3, 1e-6, 1.0, 1e-3)  # resolution (the NPLC it implies is not modelled)
+            if last > 4:
+                call.arg(5)
+                raise ScpiError(PARAMETER_NOT_ALLOWED, "CONFigure:TEMPerature takes at most 4 values and a list")
+            channels = self._channels(call, last)
             function = {"TCOUPLE": "TC", "RTD": "RTD", "FRTD": "FRTD", "THERMISTOR": "THER",
                         "FTHERMISTOR": "FTH"}[probe]
             if function in ("FRTD", "FTH") and any(c % 100 > 10 for c in channels):
@@ -243,10 +282,56 @@ class Daq970aServer(InstrumentServer):
                 self.setup[channel] = ChannelSetup(function, kind)
             self.scan = channels
 
+        def configure_volts(call: Call) -> None:
+            last = len(call.args) - 1
+            for index in range(last):  # range, resolution: AUTO/MIN/MAX/DEF or numbers
+                text = call.arg(index).strip().upper()
+                if text not in ("AUTO", "MIN", "MINIMUM", "MAX", "MAXIMUM", "DEF", "DEFAULT"):
+                    call.number(index, 0.0, 300.0)
+            channels = self._channels(call, last)
+            self._paired_conflicts(channels)
+            for channel in channels:
+                self.setup[channel] = ChannelSetup("VOLT", "")
+            self.scan = channels
+
+        def measure(configure_fn: Callable[[Call], None]) -> Callable[[Call], str]:
+            def handler(call: Call) -> str:
+                configure_fn(call)
+                return self._read(call)
+            return handler
+
+        def configure_query(call: Call) -> str:
+            answers = []
+            for channel in self._channels(call, 0):
+                setup = self._channel(channel)
+                if setup.function == "VOLT":
+                    answers.append('"VOLT +1.000000E+01,+3.000000E-06"')
+                else:
+                    name = {"TC": "TC", "FRTD": "FRTD", "RTD": "RTD", "THER": "THER", "FTH": "FTH"}[setup.function]
+                    answers.append(f'"TEMP {name},{setup.kind},+1.000000E+00,+1.000000E-01"')
+            return ",".join(answers)
+
+        def tc_type(call: Call) -> None:
+            kind = call.arg(0).strip().upper()
+            kind = DEFAULT_TC if kind in ("DEF", "DEFAULT") else kind
+            if kind not in TC_TYPES:
+                raise ScpiError(ILLEGAL_VALUE, f"thermocouple type {kind!r}; known: {', '.join(TC_TYPES)}")
+            channels = self._channels(call, 1) if call.has(1) else list(self.scan)
+            for channel in channels:
+                setup = self._channel(channel)
+                if setup.function != "TC":
+                    raise ScpiError(SETTINGS_CONFLICT, f"channel {channel} is not configured for thermocouples")
+                setup.kind = kind
+
+        def per_channel_query(read: Callable[[ChannelSetup], str]) -> Callable[[Call], str]:
+            def handler(call: Call) -> str:
+                return ",".join(read(self._channel(channel)) for channel in self._channels(call, 0))
+            return handler
+
         def per_channel(attribute: str, parse: Callable[[Call], object]) -> Callable[[Call], None]:
             def handler(call: Call) -> None:
                 value = parse(call)
-                channels = self._channels(call, 1) if len(call.args) > 1 else list(self.scan)
+                channels = self._channels(call, 1) if call.has(1) else list(self.scan)
                 for channel in channels:
                     setattr(self._channel(channel), attribute, value)
             return handler
@@ -272,7 +357,7 @@ class Daq970aServer(InstrumentServer):
         def trig_count(call: Call) -> None:
             text = call.arg(0).strip().upper()
             if text in ("INF", "INFINITY"):  # valid on the real unit; endless scans are not emulated
-                raise ScpiError(ILLEGAL_VALUE, "emulator: endless scans (TRIG:COUN INF) are not implemented")
+                raise ScpiError(ILLEGAL_VALUE, "endless scans (TRIG:COUN INF) are not modelled")
             self.trigger_count = int(call.number(0, 1, 500_000))
 
         def ctype(call: Call) -> str:
@@ -286,7 +371,59 @@ class Daq970aServer(InstrumentServer):
         def scan_query(call: Call) -> bytes:
             return ieee_block(("(@" + ",".join(map(str, self.scan)) + ")").encode())
 
-        t.add("CONFigure[:TEMPerature]", configure)
+        def transducer(call: Call) -> None:
+            function = {"TCOUPLE": "TC", "RTD": "RTD", "FRTD": "FRTD", "THERMISTOR": "THER", "FTHERMISTOR": "FTH"}[
+                call.choice(0, "TCouple", "RTD", "FRTD", "THERmistor", "FTHermistor")]
+            kind = {"TC": DEFAULT_TC, "RTD": "85", "FRTD": "85", "THER": "5000", "FTH": "5000"}[function]
+            for channel in self._channels(call, 1) if call.has(1) else list(self.scan):
+                self.setup[channel] = ChannelSetup(function, kind)
+
+        def readings(count_index: int | None, remove: bool, block: bool) -> Callable[[Call], str | bytes]:
+            def handler(call: Call) -> str | bytes:
+                count = int(call.number(count_index, 1, 1_000_000)) if count_index is not None and call.has(
+                    count_index) else None
+                if not remove and count is None:
+                    count = 1
+                taken = self._take(count, remove) if remove else self._take(None, False)[-(count or 1):]
+                if not taken and not block:
+                    raise ScpiError(DATA_STALE, "no readings in memory")
+                text = ",".join(self._format(*reading) for reading in taken)
+                return ieee_block(text.encode()) if block else text
+            return handler
+
+        t.add("[SENSe]:TEMPerature:APERture", per_channel("nplc", lambda c: c.number(0, 0.0004, 1.0) * LINE_HZ))
+        t.add("[SENSe]:TEMPerature:APERture?", per_channel_query(lambda s: f"{s.nplc / LINE_HZ:+.8E}"))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TYPE", transducer)
+        t.add("[SENSe]:TEMPerature:TRANsducer:TYPE?", per_channel_query(lambda s: {"VOLT": "NONE"}.get(
+            s.function, {"THER": "THER", "FTH": "FTH"}.get(s.function, s.function))))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TCouple:RJUNction",
+              per_channel("fixed_ref_c", lambda c: c.number(0, -20.0, 80.0, 0.0)))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TCouple:RJUNction?", per_channel_query(lambda s: f"{s.fixed_ref_c:+.8E}"))
+        t.add("ROUTe:SCAN:SIZE?", lambda c: f"+{len(self.scan)}")
+        self.add_setting("ROUTe:CHANnel:DELay", 0.0, numeric(0.0, 60.0), channels=self._channels)
+        self.add_setting("ROUTe:CHANnel:DELay:AUTO", True, on_off(), channels=self._channels)
+        self.add_setting("*PSC", True, on_off(), reset=False)
+        for name, node in (("CHAN", "CHANnel"), ("UNIT", "UNIT"), ("TIME", "TIME"), ("ALAR", "ALARm")):
+            t.add(f"FORMat:READing:{node}?", lambda c, name=name: str(int(self.format[name])))
+        t.add("R?", readings(0, remove=True, block=True))
+        t.add("DATA:REMove?", readings(0, remove=True, block=False))
+        t.add("DATA:LAST?", readings(0, remove=False, block=False))
+        t.add("DATA:POINts?", lambda c: f"+{len(self._take(None, remove=False))}")
+        t.add("CONFigure:TEMPerature", configure)
+        t.add("CONFigure:VOLTage[:DC]", configure_volts)
+        t.add("CONFigure?", configure_query)
+        t.add("MEASure:TEMPerature?", measure(configure))
+        t.add("MEASure:VOLTage[:DC]?", measure(configure_volts))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TCouple[:TYPE]", tc_type)
+        t.add("[SENSe]:TEMPerature:TRANsducer:TCouple[:TYPE]?", per_channel_query(lambda s: s.kind))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TCouple:CHECk?", per_channel_query(lambda s: str(int(s.check))))
+        t.add("[SENSe]:TEMPerature:TRANsducer:TCouple:RJUNction:TYPE?", per_channel_query(lambda s: s.rjunction))
+        t.add("[SENSe]:TEMPerature:NPLC?", per_channel_query(lambda s: f"{s.nplc:+.8E}"))
+        t.add("UNIT:TEMPerature?", per_channel_query(lambda s: s.unit))
+        t.add("FORMat:READing:TIME:TYPE?", lambda c: short_form({"ABS": "ABSolute", "REL": "RELative"}[self.time_type]))
+        t.add("TRIGger:SOURce?", lambda c: self.trigger_source)
+        t.add("TRIGger:TIMer?", lambda c: f"{self.trigger_timer_s:+.8E}")
+        t.add("TRIGger:COUNt?", lambda c: f"{self.trigger_count:+.8E}")
         t.add("[SENSe]:TEMPerature:TRANsducer:TCouple:RJUNction:TYPE",
               per_channel("rjunction", lambda c: c.choice(0, "INTernal", "EXTernal", "FIXed")[:3]))
         t.add("[SENSe]:TEMPerature:TRANsducer:TCouple:CHECk", per_channel("check", lambda c: c.boolean(0)))

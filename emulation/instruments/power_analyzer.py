@@ -32,8 +32,9 @@ from emulation.instruments.scpi import (
     QueryBlocked,
     ScpiError,
     ieee_block,
+    short_form,
 )
-from emulation.instruments.server import InstrumentServer
+from emulation.instruments.server import InstrumentServer, enumerated, fixed, numeric, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,10 @@ class Sweep:
 class PowerAnalyzerServer(InstrumentServer):
     family = "keysight-n6705c"
     idn = IDN
+    options = "0"  # *OPT?: no mainframe options
+    SAVED_STATE = ("output_on", "voltage", "current_limit", "res_ohm", "res_on", "emulation", "volt_mode",
+                   "sin_ampl", "sin_offs", "sin_freq", "sense_curr", "sense_volt", "tint", "points", "offset_points")
+    SAVE_SLOTS = range(16)
     FAULTS = InstrumentServer.FAULTS | {"garbage_block", "truncated_block", "overload"}
     COMMAND_LATENCY_S = COMMAND_LATENCY_S
 
@@ -83,9 +88,9 @@ class PowerAnalyzerServer(InstrumentServer):
         self.res_ohm = 0.0
         self.res_on = False
         self.emulation = "PS2Q"
-        self.volt_mode = "FIXED"
-        self.arb_type = "VOLTAGE"
-        self.arb_shape = "SINUSOID"
+        self.volt_mode = "FIXed"
+        self.arb_type = "VOLTage"
+        self.arb_shape = "SINusoid"
         self.sin_ampl = 0.0
         self.sin_offs = 0.0
         self.sin_freq = 1000.0
@@ -102,6 +107,7 @@ class PowerAnalyzerServer(InstrumentServer):
         self.sweep: Sweep | None = None
         self.form_real = False
         self.border_normal = True
+        self.trigger_sources = {"ARB": "BUS", "TRANsient": "BUS", "ACQuire": "BUS"}
         self._apply()
 
     # --- world link -----------------------------------------------------------------------
@@ -111,7 +117,7 @@ class PowerAnalyzerServer(InstrumentServer):
         supply.emulator_on = self.output_on
         supply.setpoint_v = self.voltage
         supply.current_limit_a = self.current_limit
-        supply.output_resistance_ohm = self.res_ohm if (self.res_on and self.emulation == "BATTERY") else 0.0
+        supply.output_resistance_ohm = self.res_ohm if (self.res_on and self.emulation == "BATTery") else 0.0
         running = self.output_on and self.volt_mode == "ARB" and self.arb_running
         if running and not supply.ripple_running:
             supply.ripple_t0 = self.world.clock.now()
@@ -136,6 +142,9 @@ class PowerAnalyzerServer(InstrumentServer):
 
     def elapse(self, seconds: float) -> None:
         self.world.wait(seconds)
+
+    def recalled(self) -> None:
+        self._apply()
 
     # --- digitizer ----------------------------------------------------------------------------
     def _initiate_acq(self) -> None:
@@ -258,11 +267,17 @@ class PowerAnalyzerServer(InstrumentServer):
                 return fmt.format(getattr(self, attr))
             return handler
 
+        def short_getter(attr: str) -> Handler:
+            def handler(call: Call) -> str:
+                slot(call, 0)
+                return short_form(getattr(self, attr))
+            return handler
+
         def flag(attr: str) -> Handler:
             def handler(call: Call) -> None:
                 slot(call, 1)
                 setattr(self, attr, call.boolean(0))
-                if attr == "res_on" and self.res_on and self.emulation != "BATTERY":
+                if attr == "res_on" and self.res_on and self.emulation != "BATTery":
                     self.res_on = False
                     raise ScpiError(SETTINGS_CONFLICT, "output resistance needs EMUL BATT")
                 self._apply()
@@ -275,43 +290,53 @@ class PowerAnalyzerServer(InstrumentServer):
 
         def emulation(call: Call) -> None:
             slot(call, 1)
-            self.emulation = call.choice(0, "PS4Q", "PS2Q", "PS1Q", "BATTery", "CHARger", "CCLoad", "CVLoad",
+            self.emulation = call.option(0, "PS4Q", "PS2Q", "PS1Q", "BATTery", "CHARger", "CCLoad", "CVLoad",
                                          "VMETer", "AMETer")
-            if self.emulation != "BATTERY":
+            if self.emulation != "BATTery":
                 self.res_on = False
             self._apply()
 
         def volt_mode(call: Call) -> None:
             slot(call, 1)
-            self.volt_mode = call.choice(0, "FIXed", "STEP", "LIST", "ARB")
+            self.volt_mode = call.option(0, "FIXed", "STEP", "LIST", "ARB")
             if self.volt_mode != "ARB":
                 self.arb_running = False
             self._apply()
 
         def arb_type(call: Call) -> None:
             slot(call, 1)
-            self.arb_type = call.choice(0, "VOLTage", "CURRent")
-            if self.arb_type != "VOLTAGE":
-                raise ScpiError(ILLEGAL_VALUE, "the emulated module only runs voltage arbs")
+            self.arb_type = call.option(0, "VOLTage", "CURRent")
+            if self.arb_type != "VOLTage":
+                raise ScpiError(ILLEGAL_VALUE, "current arbs are not modelled")
 
         def arb_shape(call: Call) -> None:
             slot(call, 1)
-            self.arb_shape = call.choice(0, "SINusoid", "STEP", "RAMP", "PULSe", "TRAPezoid", "EXPonential",
+            self.arb_shape = call.option(0, "SINusoid", "STEP", "RAMP", "PULSe", "TRAPezoid", "EXPonential",
                                          "STAircase", "UDEFined", "CDWell", "SEQuence", "CONStant")
-            if self.arb_shape != "SINUSOID":
-                raise ScpiError(ILLEGAL_VALUE, "the emulated module only runs sine arbs")
+            if self.arb_shape != "SINusoid":
+                raise ScpiError(ILLEGAL_VALUE, "arb shapes other than SINusoid are not modelled")
 
         def arb_count(call: Call) -> None:
             slot(call, 1)
             text = call.arg(0).strip().upper()
             if text not in ("INF", "INFINITY", "9.9E37"):
-                raise ScpiError(ILLEGAL_VALUE, "the emulated module only runs ARB:COUN INF")
+                raise ScpiError(ILLEGAL_VALUE, "arb counts other than INFinity are not modelled")
             self.arb_count_inf = True
 
-        def trigger_source(call: Call) -> None:
-            call.choice(0, "BUS", "IMMediate")  # BUS and IMMediate both start on a software trigger
-            if len(call.args) > 1:
-                slot(call, 1)
+        def trigger_source(system: str) -> Handler:
+            def handler(call: Call) -> None:
+                # BUS and IMMediate both start on a software trigger here.
+                self.trigger_sources[system] = call.option(0, "BUS", "IMMediate")
+                if call.has(1):
+                    slot(call, 1)
+            return handler
+
+        def trigger_source_query(system: str) -> Handler:
+            def handler(call: Call) -> str:
+                if call.has(0):
+                    slot(call, 0)
+                return short_form(self.trigger_sources[system])
+            return handler
 
         def init_tran(call: Call) -> None:
             slot(call, 0)
@@ -414,11 +439,18 @@ class PowerAnalyzerServer(InstrumentServer):
         t.add("[SOURce]:VOLTage:RESistance:STATe", flag("res_on"))
         t.add("[SOURce]:VOLTage:RESistance:STATe?", getter("res_on", "{:d}"))
         t.add("[SOURce]:EMULation", emulation)
-        t.add("[SOURce]:EMULation?", getter("emulation", "{}"))
+        t.add("[SOURce]:EMULation?", short_getter("emulation"))
         t.add("[SOURce]:VOLTage:MODE", volt_mode)
-        t.add("[SOURce]:VOLTage:MODE?", getter("volt_mode", "{}"))
+        t.add("[SOURce]:VOLTage:MODE?", short_getter("volt_mode"))
         t.add("[SOURce]:ARB:FUNCtion:TYPE", arb_type)
+        t.add("[SOURce]:ARB:FUNCtion:TYPE?", short_getter("arb_type"))
         t.add("[SOURce]:ARB:FUNCtion[:SHAPe]", arb_shape)
+        t.add("[SOURce]:ARB:FUNCtion[:SHAPe]?", short_getter("arb_shape"))
+        t.add("[SOURce]:ARB:COUNt?", lambda c: "9.9E+37" if (slot(c, 0), self.arb_count_inf)[1] else "+1")
+        t.add("FORMat[:DATA]?", lambda c: "REAL" if self.form_real else "ASC")
+        t.add("FORMat:BORDer?", lambda c: "NORM" if self.border_normal else "SWAP")
+        t.add("SENSe:FUNCtion:CURRent?", getter("sense_curr", "{:d}"))
+        t.add("SENSe:FUNCtion:VOLTage?", getter("sense_volt", "{:d}"))
         t.add("[SOURce]:ARB:VOLTage:SINusoid:AMPLitude", setter("sin_ampl", 0.0, 10.0))
         t.add("[SOURce]:ARB:VOLTage:SINusoid:AMPLitude?", getter("sin_ampl"))
         t.add("[SOURce]:ARB:VOLTage:SINusoid:OFFSet", setter("sin_offs", 0.0, 20.4))
@@ -426,9 +458,9 @@ class PowerAnalyzerServer(InstrumentServer):
         t.add("[SOURce]:ARB:VOLTage:SINusoid:FREQuency", setter("sin_freq", 0.011, 10_000.0))
         t.add("[SOURce]:ARB:VOLTage:SINusoid:FREQuency?", getter("sin_freq"))
         t.add("[SOURce]:ARB:COUNt", arb_count)
-        t.add("TRIGger:ARB:SOURce", trigger_source)
-        t.add("TRIGger:TRANsient:SOURce", trigger_source)
-        t.add("TRIGger:ACQuire:SOURce", trigger_source)
+        for system in ("ARB", "TRANsient", "ACQuire"):
+            t.add(f"TRIGger:{system}:SOURce", trigger_source(system))
+            t.add(f"TRIGger:{system}:SOURce?", trigger_source_query(system))
         t.add("INITiate[:IMMediate]:TRANsient", init_tran)
         t.add("INITiate[:IMMediate]:ACQuire", init_acq)
         t.add("TRIGger:TRANsient[:IMMediate]", trig_tran)
@@ -453,6 +485,46 @@ class PowerAnalyzerServer(InstrumentServer):
             return f"+{self._operation_condition()}"
 
         t.add("STATus:OPERation:CONDition?", operation_condition)
+
+        def slot_channels(call: Call, index: int) -> list[int]:
+            slot(call, index)
+            return call.channels(index)
+
+        for node, default, kind in (
+                ("[SOURce]:VOLTage:LIMit[:POSitive][:IMMediate][:AMPLitude]", 20.4, numeric(0.0, 20.4, "{:+.6E}")),
+                ("[SOURce]:VOLTage:PROTection[:LEVel]", 22.0, numeric(0.0, 22.0, "{:+.6E}")),
+                ("[SOURce]:VOLTage:RANGe", 20.4, numeric(0.0, 20.4, "{:+.6E}")),
+                ("[SOURce]:VOLTage:SLEW[:IMMediate]", 9.9e37, numeric(0.0, 9.9e37, "{:+.6E}")),
+                ("[SOURce]:CURRent[:LEVel][:IMMediate][:AMPLitude]", 0.0, numeric(-3.06, 3.06, "{:+.6E}")),
+                ("[SOURce]:CURRent:MODE", "FIXed", enumerated("FIXed", "STEP", "LIST", "ARB")),
+                ("[SOURce]:CURRent:RANGe", 3.06, numeric(0.0, 3.06, "{:+.6E}")),
+                ("[SOURce]:FUNCtion", "VOLTage", enumerated("VOLTage", "CURRent")),  # priority mode
+                ("[SOURce]:ARB:TERMinate:LAST", False, on_off()),
+                ("SENSe:CURRent[:DC]:RANGe[:UPPer]", 3.06, numeric(0.0, 3.06, "{:+.6E}")),
+                ("SENSe:VOLTage[:DC]:RANGe[:UPPer]", 20.4, numeric(0.0, 20.4, "{:+.6E}"))):
+            self.add_setting(node, default, kind, channels=slot_channels)
+        t.add("OUTPut:PROTection:CLEar", fixed(None, lambda c: slot(c, 0)))
+        t.add("STATus:OPERation[:EVENt]?", operation_condition)
+        t.add("STATus:QUEStionable:CONDition?", fixed("+0", lambda c: slot(c, 0)))  # no protection tripped
+        t.add("SYSTem:CHANnel:COUNt?", lambda c: "+1")
+
+        def scalar_power(call: Call) -> str:
+            # Mean voltage times mean current of two short sweeps: the ripple's correlation is lost.
+            slot(call, 0)
+            return f"{float(self._measure_scalar('VOLT')) * float(self._measure_scalar('CURR')):+.6E}"
+
+        def fetch_scalar(function: str) -> Handler:
+            def handler(call: Call) -> str:
+                slot(call, 0)
+                data = self._sweep_data(function)
+                if data is None:
+                    raise QueryBlocked("no triggered sweep to fetch")
+                return f"{float(np.mean(data)):+.6E}"
+            return handler
+
+        t.add("MEASure[:SCALar]:POWer[:DC]?", scalar_power)
+        t.add("FETCh[:SCALar]:CURRent[:DC]?", fetch_scalar("CURR"))
+        t.add("FETCh[:SCALar]:VOLTage[:DC]?", fetch_scalar("VOLT"))
         t.add("FETCh:ARRay:CURRent[:DC]?", fetch("CURR"))
         t.add("FETCh:ARRay:VOLTage[:DC]?", fetch("VOLT"))
         t.add("MEASure:ARRay:CURRent[:DC]?", measure_array("CURR"))

@@ -3,8 +3,16 @@
 - Program messages end at "\\n"; units are separated by ";" outside strings, parentheses and
   binary blocks. A unit without a leading ":" continues the previous unit's path.
 - Headers match long or short mnemonic forms (`:WAVeform:POINts` == `:WAV:POIN`), case-blind,
-  with optional `[nodes]` and numeric suffixes (`CHANnel<n>` matches `CHAN2`).
-- Arguments are strings, or bytes for definite-length blocks (`#<n><len><data>`).
+  with optional `[nodes]`; a numeric suffix only on the nodes that take one (`CHANnel<n>` matches
+  `CHAN2`; `:TIMebase2` is an undefined header).
+- The path rule (SCPI-1999 vol. 1, 6.2.4): after `;` a header without a leading `:` continues
+  from the current path, the parent of the last node used; a leading `:` starts again at the
+  root; common commands (`*...`) leave the path alone. A relative header that does not resolve
+  is undefined (-113): it is never retried from the root.
+- Arguments are strings, or bytes for definite-length blocks (`#<n><len><data>`). Numeric
+  arguments take MINimum/MAXimum/DEFault where a handler gives those values, and unit suffixes
+  with SI multipliers (`100 mV`, `1 KHZ`, `10US`; `MHZ` and `MOHM` are mega).
+- Every argument a handler does not read is one too many: -108 "Parameter not allowed".
 """
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ Response = str | bytes | None
 
 # Standard SCPI error codes used by the emulators.
 UNDEFINED_HEADER = (-113, "Undefined header")
+HEADER_SUFFIX = (-114, "Header suffix out of range")
 MISSING_PARAMETER = (-109, "Missing parameter")
 PARAMETER_NOT_ALLOWED = (-108, "Parameter not allowed")
 DATA_TYPE_ERROR = (-104, "Data type error")
@@ -28,6 +37,7 @@ DATA_STALE = (-230, "Data corrupt or stale")
 HARDWARE_MISSING = (-241, "Hardware missing")
 INVALID_BLOCK = (-161, "Invalid block data")
 QUEUE_OVERFLOW = (-350, "Queue overflow")
+INFINITY = 9.9e37  # what SCPI's INFinity stands for
 
 
 class ScpiError(Exception):
@@ -46,15 +56,62 @@ class QueryBlocked(Exception):
     the parser stays in it, so the rest of the message is not executed and nothing is answered."""
 
 
+_MULTIPLIERS = {"": 1.0, "EX": 1e18, "PE": 1e15, "T": 1e12, "G": 1e9, "MA": 1e6, "K": 1e3, "M": 1e-3,
+                "U": 1e-6, "N": 1e-9, "P": 1e-12, "F": 1e-15, "A": 1e-18}
+_UNITS = ("HZ", "OHM", "VPP", "VRMS", "DBM", "PCT", "DEG", "RAD", "CEL", "V", "A", "S", "W")
+_NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:E[+-]?\d+)?)\s*([A-Z]*)")
+
+
+def parse_number(text: str) -> float:
+    """A decimal numeric value with an optional unit suffix: `2.5`, `100 mV`, `1KHZ`, `10 US`."""
+    upper = text.strip().upper()
+    m = _NUMBER.fullmatch(upper)
+    if m is None:
+        raise ScpiError(DATA_TYPE_ERROR, f"{text.strip()!r} is not a number")
+    value, suffix = float(m.group(1)), m.group(2)
+    if not suffix:
+        return value
+    if suffix in ("MHZ", "MOHM"):  # SCPI's exception: M is mega for these two
+        return value * 1e6
+    for unit in _UNITS:
+        prefix = suffix[:-len(unit)] if suffix.endswith(unit) else None
+        if prefix is not None and prefix in _MULTIPLIERS:
+            return value * _MULTIPLIERS[prefix]
+    raise ScpiError(ILLEGAL_VALUE, f"unit suffix {suffix!r} in {text.strip()!r}")
+
+
+def short_form(option: str) -> str:
+    """A mnemonic's short form, as queries answer enumerations: MAXimum -> MAX, LSBFirst -> LSBF."""
+    short = "".join(ch for ch in option if ch.isupper() or ch.isdigit())
+    return short or option.upper()
+
+
 @dataclass
 class Call:
-    """One parsed program message unit, handed to a handler."""
+    """One parsed program message unit, handed to a handler.
+
+    `used` counts the arguments the handler read; the server refuses the unit when some were
+    not read (-108 "Parameter not allowed")."""
 
     header: str
     args: list[Arg]
     suffixes: tuple[int, ...] = ()
+    used: int = 0
+
+    def _touch(self, index: int) -> None:
+        self.used = max(self.used, index + 1)
+
+    def has(self, index: int) -> bool:
+        """Whether an optional argument was given (reading it counts it as used)."""
+        return index < len(self.args)
+
+    def rest(self, index: int) -> list[Arg]:
+        """Every argument from `index` on (a list of values), all counted as used."""
+        self.used = max(self.used, len(self.args))
+        return self.args[index:]
 
     def arg(self, index: int) -> str:
+        self._touch(index)
         if index >= len(self.args):
             raise ScpiError(MISSING_PARAMETER, self.header)
         value = self.args[index]
@@ -63,20 +120,35 @@ class Call:
         return value
 
     def block(self, index: int) -> bytes:
+        self._touch(index)
         value = self.args[index] if index < len(self.args) else None
+        if value is None:
+            raise ScpiError(MISSING_PARAMETER, self.header)
         if not isinstance(value, bytes):
             raise ScpiError(DATA_TYPE_ERROR, "expected a definite-length block")
         return value
 
-    def number(self, index: int, minimum: float | None = None, maximum: float | None = None) -> float:
-        text = self.arg(index).strip()
-        try:
-            value = float(text)
-        except ValueError:
-            raise ScpiError(DATA_TYPE_ERROR, f"{text!r} is not a number") from None
+    def number(self, index: int, minimum: float | None = None, maximum: float | None = None,
+               default: float | None = None) -> float:
+        """A numeric argument within [minimum, maximum] (-222 outside); MIN, MAX and DEF name
+        those bounds and the default where given."""
+        value = self.keyword_number(index, minimum, maximum, default)
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            raise ScpiError(OUT_OF_RANGE, f"{value:g} not in [{minimum:g}, {maximum:g}]")
+            raise ScpiError(OUT_OF_RANGE, f"{value:g} not in [{_g(minimum)}, {_g(maximum)}]")
         return value
+
+    def keyword_number(self, index: int, minimum: float | None = None, maximum: float | None = None,
+                       default: float | None = None) -> float:
+        """A numeric argument, MIN/MAX/DEF resolved, not range-checked (for handlers that clip)."""
+        text = self.arg(index).strip()
+        for word, value in (("MINimum", minimum), ("MAXimum", maximum), ("DEFault", default)):
+            if _mnemonic_matches(word, text):
+                if value is None:
+                    raise ScpiError(ILLEGAL_VALUE, f"{text} is not accepted here")
+                return value
+        if _mnemonic_matches("INFinity", text) or _mnemonic_matches("NINFinity", text):
+            return INFINITY if text.upper().startswith("INF") else -INFINITY  # SCPI's 9.9E37
+        return parse_number(text)
 
     def boolean(self, index: int) -> bool:
         text = self.arg(index).strip().upper()
@@ -88,10 +160,15 @@ class Call:
 
     def choice(self, index: int, *options: str) -> str:
         """Match a character parameter against long-form options; returns the long form."""
+        return self.option(index, *options).upper()
+
+    def option(self, index: int, *options: str) -> str:
+        """Match a character parameter against options; returns the option as written (`MAXimum`),
+        whose `short_form` is what a query answers."""
         text = self.arg(index).strip()
         for option in options:
             if _mnemonic_matches(option, text):
-                return option.upper()
+                return option
         raise ScpiError(ILLEGAL_VALUE, f"{text!r} not one of {', '.join(options)}")
 
     def channels(self, index: int) -> list[int]:
@@ -105,6 +182,10 @@ class Call:
             lo, _, hi = part.strip().partition(":")
             out.extend(range(int(lo), int(hi or lo) + 1))
         return out
+
+
+def _g(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def _mnemonic_matches(pattern: str, word: str) -> bool:
@@ -130,9 +211,7 @@ class _Node:
             if not m or not _mnemonic_matches(self.pattern, m.group(1)):
                 return False, None
             return True, int(m.group(2)) if m.group(2) else 1
-        # A node without a declared suffix still accepts the default suffix 1 (`OUTP1`).
-        m = re.fullmatch(r"([A-Za-z_]+?)(1?)", word)
-        return bool(m and _mnemonic_matches(self.pattern, m.group(1))), None
+        return _mnemonic_matches(self.pattern, word), None
 
 
 Handler = Callable[[Call], Response]
@@ -144,8 +223,10 @@ class CommandTree:
     def __init__(self) -> None:
         self._entries: list[tuple[list[_Node], bool, Handler]] = []
         self._cache: dict[tuple[str, bool], tuple[Handler, tuple[int, ...]] | None] = {}
+        self.patterns: list[str] = []  # as registered, for conformance figures
 
     def add(self, pattern: str, handler: Handler) -> None:
+        self.patterns.append(pattern)
         query = pattern.endswith("?")
         body = pattern.rstrip("?")
         if body.startswith("*"):
@@ -306,7 +387,8 @@ def split_units(message: bytes) -> list[tuple[str, list[Arg]]]:
 
 
 def resolve_header(header: str, base: list[str]) -> tuple[list[str], bool, list[str]]:
-    """(words, is_query, new base path) for a header, following SCPI's relative-path rule."""
+    """(words, is_query, new base path) for a header, following SCPI's path rule: a relative
+    header continues from `base`, the new base is the parent of its last node."""
     query = header.endswith("?")
     text = header.rstrip("?")
     if text.startswith("*"):
@@ -317,7 +399,8 @@ def resolve_header(header: str, base: list[str]) -> tuple[list[str], bool, list[
     return full, query, full[:-1]
 
 
-def ieee_block(payload: bytes) -> bytes:
-    """Definite-length arbitrary block: #<digits><length><payload>."""
-    length = str(len(payload)).encode()
+def ieee_block(payload: bytes, digits: int = 0) -> bytes:
+    """Definite-length arbitrary block: #<digits><length><payload>; `digits` fixes the length
+    field's width as some models do (InfiniiVision: always 8, `#800001000...`)."""
+    length = str(len(payload)).zfill(digits).encode()
     return b"#" + str(len(length)).encode() + length + payload

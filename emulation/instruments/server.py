@@ -7,15 +7,19 @@ out, and fault injection for tests.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import socket
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from emulation.instruments.scpi import (
+    ILLEGAL_VALUE,
+    PARAMETER_NOT_ALLOWED,
     QUEUE_OVERFLOW,
     UNDEFINED_HEADER,
     QueryBlocked,
@@ -25,6 +29,7 @@ from emulation.instruments.scpi import (
     ScpiError,
     find_message_end,
     resolve_header,
+    short_form,
     split_units,
 )
 
@@ -34,6 +39,34 @@ POLL_S = 0.05  # how often blocked threads look at the stop flag
 SEND_TIMEOUT_S = 30.0  # a client that stops reading for this long is dropped
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a client sending more without "\n" is dropped
 ERROR_QUEUE_DEPTH = 30
+
+# A stored setting's value kind: how a command reads it from its arguments, how a query shows it.
+Parse = Callable[[Call, int], Any]
+Show = Callable[[Any], str]
+Kind = tuple[Parse, Show]
+ChannelList = Callable[[Call, int], list[int]]
+
+
+def on_off() -> Kind:
+    return (lambda call, index: call.boolean(index)), (lambda value: str(int(value)))
+
+
+def numeric(minimum: float, maximum: float, fmt: str = "{:+.8E}") -> Kind:
+    return (lambda call, index: call.number(index, minimum, maximum)), fmt.format
+
+
+def fixed(answer: str | None, check: Callable[[Call], object] = lambda call: None) -> Callable[[Call], str | None]:
+    """A handler whose answer never changes in the emulator (a status that stays clear, a command
+    with nothing to act on), after `check` has validated the call (its suffix, its channel list)."""
+    def handler(call: Call) -> str | None:
+        check(call)
+        return answer
+    return handler
+
+
+def enumerated(*options: str) -> Kind:
+    """One of `options` (written with their short forms in capitals); queries answer the short form."""
+    return (lambda call, index: call.option(index, *options)), short_form
 
 
 class Connection:
@@ -193,6 +226,12 @@ def _close_quietly(sock: socket.socket) -> None:
 class InstrumentServer(LineServer):
     """SCPI instrument: subclasses register commands in `self.tree` and set `idn`.
 
+    IEEE 488.2 common commands: every mandatory one (*CLS *ESE *ESE? *ESR? *IDN? *OPC *OPC? *RST
+    *SRE *SRE? *STB? *TST? *WAI), *TRG, and *OPT? where the model documents it (`options` is
+    its answer; None leaves it undefined). Status byte: bit 2 (4) error queue not empty, bit 5
+    (32) ESB = *ESR & *ESE, bit 6 (64) MSS = the other bits & *SRE. *OPC sets *ESR bit 0 once
+    pending operations are complete. *RST leaves *ESE, *SRE and the error queue alone.
+
     Error queue (IEEE 488.2 / SCPI): every unit the model does not accept leaves an entry and
     nothing else happens - an unknown header gives -113 "Undefined header"; a handler raises
     `ScpiError(code_and_message, detail)` (e.g. `ScpiError(OUT_OF_RANGE, "...")` for -222) and
@@ -214,6 +253,11 @@ class InstrumentServer(LineServer):
 
     family = "scpi"
     idn = "phonebench,EMU,0,0"
+    options: str | None = None  # *OPT? answer where the model documents the query
+    self_test = "+0"  # *TST? answer: 0 = passed
+    no_error = '+0,"No error"'  # SYSTem:ERRor? with an empty queue
+    SAVED_STATE: tuple[str, ...] = ()  # attributes *SAV stores and *RCL restores (none: no *SAV/*RCL)
+    SAVE_SLOTS = range(0)
     FAULTS: frozenset[str] = frozenset({"silence", "garbage"})
 
     def __init__(self, port: int = 0) -> None:
@@ -222,17 +266,69 @@ class InstrumentServer(LineServer):
         self.tree = CommandTree()
         self.errors: deque[str] = deque()
         self.esr = 0  # standard event status register
+        self.ese = 0  # its enable register
+        self.sre = 0  # service request enable register
         self.commands_seen: list[str] = []  # every header executed, for tests
+        self.settings: dict[tuple, Any] = {}  # stored settings (add_setting), back to defaults at *RST
+        self.kept_settings: dict[tuple, Any] = {}  # the ones *RST leaves alone (*PSC, ...)
+        self._saved: dict[int, dict[str, Any]] = {}
         self._faults: dict[str, int | None] = {}
         # Faults have their own lock: world observers consult them while holding the world's lock.
         self._fault_lock = threading.Lock()
         self._fault_rng = np.random.default_rng(0xFA17)
         for pattern, handler in (("*IDN?", lambda c: self.idn), ("*RST", self._rst), ("*CLS", self._cls),
-                                 ("*OPC?", self._opc_query), ("*OPC", lambda c: None), ("*WAI", self._wai),
-                                 ("*TRG", self._trg), ("*ESR?", self._esr), ("*TST?", lambda c: "0"),
+                                 ("*OPC?", self._opc_query), ("*OPC", self._opc), ("*WAI", self._wai),
+                                 ("*TRG", self._trg), ("*ESR?", self._esr), ("*TST?", self._tst),
+                                 ("*ESE", self._set_ese), ("*ESE?", lambda c: f"+{self.ese}"),
+                                 ("*SRE", self._set_sre), ("*SRE?", lambda c: f"+{self.sre}"),
+                                 ("*STB?", lambda c: f"+{self.status_byte()}"),
                                  (":SYSTem:ERRor[:NEXT]?", self._syst_err),
                                  (":SYSTem:VERSion?", lambda c: "1999.0")):
             self.tree.add(pattern, handler)
+        self.tree.add("*OPT?", self._opt)
+        if self.SAVED_STATE:
+            self.tree.add("*SAV", self._sav)
+            self.tree.add("*RCL", self._rcl)
+
+    # --- stored settings -------------------------------------------------------------------
+    def add_setting(self, pattern: str, default: Any, kind: Kind, channels: ChannelList | None = None,
+                    reset: bool = True) -> None:
+        """A command the model documents whose only effect the emulator shows is its own query:
+        `pattern <value>[,<channels>]` stores the value (one per numeric suffix and channel),
+        `pattern? [<channels>]` answers it; *RST restores `default` unless `reset` is False."""
+        parse, show = kind
+        store = self.settings if reset else self.kept_settings
+
+        def keys(call: Call, index: int) -> list[tuple]:
+            listed = channels(call, index) if channels is not None and call.has(index) else [None]
+            return [(pattern, call.suffixes, channel) for channel in listed]
+
+        def set_value(call: Call) -> None:
+            value = parse(call, 0)
+            for key in keys(call, 1):
+                store[key] = value
+
+        def get_value(call: Call) -> str:
+            return ",".join(show(store.get(key, default)) for key in keys(call, 0))
+
+        set_value.stored_only = get_value.stored_only = True  # type: ignore[attr-defined]  # for conformance
+        self.tree.add(pattern, set_value)
+        self.tree.add(pattern + "?", get_value)
+
+    def _sav(self, call: Call) -> None:
+        slot = int(call.number(0, self.SAVE_SLOTS.start, self.SAVE_SLOTS.stop - 1))
+        state = {name: getattr(self, name) for name in self.SAVED_STATE}
+        self._saved[slot] = copy.deepcopy({**state, "settings": self.settings})
+
+    def _rcl(self, call: Call) -> None:
+        slot = int(call.number(0, self.SAVE_SLOTS.start, self.SAVE_SLOTS.stop - 1))
+        if slot not in self._saved:
+            raise ScpiError(ILLEGAL_VALUE, f"no state stored in location {slot}")
+        state = copy.deepcopy(self._saved[slot])
+        self.settings = state.pop("settings")
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.recalled()
 
     # --- faults ---------------------------------------------------------------------------
     def inject_fault(self, name: str, count: int | None = 1) -> None:
@@ -269,7 +365,7 @@ class InstrumentServer(LineServer):
         self.errors.append(error.entry())
 
     def _syst_err(self, call: Call) -> str:
-        return self.errors.popleft() if self.errors else '+0,"No error"'
+        return self.errors.popleft() if self.errors else self.no_error
 
     def _cls(self, call: Call) -> None:
         self.errors.clear()
@@ -281,6 +377,30 @@ class InstrumentServer(LineServer):
 
     def _rst(self, call: Call) -> None:
         self.reset()
+        self.settings.clear()
+
+    def _tst(self, call: Call) -> str:
+        return self.self_test
+
+    def _opt(self, call: Call) -> str:
+        if self.options is None:  # a model without *OPT? in its manual
+            raise ScpiError(UNDEFINED_HEADER, "*OPT?")
+        return self.options
+
+    def _opc(self, call: Call) -> None:
+        if self.complete_pending():
+            self.esr |= 0x01
+
+    def _set_ese(self, call: Call) -> None:
+        self.ese = int(call.number(0, 0, 255))
+
+    def _set_sre(self, call: Call) -> None:
+        self.sre = int(call.number(0, 0, 255)) & ~0x40  # bit 6 cannot be enabled
+
+    def status_byte(self) -> int:
+        """*STB?: bit 2 error queue not empty, bit 5 ESB, bit 6 MSS (not cleared by reading)."""
+        stb = (0x04 if self.errors else 0) | (0x20 if self.esr & self.ese else 0)
+        return stb | (0x40 if stb & self.sre else 0)
 
     def _opc_query(self, call: Call) -> str | None:
         return "1" if self.complete_pending() else None
@@ -294,6 +414,9 @@ class InstrumentServer(LineServer):
     # --- hooks for subclasses ----------------------------------------------------------------
     def reset(self) -> None:
         """*RST: back to power-on settings."""
+
+    def recalled(self) -> None:
+        """*RCL restored SAVED_STATE: subclasses push it where it acts (the world)."""
 
     def complete_pending(self) -> bool:
         """*OPC?/*WAI: wait (in simulated time) for overlapped operations; False = never completes."""
@@ -320,18 +443,18 @@ class InstrumentServer(LineServer):
             for header, args in units:
                 words, query, new_base = resolve_header(header, base)
                 found = self.tree.lookup(words, query)
-                if found is None and base and not header.startswith((":", "*")):
-                    # Lenient like most instruments: retry a relative header from the root.
-                    words, query, new_base = resolve_header(":" + header, [])
-                    found = self.tree.lookup(words, query)
                 if found is None:
+                    # A relative header is looked up from the current path only (SCPI's path rule).
                     self.push_error(ScpiError(UNDEFINED_HEADER, header))
                     continue
                 base = new_base
                 handler, suffixes = found
                 self.commands_seen.append(header)
+                call = Call(header, args, suffixes)
                 try:
-                    result: Response = handler(Call(header, args, suffixes))
+                    result: Response = handler(call)
+                    if call.used < len(args):
+                        raise ScpiError(PARAMETER_NOT_ALLOWED, f"{header}: {len(args) - call.used} too many")
                 except ScpiError as exc:
                     self.push_error(exc)
                     continue

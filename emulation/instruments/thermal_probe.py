@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from emulation.instruments.scpi import ILLEGAL_VALUE, UNDEFINED_HEADER, Call, ScpiError
-from emulation.instruments.server import Connection, InstrumentServer
+from emulation.instruments.server import Connection, InstrumentServer, on_off
 from emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -312,3 +312,12 @@ class ThermalProbeServer(InstrumentServer):
         t.add("SENSe:APERture?", lambda c: f"{self.period_s:g}")
         t.add("UNIT:TEMPerature", unit)
         t.add("UNIT:TEMPerature?", lambda c: self.unit)
+        self.add_setting("INITiate:CONTinuous", True, on_off())
+        self.add_setting("ROUTe:SCAN:STATe", True, on_off())
+        t.add("SYSTem:BEEP[:IMMediate]", lambda c: None)
+        t.add("SYSTem:DATE?", lambda c: f"{self._clock():%Y,%m,%d}")
+        t.add("SYSTem:TIME?", lambda c: f"{self._clock():%H,%M,%S}")
+
+    def _clock(self) -> dt.datetime:
+        """The readout's own clock (set at the factory: the thermometers' EPOCH at world time 0)."""
+        return EPOCH + dt.timedelta(seconds=self.world.clock.now())

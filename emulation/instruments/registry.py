@@ -1,0 +1,56 @@
+"""Which emulated instrument families each role can be built with, and the factory that builds one.
+
+    server = make_server("scope", "rigol-ds1000z", world)
+
+The family names are the station file's (drivers/registry.py), so an emulated station built
+with a family is reached by the driver a lab would use for the real instrument.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bench.core.errors import ConfigError
+from emulation.instruments.awg import AwgServer
+from emulation.instruments.clock import ClockServer
+from emulation.instruments.daq970a import Daq970aServer
+from emulation.instruments.fixture import FixtureServer
+from emulation.instruments.power_analyzer import PowerAnalyzerServer
+from emulation.instruments.scope import ScopeServer
+from emulation.instruments.server import InstrumentServer
+from emulation.instruments.thermal_probe import ThermalProbeServer
+from emulation.world import World
+
+Factory = Callable[[World], InstrumentServer]
+
+FACTORIES: dict[str, dict[str, Factory]] = {
+    "scope": {"keysight-infiniivision": lambda world: ScopeServer(world, "keysight"),
+              "rigol-ds1000z": lambda world: ScopeServer(world, "rigol")},
+    "supply": {"keysight-n6705c": PowerAnalyzerServer},
+    "thermal": {"keysight-daq970a": Daq970aServer,
+                "fluke-1529": lambda world: ThermalProbeServer(world, "fluke"),
+                "fluke-1521": lambda world: ThermalProbeServer(world, "fluke1521"),
+                "generic-ascii": lambda world: ThermalProbeServer(world, "generic")},
+    "stimulus": {"keysight-33500b": AwgServer},
+    "clock": {"phonebench-clock": ClockServer},
+    "fixture": {"phonebench-fixture": FixtureServer},
+}
+# What an emulated station builds for a role its [emulated] table does not name.
+DEFAULT_FAMILIES = {"scope": "keysight-infiniivision", "supply": "keysight-n6705c", "thermal": "keysight-daq970a",
+                    "stimulus": "keysight-33500b", "clock": "phonebench-clock", "fixture": "phonebench-fixture"}
+
+
+def emulated_families() -> dict[str, list[str]]:
+    """Role -> the families the emulated station can build for it."""
+    return {role: sorted(families) for role, families in FACTORIES.items()}
+
+
+def make_server(role: str, family: str | None, world: World) -> InstrumentServer:
+    """A not yet started server of `family` (None: the role's default) living in `world`."""
+    if role not in FACTORIES:
+        raise ConfigError(f"no emulated instrument role {role!r}", hint=f"roles: {', '.join(FACTORIES)}")
+    family = family or DEFAULT_FAMILIES[role]
+    factory = FACTORIES[role].get(family)
+    if factory is None:
+        raise ConfigError(f"no emulated {role} of family {family!r}",
+                          hint=f"emulated {role} families: {', '.join(emulated_families()[role])}")
+    return factory(world)
