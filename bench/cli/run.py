@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         data = json.loads(results.read_text(encoding="utf-8"))
     else:
         data = recorder.data
-    print_summary(data, results, quiet=args.quiet)
+    print_summary(data, results, quiet=args.quiet, verbose=getattr(args, "verbose", 0) > 0)
     report = run_dir / "report.html"
     if report.exists():
         print(f"report:  {report}")
@@ -207,7 +207,7 @@ def run_parallel_bays(args: argparse.Namespace, station: Any, run_dir: Path) -> 
     data = run_bays(args, station_file, bays, run_dir, worker_args, args.jobs or len(bays), record,
                     station.database)
     results = run_dir / "results.json"
-    print_summary(data, results, quiet=args.quiet)
+    print_summary(data, results, quiet=args.quiet, verbose=getattr(args, "verbose", 0) > 0)
     for problem in data.get("problems", []):
         print(f"problem: {problem}")
     if (run_dir / "report.html").exists():
