@@ -110,3 +110,10 @@ def emulated_bay_duts(config: EmulatedConfig) -> dict[str, list[str]]:
 
     serials = [p.serial for p in config.phones] or [s.serial for s in default_fleet()]
     return {bay: [serial] for bay, serial in zip(emulated_bay_names(config.bays), serials)}
+
+
+def emulated_choices() -> tuple[list[str], list[str]]:
+    """(personas, faults) the emulated phones understand: for option help and error messages."""
+    from emulation.station import known_faults, sla_personas
+
+    return sorted(sla_personas()), sorted(known_faults())

@@ -14,7 +14,9 @@ from bench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
 from bench.core.paths import data_dir
 from bench.core.errors import ConfigError
 from bench.core.station import MAX_EMULATED_BAYS, load_station
+from bench.cli.selection import Inventory
 from bench.summary import print_summary
+from fixtures.plugin import roles_needed
 from fixtures.session import BENCH
 
 DEFAULT_SUITES = data_dir("suites")
@@ -42,8 +44,14 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
     p.add_argument("--results-dir", help="where the run folder goes (default: the station's, ./reports)")
     p.add_argument("--run-id", help="name of the run folder (a plain name; an id already used is refused)")
-    p.add_argument("--persona", help="emulated station: SLA behaviour persona for every phone")
-    p.add_argument("--fault", action="append", default=[], help="emulated station: inject a fault (repeatable)")
+    from bench.backend import emulated_choices
+
+    personas, faults = emulated_choices()
+    p.add_argument("--persona", metavar="NAME",
+                   help=f"emulated station: SLA behaviour persona for every phone; one of {', '.join(personas)}")
+    p.add_argument("--fault", action="append", default=[], metavar="NAME",
+                   help=f"emulated station: inject a fault into every phone (repeatable); one of {', '.join(faults)}, "
+                        "kill-on:COMMAND")
     p.add_argument("--verbose-tests", action="store_true", help="pytest's own per-test lines")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="for CI logs: no live lines or progress bars; the summary lists only what failed")
@@ -96,30 +104,45 @@ def run(args: argparse.Namespace) -> int:
         from bench.lab.run import run_on_places
 
         return run_on_places(args, run)
+    from bench.cli.selection import check_selection
     from bench.core.files import check_free_space
     from bench.results import claim_run_dir
 
+    check_selection(args)  # an unknown DUT, bay, persona or fault: one line, exit 4, no run folder
     folder = results_dir(args)
+    station = _bay_station(args)
+    preflight = None
     if args.station and not args.no_preflight:
-        from bench.preflight import gate
+        from bench.preflight import PreflightGate, gate
 
-        if not gate(args.station):
-            return 2
+        if station is not None:  # several bays: every instrument of the file, before the workers start
+            go, lines = gate(args.station)
+            if lines:
+                print("\n".join(lines), file=sys.stderr)
+            if not go:
+                return 2
+        else:  # one station: after collection, the instruments the selected tests need
+            preflight = PreflightGate(args.station, lambda item: roles_needed(item, list(item.fixturenames)))
     check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
     run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
-    station = _bay_station(args)
     if station is not None:
         return run_parallel_bays(args, station, run_dir)
-    grab = _SessionGrab()
-    code = pytest.main(pytest_args(args, run_dir), plugins=[grab])
+    grab, inventory = _SessionGrab(), Inventory()
+    code = pytest.main(pytest_args(args, run_dir), plugins=[grab, inventory, *([preflight] if preflight else [])])
+    if preflight is not None and preflight.lines:
+        print("\n".join(preflight.lines), file=sys.stderr)
     bench = grab.config.stash.get(BENCH, None) if grab.config is not None else None
     recorder = bench.recorder if bench is not None else None
     results = run_dir / "results.json"
     if recorder is None:
         if not results.exists():
-            with contextlib.suppress(OSError):
-                run_dir.rmdir()  # claimed but never used (usage error, no station): the id stays free
-            print(f"bench: no results in {run_dir} (pytest exit code {int(code)})")
+            _release(run_dir)  # nothing ran: the id stays free, no folder holding only junit.xml
+            if preflight is not None and preflight.refused:
+                return 2
+            if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+                print(inventory.nothing_selected(args), file=sys.stderr)
+            elif code != pytest.ExitCode.USAGE_ERROR:  # pytest said why in one line already
+                print(f"bench run: no test ran (pytest exit code {int(code)})", file=sys.stderr)
             return int(code) or 1
         data = json.loads(results.read_text(encoding="utf-8"))
     else:
@@ -142,6 +165,15 @@ def run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.OK and bad == 0:
         return 0
     return 1 if code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) else int(code)
+
+
+def _release(run_dir: Path) -> None:
+    """Remove a claimed run folder that holds nothing but pytest's junit.xml of no test."""
+    junit = run_dir / "junit.xml"
+    with contextlib.suppress(OSError):
+        if {p.name for p in run_dir.iterdir()} <= {"junit.xml"}:
+            junit.unlink(missing_ok=True)
+            run_dir.rmdir()
 
 
 def _results_not_written(recorder: Any) -> int:
