@@ -42,7 +42,7 @@ def claim_run_dir(results_dir: Path, run_id: str | None, reuse_empty: bool = Tru
     reuse_empty=True takes over a folder without results.json (made by `bench run` or the
     acceptance runner for this very run); `bench run` itself claims with False, so of two runs
     started with one id exactly one gets the folder."""
-    results_dir = Path(results_dir)
+    results_dir = Path(results_dir).resolve()
     if run_id is not None:
         check_name(run_id, "run id")
         run_dir = confined(results_dir, run_id)
@@ -88,7 +88,7 @@ class RunRecorder:
         self.write_failed: WriteFailed | None = None
         self.rescued_to: Path | None = None
         self._tests_on_disk = 0
-        self.results_dir = Path(results_dir)
+        self.results_dir = Path(results_dir).resolve()
         self.run_dir = claim_run_dir(self.results_dir, run_id)
         self.run_id = self.run_dir.name
         self.record = RunRecord(run_id=self.run_id, started=_now(), station=station, code_version=code_version())
