@@ -20,6 +20,7 @@ from fixtures.plugin import roles_needed
 from fixtures.session import BENCH
 
 DEFAULT_SUITES = data_dir("suites")
+NEXT_STEP = "next: open the report (claims first); `bench runs` lists the stored runs, `bench run -v` prints every verdict"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -151,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     report = run_dir / "report.html"
     if report.exists():
         print(f"report:  {report}")
+    print(NEXT_STEP)
     if recorder is not None and recorder.write_errors:
         return _results_not_written(recorder)
     if bench is not None and bench.store_sink is not None and bench.store_sink.refused is not None:
@@ -244,6 +246,7 @@ def run_parallel_bays(args: argparse.Namespace, station: Any, run_dir: Path) -> 
         print(f"problem: {problem}")
     if (run_dir / "report.html").exists():
         print(f"report:  {run_dir / 'report.html'}")
+    print(NEXT_STEP)
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
     return 0 if bad == 0 and data["status"] == "complete" and data["tests"] else 1
 

@@ -118,7 +118,8 @@ class Shift:
                     if step.state in ("pending", "running"):
                         step.state = "not run" if step.state == "pending" else "not finished"
                 state.attempts[event["serial"]] = state.attempts.get(event["serial"], 0) + int(event["attempts"])
-                self.units.appendleft(UnitRow(event["serial"], state.name, event["outcome"], event.get("reason"),
+                self.units.appendleft(UnitRow(event["serial"], state.name, event["outcome"],
+                                              event.get("plain") or event.get("reason"),
                                               state.attempts[event["serial"]], float(event["cycle_s"]),
                                               bool(event.get("first_pass")), time.time()))
             elif kind == "disposed":
