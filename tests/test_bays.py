@@ -210,7 +210,7 @@ def test_a_crashed_bay_keeps_the_other_bays_results(tmp_path):
 def test_an_unknown_bay_is_a_clear_error(tmp_path):
     proc = bench(tmp_path, "--station", two_bays(tmp_path, []), "--bay", "bay9", IDENTITY)
     out = proc.communicate(timeout=120)[0]
-    assert proc.returncode == 2 and "bay9" in out and "bay1, bay2" in out
+    assert proc.returncode == 4 and "--bay bay9: not a bay of" in out and "bay1, bay2" in out  # a usage error
 
 
 @pytest.mark.parametrize("name", ["four-bays.toml", "emulated-bays.toml"])
