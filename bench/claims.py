@@ -55,6 +55,7 @@ class Cell:
 
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)  # nodeid -> test record
+    order: tuple[str, ...] = ()  # the claim's metrics, the product's own first: shown first among equals
 
     @property
     def outcome(self) -> str:
@@ -64,8 +65,13 @@ class Cell:
 
     @property
     def decisive(self) -> dict[str, Any]:
-        """The verdict that decided the cell: the worst, the first of equals."""
-        return max(self.verdicts, key=lambda v: severity_of(v["outcome"]), default={})
+        """The verdict that decided the cell: the worst; of equals the one earliest in the claim's
+        metrics (the product's own target before an acceptance or plausibility check)."""
+        def rank(v: dict[str, Any]) -> int:
+            names = (v.get("metric"), v.get("name"))
+            return next((i for i, m in enumerate(self.order) if m in names), len(self.order))
+
+        return max(self.verdicts, key=lambda v: (severity_of(v["outcome"]), -rank(v)), default={})
 
     @property
     def evidence(self) -> str:
@@ -107,7 +113,7 @@ def claims_grid(data: dict[str, Any]) -> ClaimsGrid:
     for test in data.get("tests", []):
         if test.get("dut") and test["dut"] not in phones:
             phones.append(test["dut"])
-    rows = {c.number: ClaimRow(c, {p: Cell() for p in phones}) for c in claims}
+    rows = {c.number: ClaimRow(c, {p: Cell(order=c.metrics) for p in phones}) for c in claims}
     unclaimed = 0
     for test in data.get("tests", []):
         phone = test.get("dut")

@@ -3,6 +3,7 @@ operator page: one spelling per unit, one naming scheme for checks, numbers with
 `None`, the limit with its tolerance, the bound with its confidence and the expanded uncertainty."""
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Any
 
@@ -15,8 +16,8 @@ def number(value: Any) -> str:
         return MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4g}"
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):  # numpy's float32 too
+        return f"{float(value):.4g}"
     return str(value)
 
 

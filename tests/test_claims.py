@@ -141,3 +141,16 @@ def test_the_example_report_has_a_claim_plot_per_measured_claim(tmp_path):
     for number in (1, 6, 7, 8, 9, 10):
         assert f'id="claim-plot-{number}"' in html
     assert 'id="claim-plot-3"' not in html
+
+
+def test_of_equal_outcomes_the_products_own_target_is_shown():
+    data = {"duts": {"bay1": {}}, "tests": [{"nodeid": "t", "dut": "bay1", "verdicts": [
+        compare("acceptance_voice_latency_max", 270.0, "ms", 410.0, claim=1).to_dict(),
+        compare("voice_latency_p99", 330.0, "ms", 410.0, claim=1).to_dict()]}]}
+    assert claims_grid(data).rows[0].cells["bay1"].decisive["name"] == "voice_latency_p99"
+
+
+def test_numpy_scalars_read_like_floats():
+    from bench import display
+
+    assert display.number(np.float32(0.25544029)) == "0.2554" and display.number(np.int64(3)) == "3"

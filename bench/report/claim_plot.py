@@ -6,6 +6,8 @@ uncertainty U as a thick bar, its confidence bound in orange, and the limit dash
 axis spans what was judged and the limit, since that comparison is the point of the plot."""
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -24,12 +26,17 @@ TOLERANCE = Style("#c62828", 1.0, ":")
 BOUND = Style("#ef6c00", 1.6)
 
 
+def _is_number(value: Any) -> bool:
+    """A plottable number: numpy's scalars too (a record rendered from memory holds them), no bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _per_check(row: ClaimRow) -> dict[str, dict[str, dict[str, Any]]]:
     """check -> phone -> the worst numeric verdict of that check on that phone."""
     checks: dict[str, dict[str, dict[str, Any]]] = {}
     for phone, cell in row.cells.items():
         for v in cell.verdicts:
-            if not isinstance(v.get("value"), (int, float)) or isinstance(v.get("value"), bool):
+            if not _is_number(v.get("value")):
                 continue
             shown = checks.setdefault(check_name(v), {})
             if phone not in shown or severity_of(v["outcome"]) > severity_of(shown[phone]["outcome"]):
@@ -42,6 +49,8 @@ def claim_plot(row: ClaimRow, salt: str) -> str | None:
     checks = _per_check(row)
     if not checks:
         return None
+    order = row.claim.metrics  # the product's own targets first, as in the grid
+    checks = dict(sorted(checks.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
     phones = [p for p in row.cells if any(p in by_phone for by_phone in checks.values())]
     height_each = TOP + BOTTOM + ROW * len(phones)
     panels = []
@@ -57,9 +66,9 @@ def _panel(name: str, by_phone: dict[str, dict[str, Any]], phones: list[str], y0
     for v in verdicts:
         u = (v.get("uncertainty") or {}).get("expanded") or 0.0
         marks += [v["value"] - u, v["value"] + u]
-        marks += [float(v[k]) for k in ("bound", "limit") if isinstance(v.get(k), (int, float))]
+        marks += [float(v[k]) for k in ("bound", "limit") if _is_number(v.get(k))]
         tol = (v.get("extra") or {}).get("tolerance")
-        if isinstance(tol, (int, float)) and v.get("limit") is not None:
+        if _is_number(tol) and v.get("limit") is not None:
             marks += [v["limit"] - tol, v["limit"] + tol]
     rows = len(phones)
     title = f"{name}: {first.get('statistic') or 'value'}" + (f", limit {limit_text(first)}" if first.get("limit")
@@ -70,7 +79,7 @@ def _panel(name: str, by_phone: dict[str, dict[str, Any]], phones: list[str], y0
     if first.get("limit") is not None:
         panel.rule(float(first["limit"]), LIMIT, None, vertical=True)
         tol = (first.get("extra") or {}).get("tolerance")
-        if isinstance(tol, (int, float)):
+        if _is_number(tol):
             for edge in (first["limit"] - tol, first["limit"] + tol):
                 panel.rule(float(edge), TOLERANCE, None, vertical=True)
     for i, phone in enumerate(phones):
@@ -80,9 +89,9 @@ def _panel(name: str, by_phone: dict[str, dict[str, Any]], phones: list[str], y0
         y = float(rows - 1 - i)
         u = (v.get("uncertainty") or {}).get("expanded")
         color = OUTCOME_COLOR.get(v["outcome"], OTHER_COLOR)
-        if isinstance(u, (int, float)) and u > 0:
+        if _is_number(u) and u > 0:
             panel.line(np.array([v["value"] - u, v["value"] + u]), np.array([y, y]), Style(color, 2.0))
-        if isinstance(v.get("bound"), (int, float)):
+        if _is_number(v.get("bound")):
             panel.line(np.array([v["value"], v["bound"]]), np.array([y - 0.18, y - 0.18]), BOUND, None)
             panel.line(np.array([v["bound"]]), np.array([y - 0.18]), Style(BOUND.color, 1.0, marker=3.5))
         panel.line(np.array([v["value"]]), np.array([y]), Style(color, 1.0, marker=5.0))
