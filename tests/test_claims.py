@@ -154,3 +154,12 @@ def test_numpy_scalars_read_like_floats():
     from bench import display
 
     assert display.number(np.float32(0.25544029)) == "0.2554" and display.number(np.int64(3)) == "3"
+
+
+def test_the_verbose_summary_lists_every_test(tmp_path):
+    data = _run(tmp_path)
+    assert "t.py::test_voice[bay1]" in "\n".join(summary_lines(data, verbose=True))
+    from bench.cli import build_parser
+
+    parser = build_parser()
+    assert [parser.parse_args(a).verbose for a in (["run"], ["run", "-v"], ["-v", "run"])] == [0, 1, 1]

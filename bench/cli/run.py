@@ -27,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run the HIL suites against a station and write a report")
     add_selection_args(p)
     p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
+    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                   help="the summary lists every test and verdict (and more logging, as `bench -v`)")
     p.add_argument("--no-preflight", action="store_true",
                    help="skip the station preflight (bench station check) before the tests")
     from bench.lab.run import add_place_args
