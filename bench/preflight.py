@@ -86,7 +86,8 @@ class Preflight:
             lines.append(f"ready to run, but {len(self.to_calibrate)} instrument(s) are uncalibrated or due: "
                          f"results will be marked so; next: `{calibrate}`")
         elif not self.problems:
-            lines.append("ready: every phone and instrument answered")
+            lines.append("ready: every phone and instrument answered"
+                         + (f"; next: `bench run --station {station_file}`" if station_file else ""))
         elif self.to_calibrate:
             lines.append(f"then: `{calibrate}`")
         return "\n".join(lines)
