@@ -123,7 +123,7 @@ def test_raw_samples_of_a_std_verdict_show_the_spread_not_the_limit():
     samples = np.random.default_rng(1).normal(250.0, 40.0, 500)
     v = compare("voice_latency_std", 40.0, "ms", 87.0, statistic="std", bound=44.0).to_dict()
     svg = plot_samples({"samples": samples}, v, "s")
-    assert "mean ± std" in svg and "limit &lt;= 87" not in svg
+    assert "mean ± std" in svg and "limit ≤ 87" not in svg
 
 
 def test_a_far_limit_does_not_flatten_the_histogram():

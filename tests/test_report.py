@@ -77,7 +77,7 @@ def test_every_plot_is_drawn_inline_with_its_limit_and_bound(hostile_run):
     claims = ["plot claim-plot"] * 6  # claims 1, 6, 7, 8, 9, 10 judged a number
     assert sorted(figures) == sorted(raw + claims)
     assert page.count("svg") == 16
-    assert "limit &lt;= 410 ms" in html  # the latency limit in the samples plot's legend
+    assert "limit ≤ 410 ms" in html  # the latency limit in the samples plot's legend
     assert "bound @ 95%" in html
     assert "sustained average" in html
     assert "redundancy on" in html

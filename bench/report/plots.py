@@ -106,7 +106,7 @@ def _limit_and_bound_values(verdict: dict[str, Any]) -> list[float]:
 def _limit_and_bound_lines(panel: Panel, verdict: dict[str, Any], vertical: bool, legend: bool = True) -> None:
     unit = display.unit(verdict.get("unit"))
     if verdict.get("limit") is not None:
-        label = f"limit {verdict.get('comparator', '')} {_label(verdict, 'limit')} {unit}"
+        label = f"limit {display.limit_text(verdict)}"
         panel.rule(float(verdict["limit"]), Style.of(LIMIT_STYLE), label if legend else None, vertical)
     if verdict.get("bound") is not None:
         conf = verdict.get("confidence")
