@@ -61,7 +61,7 @@ def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome
             problems.append(f"bay {outcome.bay}: worker ended {bay.status} (exit code {outcome.exit_code}) "
                             f"after {len(bay.tests)} tests; see {folder / 'worker.log'}")
         _move_raw(folder, run_dir)
-        suites.extend(_junit_suites(folder / "junit.xml", outcome.bay))
+        suites.extend(_junit_suites(folder / "junit.xml", outcome.bay, run_dir.name))
     (run_dir / BAYS_FOLDER / "latest").unlink(missing_ok=True)  # each worker's recorder pointed it at its bay
     record.status = "complete" if not problems else "incomplete"
     record.problems = problems
@@ -94,7 +94,8 @@ def _move_raw(folder: Path, run_dir: Path) -> None:
         shutil.move(str(item), str(target))
 
 
-def _junit_suites(path: Path, bay: str) -> list[ET.Element]:
+def _junit_suites(path: Path, bay: str, run_id: str) -> list[ET.Element]:
+    """A bay worker's test suites, named for the bay; their run id (the plugin's suite property) is the run's."""
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
@@ -102,4 +103,7 @@ def _junit_suites(path: Path, bay: str) -> list[ET.Element]:
     suites = [root] if root.tag == "testsuite" else list(root)
     for suite in suites:
         suite.set("name", f"{suite.get('name', 'pytest')}.{bay}")
+        for prop in suite.findall("properties/property"):
+            if prop.get("name") == "phonebench.run_id":
+                prop.set("value", run_id)
     return suites

@@ -199,3 +199,10 @@ def default_line_faults() -> tuple[str, ...]:
     from emulation.line import DEFAULT_FAULTS
 
     return tuple(DEFAULT_FAULTS)
+
+
+def emulated_choices() -> tuple[list[str], list[str]]:
+    """(personas, faults) the emulated phones understand: for option help and error messages."""
+    from emulation.station import known_faults, sla_personas
+
+    return sorted(sla_personas()), sorted(known_faults())

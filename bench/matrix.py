@@ -29,8 +29,8 @@ VERDICT_COLUMNS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("bit_exact", ("bit_exact_after_adapter", "tokens_differing_from_golden"), ()),  # the second: numerics suite
     ("redundancy", (), ("redundancy_",)),
     ("latency", (), ("voice_latency_", "token_", "first_token", "dialog_")),
-    ("power", (), ("power_", "energy_")),
-    ("thermal", (), ("cover_temp_", "thermal_", "npu_trip")),
+    ("power", (), ("power_", "energy_", "sustained_power_")),  # the last: the default profile's metric
+    ("thermal", (), ("cover_temp_", "back_cover_", "thermal_", "npu_trip")),
 )
 VERDICT_NAMES = frozenset(c[0] for c in VERDICT_COLUMNS)
 # "fingerprint" is the documented name; the numerics suite's own name is accepted as well.

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 ADB_SERVER_PORT = 5037
 DUE_SOON_DAYS = 7
+CALIBRATE = "`bench calibrate`"  # in every calibration line that asks for one
 
 
 @dataclass
@@ -64,7 +65,12 @@ class Preflight:
         """Phones and instruments that did not answer: a run must not start without them."""
         return [i for i in self.items if not i.reachable]
 
-    def render(self) -> str:
+    @property
+    def to_calibrate(self) -> list[str]:
+        """Instruments uncalibrated, expired or due soon: `bench calibrate` is the next step."""
+        return [i.subject for i in self.items if any(CALIBRATE in t for t in i.problems + i.warnings)]
+
+    def render(self, station_file: str | Path | None = None) -> str:
         lines = [f"station {self.station}"]
         for item in self.items:
             mark = "ok  " if item.ok else "FAIL"
@@ -75,8 +81,15 @@ class Preflight:
         if self.problems:
             lines.append("to fix:")
             lines += [f"  - {p}" for p in self.problems]
-        else:
-            lines.append("ready: every phone and instrument answered")
+        calibrate = f"bench calibrate{f' --station {station_file}' if station_file else ''}"
+        if not self.problems and self.to_calibrate:
+            lines.append(f"ready to run, but {len(self.to_calibrate)} instrument(s) are uncalibrated or due: "
+                         f"results will be marked so; next: `{calibrate}`")
+        elif not self.problems:
+            lines.append("ready: every phone and instrument answered"
+                         + (f"; next: `bench run --station {station_file}`" if station_file else ""))
+        elif self.to_calibrate:
+            lines.append(f"then: `{calibrate}`")
         return "\n".join(lines)
 
 
@@ -160,12 +173,21 @@ def check_instrument(role: str, cfg: InstrumentConfig, calibration: Any = None) 
         item.reachable = False
         return item
     except BenchError as exc:
-        item.problems.append(str(exc).replace("\n  hint:", "; fix:"))
+        item.problems.append(_problem(exc, item.subject))
         item.reachable = False
         return item
     if calibration is not None:
         _calibration_lines(item, calibration(role, identity))
     return item
+
+
+def _problem(exc: BenchError, *prefixes: str) -> str:
+    """An error as one problem line: the subject it is listed under is not repeated, the hint
+    follows as what to do."""
+    text = str(exc).replace("\n  hint:", "; fix:")
+    for prefix in prefixes:
+        text = text.removeprefix(f"{prefix}: ")
+    return text
 
 
 def _calibration_lines(item: Item, role_cal: Any) -> None:
@@ -179,13 +201,13 @@ def _calibration_lines(item: Item, role_cal: Any) -> None:
     item.found.append(f"calibration: {role_cal.state}" + (f", due {due:%Y-%m-%d}" if due else ""))
     for proc in role_cal.procedures:
         if proc.state in (EXPIRED, FAILED):
-            item.problems.append(proc.problem() + " — run `bench calibrate`")
+            item.problems.append(proc.problem() + f" — run {CALIBRATE}")
         elif proc.state == UNCALIBRATED:
-            item.warnings.append(proc.problem() + " (results will be marked uncalibrated)")
+            item.warnings.append(proc.problem() + f" (results will be marked uncalibrated; run {CALIBRATE})")
     if due is not None and role_cal.state not in (EXPIRED, FAILED):
         left = due - utcnow()
         if left < dt.timedelta(days=DUE_SOON_DAYS):
-            item.warnings.append(f"calibration due in {left.days} days ({due:%Y-%m-%d})")
+            item.warnings.append(f"calibration due in {left.days} days ({due:%Y-%m-%d}); run {CALIBRATE} before then")
 
 
 # --- phones ------------------------------------------------------------------------------------
@@ -211,7 +233,7 @@ def check_phone(owner: Any, cfg: DutConfig, connect_timeout_s: float = 5.0) -> I
             item.found.append(f"serial {serial}, model {model or '?'}, "
                               f"Android {phone.getprop('ro.build.version.release') or '?'}")
     except BenchError as exc:
-        item.problems.append(str(exc).replace("\n  hint:", "; fix:"))
+        item.problems.append(_problem(exc, item.subject, f"{cfg.name} ({cfg.address})"))
         item.reachable = False
         return item
     if cfg.expected_serial and serial != cfg.expected_serial:
@@ -231,8 +253,9 @@ def _calibration_view(station: StationConfig, settings: Any) -> tuple[Any, Any]:
 
 
 def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool = True,
-                  connect_timeout_s: float = 5.0) -> Preflight:
-    """Check every phone and instrument of a (ready) station; nothing is left open."""
+                  connect_timeout_s: float = 5.0, roles: set[str] | None = None) -> Preflight:
+    """Check every phone and instrument of a (ready) station, or with `roles` only the instruments
+    in those roles (what the selected tests need); nothing is left open."""
     from bench.calibration.settings import load_settings
 
     report = Preflight(station.name, [check_host(station)])
@@ -244,7 +267,7 @@ def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool 
     # A station of several bays: every instrument of its inventory, once (a shared one serves many bays).
     instruments = station.instruments or dict(station.inventory)
     try:
-        for key in sorted(instruments):
+        for key in sorted(k for k, inst in instruments.items() if roles is None or inst.role in roles):
             report.items.append(check_instrument(instruments[key].role, instruments[key], calibration))
     finally:
         if book is not None:
@@ -255,7 +278,8 @@ def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool 
         with StationOwner(station) as owner:
             for dut in station.duts:
                 report.items.append(check_phone(owner, dut, connect_timeout_s))
-    missing = [r for r in ("scope", "supply", "thermal", "stimulus") if r not in {i.role for i in instruments.values()}]
+    present = {i.role for i in instruments.values()}
+    missing = [r for r in ("scope", "supply", "thermal", "stimulus") if r not in present and (roles is None or r in roles)]
     if missing:
         report.items[0].warnings.append(f"no {', '.join(missing)} in the station: tests needing them are skipped")
     return report
@@ -269,25 +293,51 @@ def preflight_file(path: str | Path | None, settings: Any = None, **kwargs: Any)
         return run_preflight(station, settings, **kwargs)
 
 
-def gate(path: str | Path) -> bool:
-    """`bench run`'s preflight: False (after printing why) when an instrument of the station file
-    is unreachable, so the run stops before any test. Phones are not checked here: a run records
-    an unreachable phone's error with each of its tests and goes on with the others. An emulated
-    station is checked through the station file of addresses its run writes (a file that still
-    holds an [emulated] table has nothing running to check yet)."""
-    import sys
-
+def gate(path: str | Path, roles: set[str] | None = None) -> tuple[bool, list[str]]:
+    """`bench run`'s preflight: (go, lines to print). No-go when an instrument the selected tests
+    need (`roles`; None: every instrument of the file) is unreachable, so the run stops before any
+    test. Phones are not checked here: a run records an unreachable phone's error with each of its
+    tests and goes on with the others. An emulated station is checked through the station file of
+    addresses its run writes (a file that still holds an [emulated] table has nothing running yet)."""
     from bench.core.station import load_station
 
     station = load_station(path)
-    if station.emulated is not None:
-        return True
-    report = run_preflight(station, phones=False)
+    present = {i.role for i in (station.instruments or station.inventory).values()}
+    if station.emulated is not None or (roles is not None and not roles & present):
+        return True, []  # emulated: started fresh by the run; or the selected tests use no instrument
+    report = run_preflight(station, phones=False, roles=roles)
     if report.unreachable:
-        print(report.render(), file=sys.stderr)
-        print(f"bench run: stopped before any test: {len(report.unreachable)} instrument(s) of {path} "
-              f"unreachable (bench station check --station {path} shows the same)", file=sys.stderr)
-        return False
-    for problem in report.problems:
-        print(f"bench run: preflight: {problem}", file=sys.stderr)
-    return True
+        return False, [report.render(path),
+                       f"bench run: stopped before any test: {len(report.unreachable)} instrument(s) of {path} the "
+                       f"selected tests need are unreachable; fix them (`bench station check --station {path}`), "
+                       "or skip this check with --no-preflight"]
+    lines = [f"bench run: preflight: {problem}" for problem in report.problems]
+    if report.to_calibrate:
+        lines.append(f"bench run: preflight: {len(report.to_calibrate)} instrument(s) uncalibrated or due; results "
+                     f"are marked so (next: `bench calibrate --station {path}`)")
+    return True, lines
+
+
+class PreflightGate:
+    """`bench run`'s preflight as a pytest plugin: after collection (and -k / -m), it checks the
+    instruments the selected tests need, and deselects every test when one is unreachable."""
+
+    def __init__(self, path: str | Path, roles_of: Any) -> None:
+        self.path, self.roles_of = path, roles_of  # roles_of(item) -> the instrument roles it needs
+        self.refused = False
+        self.lines: list[str] = []
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        roles: set[str] = set()
+        for item in session.items:
+            roles |= self.roles_of(item)
+        go, self.lines = gate(self.path, roles)
+        reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        if go and reporter is not None:  # said now, before the tests, not after them
+            for line in self.lines:
+                reporter.write_line(line, yellow=True)
+            self.lines = []
+        if not go:
+            self.refused = True
+            session.config.hook.pytest_deselected(items=list(session.items))
+            session.items[:] = []

@@ -182,6 +182,8 @@ def test_bays_run_at_once_into_one_run_and_a_faulty_bay_fails_alone(tmp_path):
     run_dir = tmp_path / "reports" / data["run_id"]
     suites = ET.parse(run_dir / "junit.xml").getroot()
     assert sum(int(s.get("tests")) for s in suites) == 8  # one junit for the run
+    run_ids = {p.get("value") for p in suites.iter("property") if p.get("name") == "phonebench.run_id"}
+    assert run_ids == {data["run_id"]}  # each bay's suite names the run, not its worker's folder
     assert (run_dir / "report.html").exists()
     assert sorted(p.name for p in (tmp_path / "reports").iterdir() if p.name != "results.sqlite") == \
         sorted([data["run_id"], "latest"])  # one run folder
@@ -211,7 +213,7 @@ def test_a_crashed_bay_keeps_the_other_bays_results(tmp_path):
 def test_an_unknown_bay_is_a_clear_error(tmp_path):
     proc = bench(tmp_path, "--station", two_bays(tmp_path, []), "--bay", "bay9", IDENTITY)
     out = proc.communicate(timeout=120)[0]
-    assert proc.returncode == 2 and "bay9" in out and "bay1, bay2" in out
+    assert proc.returncode == 4 and "--bay bay9: not a bay of" in out and "bay1, bay2" in out  # a usage error
 
 
 @pytest.mark.parametrize("name", ["four-bays.toml", "emulated-bays.toml"])

@@ -94,8 +94,8 @@ def test_malformed_station_file_gives_no_traceback(tmp_path):
 
 def test_unknown_persona_or_fault_is_named_with_the_known_ones(tmp_path):
     proc, _ = bench(tmp_path, "run", "--persona", "grumpy", IDENTITY_SUITE)
-    assert proc.returncode != 0
-    assert "unknown sla_persona 'grumpy'" in proc.stdout + proc.stderr and "jittery" in proc.stdout + proc.stderr
+    assert proc.returncode == 4
+    assert "--persona grumpy: not a persona" in proc.stdout + proc.stderr and "jittery" in proc.stdout + proc.stderr
     proc, _ = bench(tmp_path, "run", "--station", one_phone_station(tmp_path, ["melted"]), IDENTITY_SUITE)
     assert "unknown fault(s) ['melted']" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr

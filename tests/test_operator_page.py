@@ -1,6 +1,7 @@
 """The operator station in a real headless Chromium (Debian's chromium + chromium-driver through
-Selenium) on two emulated fixtures: scan, live progress, PASS, FAIL with the reason in words,
-retest and send to repair by the policy, a wrong serial refused, two fixtures at once. Screenshots
+Selenium) on two emulated fixtures: scan, live progress, PASS,
+FAIL in words with the engineering detail folded away, steps that never ran marked so, no
+retest beyond the policy, send to repair, a wrong serial refused, two fixtures at once. Screenshots
 are kept in reports/test-artifacts/operator/."""
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ WAIT_S = 600.0  # an upper bound for a loaded 2-core machine, not a speed target
 def station(tmp_path_factory) -> Iterator[tuple[OperatorStation, str]]:
     results = tmp_path_factory.mktemp("operator")
     # Fixture A's units: LN07...; fixture B's: LN09... (the seeds choose the faulty ones: see faulty())
-    specs = [FixtureSpec(name=name, results_dir=results, retries=0, operator_retests=1,
+    specs = [FixtureSpec(name=name, results_dir=results, retries=1,
                          emulated=EmulatedUnits(count=3, faulty=1, seed=seed, faults=("no-redundancy",)))
              for name, seed in (("A", 7), ("B", 9))]
     with OperatorStation(specs, title="test line") as op:
@@ -105,16 +106,22 @@ def test_operator_runs_two_fixtures_from_the_page(station, browser):
     shot(browser, "testing")
     wait_for(browser, lambda: text(browser, "big-B") == "PASS", "PASS on fixture B")
     wait_for(browser, lambda: text(browser, "big-A") == "FAIL", "FAIL on fixture A")
-    assert "Redundancy" in text(browser, "why-A") and bad in text(browser, "why-A")  # the reason in words
+    why = text(browser, "why-A")
+    assert bad in why and "Redundancy under supply ripple: redundancy did NOT engage" in why  # in words
+    assert "acceptance_redundancy_engaged =" not in why and "limit ==" not in why
+    detail = browser.find_element(By.ID, "detail-A")  # the engineering detail, folded away
+    assert detail.is_displayed() and detail.get_attribute("open") is None
+    detail.find_element(By.TAG_NAME, "summary").click()
+    assert "acceptance_redundancy_engaged = 0" in detail.text
     assert "unit accepted" in text(browser, "why-B")
+    states = browser.execute_script("return [...document.querySelectorAll('#steps-A li')].map(li => li.className)")
+    assert "fail" in states and "not-run" in states and "pending" not in states  # the run stopped at the FAIL
     shot(browser, "pass-and-fail")
-    # The policy allows one operator retest of a retestable failure, then only the repair.
-    retest = browser.find_element(By.ID, "retest-A")
-    assert retest.is_enabled() and browser.find_element(By.ID, "repair-A").is_enabled()
-    retest.click()
-    wait_for(browser, lambda: text(browser, "big-A") == "TESTING", "the retest starting")
-    wait_for(browser, lambda: text(browser, "big-A") == "FAIL", "the retest failing again")
-    wait_for(browser, lambda: not browser.find_element(By.ID, "retest-A").is_enabled(), "retest no longer offered")
+    # The retest policy (one retest) was used by the acceptance run itself: no Retest, only the repair.
+    op_fixture = next(f for f in op.shift.view()["fixtures"] if f["name"] == "A")
+    assert op_fixture["attempts"][bad] == 2 and not op_fixture["may_retest"]
+    assert not browser.find_element(By.ID, "retest-A").is_enabled()
+    assert browser.find_element(By.ID, "repair-A").is_enabled()
     browser.find_element(By.ID, "repair-A").click()
     wait_for(browser, lambda: "sent to repair" in text(browser, "why-A"), "the repair disposition")
     shot(browser, "sent-to-repair")

@@ -56,7 +56,12 @@ def test_the_emulated_station_is_ready(station):
     assert "calibration: uncalibrated" in thermal.found and "never calibrated" in thermal.warnings[0]
     assert "phone EMU-PRE" in text and "serial EMU-PRE" in text
     assert "VISA: pyvisa" in text and "USB instruments:" in text
-    assert text.endswith("ready: every phone and instrument answered")
+    assert "ready: every" not in text  # never "ready" while instruments are uncalibrated without saying so
+    assert text.endswith("ready to run, but 3 instrument(s) are uncalibrated or due: results will be marked so; "
+                         "next: `bench calibrate`")
+    assert "run `bench calibrate`" in thermal.warnings[0]
+    phones_only = preflight.run_preflight(station, CalibrationSettings(), roles=set())
+    assert phones_only.render().endswith("ready: every phone and instrument answered")
 
 
 def test_wrong_address_and_missing_instrument_are_listed_to_fix(station):
@@ -72,6 +77,8 @@ def test_wrong_address_and_missing_instrument_are_listed_to_fix(station):
     assert "not a DAQ970A" in problems and "DSOX3024T" in problems
     assert f"supply keysight-n6705c at {instruments['supply'].address}" in problems
     assert "to fix:" in report.render()
+    subject = f"supply keysight-n6705c at {instruments['supply'].address}"
+    assert all(p.count(subject) <= 1 for p in report.problems), report.problems  # no prefix said twice
 
 
 def test_a_missing_serial_device_is_named(station):
@@ -132,7 +139,7 @@ def test_adb_server_detection_sees_a_listener():
 def test_bench_station_check_exit_codes(station, tmp_path, capsys):
     good = _write_station(tmp_path / "good.toml", station)
     assert main(["station", "check", "--station", str(good)]) == 0
-    assert "ready: every phone and instrument answered" in capsys.readouterr().out
+    assert f"next: `bench calibrate --station {good}`" in capsys.readouterr().out
     broken = dict(station.instruments)
     broken["thermal"] = InstrumentConfig("thermal", "keysight-daq970a", f"TCPIP::127.0.0.1::{_free_port()}::SOCKET")
     bad = _write_station(tmp_path / "bad.toml", dataclasses.replace(station, instruments=broken))
@@ -146,5 +153,18 @@ def test_bench_run_stops_before_any_test_when_an_instrument_is_unreachable(stati
     broken["thermal"] = InstrumentConfig("thermal", "keysight-daq970a", f"TCPIP::127.0.0.1::{_free_port()}::SOCKET")
     bad = _write_station(tmp_path / "bad.toml", dataclasses.replace(station, instruments=broken))
     assert main(["run", "--station", str(bad), "-q", "--run-id", "stopped"]) == 2
-    assert "stopped before any test" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "stopped before any test" in err and "--no-preflight" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "stopped").exists()
+
+
+def test_the_gate_checks_only_the_roles_the_selected_tests_need(station, tmp_path):
+    broken = dict(station.instruments)
+    broken["supply"] = InstrumentConfig("supply", "keysight-n6705c", f"TCPIP::127.0.0.1::{_free_port()}::SOCKET")
+    bad = _write_station(tmp_path / "bad.toml", dataclasses.replace(station, instruments=broken))
+    assert preflight.gate(bad, roles=set()) == (True, [])  # e.g. -k identity: no instrument at all
+    go, lines = preflight.gate(bad, roles={"scope"})
+    assert go and not any("supply" in line for line in lines)
+    assert any("bench calibrate --station" in line for line in lines)  # the scope is uncalibrated
+    go, lines = preflight.gate(bad, roles={"supply"})
+    assert not go and "--no-preflight" in lines[-1] and "the selected tests need" in lines[-1]

@@ -59,23 +59,25 @@ def hostile_run(tmp_path_factory) -> Path:
     return rec.run_dir
 
 
-def test_summary_comes_first_with_counts_per_dut_and_check(hostile_run):
+def test_claims_come_first_then_counts_per_dut_and_check(hostile_run):
     html = (hostile_run / "report.html").read_text()
-    assert html.index('id="summary"') < html.index('id="checks"') < html.index('id="fingerprints"') \
-        < html.index('id="tests"')
+    assert html.index('id="claims"') < html.index('id="claim-plots"') < html.index('id="summary"') \
+        < html.index('id="checks"') < html.index('id="fingerprints"') < html.index('id="tests"')
     assert "Checks failed" in html
     text = Page(html).all_text
     assert "Per DUT" in text and "Per check" in text
-    assert "voice_latency_p99" in text and "power_sustained_mean" in text
+    assert "voice_latency_p99" in text and "sustained_power_mean" in text
 
 
 def test_every_plot_is_drawn_inline_with_its_limit_and_bound(hostile_run):
     html = (hostile_run / "report.html").read_text()
     page = Page(html)
     figures = [a.get("class", "") for t, a in page.tags if t == "figure"]
-    assert sorted(figures) == sorted(["plot plot-samples", "plot plot-trace", "plot plot-trace", "plot plot-sweep"] * 2)
-    assert page.count("svg") == 8
-    assert "limit &lt;= 410 ms" in html  # the latency limit in the samples plot's legend
+    raw = ["plot plot-samples", "plot plot-samples", "plot plot-trace", "plot plot-trace", "plot plot-sweep"] * 2
+    claims = ["plot claim-plot"] * 6  # claims 1, 6, 7, 8, 9, 10 judged a number
+    assert sorted(figures) == sorted(raw + claims)
+    assert page.count("svg") == 16
+    assert "limit ≤ 410 ms" in html  # the latency limit in the samples plot's legend
     assert "bound @ 95%" in html
     assert "sustained average" in html
     assert "redundancy on" in html

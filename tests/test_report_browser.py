@@ -10,6 +10,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
+from bench.core.paths import SOURCE_ROOT
 from bench.matrix import assemble, to_html
 from bench.report import render_run
 from bench.report.example import ExampleDut, ExampleRun, write_example_run
@@ -19,6 +20,7 @@ XSS_DUT = "<script>alert(1)</script>"
 XSS_MICROCODE = 'mc "q" & <img src=x onerror=alert(2)>'
 
 pytestmark = needs_browser
+ARTIFACTS = SOURCE_ROOT / "reports" / "test-artifacts" / "report"
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,7 @@ def test_the_report_renders_with_every_plot_visible(browser, report):
     assert browser.title == "phonebench run r1"
     assert browser.find_element("id", "summary").is_displayed()
     plots = browser.find_elements("css selector", "figure.plot svg")
-    assert len(plots) == 8
+    assert len(plots) == 16  # 10 raw-data plots, 6 claim plots
     for svg in plots:
         assert svg.is_displayed()
         size = svg.size
@@ -63,6 +65,35 @@ def test_the_report_renders_with_every_plot_visible(browser, report):
         assert pixels.std() > 0.05, "the plot area is blank"
     assert console_errors(browser) == []
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+
+
+def test_the_report_opens_with_the_claims_grid(browser, report):
+    """A lab lead sees at a glance which claim holds on which phone: the grid is the first table,
+    claims by number and name, a column per phone, an outcome in every cell. Screenshot kept."""
+    open_page(browser, report)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "report-top.png"))
+    first_table = browser.find_element("css selector", "table")
+    assert "claims" in first_table.get_attribute("class")
+    assert first_table.location["y"] < 700, "the claims grid is at the top of the page"
+    grid = browser.find_element("css selector", "table.claims")
+    grid.screenshot(str(ARTIFACTS / "claims-grid.png"))
+    phones = [th.text for th in grid.find_elements("css selector", "th.phone")]
+    assert phones == ["bay1", XSS_DUT]
+    rows = grid.find_elements("css selector", "tr.claim-row")
+    assert [r.get_attribute("data-claim") for r in rows] == [str(n) for n in range(1, 15)]
+    assert rows[0].find_element("css selector", "th").text == "1. Voice latency"
+    outcomes = {(r.get_attribute("data-claim"), c.get_attribute("data-phone")): c.get_attribute("data-outcome")
+                for r in rows for c in r.find_elements("css selector", "td.cell")}
+    assert outcomes[("1", "bay1")] == "pass" and outcomes[("1", XSS_DUT)] == "fail"
+    assert outcomes[("8", "bay1")] == "pass" and outcomes[("3", "bay1")] == "not measured"
+    cell = grid.find_element("css selector", "tr[data-claim='1'] td[data-phone='bay1']")
+    assert "voice_latency" in cell.text and "≤ 410 ms" in cell.text and "measured" in cell.text
+    claim_plot = browser.find_element("id", "claim-plot-1")
+    browser.execute_script("arguments[0].scrollIntoView()", claim_plot)
+    claim_plot.screenshot(str(ARTIFACTS / "claim-plot-1.png"))
+    assert "None" not in browser.find_element("tag name", "body").text
+    assert console_errors(browser) == []
 
 
 def test_hostile_device_strings_stay_text_in_the_browser(browser, report):

@@ -69,12 +69,18 @@ class Failure:
     kind: str  # fail | incomplete
     nodeid: str | None = None
     not_run: bool = False  # the run stopped at an earlier failure before reaching this check
+    plain: str = ""  # the failure in an operator's words (what was wrong, measured against allowed)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def text(self) -> str:
         return f"{self.words}: {self.reason}"
+
+    def plain_text(self) -> str:
+        """What the operator reads: the check, then what was wrong in words (the engineering
+        reason when there are no plainer words)."""
+        return f"{self.words}: {self.plain or self.reason}"
 
 
 @dataclass
@@ -107,6 +113,21 @@ def _verdict_reason(v: dict[str, Any]) -> str:
     return f"{v['name']} = {shown} {v.get('unit') or ''}{limit}{outcome}" + (f" [{detail[:160]}]" if detail else "")
 
 
+def _plain_reason(v: dict[str, Any]) -> str:
+    """A failing verdict as an operator acts on it: the test's own sentence for a yes/no check,
+    else the check's plain description with the value measured against what is allowed."""
+    from bench import display
+
+    detail = (v.get("detail") or "").split(";")[0].strip()
+    if v.get("unit") == "bool" and detail:
+        return detail
+    what = (v.get("description") or display.check_name(v).replace("_", " ")).rstrip(".")
+    limit = display.limit_text(v)
+    allowed = f", allowed {limit}" if limit else ""
+    undecided = "" if v["outcome"] == "fail" else f" (not decided: {v['outcome']})"
+    return f"{what}: measured {display.with_unit(v.get('value'), v.get('unit'))}{allowed}{undecided}"
+
+
 def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> Judgement:
     """The unit's outcome from a results.json record (None: the run left no record)."""
     if data is None:
@@ -128,7 +149,8 @@ def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> 
         message = (test.get("message") or "").strip()
         first_line = message.splitlines()[0][:300] if message else f"{outcome} without a message"
         if bad:
-            failures.append(Failure(check, words, _verdict_reason(bad[0]), FAIL, test["nodeid"]))
+            failures.append(Failure(check, words, _verdict_reason(bad[0]), FAIL, test["nodeid"],
+                                    plain=_plain_reason(bad[0])))
         elif _ASSERTED.match(message) and not _LOST.search(first_line):
             failures.append(Failure(check, words, first_line, FAIL, test["nodeid"]))
         else:  # the phone, an instrument or the bench itself failed: nothing was judged

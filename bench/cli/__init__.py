@@ -7,7 +7,8 @@ import logging
 import sys
 from typing import Sequence
 
-from bench.core.errors import BenchError
+from bench.core.errors import BenchError, UsageError
+from bench.core.exits import USAGE
 from bench.core.version import code_version
 
 log = logging.getLogger("bench")
@@ -37,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return USAGE
     except BenchError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2

@@ -61,17 +61,47 @@ def database_url(args: argparse.Namespace) -> str:
     return resolve_database_url(configured, results_dir)
 
 
-def _open(args: argparse.Namespace) -> Any:
+class NoStore(BenchError):
+    """A command that reads the results store was pointed at none."""
+
+
+def _sqlite_path(url: str) -> Path | None:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def _open(args: argparse.Namespace, *, reading: bool = True) -> Any:
+    """The results store. A given --database whose folder does not exist is an error (a typo must
+    not become a new empty store); a command that only reads never creates one (nor ./reports)."""
     from bench.store import open_store
 
-    return open_store(database_url(args))
+    url = database_url(args)
+    path = _sqlite_path(url)
+    if path is not None and args.database and not path.parent.is_dir():
+        raise NoStore(f"--database {args.database}: the folder {path.parent} does not exist; give the path of "
+                      "an existing results store (`bench run` writes <results-dir>/results.sqlite)")
+    if path is not None and reading and not path.is_file():
+        raise NoStore(f"no results store at {path}: nothing was recorded there; run `bench run` first, or "
+                      "point at a store with --database FILE|URL or --station FILE")
+    return open_store(url)
 
 
 def runs(args: argparse.Namespace) -> int:
-    with _open(args) as store:
+    try:
+        store_cm = _open(args)
+    except NoStore as exc:
+        if args.database:
+            raise
+        print(f"no runs yet: {str(exc).removeprefix('no results store at ')}")
+        return 0
+    with store_cm as store:
         found = store.list_runs(limit=args.limit or None, station=args.station_name)
     if not found:
-        print("no runs in the results store")
+        print("no runs in the results store; `bench run` records one")
         return 0
     header = ("run", "started", "station", "status", "passed", "failed", "error", "skipped", "DUTs")
     table = [header] + [(r.run_id, (r.started or "-")[:19].replace("T", " "), r.station or "-", r.status,
@@ -80,6 +110,7 @@ def runs(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print(f"next: bench report {found[0].run_id}  (the run's report; `bench matrix` for the compatibility matrix)")
     return 0
 
 
@@ -138,7 +169,7 @@ def matrix(args: argparse.Namespace) -> int:
 
 def store_import(args: argparse.Namespace) -> int:
     failed = 0
-    with _open(args) as store:
+    with _open(args, reading=False) as store:
         for folder in args.folders:
             try:
                 results = store.import_folder(folder)

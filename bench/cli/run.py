@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,16 +15,21 @@ from bench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
 from bench.core.paths import data_dir
 from bench.core.errors import ConfigError
 from bench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
+from bench.cli.selection import Inventory
 from bench.summary import print_summary
+from fixtures.plugin import roles_needed
 from fixtures.session import BENCH
 
 DEFAULT_SUITES = data_dir("suites")
+NEXT_STEP = "next: open the report (claims first); `bench runs` lists the stored runs, `bench run -v` prints every verdict"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="run the HIL suites against a station and write a report")
     add_selection_args(p)
     p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
+    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                   help="the summary lists every test and verdict (and more logging, as `bench -v`)")
     p.add_argument("--no-preflight", action="store_true",
                    help="skip the station preflight (bench station check) before the tests")
     from bench.lab.run import add_place_args
@@ -42,8 +48,14 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
     p.add_argument("--results-dir", help="where the run folder goes (default: the station's, ./reports)")
     p.add_argument("--run-id", help="name of the run folder (a plain name; an id already used is refused)")
-    p.add_argument("--persona", help="emulated station: SLA behaviour persona for every phone")
-    p.add_argument("--fault", action="append", default=[], help="emulated station: inject a fault (repeatable)")
+    from bench.backend import emulated_choices
+
+    personas, faults = emulated_choices()
+    p.add_argument("--persona", metavar="NAME",
+                   help=f"emulated station: SLA behaviour persona for every phone; one of {', '.join(personas)}")
+    p.add_argument("--fault", action="append", default=[], metavar="NAME",
+                   help=f"emulated station: inject a fault into every phone (repeatable); one of {', '.join(faults)}, "
+                        "kill-on:COMMAND")
     p.add_argument("--verbose-tests", action="store_true", help="pytest's own per-test lines")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="for CI logs: no live lines or progress bars; the summary lists only what failed")
@@ -96,18 +108,17 @@ def run(args: argparse.Namespace) -> int:
         from bench.lab.run import run_on_places
 
         return run_on_places(args, run)
+    from bench.cli.selection import check_selection
     from bench.core.files import check_free_space
     from bench.results import claim_run_dir
 
+    check_selection(args)  # an unknown DUT, bay, persona or fault: one line, exit 4, no run folder
     emulated = _emulated_station(args)
     folder = results_dir(args)
     check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
     if emulated is None:
-        if args.station and not args.no_preflight:
-            from bench.preflight import gate
-
-            if not gate(args.station):
-                return 2
+        if not _bays_preflight(args):
+            return 2
         return _run_on_station(args, claim_run_dir(folder, args.run_id, reuse_empty=False))
     from bench.backend import launch_emulated
 
@@ -117,12 +128,10 @@ def run(args: argparse.Namespace) -> int:
     with launch_emulated(emulated, run_dir / "emulated") as live:
         lab_args = argparse.Namespace(**{**vars(args), "station": str(live), "persona": None, "fault": [],
                                          "bays": None})
-        if not args.no_preflight:
-            from bench.preflight import gate
-
-            if not gate(str(live)):
-                return 2
-        return _run_on_station(lab_args, run_dir)
+        code = _run_on_station(lab_args, run_dir) if _bays_preflight(lab_args) else 2
+    if {p.name for p in run_dir.iterdir()} <= {"emulated"}:  # nothing ran: the id stays free
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return code
 
 
 def _emulated_station(args: argparse.Namespace) -> StationConfig | None:
@@ -151,29 +160,54 @@ def _emulated_station(args: argparse.Namespace) -> StationConfig | None:
     return config
 
 
+def _bays_preflight(args: argparse.Namespace) -> bool:
+    """A station of several bays: the preflight of every instrument of the file, before the workers
+    start (one bay's station is checked after collection, for what the selected tests need)."""
+    if args.no_preflight or not load_station(args.station).multi_bay:
+        return True
+    from bench.preflight import gate
+
+    go, lines = gate(args.station)
+    if lines:
+        print("\n".join(lines), file=sys.stderr)
+    return go
+
+
 def _run_on_station(args: argparse.Namespace, run_dir: Path) -> int:
     """The suites against a station file (every bay in parallel when it has several)."""
     station = load_station(args.station)
     if station.multi_bay:
         return run_parallel_bays(args, station, run_dir)
-    grab = _SessionGrab()
-    code = pytest.main(pytest_args(args, run_dir), plugins=[grab])
+    preflight = None
+    if not args.no_preflight:  # after collection: the instruments the selected tests need
+        from bench.preflight import PreflightGate
+
+        preflight = PreflightGate(args.station, lambda item: roles_needed(item, list(item.fixturenames)))
+    grab, inventory = _SessionGrab(), Inventory()
+    code = pytest.main(pytest_args(args, run_dir), plugins=[grab, inventory, *([preflight] if preflight else [])])
+    if preflight is not None and preflight.lines:
+        print("\n".join(preflight.lines), file=sys.stderr)
     bench = grab.config.stash.get(BENCH, None) if grab.config is not None else None
     recorder = bench.recorder if bench is not None else None
     results = run_dir / "results.json"
     if recorder is None:
         if not results.exists():
-            with contextlib.suppress(OSError):
-                run_dir.rmdir()  # claimed but never used (usage error, no station): the id stays free
-            print(f"bench: no results in {run_dir} (pytest exit code {int(code)})")
+            _release(run_dir)  # nothing ran: the id stays free, no folder holding only junit.xml
+            if preflight is not None and preflight.refused:
+                return 2
+            if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+                print(inventory.nothing_selected(args), file=sys.stderr)
+            elif code != pytest.ExitCode.USAGE_ERROR:  # pytest said why in one line already
+                print(f"bench run: no test ran (pytest exit code {int(code)})", file=sys.stderr)
             return int(code) or 1
         data = json.loads(results.read_text(encoding="utf-8"))
     else:
         data = recorder.data
-    print_summary(data, results, quiet=args.quiet)
+    print_summary(data, results, quiet=args.quiet, verbose=getattr(args, "verbose", 0) > 0)
     report = run_dir / "report.html"
     if report.exists():
         print(f"report:  {report}")
+    print(NEXT_STEP)
     if recorder is not None and recorder.write_errors:
         return _results_not_written(recorder)
     if bench is not None and bench.store_sink is not None and bench.store_sink.refused is not None:
@@ -188,6 +222,15 @@ def _run_on_station(args: argparse.Namespace, run_dir: Path) -> int:
     if code == pytest.ExitCode.OK and bad == 0:
         return 0
     return 1 if code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) else int(code)
+
+
+def _release(run_dir: Path) -> None:
+    """Remove a claimed run folder that holds nothing but pytest's junit.xml of no test."""
+    junit = run_dir / "junit.xml"
+    with contextlib.suppress(OSError):
+        if {p.name for p in run_dir.iterdir()} <= {"junit.xml"}:
+            junit.unlink(missing_ok=True)
+            run_dir.rmdir()
 
 
 def _results_not_written(recorder: Any) -> int:
@@ -230,10 +273,11 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
     data = run_bays(args, station_file, bays, run_dir, worker_args, args.jobs or len(bays), record,
                     station.database)
     results = run_dir / "results.json"
-    print_summary(data, results, quiet=args.quiet)
+    print_summary(data, results, quiet=args.quiet, verbose=getattr(args, "verbose", 0) > 0)
     for problem in data.get("problems", []):
         print(f"problem: {problem}")
     if (run_dir / "report.html").exists():
         print(f"report:  {run_dir / 'report.html'}")
+    print(NEXT_STEP)
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
     return 0 if bad == 0 and data["status"] == "complete" and data["tests"] else 1

@@ -23,5 +23,5 @@ def station_check(args: argparse.Namespace) -> int:
 
     report = preflight_file(args.station, load_settings(args.calibration_config), phones=not args.no_phones,
                             connect_timeout_s=args.connect_timeout)
-    print(report.render())
+    print(report.render(args.station))
     return 0 if report.ok else 1

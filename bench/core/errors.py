@@ -14,6 +14,11 @@ class ConfigError(BenchError):
     """A station file, SLA profile or firmware profile is malformed."""
 
 
+class UsageError(BenchError):
+    """The command line asks for something that does not exist (a DUT, bay, persona, fault) or
+    selects nothing: one line naming what exists, exit code USAGE (bench.core.exits)."""
+
+
 class DeviceError(BenchError):
     """A DUT could not be reached, refused us, or died."""
 

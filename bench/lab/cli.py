@@ -42,7 +42,10 @@ def emulate_cmd(args: argparse.Namespace) -> int:
 
     with open_station(emulated=EmulatedConfig(bays=args.bays)) as station:
         path = write_exporter_config(station, Path(args.output))
-        print(f"emulated {args.bays} bays; resources in {path}", flush=True)
+        print(f"emulated {args.bays} bays; resources in {path}\n"
+              f"next (another terminal): labgrid-exporter -c $LG_COORDINATOR --name emulated {path}; then "
+              f"bench lab places --exporter emulated {' '.join(f'--bay {b}' for b in station.bay_names())}; "
+              f"Ctrl-C stops the fleet", flush=True)
         try:
             while True:
                 time.sleep(3600)
@@ -51,6 +54,9 @@ def emulate_cmd(args: argparse.Namespace) -> int:
 
 
 def places_cmd(args: argparse.Namespace) -> int:
-    for name in Lab(args.coordinator).create_bay_places(args.exporter, args.bay):
+    names = Lab(args.coordinator).create_bay_places(args.exporter, args.bay)
+    for name in names:
         print(f"place {name}")
+    if names:
+        print(f"next: bench run --place {names[0]}  (or --places '{args.exporter}-*' for all of them)")
     return 0

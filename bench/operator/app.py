@@ -34,7 +34,7 @@ class OperatorStation:
         self.specs = {s.name: s for s in specs}
         first = specs[0]
         retestable = frozenset(first.retestable) if first.retestable is not None else _default_retestable()
-        self.shift = Shift([s.name for s in specs], first.operator_retests, retestable)
+        self.shift = Shift([s.name for s in specs], first.retries, retestable)
         self._events = mp.get_context("spawn").Queue()
         self._fixtures: dict[str, tuple[Any, Any]] = {}
         self._stop = threading.Event()
@@ -90,7 +90,6 @@ class OperatorStation:
         if action == "retest":
             if not current["may_retest"]:
                 return False, "the retest policy allows no retest of this result: send the unit to repair"
-            self.shift.count_retest(fixture, shown)
             self.shift.apply({"fixture": fixture, "event": "started", "serial": shown})
             commands.put({"action": "accept", "serial": shown})
             return True, f"retesting {shown} on fixture {fixture}"

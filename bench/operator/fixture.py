@@ -34,8 +34,7 @@ class FixtureSpec:
     dut: str | None = None
     emulated: EmulatedUnits | None = None
     calibration_config: str | None = None
-    retries: int = 1  # retests the acceptance run makes by itself (the retest policy)
-    operator_retests: int = 1  # retests the operator may ask for after that, per unit
+    retries: int = 1  # retests a unit gets (the retest policy): the acceptance run's own, then the operator's
     retestable: tuple[str, ...] | None = None
     profile: str = "acceptance"
     batch: str | None = None
@@ -119,9 +118,11 @@ def _accept(station: Any, line: Any, serial: str, send: Any) -> None:
             line.load(line.units[0])
     send({"event": "started", "serial": serial})
     result = station.accept(serial)
+    deciding = next((f for f in result.failures if f.kind == result.outcome), None)
     send({"event": "result", "serial": serial, "outcome": result.outcome, "reason": result.reason,
+          "plain": deciding.plain_text() if deciding is not None else result.reason,
           "attempts": len(result.attempts), "cycle_s": result.cycle_s, "takt_s": result.takt_s,
-          "failures": [{"check": f.check, "words": f.words, "reason": f.reason, "kind": f.kind}
-                       for f in result.failures],
+          "failures": [{"check": f.check, "words": f.words, "reason": f.reason, "kind": f.kind,
+                        "plain": f.plain, "not_run": f.not_run} for f in result.failures],
           "first_pass": result.first_pass,
           "run_id": result.attempts[-1].run_id if result.attempts else None})

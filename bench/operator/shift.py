@@ -18,7 +18,7 @@ RETRY_OUTCOMES = ("fail", "incomplete")
 class Step:
     check: str
     words: str
-    state: str = "pending"  # pending, running, done, fail, skipped
+    state: str = "pending"  # pending, running, done, fail, skipped; "not run" once the unit's result is in
 
 
 @dataclass
@@ -30,7 +30,6 @@ class FixtureState:
     result: dict[str, Any] | None = None
     reason: str | None = None  # why the fixture is down
     attempts: dict[str, int] = field(default_factory=dict)  # serial -> attempts this shift
-    retests: dict[str, int] = field(default_factory=dict)  # serial -> retests the operator asked for
     units: list[str] = field(default_factory=list)  # an emulated line's units (a hint for the operator)
     disposed: bool = False  # the operator sent the shown unit to repair
 
@@ -48,9 +47,9 @@ class UnitRow:
 
 
 class Shift:
-    def __init__(self, fixtures: list[str], operator_retests: int, retestable: frozenset[str]) -> None:
+    def __init__(self, fixtures: list[str], retries: int, retestable: frozenset[str]) -> None:
         self.started = time.time()
-        self.operator_retests, self.retestable = operator_retests, retestable
+        self.retries, self.retestable = retries, retestable  # the retest policy (bench.acceptance.judge)
         self.fixtures = {name: FixtureState(name) for name in fixtures}
         self.units: deque[UnitRow] = deque(maxlen=200)
         self._lock = threading.Lock()
@@ -76,18 +75,17 @@ class Shift:
             return self._may_retest(self.fixtures[fixture])
 
     def _may_retest(self, state: FixtureState) -> bool:
+        """The retest policy's word on the shown result: a unit gets 1 + retries attempts in all
+        (the acceptance run's own retests count), and only a retestable failure or an incomplete
+        run is retested. A check the run never reached does not decide it."""
         result = state.result
         if state.status != "result" or not result or result["outcome"] not in RETRY_OUTCOMES or state.disposed:
             return False
-        if state.retests.get(result["serial"], 0) >= self.operator_retests:
+        used = sum(f.attempts.get(result["serial"], 0) for f in self.fixtures.values())
+        if used > self.retries:
             return False
-        failing = [f for f in result.get("failures", []) if f["kind"] == "fail"]
+        failing = [f for f in result.get("failures", []) if f["kind"] == "fail" and not f.get("not_run")]
         return result["outcome"] == "incomplete" or all(f["check"] in self.retestable for f in failing)
-
-    def count_retest(self, fixture: str, serial: str) -> None:
-        with self._lock:
-            state = self.fixtures[fixture]
-            state.retests[serial] = state.retests.get(serial, 0) + 1
 
     # --- events from the fixture processes ---------------------------------------------------
     def apply(self, event: dict[str, Any]) -> None:
@@ -116,8 +114,12 @@ class Shift:
                         step.state = event["state"]
             elif kind == "result":
                 state.status, state.result = "result", dict(event)
+                for step in state.steps:  # the run ended before these: they never ran (or never finished)
+                    if step.state in ("pending", "running"):
+                        step.state = "not run" if step.state == "pending" else "not finished"
                 state.attempts[event["serial"]] = state.attempts.get(event["serial"], 0) + int(event["attempts"])
-                self.units.appendleft(UnitRow(event["serial"], state.name, event["outcome"], event.get("reason"),
+                self.units.appendleft(UnitRow(event["serial"], state.name, event["outcome"],
+                                              event.get("plain") or event.get("reason"),
                                               state.attempts[event["serial"]], float(event["cycle_s"]),
                                               bool(event.get("first_pass")), time.time()))
             elif kind == "disposed":
@@ -139,7 +141,7 @@ class Shift:
             judged = [r for r in rows if r.outcome.split(" ")[0] in ("pass", "fail")]
             hours = max(time.time() - self.started, 1.0) / 3600.0
             return {
-                "retest_policy": {"operator_retests": self.operator_retests, "retestable": sorted(self.retestable)},
+                "retest_policy": {"retries": self.retries, "retestable": sorted(self.retestable)},
                 "fixtures": [{**asdict(f), "may_retest": self._may_retest(f),
                               "may_repair": f.status == "result" and bool(f.result)
                               and f.result["outcome"] != "pass" and not f.disposed}

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from bench.core.records import TestRecord
+from bench.core.stats import value_verdict
 from bench.results import RunRecorder
-from bench.core.verdict import Outcome, PlotHint, Verdict, compare
+from bench.core.verdict import Outcome, PlotHint, Uncertainty, UncertaintyComponent, Verdict, compare
 
 
 @dataclass
@@ -85,16 +86,20 @@ def _dut_tests(rec: RunRecorder, dut: ExampleDut, rng: np.random.Generator, extr
     raw = rec.save_raw(node, "voice_latency", {"samples": samples})
     p99 = float(np.quantile(samples, 0.99))
     v = compare("voice_latency_p99", p99, "ms", 410.0, statistic="p99", bound=p99 * 1.03, confidence=0.95,
-                n=1000, n_required=459, raw=[raw], plot=PlotHint("samples"))
-    tests.append(TestRecord(node, dut.name, "passed" if v.passed else "failed", 30.0, markers=["acceptance"],
-                            verdicts=[v]))
+                n=1000, n_required=459, raw=[raw], plot=PlotHint("samples"), claim=1, evidence="measured",
+                uncertainty=Uncertainty.combine([UncertaintyComponent("onset detection", 2.0)]))
+    std = float(samples.std(ddof=1))
+    s = compare("voice_latency_std", std, "ms", 87.0, statistic="std", bound=std * 1.05, confidence=0.95,
+                n=1000, raw=[raw], plot=PlotHint("samples"), claim=1, evidence="measured")
+    tests.append(TestRecord(node, dut.name, "passed" if v.passed and s.passed else "failed", 30.0,
+                            markers=["acceptance"], verdicts=[v, s]))
 
     node = f"suites/test_power.py::test_sustained_power[{dut.name}]"
     t = np.arange(0.0, 60.0, 0.01)
     watts = 4.1 + 0.5 * np.sin(t / 3.0) + rng.normal(0, 0.15, t.size)
     raw = rec.save_raw(node, "power", {"t": t, "y": watts})
     avg = float(watts.mean())
-    v = compare("power_sustained_mean", avg, "W", 4.2, statistic="mean", raw=[raw],
+    v = compare("sustained_power_mean", avg, "W", 4.2, statistic="mean", raw=[raw], claim=6, evidence="measured",
                 plot=PlotHint("trace", average=avg, labels=("power",)))
     tests.append(TestRecord(node, dut.name, "passed" if v.passed else "failed", 60.0, verdicts=[v]))
 
@@ -102,16 +107,20 @@ def _dut_tests(rec: RunRecorder, dut: ExampleDut, rng: np.random.Generator, extr
     t = np.arange(0.0, 600.0, 1.0)
     cover = 25 + 16 * (1 - np.exp(-t / 120))
     raw = rec.save_raw(node, "cover", {"t": t, "y": cover, "y2": cover - 1.2})
-    v = compare("cover_temp_max", float(cover.max()), "degC", 41.7, statistic="max", raw=[raw],
-                plot=PlotHint("trace", labels=("hotspot A", "hotspot B")))
-    tests.append(TestRecord(node, dut.name, "passed" if v.passed else "failed", 600.0, verdicts=[v]))
+    v = compare("back_cover_temperature_max", float(cover.max()), "degC", 41.7, statistic="max", raw=[raw],
+                claim=7, evidence="measured", plot=PlotHint("trace", labels=("hotspot A", "hotspot B")))
+    trip = value_verdict("npu_trip_temperature", 72.4, limit=72.0, unit="degC", comparator="==",
+                         tolerance=2.0).but(claim=8, evidence="measured")
+    tests.append(TestRecord(node, dut.name, "passed" if v.passed and trip.passed else "failed", 600.0,
+                            verdicts=[v, trip]))
 
     node = f"suites/test_ripple.py::test_redundancy_threshold[{dut.name}]"
     amp = np.arange(0.0, 61.0, 5.0)
     rate = 1e-6 * (1 + 11 * (amp / 50.0) ** 2)
     state = amp > 30
     raw = rec.save_raw(node, "sweep", {"x": amp, "y": rate, "state": state})
-    v = compare("redundancy_engage_mV", 30.0, "mV", 30.0, statistic="threshold", raw=[raw],
+    v = compare("redundancy_engage_threshold", 32.5, "mV", 35.0, statistic="threshold", raw=[raw], claim=10,
+                evidence="corroborated",
                 plot=PlotHint("sweep", x_label="ripple amplitude (±mV)", y_label="INT4 MAC error rate",
                               limit_axis="x", log_y=True))
     tests.append(TestRecord(node, dut.name, "passed", 45.0, verdicts=[v]))

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from bench import display
 from bench.report.svg import CYCLE, Panel, Scale, Style, drawing, span
 
 log = logging.getLogger(__name__)
@@ -103,9 +104,9 @@ def _limit_and_bound_values(verdict: dict[str, Any]) -> list[float]:
 
 
 def _limit_and_bound_lines(panel: Panel, verdict: dict[str, Any], vertical: bool, legend: bool = True) -> None:
-    unit = verdict.get("unit") or ""
+    unit = display.unit(verdict.get("unit"))
     if verdict.get("limit") is not None:
-        label = f"limit {verdict.get('comparator', '')} {_label(verdict, 'limit')} {unit}"
+        label = f"limit {display.limit_text(verdict)}"
         panel.rule(float(verdict["limit"]), Style.of(LIMIT_STYLE), label if legend else None, vertical)
     if verdict.get("bound") is not None:
         conf = verdict.get("confidence")
@@ -119,20 +120,34 @@ def _panel(x: float, width: float, xlim: tuple[float, float], ylim: tuple[float,
     return Panel(x, TOP, width, HEIGHT - TOP - BOTTOM, Scale(*xlim), Scale(*ylim, log=log_y), **labels)
 
 
+SPREAD_STATISTICS = ("std",)  # judged on the spread: raw values are not on the limit's scale
+
+
+def _marks_near(samples: np.ndarray, marks: list[float]) -> tuple[list[float], list[float]]:
+    """(marks the axis spans, marks left off): a mark farther than the data's own range beyond it
+    would flatten the histogram into a corner; it is named in the title instead."""
+    lo, hi = float(samples.min()), float(samples.max())
+    reach = max(hi - lo, abs(hi) * 0.05, 1e-12)
+    near = [m for m in marks if lo - reach <= m <= hi + reach]
+    return near, [m for m in marks if m not in near]
+
+
 def plot_samples(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str) -> str:
     samples = _finite(arrays["samples"])
     if samples.size == 0:
         raise ValueError("no finite samples")
-    unit = verdict.get("unit") or ""
+    unit = display.unit(verdict.get("unit"))
     value = verdict.get("value")
-    marks = _limit_and_bound_values(verdict) + ([float(value)] if isinstance(value, (int, float)) else [])
+    spread = verdict.get("statistic") in SPREAD_STATISTICS
+    marks = [] if spread else _limit_and_bound_values(verdict) + (
+        [float(value)] if isinstance(value, (int, float)) else [])
+    near, far = _marks_near(samples, marks)
     counts, edges = np.histogram(samples, bins=min(60, max(10, int(np.sqrt(samples.size)))))
-    xlim = span(edges, marks)
     width = (WIDTH - 2 * (LEFT + RIGHT)) / 2
-    hist = _panel(LEFT, width, xlim, (0.0, counts.max() * 1.05), title=f"histogram (n={samples.size})",
-                  xlabel=unit, ylabel="count")
+    hist = _panel(LEFT, width, span(edges, near), (0.0, counts.max() * 1.05),
+                  title=f"histogram (n={samples.size})", xlabel=unit, ylabel="count")
     hist.bars(edges, counts.astype(float), "#90a4ae")
-    cdf = _panel(2 * LEFT + RIGHT + width, width, span(samples, marks), (0.0, 1.02), title="empirical CDF",
+    cdf = _panel(2 * LEFT + RIGHT + width, width, span(samples, near), (0.0, 1.02), title="empirical CDF",
                  xlabel=unit, ylabel="fraction ≤ x")
     ordered = np.sort(samples)
     probs = np.arange(1, ordered.size + 1) / ordered.size
@@ -141,10 +156,20 @@ def plot_samples(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: s
         ordered, probs = ordered[idx], probs[idx]
     cdf.step(ordered, probs, Style("#37474f", 1.2), where="post")
     for panel in (hist, cdf):  # one legend, on the CDF, says what the lines are
+        legend = panel is cdf
+        if spread:  # the spread that was judged, drawn where the samples are: mean ± std
+            mean, std = float(samples.mean()), float(value) if isinstance(value, (int, float)) else float(samples.std())
+            panel.rule(mean - std, Style.of(VALUE_STYLE), f"mean ± std ({std:.4g} {unit})" if legend else None, True)
+            panel.rule(mean + std, Style.of(VALUE_STYLE), None, True)
+            continue
         if value is not None:
             label = f"{verdict.get('statistic', 'value')} {_label(verdict, 'value')} {unit}"
-            panel.rule(float(value), Style.of(VALUE_STYLE), label if panel is cdf else None, vertical=True)
-        _limit_and_bound_lines(panel, verdict, vertical=True, legend=panel is cdf)
+            panel.rule(float(value), Style.of(VALUE_STYLE), label if legend else None, vertical=True)
+        _limit_and_bound_lines(panel, verdict, vertical=True, legend=legend)
+    if far:  # the limit or bound is far from the data: said, not drawn
+        hist.title += f"; limit {display.limit_text(verdict)} is off this axis"
+    if spread:
+        cdf.title = "empirical CDF; the std is judged (claim plot above)"
     return drawing(WIDTH, HEIGHT, [(hist, "best"), (cdf, "lower right")], salt)
 
 
@@ -178,7 +203,7 @@ def plot_trace(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str
     average = float(extra["average"]) if extra.get("average") is not None else None
     ylim = span(*(ty for _, ty, _ in series), _limit_and_bound_values(verdict), average)
     panel = _panel(LEFT, WIDTH - LEFT - RIGHT, span(t, pad=0.02), ylim, grid=True,
-                   xlabel=str(extra.get("x_label", "time (s)")), ylabel=str(extra.get("y_label", verdict.get("unit") or "")))
+                   xlabel=str(extra.get("x_label", "time (s)")), ylabel=str(extra.get("y_label", display.unit(verdict.get("unit")))))
     for i, (tx, ty, label) in enumerate(series):
         panel.line(tx, ty, Style(CYCLE[i], 0.9), label)
     if average is not None:
@@ -206,7 +231,7 @@ def plot_sweep(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str
     ylim = span(y, None if vertical else marks, log=log_y)
     right = LEFT if state is not None else RIGHT
     panel = _panel(LEFT, WIDTH - LEFT - right, xlim, ylim, log_y=log_y, grid=True,
-                   xlabel=str(extra.get("x_label", "x")), ylabel=str(extra.get("y_label", verdict.get("unit") or "")))
+                   xlabel=str(extra.get("x_label", "x")), ylabel=str(extra.get("y_label", display.unit(verdict.get("unit")))))
     panel.line(x, y, Style("#37474f", 1.2, marker=3.0), str(extra.get("y_label", "y")))
     if state is not None:
         panel.right, panel.right_ticks = Scale(-0.1, 1.1), [(0.0, "off"), (1.0, "on")]

@@ -12,9 +12,12 @@ from typing import Any
 
 import jinja2
 
+from bench import display
+from bench.claims import NOT_MEASURED, claims_grid
 from bench.core import files
 from bench.core.errors import BenchError
 from bench.core.verdict import BAD_OUTCOMES, TestOutcome, severity_of
+from bench.report.claim_plot import claim_plot
 from bench.report.plots import Plot, plot_for
 
 log = logging.getLogger(__name__)
@@ -59,18 +62,17 @@ def _environment() -> jinja2.Environment:
                              autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = format_number
+    env.filters["unit"] = display.unit
+    env.filters["prose"] = display.prose
+    env.filters["check"] = display.check_name
+    env.filters["limit"] = display.limit_text
+    env.filters["value_text"] = display.value_text
+    env.filters["duration"] = display.duration_text
     env.filters["pct"] = lambda v: "" if v is None else f"{v:.0%}"
     return env
 
 
-def format_number(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+format_number = display.number
 
 
 def summarize(data: dict[str, Any]) -> tuple[list[DutSummary], list[CheckSummary]]:
@@ -82,7 +84,8 @@ def summarize(data: dict[str, Any]) -> tuple[list[DutSummary], list[CheckSummary
         summary.tests[test["outcome"]] += 1
         for v in test.get("verdicts", []):
             summary.verdicts[v["outcome"]] += 1
-            check = checks.setdefault(v["name"], CheckSummary(v["name"], v.get("unit") or ""))
+            name = display.check_name(v)
+            check = checks.setdefault(name, CheckSummary(name, display.unit(v.get("unit"))))
             check.outcomes[v["outcome"]] += 1
             previous = check.per_dut.get(dut)
             if previous is None or severity_of(v["outcome"], 0) > severity_of(previous, 0):
@@ -123,7 +126,10 @@ def build_context(data: dict[str, Any], run_dir: Path | None) -> dict[str, Any]:
             verdicts.append({"v": v, "plot": plot})
         tests.append({"index": index, "t": test, "verdicts": verdicts})
     summary = data.get("summary") or {}
-    return {"run": data, "station": data.get("station") or {}, "duts": duts, "checks": checks,
+    grid = claims_grid(data)
+    claim_plots = [(row, claim_plot(row, salt=f"c{row.claim.number}")) for row in grid.rows if row.measured]
+    return {"grid": grid, "claim_plots": [(row, svg) for row, svg in claim_plots if svg],
+            "not_measured": NOT_MEASURED, "run": data, "station": data.get("station") or {}, "duts": duts, "checks": checks,
             "fingerprints": fingerprint_rows(data), "tests": tests,
             "instruments": data.get("instruments") or {},
             "test_counts": [(o, summary.get(o, 0)) for o in TEST_OUTCOMES],

@@ -108,6 +108,7 @@ class Panel:
     grid: bool = False
     right: Scale | None = None  # a second y axis on the right (twinx)
     right_ticks: list[tuple[float, str]] | None = None
+    y_ticks: list[tuple[float, str]] | None = None  # labelled categories (e.g. phones) instead of numbers
     _items: list[str] = field(default_factory=list)
     _legend: list[tuple[str, Style]] = field(default_factory=list)
     _points: list[np.ndarray] = field(default_factory=list)  # pixel positions of data, for placing the legend
@@ -197,7 +198,7 @@ class Panel:
                 out.append(f'<path d="M{x:.1f} {self.y:.1f}V{bottom:.1f}" stroke="#b0b0b0" stroke-opacity="0.3"/>')
             out.append(f'<path d="M{x:.1f} {bottom:.1f}v4" stroke="#000" stroke-width="0.8"/>'
                        f'<text x="{x:.1f}" y="{bottom + 16:.1f}" text-anchor="middle">{esc(label)}</text>')
-        for value, label in self.yscale.ticks(5):
+        for value, label in self.y_ticks or self.yscale.ticks(5):
             y = float(self._px(np.array([1.0]), np.array([value]))[1][0])
             if not self.y - 0.5 <= y <= bottom + 0.5:
                 continue

@@ -1,0 +1,98 @@
+"""One plot per claim: the statistic each of its checks judged, per phone, against the limit.
+
+A panel per check: a row per phone with the judged value (a std verdict shows the std, a p99
+verdict the p99, never the raw samples against a limit of another kind), its expanded
+uncertainty U as a thick bar, its confidence bound in orange, and the limit dashed red (its tolerance band dotted). The
+axis spans what was judged and the limit, since that comparison is the point of the plot."""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from bench.claims import ClaimRow
+from bench.core.verdict import severity_of
+from bench.display import check_name, limit_text, unit
+from bench.report.svg import Panel, Scale, Style, drawing, span
+
+WIDTH, LEFT, RIGHT = 900, 130, 24
+ROW, TOP, BOTTOM = 26, 30, 44  # px per phone, above and below each panel
+OUTCOME_COLOR = {"pass": "#2e7d32", "info": "#546e7a", "fail": "#c62828"}
+OTHER_COLOR = "#ef6c00"  # inconclusive, insufficient, invalid
+LIMIT = Style("#c62828", 1.4, "--")
+TOLERANCE = Style("#c62828", 1.0, ":")
+BOUND = Style("#ef6c00", 1.6)
+
+
+def _is_number(value: Any) -> bool:
+    """A plottable number: numpy's scalars too (a record rendered from memory holds them), no bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _per_check(row: ClaimRow) -> dict[str, dict[str, dict[str, Any]]]:
+    """check -> phone -> the worst numeric verdict of that check on that phone."""
+    checks: dict[str, dict[str, dict[str, Any]]] = {}
+    for phone, cell in row.cells.items():
+        for v in cell.verdicts:
+            if not _is_number(v.get("value")):
+                continue
+            shown = checks.setdefault(check_name(v), {})
+            if phone not in shown or severity_of(v["outcome"]) > severity_of(shown[phone]["outcome"]):
+                shown[phone] = v
+    return checks
+
+
+def claim_plot(row: ClaimRow, salt: str) -> str | None:
+    """The claim's SVG, or None when none of its checks judged a number."""
+    checks = _per_check(row)
+    if not checks:
+        return None
+    order = row.claim.metrics  # the product's own targets first, as in the grid
+    checks = dict(sorted(checks.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+    phones = [p for p in row.cells if any(p in by_phone for by_phone in checks.values())]
+    height_each = TOP + BOTTOM + ROW * len(phones)
+    panels = []
+    for index, (name, by_phone) in enumerate(checks.items()):
+        panels.append((_panel(name, by_phone, phones, index * height_each), "upper right"))
+    return drawing(WIDTH, height_each * len(panels), panels, salt)
+
+
+def _panel(name: str, by_phone: dict[str, dict[str, Any]], phones: list[str], y0: float) -> Panel:
+    verdicts = list(by_phone.values())
+    first = verdicts[0]
+    marks: list[float] = []
+    for v in verdicts:
+        u = (v.get("uncertainty") or {}).get("expanded") or 0.0
+        marks += [v["value"] - u, v["value"] + u]
+        marks += [float(v[k]) for k in ("bound", "limit") if _is_number(v.get(k))]
+        tol = (v.get("extra") or {}).get("tolerance")
+        if _is_number(tol) and v.get("limit") is not None:
+            marks += [v["limit"] - tol, v["limit"] + tol]
+    rows = len(phones)
+    title = f"{name}: {first.get('statistic') or 'value'}" + (f", limit {limit_text(first)}" if first.get("limit")
+                                                               is not None else "")
+    panel = Panel(LEFT, y0 + TOP, WIDTH - LEFT - RIGHT, ROW * rows, Scale(*span(marks, pad=0.08)),
+                  Scale(-0.5, rows - 0.5), title=title, xlabel=unit(first.get("unit")))
+    panel.y_ticks = [(float(rows - 1 - i), phone) for i, phone in enumerate(phones)]
+    if first.get("limit") is not None:
+        panel.rule(float(first["limit"]), LIMIT, None, vertical=True)
+        tol = (first.get("extra") or {}).get("tolerance")
+        if _is_number(tol):
+            for edge in (first["limit"] - tol, first["limit"] + tol):
+                panel.rule(float(edge), TOLERANCE, None, vertical=True)
+    for i, phone in enumerate(phones):
+        v = by_phone.get(phone)
+        if v is None:
+            continue
+        y = float(rows - 1 - i)
+        u = (v.get("uncertainty") or {}).get("expanded")
+        color = OUTCOME_COLOR.get(v["outcome"], OTHER_COLOR)
+        if _is_number(u) and u > 0:
+            panel.line(np.array([v["value"] - u, v["value"] + u]), np.array([y, y]), Style(color, 2.0))
+        if _is_number(v.get("bound")):
+            panel.line(np.array([v["value"], v["bound"]]), np.array([y - 0.18, y - 0.18]), BOUND, None)
+            panel.line(np.array([v["bound"]]), np.array([y - 0.18]), Style(BOUND.color, 1.0, marker=3.5))
+        panel.line(np.array([v["value"]]), np.array([y]), Style(color, 1.0, marker=5.0))
+    return panel
