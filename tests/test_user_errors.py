@@ -33,8 +33,8 @@ def one_line_error(capsys) -> str:
     (["--dut", "EMU0009"], "--dut EMU0009: not a DUT of station 'emulated'; known: EMU0001, EMU0002"),
     (["--persona", "nosuch"], "--persona nosuch: not a persona of the emulated phones; known: audit-drop"),
     (["--fault", "nosuch"], "--fault nosuch: not a fault of the emulated phones (or kill-on:COMMAND); known:"),
-    (["--bay", "nosuch"], "--bay nosuch: the embedded emulated station has no bays (add --bays N"),
-    (["--bays", "2", "--bay", "bay7"], "--bay bay7: not a bay of the emulated fleet; known: bay1, bay2"),
+    (["--bay", "nosuch"], "--bay nosuch: not a bay of the emulated station; known: bay1, bay2, bay3, bay4"),
+    (["--bays", "2", "--bay", "bay7"], "--bay bay7: not a bay of the emulated station; known: bay1, bay2"),
 ])
 def test_an_unknown_name_is_one_line_and_exit_4(argv, says, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
