@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import shutil
 import sys
@@ -117,9 +118,10 @@ def run(args: argparse.Namespace) -> int:
     folder = results_dir(args)
     check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
     if emulated is None:
-        if not _bays_preflight(args):
-            return 2
-        return _run_on_station(args, claim_run_dir(folder, args.run_id, reuse_empty=False))
+        run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
+        code = _run_on_station(args, run_dir)
+        _release(run_dir)
+        return code
     from bench.backend import launch_emulated
 
     run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
@@ -128,8 +130,8 @@ def run(args: argparse.Namespace) -> int:
     with launch_emulated(emulated, run_dir / "emulated") as live:
         lab_args = argparse.Namespace(**{**vars(args), "station": str(live), "persona": None, "fault": [],
                                          "bays": None})
-        code = _run_on_station(lab_args, run_dir) if _bays_preflight(lab_args) else 2
-    if {p.name for p in run_dir.iterdir()} <= {"emulated"}:  # nothing ran: the id stays free
+        code = _run_on_station(lab_args, run_dir)
+    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {"emulated", "junit.xml"}:  # nothing ran: the id stays free
         shutil.rmtree(run_dir, ignore_errors=True)
     return code
 
@@ -162,8 +164,8 @@ def _emulated_station(args: argparse.Namespace) -> StationConfig | None:
 
 def _bays_preflight(args: argparse.Namespace) -> bool:
     """A station of several bays: the preflight of every instrument of the file, before the workers
-    start (one bay's station is checked after collection, for what the selected tests need)."""
-    if args.no_preflight or not load_station(args.station).multi_bay:
+    start (a station of one bay is checked after collection, for what the selected tests need)."""
+    if args.no_preflight:
         return True
     from bench.preflight import gate
 
@@ -224,6 +226,32 @@ def _run_on_station(args: argparse.Namespace, run_dir: Path) -> int:
     return 1 if code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) else int(code)
 
 
+class _Selected:
+    """Counts the tests a collection kept after -k / -m."""
+
+    count = 0
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.count = len(session.items)
+
+
+def _nothing_selected(args: argparse.Namespace, bay: str) -> str | None:
+    """The one line for a -k / -m that selects no test, from a collection of one bay (collection
+    starts no station and writes no run); None when something is selected."""
+    if not (args.keyword or args.marker):
+        return None
+    suites = getattr(args, "suites", None) or [str(DEFAULT_SUITES)]
+    argv = [*suites, "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
+            "-p", "no:labgrid", "--collect-only", "-qq", "--station", args.station, "--bay", bay]
+    for flag, value in (("-k", args.keyword), ("-m", args.marker)):
+        if value:
+            argv += [flag, value]
+    inventory, selected = Inventory(), _Selected()
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main(argv, plugins=[inventory, selected])
+    return inventory.nothing_selected(args) if selected.count == 0 else None
+
+
 def _release(run_dir: Path) -> None:
     """Remove a claimed run folder that holds nothing but pytest's junit.xml of no test."""
     junit = run_dir / "junit.xml"
@@ -259,6 +287,12 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
     bays = selected_bays(station, args, dut_names)
     if not bays:
         raise ConfigError("no bay selected", hint=f"bays: {', '.join(station.bay_names())}")
+    nothing = _nothing_selected(args, bays[0])
+    if nothing is not None:  # said once here, not by every bay's worker
+        print(nothing, file=sys.stderr)
+        return int(pytest.ExitCode.NO_TESTS_COLLECTED)
+    if not _bays_preflight(args):
+        return 2
     run_dir.mkdir(parents=True, exist_ok=True)
     station_file = str(station.source)
 
