@@ -183,6 +183,31 @@ def effective_sample_size(samples: Samples, kind: Literal["mean", "variance"] = 
     return EffectiveSize(n, max(1.0, n / tau), max(1.0, tau), lags, len(runs), method)
 
 
+def cluster_design_effect(indicator: Sequence[np.ndarray]) -> float:
+    """Design effect of an exceedance fraction over runs: its between-run (cluster-robust) variance
+    over the binomial variance of the same count of independent samples, at least 1.
+
+    Runs with their own level put the exceedances of a high quantile into a few runs; the
+    autocorrelation pooled within runs sees little of that when runs are short, the run-level
+    variance of the count sees all of it (Kish's design effect, sandwich estimate over runs)."""
+    k = np.array([float(r.sum()) for r in indicator])
+    n = np.array([float(r.size) for r in indicator])
+    total, runs = float(n.sum()), k.size
+    e = float(k.sum()) / total
+    if runs < 2 or not 0.0 < e < 1.0:
+        return 1.0
+    between = runs / (runs - 1.0) * float(np.sum((k - e * n) ** 2))
+    return max(1.0, between / (total * e * (1.0 - e)))
+
+
+def _at_least_design_effect(eff: EffectiveSize, indicator: Sequence[np.ndarray]) -> EffectiveSize:
+    deff = cluster_design_effect(indicator)
+    if deff <= eff.tau:
+        return eff
+    return EffectiveSize(eff.n, max(1.0, eff.n / deff), deff, eff.lags, eff.runs,
+                         f"design effect {deff:.1f} of {eff.runs} runs (exceedances cluster by run)")
+
+
 # --------------------------------------------------------------------------- verdicts
 
 def percentile_verdict(name: str, samples: Samples, *, p: float, limit: float | None, unit: str,
@@ -212,6 +237,8 @@ def percentile_verdict(name: str, samples: Samples, *, p: float, limit: float | 
     # autocorrelation is measured on that indicator (it works for timeouts, too).
     indicator = [(sign * r > q).astype(float) for r in runs]
     eff = effective_sample_size(indicator if len(runs) > 1 else indicator[0], "mean", independence)
+    if independence == "run" and len(runs) > 1:  # runs that differ: the run is the unit of evidence
+        eff = _at_least_design_effect(eff, indicator)
     n_min = min_samples_percentile(p, confidence)
     n_required = max(min_samples, math.ceil(n_min * eff.tau))
     value = sign * q
