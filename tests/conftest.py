@@ -11,7 +11,7 @@ SLOW = {
     "test_dialog_hil", "test_sla_instruments", "test_report_browser", "test_store_postgres",
     "test_calibration_postgres", "test_stock_adb", "test_lab", "test_bays", "test_fingerprint", "test_runtime_sla_emulation",
     "test_sla_runtime", "test_fixture_hooks", "test_llamacpp_emulated", "test_calibration_procedures",
-    "test_operator_page",
+    "test_operator_page", "test_labtime_plan",
     # real adb servers, subprocess bench runs, whole emulated soaks: seconds each
     "test_adb_driver", "test_recovery_plugin", "test_token_evidence", "test_safety_evidence",
     "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process",
