@@ -17,18 +17,20 @@ from typing import Any
 # Lab seconds per test on one phone when the store has measured none for its model: the emulated
 # station's figures, measured by benchmarks/bench_labtime.py (docs/labtime.md). Keys are test keys.
 DEFAULT_LAB_TIME_S: Mapping[str, float] = {
-    "suites/test_sla_runtime.py::test_npu_thermal_trip_soak": 2814.0,
+    "suites/test_sla_runtime.py::test_npu_thermal_trip_soak": 2834.0,
     "suites/test_sla_instruments.py::test_voice_latency_and_dialog_time": 1380.0,
-    "suites/test_sla_instruments.py::test_cover_temperature_in_sustained_use": 1272.0,
-    "suites/test_instruments.py::test_probes_warm_under_load_and_cool_at_idle": 931.0,
-    "suites/test_sla_runtime.py::test_token_latency_std": 786.0,
-    "suites/test_sla_instruments.py::test_energy_per_dialog": 228.0,
-    "suites/test_sla_instruments.py::test_sustained_and_peak_power": 174.0,
-    "suites/test_sla_runtime.py::test_redundancy_ripple_sweep": 108.0,
-    "suites/test_sla_runtime.py::test_token_latency_under_gpu_load": 72.0,
-    "suites/test_sla_runtime.py::test_first_token": 48.0,
+    "suites/test_sla_instruments.py::test_cover_temperature_in_sustained_use": 1258.0,
+    "suites/test_sla_runtime.py::test_token_latency_std": 787.0,
+    "suites/test_sla_instruments.py::test_energy_per_dialog": 230.0,
+    "suites/test_sla_instruments.py::test_sustained_and_peak_power": 178.0,
+    "suites/test_instruments.py::test_probes_warm_under_load_and_cool_at_idle": 121.0,
+    "suites/test_sla_instruments.py::test_voice_and_power_sanity": 102.0,
+    "suites/test_sla_runtime.py::test_token_latency_under_gpu_load": 78.0,
+    "suites/test_sla_runtime.py::test_redundancy_slowdown": 68.0,
+    "suites/test_sla_runtime.py::test_first_token": 46.0,
+    "suites/test_sla_runtime.py::test_runtime_counters": 31.0,
 }
-DEFAULT_OTHER_TEST_S = 5.0  # any test not listed above (identity, numerics, sanity checks: seconds each)
+DEFAULT_OTHER_TEST_S = 5.0  # any test not listed above (the others took 121 s together on EMU0001)
 
 
 def test_key(nodeid: str, dut: str | None) -> str:
@@ -67,13 +69,13 @@ def per_claim(data: Mapping[str, Any], dut: str | None = None) -> dict[int, floa
     return out
 
 
-def largest_sample(verdicts: Iterable[Mapping[str, Any]]) -> tuple[str | None, int | None]:
-    """(metric, n) of the verdict with the most samples: the one a test's lab time scales with."""
+def largest_requirement(samples: Iterable[tuple[str, int]]) -> tuple[str | None, int | None]:
+    """(verdict name, n_required) of the verdict requiring the most samples: the one a test's lab
+    time scales with when the profile changes that requirement."""
     best: tuple[str | None, int | None] = (None, None)
-    for v in verdicts:
-        n, metric = v.get("n"), v.get("metric") or v.get("name")
-        if n is not None and (best[1] is None or n > best[1]):
-            best = (metric, int(n))
+    for name, n_required in samples:
+        if best[1] is None or n_required > best[1]:
+            best = (name, int(n_required))
     return best
 
 
@@ -86,8 +88,8 @@ class TestRate:
     key: str
     lab_time_s: float  # mean over the runs measured
     runs: int
-    metric: str | None = None  # the verdict its sample count came from
-    n: int | None = None  # that verdict's sample count (mean over the runs)
+    metric: str | None = None  # the verdict requiring the most samples (a profile metric when named after one)
+    n: int | None = None  # the samples it required then
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,9 @@ class PhonePlan:
 def plan_phone(dut: str, model: str | None, keys: Iterable[str], rates: Mapping[str, TestRate],
                n_planned: Mapping[str, int]) -> PhonePlan:
     """The expected lab time of each test key on this phone: the store's rate for the model,
-    scaled by the sample size the profile asks for now (n_planned[metric]) over the one measured."""
+    scaled by the sample count the profile requires now (n_planned[metric]) over the one its
+    verdict required then; a verdict not named after a profile metric (a sanity check's own
+    fixed count) is not scaled."""
     plan = PhonePlan(dut, model)
     for key in keys:
         rate = rates.get(key)
@@ -145,20 +149,14 @@ def minutes(seconds: float) -> str:
 
 
 def rates_from_facts(facts: Iterable[Any]) -> dict[str, TestRate]:
-    """Per test key, the mean lab time over the stored runs (bench.store LabTimeFact rows), with
-    the sample count of its largest verdict, so a plan can scale it to the profile's count now."""
+    """Per test key, the mean lab time over the stored runs (bench.store LabTimeFact rows), with the
+    sample count its most demanding verdict required, so a plan can scale it to the profile's now."""
     grouped: dict[str, list[Any]] = {}
     for fact in facts:
         grouped.setdefault(test_key(fact.nodeid, fact.dut), []).append(fact)
     rates = {}
     for key, rows in grouped.items():
-        metric, counts = None, []
-        for row in rows:
-            m, n = largest_sample({"metric": name, "n": count} for name, count in row.samples)
-            if n is not None:
-                metric = metric or m
-                counts.append(n)
-        n_mean = round(sum(counts) / len(counts)) if counts else None
+        metric, required = largest_requirement(s for row in rows for s in row.samples)
         rates[key] = TestRate(key, sum(r.lab_time_s for r in rows) / len(rows), len({r.run_id for r in rows}),
-                              metric, n_mean)
+                              metric, required)
     return rates

@@ -11,8 +11,8 @@ from bench.core.verdict import Outcome, Verdict
 from bench.store import open_store
 
 
-def _verdict(name: str, claim: int, n: int, metric: str | None = None) -> Verdict:
-    return Verdict(name=name, value=1.0, unit="ms", outcome=Outcome.PASS, n=n, claim=claim, metric=metric)
+def _verdict(name: str, claim: int, n: int) -> Verdict:
+    return Verdict(name=name, value=1.0, unit="ms", outcome=Outcome.PASS, n=n, n_required=n, claim=claim)
 
 
 def _run(lab: dict[str, float], run_id: str = "r1", status: str = "complete") -> RunRecord:
@@ -21,7 +21,7 @@ def _run(lab: dict[str, float], run_id: str = "r1", status: str = "complete") ->
     for test, seconds in lab.items():
         run.tests.append(TestRecord(nodeid=f"suites/t.py::{test}[EMU1]", dut="EMU1", outcome="passed",
                                     duration_s=1.0, lab_time_s=seconds,
-                                    verdicts=[_verdict(test, 1 if "voice" in test else 4, 300, "m_" + test)]))
+                                    verdicts=[_verdict(test, 1 if "voice" in test else 4, 300)]))
     return run
 
 
@@ -77,7 +77,7 @@ def test_store_keeps_lab_time_and_reads_it_back_as_rates_for_the_model(tmp_path)
     assert model == "Q SM8650"
     assert rates["suites/t.py::test_voice"].lab_time_s == pytest.approx(620.0)
     assert rates["suites/t.py::test_voice"].runs == 2
-    assert (rates["suites/t.py::test_voice"].metric, rates["suites/t.py::test_voice"].n) == ("m_test_voice", 300)
+    assert (rates["suites/t.py::test_voice"].metric, rates["suites/t.py::test_voice"].n) == ("test_voice", 300)
 
 
 def test_plan_for_a_phone_the_store_has_never_seen_uses_the_defaults(tmp_path):

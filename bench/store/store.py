@@ -123,13 +123,13 @@ class RunInfo:
 
 @dataclass
 class LabTimeFact:
-    """One stored test's lab time, and the sample counts (metric, n) of its verdicts."""
+    """One stored test's lab time, and the sample counts its verdicts required (name, n_required)."""
 
     run_id: str
     nodeid: str
     dut: str | None
     lab_time_s: float
-    samples: tuple[tuple[str | None, int], ...]
+    samples: tuple[tuple[str, int], ...]
 
 
 @dataclass
@@ -427,10 +427,10 @@ class Store:
             .where(TestResult.run_pk.in_(run_pks), TestResult.lab_time_s.is_not(None), on_model,
                    TestResult.outcome.in_(("passed", "failed"))))
         samples: dict[int, list[tuple[str | None, int]]] = {}
-        for test_pk, metric, name, n in self._rows(
-                select(Measurement.test_pk, Measurement.metric, Measurement.name, Measurement.n)
-                .where(Measurement.test_pk.in_([t[0] for t in tests]), Measurement.n.is_not(None))):
-            samples.setdefault(test_pk, []).append((metric or name, int(n)))
+        for test_pk, name, n_required in self._rows(
+                select(Measurement.test_pk, Measurement.name, Measurement.n_required)
+                .where(Measurement.test_pk.in_([t[0] for t in tests]), Measurement.n_required.is_not(None))):
+            samples.setdefault(test_pk, []).append((name, int(n_required)))
         facts = [LabTimeFact(run_id=t[1], nodeid=t[2], dut=t[3], lab_time_s=float(t[4]),
                              samples=tuple(samples.get(t[0], ()))) for t in tests]
         return _soc(manufacturer, model), facts
