@@ -6,7 +6,10 @@ import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE = str(REPO / "suites" / "test_instruments.py")  # the probes' warm-up and rest: minutes of lab time
@@ -34,3 +37,6 @@ def test_plan_then_run_records_the_planned_lab_time(tmp_path):
     assert recorded > 60.0  # minutes of lab time, not a rounding of nothing
     assert abs(recorded - phone["lab_time_s"]) <= 0.10 * phone["lab_time_s"], (recorded, phone)
     assert "lab time EMU0001" in second.stdout
+    junit = ET.parse(tmp_path / "reports" / "second" / "junit.xml")
+    lab = [float(p.get("value")) for p in junit.iter("property") if p.get("name") == "lab_time_s"]
+    assert sum(lab) == pytest.approx(recorded, abs=0.01 * len(lab))
