@@ -92,6 +92,7 @@ def test_plan_for_a_phone_the_store_has_never_seen_uses_the_defaults(tmp_path):
     assert test["source"] == "default"
     assert plan["makespan_s"] == test["lab_time_s"]
     assert "makespan" in plan_lines(plan)[-1]
+    assert not (tmp_path / "empty.sqlite").exists()  # planning never creates a store
 
 
 def test_summary_shows_lab_time_per_test_phone_and_claim():

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,6 +71,10 @@ def _bays(station: Any, duts: list[str]) -> dict[str, str]:
     return {d: "station" for d in duts}
 
 
+def _missing_sqlite(url: str) -> bool:
+    return url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists()
+
+
 def build_plan(args: argparse.Namespace) -> dict[str, Any]:
     from bench.cli.results import database_url
     from bench.core.station import load_station
@@ -84,12 +89,16 @@ def build_plan(args: argparse.Namespace) -> dict[str, Any]:
     tests = collect(args)
     phones = list(dict.fromkeys(d for _, d in tests if d is not None))
     store_args = argparse.Namespace(database=args.database, station=args.station, results_dir=args.results_dir)
+    url = database_url(store_args)
+    measured: dict[str, tuple[str | None, list[Any]]] = {dut: (None, []) for dut in phones}
+    if not _missing_sqlite(url):  # planning never creates a store
+        with open_store(url) as store:
+            measured = {dut: store.lab_time_facts(dut) for dut in phones}
     phone_plans = []
-    with open_store(database_url(store_args)) as store:
-        for dut in phones:
-            model, facts = store.lab_time_facts(dut)
-            keys = [labtime.test_key(nodeid, d) for nodeid, d in tests if d == dut]
-            phone_plans.append(labtime.plan_phone(dut, model, keys, labtime.rates_from_facts(facts), n_planned))
+    for dut in phones:
+        model, facts = measured[dut]
+        keys = [labtime.test_key(nodeid, d) for nodeid, d in tests if d == dut]
+        phone_plans.append(labtime.plan_phone(dut, model, keys, labtime.rates_from_facts(facts), n_planned))
     bay_of = _bays(station, phones)
     per_bay: dict[str, float] = {}
     for p in phone_plans:
