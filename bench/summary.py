@@ -62,6 +62,7 @@ def summary_lines(data: dict[str, Any], quiet: bool = False, verbose: bool = Fal
     lines += _test_lines(data, failed_only=not verbose)
     for problem in data.get("problems", []):
         lines.append(f"  problem: {problem.splitlines()[0][:300]}")
+    lines.extend(lab_time_lines(data))
     s = data["summary"]
     lines.append(" ".join(f"{k}={s[k]}" for k in ("passed", "failed", "error", "skipped", "verdicts_failed") if k in s))
     return lines
@@ -74,7 +75,8 @@ def _test_lines(data: dict[str, Any], failed_only: bool) -> list[str]:
         if failed_only and not bad:
             continue
         mark = OUTCOME_MARK.get(test["outcome"], test["outcome"])
-        lines.append(f"  {mark:5} {test['nodeid']}")
+        lab = f"  ({test['lab_time_s'] / 60:.1f} lab min)" if test.get("lab_time_s") else ""
+        lines.append(f"  {mark:5} {test['nodeid']}{lab}")
         for v in test["verdicts"]:
             if not failed_only or v["outcome"] not in GOOD_OUTCOMES:
                 lines.append(f"          {verdict_text(v)}")
@@ -83,6 +85,20 @@ def _test_lines(data: dict[str, Any], failed_only: bool) -> list[str]:
     if failed_only:
         lines.insert(0, "what failed:" if lines else "nothing failed")
     return lines + [""]
+
+
+def lab_time_lines(data: dict[str, Any]) -> list[str]:
+    """Station-clock minutes per phone, and per claim on each phone (a study feeding several claims
+    counts for each of them)."""
+    from bench import labtime
+
+    lines = []
+    for dut, seconds in (data.get("lab_time_s") or {}).items():
+        claims = labtime.per_claim(data, dut)
+        by_claim = ", ".join(f"{c}: {s / 60:.1f}" for c, s in sorted(claims.items()))
+        lines.append(f"  lab time {dut}: {labtime.minutes(seconds)}" + (f" (per claim, min: {by_claim})"
+                                                                        if by_claim else ""))
+    return lines
 
 
 def print_summary(data: dict[str, Any], results_path: Path, quiet: bool = False, verbose: bool = False) -> None:

@@ -24,7 +24,13 @@ SUPPLY_R_OHM = 0.08  # emulated cell's internal resistance
 DIGITIZER_INTERVAL_S = 10.24e-6  # 97.7 kS/s with current and voltage
 DIALOG_LIMIT_S = 3.8  # the product's whole-dialog claim, as a sanity bound for one trial
 LOAD_RUNS = 3  # generate calls of ~10 s of decode each
-REST_S = 900
+FALL_C = 0.75  # the fall at idle the check asks of the hottest probe
+# The rest lasts until the probe shows that fall and a quarter degree more (one probe's reading
+# noise is ~0.05 °C), read every 30 s, at most 900 s: no lab time spent waiting once the answer
+# is in (docs/labtime.md).
+REST_FALL_C = FALL_C + 0.25
+REST_POLL_S = 30
+REST_MAX_S = 900
 
 
 def _power_up(supply) -> None:
@@ -83,15 +89,23 @@ def test_probes_warm_under_load_and_cool_at_idle(dut, thermal, record):
     for _ in range(LOAD_RUNS):
         dut.run(["llmrt", "generate", "--prompt-tokens", "16", "--max-tokens", "224"], timeout_s=600)
     loaded = thermal.read()
-    dut.run(["sleep", str(REST_S)], timeout_s=REST_S + 60)
-    rested = thermal.read()
-    record.raw("probes", {"before": before.celsius, "loaded": loaded.celsius, "rested": rested.celsius,
-                          "faults": {**before.faults, **loaded.faults, **rested.faults}})
-    channels = [c for c in before.channels if c in before.celsius and c in loaded.celsius and c in rested.celsius]
+    channels = [c for c in before.channels if c in before.celsius and c in loaded.celsius]
     assert channels, f"every probe channel reported a fault: {loaded.faults}"
     rise = {c: loaded[c] - before[c] for c in channels}
     hottest = max(rise, key=rise.get)
-    record.check("thermal.rise_under_load", rise[hottest], "°C", 0.75, ">=", detail=f"channel {hottest}")
-    record.check("thermal.fall_at_idle", loaded[hottest] - rested[hottest], "°C", 0.75, ">=",
-                 detail=f"channel {hottest}")
+    rested, rest_s, fallen = loaded, 0, []
+    while rest_s < REST_MAX_S:
+        dut.run(["sleep", str(REST_POLL_S)], timeout_s=REST_POLL_S + 60)
+        rest_s += REST_POLL_S
+        rested = thermal.read()
+        fallen.append(loaded[hottest] - rested.celsius.get(hottest, float("nan")))
+        if fallen[-1] >= REST_FALL_C:
+            break
+    record.raw("probes", {"before": before.celsius, "loaded": loaded.celsius, "rested": rested.celsius,
+                          "faults": {**before.faults, **loaded.faults, **rested.faults},
+                          "rest": {"seconds": rest_s, "poll_s": REST_POLL_S, "fall_c": fallen,
+                                   "reason": f"until channel {hottest} fell {REST_FALL_C} °C, at most {REST_MAX_S} s"}})
+    record.check("thermal.rise_under_load", rise[hottest], "°C", FALL_C, ">=", detail=f"channel {hottest}")
+    record.check("thermal.fall_at_idle", loaded[hottest] - rested.celsius.get(hottest, float("nan")), "°C", FALL_C,
+                 ">=", detail=f"channel {hottest}, after a {rest_s} s rest")
     assert np.isfinite(list(rested.celsius.values())).all()

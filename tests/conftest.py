@@ -11,7 +11,7 @@ SLOW = {
     "test_dialog_hil", "test_sla_instruments", "test_report_browser", "test_store_postgres",
     "test_calibration_postgres", "test_stock_adb", "test_lab", "test_bays", "test_fingerprint", "test_runtime_sla_emulation",
     "test_sla_runtime", "test_fixture_hooks", "test_llamacpp_emulated", "test_calibration_procedures",
-    "test_operator_page", "test_user_errors_run", "test_example_lab",
+    "test_operator_page", "test_user_errors_run", "test_example_lab", "test_labtime_plan",
     # real adb servers, subprocess bench runs, whole emulated soaks: seconds each
     "test_adb_driver", "test_recovery_plugin", "test_token_evidence", "test_safety_evidence",
     "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process", "test_lab_path", "test_plain_pytest",
@@ -20,8 +20,8 @@ SLOW = {
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
     "test_store", "test_thermal", "test_scpi_server", "test_instrument_sim", "test_runtime_client",
-    "test_world", "test_report", "test_matrix", "test_fault_catalogue", "test_daq970a", "test_locks", "test_preflight",
-    "test_fixture_controller", "test_conformance", "test_third_party_drivers",
+    "test_world", "test_report", "test_matrix", "test_labtime", "test_fault_catalogue", "test_daq970a", "test_locks",
+    "test_preflight", "test_fixture_controller", "test_conformance", "test_third_party_drivers",
 }
 
 

@@ -15,7 +15,7 @@ log = logging.getLogger("bench")
 
 # Modules adding their own subcommands: each has register(subparsers).
 SUBCOMMAND_MODULES = ["bench.cli.run", "bench.cli.emulate", "bench.cli.numerics", "bench.cli.results", "bench.cli.line",
-                      "bench.cli.station", "bench.lab.cli"]
+                      "bench.cli.station", "bench.cli.plan", "bench.lab.cli"]
 
 
 def build_parser() -> argparse.ArgumentParser:

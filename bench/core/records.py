@@ -26,6 +26,7 @@ class TestRecord:
     acceptance_check: str | None = None  # what it proves on a production line (its acceptance marker)
     started: str | None = None  # ISO time the test's setup began
     bay: str | None = None  # the bay (DUT slot) of the station it ran in
+    lab_time_s: float | None = None  # station-clock seconds from setup start to teardown end (docs/labtime.md)
 
     def __post_init__(self) -> None:
         self.outcome = TestOutcome(self.outcome)
@@ -38,7 +39,8 @@ class TestRecord:
         return {"nodeid": self.nodeid, "dut": self.dut, "outcome": self.outcome.value,
                 "duration_s": round(self.duration_s, 4), "message": self.message, "markers": list(self.markers),
                 "verdicts": [v.to_dict() for v in self.verdicts], "acceptance_check": self.acceptance_check,
-                "started": self.started, "bay": self.bay}
+                "started": self.started, "bay": self.bay,
+                "lab_time_s": None if self.lab_time_s is None else round(self.lab_time_s, 3)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TestRecord:
@@ -47,6 +49,7 @@ class TestRecord:
         kwargs["verdicts"] = [Verdict.from_dict(v) for v in data.get("verdicts") or []]
         kwargs["markers"] = list(data.get("markers") or [])
         kwargs["duration_s"] = float(data.get("duration_s") or 0.0)
+        kwargs["lab_time_s"] = None if data.get("lab_time_s") is None else float(data["lab_time_s"])
         return cls(**kwargs)
 
 
@@ -70,11 +73,19 @@ class RunRecord:
         counts["verdicts_failed"] = sum(1 for t in self.tests for v in t.verdicts if not v.passed)
         return counts
 
+    def lab_time_per_dut(self) -> dict[str, float]:
+        """Station-clock seconds each phone spent in this run's tests (tests without a reading add nothing)."""
+        per_dut: dict[str, float] = {}
+        for test in self.tests:
+            if test.lab_time_s is not None and test.dut is not None:
+                per_dut[test.dut] = per_dut.get(test.dut, 0.0) + test.lab_time_s
+        return {dut: round(seconds, 3) for dut, seconds in per_dut.items()}
+
     def to_dict(self) -> dict[str, Any]:
         data = {"schema": SCHEMA, "run_id": self.run_id, "status": self.status, "started": self.started,
                 "finished": self.finished, "code_version": self.code_version, "station": self.station,
                 "duts": self.duts, "instruments": self.instruments, "tests": [t.to_dict() for t in self.tests],
-                "summary": self.summary()}
+                "summary": self.summary(), "lab_time_s": self.lab_time_per_dut()}
         if self.problems:
             data["problems"] = list(self.problems)
         return data

@@ -104,6 +104,7 @@ class RunDut(Base):
     error: Mapped[str | None] = mapped_column(Text)
     identity: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)  # the whole record, as read
     fingerprint: Mapped[dict[str, Any] | None] = mapped_column(Json)  # the "fingerprint" verdict's extra
+    lab_time_s: Mapped[float | None] = mapped_column(Float)  # station-clock seconds of its tests in the run
 
     run: Mapped[Run] = relationship(back_populates="duts")
 
@@ -145,6 +146,7 @@ class TestResult(Base):
     acceptance_check: Mapped[str | None] = mapped_column(Text)
     started: Mapped[str | None] = mapped_column(Text)  # ISO text as recorded (a test's own clock reading)
     bay: Mapped[str | None] = mapped_column(Text)
+    lab_time_s: Mapped[float | None] = mapped_column(Float)  # station-clock seconds, setup start to teardown end
 
     run: Mapped[Run] = relationship(back_populates="tests")
     measurements: Mapped[list[Measurement]] = relationship(back_populates="test", cascade="all, delete-orphan",

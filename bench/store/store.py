@@ -122,6 +122,17 @@ class RunInfo:
 
 
 @dataclass
+class LabTimeFact:
+    """One stored test's lab time, and the sample counts its verdicts required (name, n_required)."""
+
+    run_id: str
+    nodeid: str
+    dut: str | None
+    lab_time_s: float
+    samples: tuple[tuple[str, int], ...]
+
+
+@dataclass
 class StoredRun:
     data: dict[str, Any]  # the results.json shape
     run_dir: Path | None
@@ -210,6 +221,9 @@ class Store:
             run.recorder_host, run.recorder_pid = recorder
         s.flush()
         duts = self._sync_duts(s, run, data.get("duts") or {})
+        for name, seconds in (data.get("lab_time_s") or {}).items():
+            if name in duts and duts[name].lab_time_s != seconds:
+                duts[name].lab_time_s = seconds
         self._sync_instruments(s, run, data.get("instruments") or {})
         stored = s.scalar(select(func.count()).select_from(TestResult).where(TestResult.run_pk == run.id)) or 0
         tests = data.get("tests") or []
@@ -391,6 +405,36 @@ class Store:
         return [DutSighting(run_id=r[0], started=r[1], dut=r[2], serial=r[3], soc=_soc(r[4], r[5]), microcode=r[6])
                 for r in rows]
 
+    def lab_time_facts(self, dut: str, runs: int = 5) -> tuple[str | None, list[LabTimeFact]]:
+        """The phone model of the latest stored sighting of `dut` (name or serial), and the lab time
+        of every test on that model in its last `runs` complete runs (docs/labtime.md)."""
+        latest = self._rows(select(RunDut.soc_manufacturer, RunDut.soc_model).join(Run, RunDut.run_pk == Run.id)
+                            .where(or_(RunDut.name == dut, RunDut.serial == dut), RunDut.error.is_(None))
+                            .order_by(Run.started.desc(), Run.id.desc()).limit(1))
+        if not latest:
+            return None, []
+        manufacturer, model = latest[0]
+        on_model = (RunDut.soc_model == model) if model is not None else (RunDut.name == dut)
+        run_pks = [r[0] for r in self._rows(
+            select(Run.id).join(RunDut, RunDut.run_pk == Run.id).where(on_model, Run.status == "complete")
+            .distinct().order_by(Run.id.desc()).limit(runs))]
+        if not run_pks:
+            return _soc(manufacturer, model), []
+        tests = self._rows(
+            select(TestResult.id, Run.run_id, TestResult.nodeid, TestResult.dut, TestResult.lab_time_s)
+            .join(Run, TestResult.run_pk == Run.id)
+            .join(RunDut, (RunDut.run_pk == TestResult.run_pk) & (RunDut.name == TestResult.dut))
+            .where(TestResult.run_pk.in_(run_pks), TestResult.lab_time_s.is_not(None), on_model,
+                   TestResult.outcome.in_(("passed", "failed"))))
+        samples: dict[int, list[tuple[str | None, int]]] = {}
+        for test_pk, name, n_required in self._rows(
+                select(Measurement.test_pk, Measurement.name, Measurement.n_required)
+                .where(Measurement.test_pk.in_([t[0] for t in tests]), Measurement.n_required.is_not(None))):
+            samples.setdefault(test_pk, []).append((name, int(n_required)))
+        facts = [LabTimeFact(run_id=t[1], nodeid=t[2], dut=t[3], lab_time_s=float(t[4]),
+                             samples=tuple(samples.get(t[0], ()))) for t in tests]
+        return _soc(manufacturer, model), facts
+
     def verdict_facts(self, exact: Iterable[str], prefixes: Iterable[str],
                       before: dt.datetime | None = None) -> list[VerdictFact]:
         """Verdicts named exactly one of `exact` or starting with one of `prefixes`, oldest run first."""
@@ -433,6 +477,7 @@ def _run_record(run: Run) -> dict[str, Any]:
                    "markers": list(t.markers or []), "verdicts": [_verdict_record(m) for m in t.measurements]}
                   for t in run.tests],
         "summary": dict(run.summary or {}),
+        "lab_time_s": {d.name: d.lab_time_s for d in run.duts if d.lab_time_s is not None},
     }
 
 

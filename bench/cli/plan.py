@@ -1,0 +1,134 @@
+"""`bench plan`: before anything runs, the expected lab time of each phone and the night's makespan
+for the selected station, from the profile's sample sizes and the per-test lab time the results
+store measured on each phone's model (documented defaults where it has none; docs/labtime.md)."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import labtime
+from bench.cli.run import DEFAULT_SUITES
+from bench.core.errors import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("plan", help="expected lab time per phone and the night's makespan, before a run")
+    p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
+    p.add_argument("--station", help="station file (TOML); default: the embedded emulated station")
+    p.add_argument("--dut", action="append", default=[], help="only this DUT (repeatable)")
+    p.add_argument("-m", "--marker", help="only tests with this marker expression, e.g. regression")
+    p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
+    p.add_argument("--sla-profile", help="SLA profile whose sample sizes to plan for (default: the station's)")
+    p.add_argument("--jobs", type=int, help="bays tested at once (default: every bay of the station)")
+    p.add_argument("--database", help="store URL or SQLite path (default: as `bench runs`)")
+    p.add_argument("--results-dir", help="results folder (default: the station's, ./reports)")
+    p.add_argument("--json", action="store_true", help="the plan as JSON on stdout")
+    p.set_defaults(func=plan)
+
+
+class _Collected:
+    """The tests pytest would run, with the phone each runs on (nothing is opened)."""
+
+    def __init__(self) -> None:
+        self.tests: list[tuple[str, str | None]] = []
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            callspec = getattr(item, "callspec", None)
+            self.tests.append((item.nodeid, callspec.params.get("dut") if callspec else None))
+
+
+def collect(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    suites = args.suites or [str(DEFAULT_SUITES)]
+    argv = [*suites, "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
+            "-p", "no:labgrid", "--collect-only", "-qq"]
+    if args.station:
+        argv += ["--station", args.station]
+    for name in args.dut:
+        argv += ["--dut", name]
+    for flag, value in (("-m", args.marker), ("-k", args.keyword)):
+        if value:
+            argv += [flag, value]
+    grab = _Collected()
+    with contextlib.redirect_stdout(io.StringIO()):  # pytest's collection listing is not the plan
+        code = pytest.main(argv, plugins=[grab])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise ConfigError(f"could not collect the suites {' '.join(suites)} (pytest exit code {int(code)})",
+                          hint="run `bench run` with the same selection to see why")
+    return grab.tests
+
+
+def _bays(station: Any, duts: list[str]) -> dict[str, str]:
+    """Which bay each phone is tested in; one bay for a station without bays (its phones in turn)."""
+    if station is not None and station.bays:
+        return {d: b.name for b in station.bays for d in b.duts}
+    return {d: "station" for d in duts}
+
+
+def _missing_sqlite(url: str) -> bool:
+    return url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists()
+
+
+def build_plan(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.cli.results import database_url
+    from bench.core.station import load_station
+    from bench.sla import load_profile
+    from bench.store import open_store
+
+    station = load_station(args.station) if args.station else None
+    profile_name = args.sla_profile or (station.sla_profile if station else "default")
+    search = (station.source.parent,) if station is not None and station.source else ()
+    profile = load_profile(profile_name, search=search)
+    n_planned = {entry.metric: entry.n_required for entry in profile}
+    tests = collect(args)
+    phones = list(dict.fromkeys(d for _, d in tests if d is not None))
+    store_args = argparse.Namespace(database=args.database, station=args.station, results_dir=args.results_dir)
+    url = database_url(store_args)
+    measured: dict[str, tuple[str | None, list[Any]]] = {dut: (None, []) for dut in phones}
+    if not _missing_sqlite(url):  # planning never creates a store
+        with open_store(url) as store:
+            measured = {dut: store.lab_time_facts(dut) for dut in phones}
+    phone_plans = []
+    for dut in phones:
+        model, facts = measured[dut]
+        keys = [labtime.test_key(nodeid, d) for nodeid, d in tests if d == dut]
+        phone_plans.append(labtime.plan_phone(dut, model, keys, labtime.rates_from_facts(facts), n_planned))
+    bay_of = _bays(station, phones)
+    per_bay: dict[str, float] = {}
+    for p in phone_plans:
+        per_bay[bay_of.get(p.dut, p.dut)] = per_bay.get(bay_of.get(p.dut, p.dut), 0.0) + p.lab_time_s
+    slots = max(1, min(args.jobs or len(per_bay), len(per_bay) or 1))
+    return {"station": station.name if station else "emulated", "profile": profile.name, "bays_at_once": slots,
+            "phones": [{"dut": p.dut, "model": p.model, "lab_time_s": round(p.lab_time_s, 1),
+                        "tests": [{"test": t.key, "lab_time_s": round(t.lab_time_s, 1), "source": t.source}
+                                  for t in p.tests]} for p in phone_plans],
+            "makespan_s": round(labtime.makespan(per_bay.values(), slots), 1) if per_bay else 0.0}
+
+
+def plan_lines(plan: dict[str, Any]) -> list[str]:
+    lines = [f"plan for station {plan['station']} (profile {plan['profile']}), "
+             f"{len(plan['phones'])} phone(s), {plan['bays_at_once']} bay(s) at once"]
+    for phone in plan["phones"]:
+        lines.append(f"  {phone['dut']} ({phone['model'] or 'model not in the store'}): "
+                     f"{labtime.minutes(phone['lab_time_s'])} of lab time")
+        for test in sorted(phone["tests"], key=lambda t: -t["lab_time_s"]):
+            if test["lab_time_s"] >= 30:  # the seconds-long checks only clutter the plan
+                lines.append(f"    {labtime.minutes(test['lab_time_s']):>10}  {test['test']}  [{test['source']}]")
+    lines.append(f"makespan: {labtime.minutes(plan['makespan_s'])}")
+    return lines
+
+
+def plan(args: argparse.Namespace) -> int:
+    result = build_plan(args)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print("\n".join(plan_lines(result)))
+    return 0
+

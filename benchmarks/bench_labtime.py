@@ -1,0 +1,141 @@
+"""Lab time of the default suites on one emulated phone, from the run's own records, and the
+simulated makespan of a nightly: 100 phones on 10 hosts of 10 bays, one results store.
+
+Lab time is the station clock's (the emulated world's time server): what the run would take on
+hardware. Runs `bench run --dut EMU0001` on the embedded emulated station (about 15 minutes of
+wall time on a 2-core machine), or reads a finished run folder (--run-dir). Prints lab minutes per
+test and per claim (a test feeding several claims counts for each), the phone's total, and, with
+--before RUN_DIR, the same for an older run side by side.
+
+The nightly: every phone gets the measured per-phone lab time, each bay tests one phone at a time,
+each host's bays run at once; every finished test is one write to the single results store,
+whose service time per test is measured here by syncing the run's record into a fresh store
+(SQLite by default, --database for a PostgreSQL URL). The store is a single queue; the night ends
+when the last bay finishes and the store has written everything.
+
+Usage: python benchmarks/bench_labtime.py [--run-dir DIR] [--before DIR] [--phones 100 --hosts 10 --bays 10]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from bench import labtime  # noqa: E402
+from bench.store import open_store  # noqa: E402
+
+
+def run_suites(folder: Path, dut: str) -> Path:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("PHONEBENCH_STATION", None)
+    subprocess.run([sys.executable, "-m", "bench.cli", "run", "--dut", dut, "--results-dir", str(folder),
+                    "--run-id", "labtime", "-q"], cwd=REPO, env=env, check=False)
+    return folder / "labtime"
+
+
+def load(run_dir: Path) -> dict:
+    return json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+
+
+def store_seconds_per_test(data: dict, database: str | None, repeats: int = 3) -> float:
+    """Wall seconds the store takes per test record (the sink syncs after every test)."""
+    tests = max(1, len(data["tests"]))
+    best = float("inf")
+    for i in range(repeats):
+        with tempfile.TemporaryDirectory() as folder:
+            url = database or str(Path(folder) / "store.sqlite")
+            record = {**data, "run_id": f"{data['run_id']}-bench{i}-{time.time_ns()}"}
+            with open_store(url) as store:
+                start = time.perf_counter()
+                for n in range(1, tests + 1):  # as the sink does: the record grown by one test each time
+                    store.sync_run({**record, "tests": record["tests"][:n]})
+                best = min(best, (time.perf_counter() - start) / tests)
+    return best
+
+
+def nightly(phone_s: float, tests_per_phone: int, store_s: float, phones: int, hosts: int, bays: int) -> dict:
+    """Discrete-event nightly: bays test phones in turn, each test's record queues at the one store."""
+    slots = hosts * bays
+    offsets = [phone_s * (k + 1) / tests_per_phone for k in range(tests_per_phone)]  # tests evenly over the run
+    bay_free = [0.0] * slots
+    writes = []
+    for phone in range(phones):
+        bay = min(range(slots), key=bay_free.__getitem__)
+        start = bay_free[bay]
+        writes += [start + o for o in offsets]
+        bay_free[bay] = start + phone_s
+    store_done = 0.0
+    for t in sorted(writes):
+        store_done = max(store_done, t) + store_s
+    lab_done = max(bay_free)
+    return {"lab_s": lab_done, "store_s": store_done, "makespan_s": max(lab_done, store_done),
+            "store_busy": len(writes) * store_s / max(lab_done, 1e-9)}
+
+
+def print_run(label: str, data: dict, dut: str, other: dict | None = None) -> None:
+    tests, claims = labtime.per_test(data, dut), labtime.per_claim(data, dut)
+    before_tests = labtime.per_test(other, dut) if other else {}
+    before_claims = labtime.per_claim(other, dut) if other else {}
+    head = f"{'lab min':>8}" + (f" {'before':>8}" if other else "")
+    print(f"\n{label}: lab time per test on {dut} (station clock)")
+    print(f"{head}  test")
+    for key in sorted(set(tests) | set(before_tests), key=lambda k: -tests.get(k, 0.0)):
+        now = tests.get(key)
+        cells = f"{'-' if now is None else f'{now / 60:.1f}':>8}"
+        if other:
+            then = before_tests.get(key)
+            cells += f" {'-' if then is None else f'{then / 60:.1f}':>8}"
+        if (now or 0) >= 6 or (before_tests.get(key) or 0) >= 6:
+            print(f"{cells}  {key}")
+    rest = sum(s for k, s in tests.items() if s < 6)
+    print(f"{rest / 60:>8.1f}  (every test under 0.1 lab min)")
+    print(f"\nlab time per claim on {dut} (a study feeding several claims counts for each)")
+    for claim in sorted(set(claims) | set(before_claims)):
+        line = f"  claim {claim:>2}: {claims.get(claim, 0.0) / 60:6.1f} min"
+        if other:
+            line += f"   (before {before_claims.get(claim, 0.0) / 60:.1f})"
+        print(line)
+    total = (data.get("lab_time_s") or {}).get(dut, 0.0)
+    line = f"\nlab time of {dut}: {total / 60:.1f} min"
+    if other:
+        line += f" (before {(other.get('lab_time_s') or {}).get(dut, 0.0) / 60:.1f} min)"
+    print(line)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", type=Path, help="a finished run folder to read instead of running the suites")
+    parser.add_argument("--before", type=Path, help="an older run folder to compare with")
+    parser.add_argument("--dut", default="EMU0001")
+    parser.add_argument("--database", help="results store URL to measure the write rate on (default: SQLite)")
+    parser.add_argument("--phones", type=int, default=100)
+    parser.add_argument("--hosts", type=int, default=10)
+    parser.add_argument("--bays", type=int, default=10, help="bays per host, tested at once")
+    args = parser.parse_args()
+    run_dir = args.run_dir or run_suites(Path(tempfile.mkdtemp(prefix="bench-labtime-")), args.dut)
+    data = load(run_dir)
+    before = load(args.before) if args.before else None
+    print_run(f"run {data['run_id']} ({data['status']})", data, args.dut, before)
+    phone_s = (data.get("lab_time_s") or {}).get(args.dut, 0.0)
+    tests = sum(1 for t in data["tests"] if t.get("dut") == args.dut)
+    store_s = store_seconds_per_test(data, args.database)
+    print(f"\nstore write: {store_s * 1e3:.1f} ms per test record ({args.database or 'SQLite'}), "
+          f"{tests} tests per phone")
+    for label, seconds in ([("before", (before.get("lab_time_s") or {}).get(args.dut, 0.0))] if before else []) \
+            + [("now", phone_s)]:
+        night = nightly(seconds, tests, store_s, args.phones, args.hosts, args.bays)
+        print(f"nightly ({label}): {args.phones} phones on {args.hosts} hosts x {args.bays} bays: makespan "
+              f"{night['makespan_s'] / 60:.1f} min (bays done {night['lab_s'] / 60:.1f} min, store done "
+              f"{night['store_s'] / 60:.1f} min, store busy {night['store_busy']:.2%} of the night)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
