@@ -99,6 +99,6 @@ def test_summary_shows_lab_time_per_test_phone_and_claim():
     from bench.summary import summary_lines
 
     data = _run({"test_voice": 600.0, "test_std": 120.0}).to_dict()
-    lines = summary_lines(data)
+    lines = summary_lines(data, verbose=True)  # passing tests are listed with -v
     assert any(line.endswith("test_voice[EMU1]  (10.0 lab min)") for line in lines)
     assert "  lab time EMU1: 12.0 min (per claim, min: 1: 10.0, 4: 2.0)" in lines
