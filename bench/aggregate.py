@@ -49,18 +49,19 @@ def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome
                             f"see {folder / 'worker.log'}")
             continue
         bay = RunRecord.from_dict(data)
-        record.started = min(filter(None, [record.started, bay.started]))
-        record.finished = max(filter(None, [record.finished or "", bay.finished or ""])) or None
+        record.started = min(filter(None, [record.started, bay.started]), default="")
+        record.finished = max(filter(None, [record.finished or "", bay.finished or ""]), default=None)
         record.station["bays"][outcome.bay] = {**bay.station, "status": bay.status, "exit_code": outcome.exit_code,
                                                "wall_s": round(outcome.wall_s, 2)}
         record.duts.update(bay.duts)
         record.instruments.update({f"{outcome.bay}/{role}": inst for role, inst in bay.instruments.items()})
-        record.tests.extend(TestRecord.from_dict({**t.to_dict(), "bay": t.bay or outcome.bay}) for t in bay.tests)
+        moved = _move_raw(folder, run_dir, outcome.bay)
+        record.tests.extend(TestRecord.from_dict(_raw_paths({**t.to_dict(), "bay": t.bay or outcome.bay}, moved))
+                            for t in bay.tests)
         problems.extend(f"bay {outcome.bay}: {p}" for p in bay.problems)
         if bay.status != "complete" or outcome.exit_code not in (0, 1):
             problems.append(f"bay {outcome.bay}: worker ended {bay.status} (exit code {outcome.exit_code}) "
                             f"after {len(bay.tests)} tests; see {folder / 'worker.log'}")
-        _move_raw(folder, run_dir)
         suites.extend(_junit_suites(folder / "junit.xml", outcome.bay, run_dir.name))
     (run_dir / BAYS_FOLDER / "latest").unlink(missing_ok=True)  # each worker's recorder pointed it at its bay
     record.status = "complete" if not problems else "incomplete"
@@ -80,18 +81,37 @@ def _read(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _move_raw(folder: Path, run_dir: Path) -> None:
-    """Raw data paths in verdicts are relative to the run folder (raw/<test>/<name>): keep them so."""
+def _move_raw(folder: Path, run_dir: Path, bay: str) -> dict[str, str]:
+    """Raw data paths in verdicts are relative to the run folder (raw/<test>/<name>): keep them so.
+    A test that takes no DUT (a bay's instrument check) has the same id in every bay: the later
+    bays' folders get the bay in their name. Returns old -> new folder prefixes for those."""
     raw = folder / "raw"
     if not raw.is_dir():
-        return
+        return {}
     (run_dir / "raw").mkdir(exist_ok=True)
+    moved = {}
     for item in raw.iterdir():
         target = run_dir / "raw" / item.name
-        if target.exists():  # a test id is per DUT, so this means the same DUT in two bays
-            log.warning("raw data %s exists already; keeping both under %s", target, folder)
-            continue
+        if target.exists():
+            target = run_dir / "raw" / f"{item.name}@{bay}"
+            moved[f"raw/{item.name}/"] = f"raw/{target.name}/"
         shutil.move(str(item), str(target))
+    return moved
+
+
+def _raw_paths(test: dict[str, Any], moved: dict[str, str]) -> dict[str, Any]:
+    """A test record's raw data paths after its bay's folders were renamed (see _move_raw)."""
+    if not moved:
+        return test
+
+    def fix(path: Any) -> Any:
+        if not isinstance(path, str):
+            return path
+        old = next((o for o in moved if path.startswith(o)), None)
+        return moved[old] + path[len(old):] if old else path
+
+    verdicts = [{**v, "raw": [fix(r) for r in v.get("raw") or []]} for v in test.get("verdicts", [])]
+    return {**test, "verdicts": verdicts}
 
 
 def _junit_suites(path: Path, bay: str, run_id: str) -> list[ET.Element]:
