@@ -375,6 +375,10 @@ def optimal_block_length(y: np.ndarray) -> int:
     if n < 16:
         return 1
     yc = y - y.mean()
+    scale = float(np.max(np.abs(yc))) if np.all(np.isfinite(yc)) else 0.0
+    if not 0.0 < scale < math.inf:
+        return 1
+    yc = yc / scale  # the block length does not depend on scale; 1e100 squared would overflow to NaN
     acov = signal.correlate(yc, yc, mode="full", method="fft")[n - 1:] / n
     if acov[0] <= 0:
         return 1
@@ -396,6 +400,8 @@ def optimal_block_length(y: np.ndarray) -> int:
     if spectrum0 <= 0:
         return 1
     b = (2.0 * g * g / ((4.0 / 3.0) * spectrum0 * spectrum0)) ** (1.0 / 3.0) * n ** (1.0 / 3.0)
+    if not math.isfinite(b):
+        return 1
     return int(min(max(1, math.ceil(b)), n // MIN_UNITS))
 
 
