@@ -20,6 +20,7 @@ INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
     "test_store", "test_thermal", "test_scpi_server", "test_instrument_sim", "test_runtime_client",
     "test_world", "test_report", "test_matrix", "test_fault_catalogue", "test_daq970a", "test_locks", "test_preflight",
+    "test_heal",
 }
 
 
