@@ -27,6 +27,7 @@ class Healed:
     results: Path | None  # the results.json it was reconciled with; None when there was none
     tests_stored: int | None  # tests in the store afterwards (None: the store only marked it)
     tests_added: int = 0
+    status: str = "incomplete"  # the run's status afterwards (complete if killed after its last record)
     problem: str = ""  # why it could not be reconciled, if it could not
 
     def __str__(self) -> str:
@@ -34,7 +35,8 @@ class Healed:
             return f"run {self.run_id} was killed: marked incomplete in the store; {self.problem}"
         if self.results is None:
             return f"run {self.run_id} was killed: marked incomplete in the store (its results.json is gone)"
-        return (f"run {self.run_id} was killed: marked incomplete; the store has its {self.tests_stored} tests "
+        marked = "marked incomplete" if self.status == "incomplete" else f"its record was already {self.status}"
+        return (f"run {self.run_id} was killed: {marked}; the store has its {self.tests_stored} tests "
                 f"from {self.results} ({self.tests_added} added)")
 
 
@@ -82,7 +84,7 @@ def _heal(store: Any, run_id: str, run_dir: Path | None) -> Healed:
         _drop_lock(run_dir)  # said once; `bench store-import` is the way on from here
         return Healed(run_id, results, None, problem=f"{results}: {str(exc).splitlines()[0]}")
     _drop_lock(run_dir)
-    return Healed(data["run_id"], results, synced.tests_stored, synced.tests_added)
+    return Healed(data["run_id"], results, synced.tests_stored, synced.tests_added, str(data.get("status")))
 
 
 def _drop_lock(run_dir: Path) -> None:
