@@ -115,10 +115,10 @@ def calibrate(args: argparse.Namespace) -> int:
         try:
             if args.status:
                 return _print_status(book, station, instruments, settings)
-            fixture = emulated_fixture_of(station) or _real_fixture(args.unattended or settings.unattended, names)
             ctx = Context(station=station.name, settings=settings, location=station.location,
                           operator=args.operator or settings.operator_name(),
                           ambient=ambient_conditions(instruments.get("thermal"), settings))
+            fixture = emulated_fixture_of(station) or _real_fixture(args.unattended or settings.unattended, names)
             reference = _reference_thermometer(settings)
             try:
                 outcome = calibrate_instruments(instruments, fixture, book, ctx, names, reference)
