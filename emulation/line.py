@@ -1,6 +1,6 @@
 """An emulated production line station: one fixture (a simulated world with the scope, battery
-emulator, DAQ970A thermocouple scanner and stimulus attached) and a queue of phones that enter it one after the
-other through the same ADB address, as units do on a real line's fixture.
+emulator, DAQ970A thermocouple scanner and stimulus attached) and a queue of phones that enter
+it one after the other through the same ADB address, as units do on a real line's fixture.
 
     with EmulatedLine(count=20, faulty=2, seed=7) as line:
         station_file = line.write_station(tmp / "line.toml")     # what `bench accept` points at

@@ -285,7 +285,8 @@ def _adb_streams(data: bytes) -> None:
     the exit marker, sync STAT and LIST replies."""
     from drivers.adb_server import _read_shell_v1, _read_shell_v2, _SyncChannel
 
-    for call in (lambda: _read_shell_v2(_Conn(data), "true"), lambda: _read_shell_v1(_Conn(data), "true"),  # type: ignore[arg-type]
+    for call in (lambda: _read_shell_v2(_Conn(data), "true"),  # type: ignore[arg-type]
+                 lambda: _read_shell_v1(_Conn(data), "true"),  # type: ignore[arg-type]
                  lambda: _SyncChannel(_Conn(data), "fuzz phone").stat("/x"),  # type: ignore[arg-type]
                  lambda: _SyncChannel(_Conn(data), "fuzz phone").list("/x")):  # type: ignore[arg-type]
         try:
@@ -304,8 +305,8 @@ _ADB_STREAM = st.one_of(
     st.binary(max_size=200),
     st.lists(st.tuples(st.integers(0, 255), st.binary(max_size=30)), max_size=6)
     .map(lambda packets: b"".join(_shell_packet(k, p) for k, p in packets)),
-    st.lists(st.tuples(st.sampled_from([b"STAT", b"DENT", b"DONE", b"FAIL", b"XXXX"]), st.binary(min_size=16, max_size=16),
-                       st.binary(max_size=12)), max_size=4)
+    st.lists(st.tuples(st.sampled_from([b"STAT", b"DENT", b"DONE", b"FAIL", b"XXXX"]),
+                       st.binary(min_size=16, max_size=16), st.binary(max_size=12)), max_size=4)
     .map(lambda entries: b"".join(ident + fixed + name for ident, fixed, name in entries)))
 
 
