@@ -290,3 +290,10 @@ def test_block_length_is_scale_free_and_survives_huge_samples(huge):
     rng = np.random.default_rng(3)
     walk = np.cumsum(rng.normal(size=400))  # control: the block length does not depend on the unit
     assert stats.optimal_block_length(walk) == stats.optimal_block_length(walk * 1e120) > 1
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_std_bound_past_the_largest_float_is_infinite_not_a_crash():
+    series = [0.0] * 6 + [2.149377265555664e16, 0.0, 1.7370160580182702e16, 2.7611220012384093e65]
+    verdict = stats.std_verdict("m", series, unit="ms", limit=1.0, comparator="<=", confidence=0.95)
+    assert verdict.outcome is Outcome.FAIL

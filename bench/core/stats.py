@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -346,7 +347,13 @@ def std_bootstrap_bound(samples: np.ndarray | list[np.ndarray], confidence: floa
         return BootstrapBound(None, units, block, how + " (no spread to resample)")
     t = (v_star[ok] - v_hat[0]) / se_star[ok]
     q = float(np.quantile(t, 1.0 - confidence if side == "upper" else confidence))
-    return BootstrapBound(math.exp(0.5 * (v_hat[0] - q * se_hat[0])), units, block, how)
+    log_bound = 0.5 * (v_hat[0] - q * se_hat[0])
+    # past the largest float (samples near 1e154 and beyond): a bound that large is no bound
+    bound = math.exp(log_bound) if log_bound < _LOG_MAX_FLOAT else math.inf
+    return BootstrapBound(bound, units, block, how)
+
+
+_LOG_MAX_FLOAT = math.log(sys.float_info.max)
 
 
 def _log_variance_and_se(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
