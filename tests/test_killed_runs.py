@@ -65,9 +65,9 @@ def test_killed_bench_runs_heal_at_the_next_start(tmp_path: Path) -> None:
     with open_store(tmp_path / "reports" / "results.sqlite") as store:
         for run_id, point in killed.items():
             results = tmp_path / "reports" / run_id / "results.json"
-            if not results.exists():  # killed before its first record (or while healing the run before it,
-                assert point == "write:start@1" or point.startswith("store-commit"), point  # before its own
-                continue  # folder was claimed): nothing was measured
+            if not results.exists():  # killed before its first record (or while healing the run
+                assert point == "write:start@1" or point.startswith("store-commit"), point  # before it)
+                continue  # nothing was measured
             on_disk = json.loads(results.read_text(encoding="utf-8"))
             stored = store.load_run(run_id).data
             assert on_disk["status"] in ("incomplete", "complete"), point

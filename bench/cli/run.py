@@ -106,10 +106,10 @@ def run(args: argparse.Namespace) -> int:
         if not gate(args.station):
             return 2
     check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
+    run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
     from bench.cli.results import heal_before_run
 
     heal_before_run(folder, args.station)  # a run killed earlier: marked incomplete, store level with its record
-    run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
     station = _bay_station(args)
     if station is not None:
         return run_parallel_bays(args, station, run_dir)
