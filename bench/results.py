@@ -3,6 +3,7 @@ so a crash or a kill loses nothing already measured; raw data files beside it. A
 refuses the record stops the run and the whole record is rescued elsewhere (docs/faults.md)."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
@@ -18,6 +19,7 @@ import numpy as np
 
 from bench.core import files
 from bench.core.errors import BenchError
+from bench.core.killpoints import kill_point
 from bench.core.files import WriteFailed, check_name, confined, safe_name, write_atomically
 from bench.core.version import code_version
 from bench.core.records import RunRecord, TestRecord
@@ -25,6 +27,12 @@ from bench.core.records import RunRecord, TestRecord
 log = logging.getLogger(__name__)
 
 RESCUE_ENV = "PHONEBENCH_RESCUE_DIR"  # where a record that its run folder refused goes first
+RECORDING_LOCK = ".recording.lock"  # locked (flock) by the process recording into the run folder
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - no flock (Windows): killed runs are told by their pid alone
+    fcntl = None  # type: ignore[assignment]
 
 
 def new_run_id() -> str:
@@ -93,6 +101,7 @@ class RunRecorder:
         self.results_dir = Path(results_dir).resolve()
         self.run_dir = claim_run_dir(self.results_dir, run_id)
         self.run_id = self.run_dir.name
+        self._lock = _hold_recording_lock(self.run_dir)  # before results.json exists: a kill frees it
         self.record = RunRecord(run_id=self.run_id, started=_now(), station=station, code_version=code_version())
         self.data: dict[str, Any] = self.record.to_dict()  # the record as written, for sinks and readers
         self._write("start", None)
@@ -137,6 +146,7 @@ class RunRecorder:
         except WriteFailed as exc:
             self._failed(exc)
             raise
+        kill_point("raw")
         return str(path.relative_to(self.run_dir))
 
     def note_problem(self, message: str) -> None:
@@ -152,11 +162,20 @@ class RunRecorder:
         self.record.problems = list(dict.fromkeys(self.write_errors + self.sink_errors + ([reason] if reason else [])))
         if not self._write("finish", status):
             self.rescued_to = self._rescue()
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                (self.run_dir / RECORDING_LOCK).unlink()
+            os.close(self._lock)
+            self._lock = None
 
     def _write(self, event: str, payload: Any) -> bool:
         """Write results.json, then update the sinks; False if results.json could not be written."""
         self.data = self.record.to_dict()
         written = True
+        kill_point(f"write:{event}")
         try:
             self._write_file()
         except WriteFailed as exc:  # e.g. disk full: keep the record in memory and the sinks; the run stops
@@ -166,6 +185,7 @@ class RunRecorder:
             self._tests_on_disk = len(self.data["tests"])
         on_disk = "results.json is complete" if self._tests_on_disk == len(self.data["tests"]) else \
             f"results.json has {self._tests_on_disk} of {len(self.data['tests'])} tests"
+        kill_point(f"written:{event}")
         for sink in self.sinks:
             try:
                 sink.run_updated(self.data, event, payload)
@@ -173,6 +193,7 @@ class RunRecorder:
                 message = f"{type(sink).__name__}: {exc}"
                 log.error("results sink failed on %s: %s (%s)", event, message, on_disk)
                 self.sink_errors.append(message)
+        kill_point(f"stored:{event}")
         return written
 
     def _failed(self, exc: WriteFailed) -> None:
@@ -214,6 +235,46 @@ class RunRecorder:
             latest.symlink_to(self.run_id, target_is_directory=True)
         except OSError as exc:  # e.g. a filesystem without symlinks: the run folder is still complete
             log.warning("could not update %s: %s", latest, exc)
+
+
+def _hold_recording_lock(run_dir: Path) -> int | None:
+    """Lock the run folder's RECORDING_LOCK for as long as this process records into it; the
+    system frees it when the process dies, however it dies."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(run_dir / RECORDING_LOCK, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        log.warning("%s: no recording lock (%s): a kill of this run is then told by its process id", run_dir, exc)
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        log.warning("%s: recording lock not taken (%s)", run_dir, exc)
+        return None
+    return fd
+
+
+def recorder_alive(run_dir: Path) -> bool | None:
+    """Whether a process records into run_dir now (its recording lock is held); None when the
+    folder has no lock to tell (a finished run, a bench before the lock, no flock)."""
+    path = Path(run_dir) / RECORDING_LOCK
+    if fcntl is None or not path.is_file():
+        return None
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing drops the test lock, if it was taken
+    return False
 
 
 def _json_default(obj: Any) -> Any:

@@ -62,6 +62,7 @@ EVIDENCE_ACCEPTED = {
     "any": (Evidence.MEASURED, Evidence.CORROBORATED, Evidence.SELF_REPORTED),
 }
 REQUIRED = ("statistic", "comparator", "limit", "unit")
+TEXT_FIELDS = ("statistic", "comparator", "unit", "independence", "evidence", "decision_rule", "description")
 CLAIMS = range(1, 15)  # the rows of the claims table in docs/claims.md
 # Units whose quantity can be below zero; any other (durations, power, counts, fractions) cannot,
 # so a negative limit there is a typo that would pass or fail everything.
@@ -214,7 +215,18 @@ def load_profile(name_or_path: str | Path, search: tuple[Path, ...] = ()) -> Sla
 
 
 def available_profiles(search: tuple[Path, ...] = ()) -> list[str]:
-    return sorted({p.stem for d in (*search, PROFILE_DIR) if d.is_dir() for p in d.glob("*.toml")})
+    """Profile names in `search` and sla_profiles/: the TOML files there that are SLA profiles (a
+    station file's folder also holds station files, which are not)."""
+    return sorted({p.stem for d in (*search, PROFILE_DIR) if d.is_dir() for p in d.glob("*.toml")
+                   if d == PROFILE_DIR or _is_profile(p)})
+
+
+def _is_profile(path: Path) -> bool:
+    try:
+        doc = _read(path)
+    except ConfigError:
+        return False
+    return bool(doc) and set(doc) <= set(TOP_LEVEL) and ("metrics" in doc or "extends" in doc)
 
 
 # --------------------------------------------------------------------------- loading
@@ -230,6 +242,10 @@ def _load_chain(path: Path, search: tuple[Path, ...], seen: tuple[Path, ...] = (
     if unknown:
         raise ConfigError(f"SLA profile {path}: unknown top-level field(s) {sorted(unknown)}",
                           hint=f"expected only {', '.join(TOP_LEVEL)}; metric tables go under [metrics.<id>]")
+    for key in ("name", "description"):
+        if key in doc and not isinstance(doc[key], str):
+            raise ConfigError(f"SLA profile {path}: field {key!r} must be a string, got {doc[key]!r}",
+                              hint=f'e.g. {key} = "acceptance"')
     metrics = doc.get("metrics", {})
     if not isinstance(metrics, dict) or not all(isinstance(t, dict) for t in metrics.values()):
         raise ConfigError(f"SLA profile {path}: 'metrics' must hold tables [metrics.<id>]",
@@ -311,6 +327,9 @@ def _entry(metric: str, t: dict, prov: dict, profile: str) -> SlaEntry:
     for key in REQUIRED:
         if key not in t:
             raise fail(None, f"field {key!r} (required: {', '.join(REQUIRED)})")
+    for key in TEXT_FIELDS:  # an array or table here would reach a set lookup as an unhashable value
+        if key in t and not isinstance(t[key], str):
+            raise fail(key, "a string")
     statistic = t["statistic"]
     if statistic not in STATISTICS:
         raise fail("statistic", f"one of {', '.join(STATISTICS)}")

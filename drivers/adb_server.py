@@ -156,12 +156,50 @@ class AdbServer:
             self.client.server_kill()
 
     def state(self, serial: str) -> str | None:
-        """The server's state for `serial` ("device", "offline", "unauthorized", ...), None if unlisted."""
+        """The server's state for `serial` ("device", "offline", "unauthorized", "no permissions (...)",
+        ...), None if unlisted."""
         try:
-            infos = self.client.list()
+            with self.client.make_connection() as conn:
+                conn.send_command("host:devices")
+                conn.check_okay()
+                listing = conn.read_string_block()
         except (adbutils.AdbError, OSError) as exc:
             raise DeviceUnreachable(f"adb server {self.host}:{self.port}: {exc}", hint=_SERVER_HINT) from None
-        return next((info.state for info in infos if info.serial == serial), None)
+        return parse_devices(listing).get(serial)
+
+
+def parse_devices(listing: str) -> dict[str, str]:
+    """The adb server's `host:devices` answer, {serial: state}: one "SERIAL<TAB>STATE" line per
+    device, where a state may hold spaces ("no permissions (user in plugdev group; ...)")."""
+    states = {}
+    for line in listing.splitlines():
+        serial, tab, state = line.partition("\t")
+        if tab and serial.strip():
+            states[serial.strip()] = state.strip()
+    return states
+
+
+def state_error(where: str, state: str | None, connect_answer: str = "") -> DeviceError | None:
+    """The error for a phone the server lists in a state it cannot be used in, worded as `adb`
+    words it, with what to do; None for `device` and for states that may still change."""
+    if state == "unauthorized" or (state != "device" and "failed to authenticate" in connect_answer):
+        return AuthRefused(f"{where}: unauthorized: the adb server failed to authenticate to the phone "
+                           f"({connect_answer.strip() or 'adb devices lists it as unauthorized'})",
+                           hint="accept this host's key on the phone (the 'Allow USB debugging?' prompt; tick "
+                                "'Always allow'), or add the adb server's key (~/.android/adbkey.pub of the user "
+                                "running the server) to the phone's keys (/data/misc/adb/adb_keys)")
+    if state is not None and state.startswith("no permissions"):
+        return DeviceUnreachable(f"{where}: no permissions: the adb server may not open the phone's USB device "
+                                 f"({state})",
+                                 hint="add a udev rule for the phone (Debian: the android-sdk-platform-tools-common "
+                                      "package), put the server's user in the plugdev group, replug the phone, "
+                                      "then `adb kill-server`")
+    return None
+
+
+_OFFLINE_HINT = ("offline: the adb server sees the phone but its adbd does not answer: replug the cable or "
+                 "`adb reconnect offline`; on the phone switch USB debugging off and on; over the network check "
+                 "the phone is reachable (on the phone: `adb tcpip 5555`)")
 
 
 _SERVERS: dict[tuple[str, int], AdbServer] = {}
@@ -222,28 +260,31 @@ class ServerAdbPhone(ShellCommands):
             return self
         self.server.ensure_running()
         deadline = time.monotonic() + self.connect_timeout_s
-        delay, attempts, last = BACKOFF_FIRST_S, 0, "no attempt made"
+        delay, attempts, last, state = BACKOFF_FIRST_S, 0, "no attempt made", None
         for attempt in range(self.retries + 1):
             if time.monotonic() >= deadline:
                 break
             attempts += 1
             state = self.server.state(self._serial_on_server)
+            answer = ""
             if state != "device" and self._tcp:
                 if state is not None:  # offline or unauthorized from an earlier life: start clean
                     self.server.client.disconnect(self.address)
-                last = self._adb_connect(deadline)
-                if "authenticate" in last:  # the phone shows its prompt: wait for the user, within budget
+                last = answer = self._adb_connect(deadline)
+                if "authenticate" in answer:  # the phone shows its prompt: wait for the user, within budget
                     state = self._await_state(deadline)
-                elif "connected to" in last:
+                elif "connected to" in answer:
                     state = self._await_state(min(deadline, time.monotonic() + 2.0))
             if state == "device":
                 self._device = self.server.client.device(self._serial_on_server)
                 log.info("%s: online through adb server %s:%d", self._where, self.server.host, self.server.port)
                 return self
-            if state == "unauthorized":
-                raise AuthRefused(f"{self._where}: the phone did not accept the adb server's key",
-                                  hint="accept the 'Allow USB debugging?' prompt on the phone (tick 'Always allow'), "
-                                       "or add ~/.android/adbkey.pub to the station's allowed keys")
+            refused = state_error(self._where, state, answer)
+            if refused is not None:
+                if self._tcp:
+                    with contextlib.suppress(Exception):  # leave no unauthorized entry behind
+                        self.server.client.disconnect(self.address)
+                raise refused
             last = f"adb server lists it as {state}" if state else last if self._tcp else "not listed by the adb server"
             log.info("%s: connect attempt %d: %s", self._where, attempts, last)
             pause = min(delay, deadline - time.monotonic())
@@ -253,8 +294,9 @@ class ServerAdbPhone(ShellCommands):
         if self._tcp:
             with contextlib.suppress(Exception):  # leave no offline entry behind
                 self.server.client.disconnect(self.address)
+        hint = _OFFLINE_HINT if state == "offline" else UNREACHABLE_HINT if self._tcp else _SERVER_USB_HINT
         raise DeviceUnreachable(f"{self._where}: cannot connect ({attempts} attempts in {self.connect_timeout_s:g} s): "
-                                f"{last}", hint=UNREACHABLE_HINT if self._tcp else _SERVER_USB_HINT)
+                                f"{last}", hint=hint)
 
     def _adb_connect(self, deadline: float) -> str:
         try:

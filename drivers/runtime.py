@@ -351,7 +351,16 @@ class RuntimeClient:
         if start is None or (done is None and not killed):
             raise RuntimeProtocolError(f"{self.device.name}: generate output lacks a start or done event",
                                        hint="the runtime does not follow docs/runtime-contract.md")
-        tokens = sorted((e for e in events if e.get("event") == "token"), key=lambda e: e["index"])
+        try:
+            return self._generation(events, start, done, exit_code)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise RuntimeProtocolError(f"{self.device.name}: generate events have a missing or malformed field "
+                                       f"({type(exc).__name__}: {exc})",
+                                       hint="the runtime does not follow docs/runtime-contract.md") from None
+
+    def _generation(self, events: list[dict[str, Any]], start: dict[str, Any], done: dict[str, Any] | None,
+                    exit_code: int) -> Generation:
+        tokens = sorted((e for e in events if e.get("event") == "token"), key=lambda e: int(e["index"]))
         if [e["index"] for e in tokens] != list(range(len(tokens))):
             raise RuntimeProtocolError(f"{self.device.name}: generate token events are not 0..n-1")
         times = [float(e["t"]) for e in tokens]
@@ -373,20 +382,29 @@ class RuntimeClient:
         self.device_calls += 1
         self.device.push_bytes(json.dumps(batch).encode(), path)
         events = self._call("probe", "--in", path, *(["--with-adapter"] if with_adapter else []))
-        results = {str(e["id"]): e for e in events if e.get("event") == "probe" and "result" in e}
+        results = {str(e.get("id")): e for e in events if e.get("event") == "probe" and "result" in e}
         missing = [p.id for p in probes if p.id not in results]
         if missing:
             raise RuntimeProtocolError(f"{self.device.name}: probe returned no result for {', '.join(missing[:5])}")
-        return [ProbeResult(p.id, int(results[p.id].get("length", 0)), int(results[p.id]["result"])) for p in probes]
+        try:
+            return [ProbeResult(p.id, int(results[p.id].get("length", 0)), int(results[p.id]["result"]))
+                    for p in probes]
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise RuntimeProtocolError(f"{self.device.name}: probe result is not an integer ({exc})",
+                                       hint="the runtime does not follow docs/runtime-contract.md") from None
 
     # --- adapters -----------------------------------------------------------------------
     def adapter_install(self, remote_path: str, sha256: str) -> str:
         self.require("adapter")
-        return str(self._single("adapter", "install", remote_path, sha256)["installed"])
+        data = self._single("adapter", "install", remote_path, sha256)
+        self._require_fields(data, ("installed",), "adapter install")
+        return str(data["installed"])
 
     def adapter_activate(self, sha256: str) -> str:
         self.require("adapter")
-        return str(self._single("adapter", "activate", sha256)["active"])
+        data = self._single("adapter", "activate", sha256)
+        self._require_fields(data, ("active",), "adapter activate")
+        return str(data["active"])
 
     def adapter_remove(self, sha256: str | None = None) -> None:
         """No argument: deactivate (the NPU runs raw); with a checksum: delete that installed adapter."""

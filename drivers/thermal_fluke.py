@@ -94,12 +94,13 @@ class Fluke1529:
                                     int(parts[4]), int(parts[5]), int(float(parts[6])), tzinfo=dt.timezone.utc)
                 if len(parts) != 10 or channel != number or fresh not in (0, 1):
                     raise ValueError(line)
-            except (ValueError, IndexError):
+                device_s = stamp.timestamp()
+            except (ValueError, IndexError, OverflowError):  # inf or huge date fields: a garbled line
                 self.garbage_lines += 1
                 counter.bad(line)
                 continue
             counter.good()
-            return bool(fresh), _celsius(value, parts[3]), stamp.timestamp()
+            return bool(fresh), _celsius(value, parts[3]), device_s
         raise InstrumentError(f"{self.name}: {POLL_RETRIES} answers to 'FETC? {number}' in a row were not "
                               "'<new>,<channel>,<value>,<unit>,<h>,<m>,<s>,<y>,<m>,<d>'",
                               hint="check the baud rate and cable; the thermometer may be another model")

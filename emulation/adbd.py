@@ -370,8 +370,8 @@ class _Connection:
         elif kind == AUTH_RSAPUBLICKEY:
             if policy.offer(payload) is not None:
                 self._go_online()
-            else:
-                raise _Gone()  # refused: drop the connection (a real phone would leave it hanging)
+            else:  # as a phone whose user refuses (or ignores) the prompt: the link stays, unanswered
+                log.info("adbd %s: key refused; the connection waits unauthorized", self.peer)
 
     def _on_open(self, remote_id: int, service: str) -> None:
         if not service.startswith(("shell:", "shell,", "exec:")) and service not in ("sync:", "reboot:"):

@@ -1,6 +1,6 @@
 """An emulated production line station: one fixture (a simulated world with the scope, battery
-emulator, probe board and stimulus attached) and a queue of phones that enter it one after the
-other through the same ADB address, as units do on a real line's fixture.
+emulator, DAQ970A thermocouple scanner and stimulus attached) and a queue of phones that enter
+it one after the other through the same ADB address, as units do on a real line's fixture.
 
     with EmulatedLine(count=20, faulty=2, seed=7) as line:
         station_file = line.write_station(tmp / "line.toml")     # what `bench accept` points at
@@ -93,14 +93,17 @@ class EmulatedLine:
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> EmulatedLine:
         from emulation.instruments.awg import AwgServer
+        from emulation.instruments.daq970a import Daq970aServer
         from emulation.instruments.fixture import FixtureServer
         from emulation.instruments.power_analyzer import PowerAnalyzerServer
         from emulation.instruments.scope import ScopeServer
-        from emulation.instruments.thermal_probe import ThermalProbeServer
 
+        # The emulated station's instrument models (emulation/station.py), so `bench calibrate` on
+        # the emulated station calibrates the very instruments (same models and *IDN? identities)
+        # that `bench accept` finds in this fixture: the documented flow needs no extra step.
         try:
             for role, server in (("scope", ScopeServer(self.world)), ("supply", PowerAnalyzerServer(self.world)),
-                                 ("thermal", ThermalProbeServer(self.world)), ("stimulus", AwgServer(self.world)),
+                                 ("thermal", Daq970aServer(self.world)), ("stimulus", AwgServer(self.world)),
                                  ("fixture", FixtureServer(self.world))):
                 server.start()
                 self.instruments[role] = server

@@ -15,13 +15,14 @@ SLOW = {
     # real adb servers, subprocess bench runs, whole emulated soaks: seconds each
     "test_adb_driver", "test_recovery_plugin", "test_token_evidence", "test_safety_evidence",
     "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process", "test_lab_path", "test_plain_pytest",
-    "test_phone_locks", "test_emulated_mix_run",
+    "test_phone_locks", "test_emulated_mix_run", "test_unattended", "test_killed_runs",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
     "test_store", "test_thermal", "test_scpi_server", "test_instrument_sim", "test_runtime_client",
     "test_world", "test_report", "test_matrix", "test_labtime", "test_fault_catalogue", "test_daq970a", "test_locks",
     "test_preflight", "test_fixture_controller", "test_aggregate", "test_conformance", "test_third_party_drivers",
+    "test_heal",
 }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from adbutils import AdbError
 from hypothesis import strategies as st
 
 from bench.core.decoding import DecodeError, decode, parse_number
@@ -122,6 +123,9 @@ class _Device:
     def run(self, command: str, timeout_s: float | None = None) -> str:
         return self.output
 
+    def push_bytes(self, data: bytes, remote: str, mode: int = 0o644) -> None:
+        pass
+
 
 _IDENTITY = json.dumps({"contract": "1.2", "runtime_version": "x", "model": "m", "microcode": "u",
                         "capabilities": ["status", "adapter", "config"]})
@@ -143,6 +147,182 @@ def _runtime_answers(answer: Any) -> None:
             pass
     client = RuntimeClient(_Device(line))  # type: ignore[arg-type]
     client.require("status")
+
+
+_EVERY_CAPABILITY = json.dumps({"contract": "1.2", "runtime_version": "x", "model": "m", "microcode": "u",
+                                 "capabilities": ["status", "adapter", "config", "generate", "probe", "weights",
+                                                  "audit", "counters"]})
+
+
+def _runtime_verbs(case: tuple[str, str, int]) -> None:
+    """Every runtime verb on hostile output and exit codes (docs/runtime-contract.md)."""
+    from drivers.runtime import Probe, RuntimeClient
+
+    verb, output, exit_code = case
+    client = RuntimeClient(_Device(_EVERY_CAPABILITY))  # type: ignore[arg-type]
+    client.identity()
+    client.device = _Device(output, exit_code)  # type: ignore[assignment]
+    calls: dict[str, Callable[[], Any]] = {
+        "generate": lambda: client.generate(4, allow_incomplete=exit_code in (137, 143)),
+        "probe": lambda: client.probe([Probe("p1", "1x4", "@1234"), Probe("p2", "2", "3")]),
+        "adapter install": lambda: client.adapter_install("/data/local/tmp/a.json", "ab" * 32),
+        "adapter activate": lambda: client.adapter_activate("ab" * 32),
+        "adapter remove": lambda: client.adapter_remove(),
+        "adapter status": client.adapter_status, "status": client.status,
+        "config get": lambda: client.config_get("thermal.skin_offset_c"), "config get all": client.config_get,
+        "config set": lambda: client.config_set("redundancy.trigger_mv", 12.5),
+        "weights status": client.weights_status, "weights verify": client.weights_verify,
+        "weights read": lambda: client.weights_read(3, with_path=True),
+        "weights repair": lambda: client.weights_repair(3, "/data/local/tmp/page"),
+        "audit status": client.audit_status, "counters": client.counters,
+    }
+    calls[verb]()
+
+
+_EVENT_KEYS = ["event", "index", "t", "id", "result", "length", "prompt_tokens", "adapter", "error", "installed",
+               "active", "value", "config", "page", "data", "path", "crc_ok", "pages", "crc_errors", "public_key",
+               "records", "hash_device", "manifest", "block"]
+_EVENT = st.dictionaries(st.sampled_from(_EVENT_KEYS), st.one_of(
+    _json_values, st.sampled_from(["start", "token", "done", "probe", "p1", "p2", "AAAA", "!!"])), max_size=6)
+_RUNTIME_OUTPUT = st.one_of(st.lists(_EVENT, max_size=6).map(lambda events: "\n".join(
+    json.dumps(e, allow_nan=True) for e in events)), _hostile_text)
+_RUNTIME_VERBS = st.tuples(st.sampled_from(["generate", "probe", "adapter install", "adapter activate", "adapter remove",
+                                            "adapter status", "status", "config get", "config get all", "config set",
+                                            "weights status", "weights verify", "weights read", "weights repair",
+                                            "audit status", "counters"]),
+                           _RUNTIME_OUTPUT, st.sampled_from([0, 0, 0, 1, 2, 137, 143]))
+
+
+def _fluke_1529(line: str) -> None:
+    from drivers.thermal_fluke import Fluke1529
+
+    wire = line.encode("utf-8", "surrogatepass")  # what the serial line carries: any bytes
+    port = ScriptedSerial({"*IDN?": "HART SCIENTIFIC,1529,A3B417,1.60", "SYST:ERR?": '0,"No error"',
+                           "FETC? 1": wire})
+    Fluke1529("socket://fuzz:1", channels=1, port=port).read()
+
+
+_FLUKE_1529_LINE = st.one_of(_hostile_text, st.lists(_numbers.map(str), min_size=1, max_size=12).map(",".join),
+                             st.tuples(st.sampled_from(["0", "1", "2", "x"]), st.sampled_from(["1", "2", "0"]),
+                                       _numbers.map(str), st.sampled_from(["C", "F", "K", "O", ""]),
+                                       *([_numbers.map(str)] * 6)).map(",".join),
+                             st.tuples(st.sampled_from(["0", "1"]), st.just("1"), _numbers.map(str),
+                                       st.sampled_from(["C", "F", "K"]), st.integers(0, 30).map(str),
+                                       st.integers(0, 59).map(str), st.floats(0, 60).map(str),
+                                       st.integers(-1, 10_000).map(str), st.integers(0, 13).map(str),
+                                       st.integers(0, 32).map(str)).map(",".join))
+
+
+def _fluke_1521(answers: tuple[str, str]) -> None:
+    from drivers.thermal_fluke import Fluke1521
+
+    version, reading = answers
+    wire = {"*ver": version.encode("utf-8", "surrogatepass"), "fetch?": reading.encode("utf-8", "surrogatepass")}
+    Fluke1521("socket://fuzz:1", port=ScriptedSerial(wire)).read()  # type: ignore[arg-type]
+
+
+_FLUKE_1521 = st.tuples(st.one_of(st.just("ver.1521,1.10"), _hostile_text),
+                        st.one_of(st.tuples(_numbers.map(str), st.sampled_from([" C", " F", " K", "", " OPEN"]))
+                                  .map(lambda t: f"t: {t[0]}{t[1]}"), _hostile_text))
+
+
+def _daq970a_readings(answer: str) -> None:
+    from drivers.daq970a import KeysightDaq970a
+
+    daq = KeysightDaq970a.__new__(KeysightDaq970a)  # the parser alone: no instrument behind it
+    daq.name, daq._scan, daq._sensors = "thermal keysight-daq970a at fuzz", [101, 102], "K"
+    daq._by_number = {101: "T1", 102: "T2"}
+    daq.resync = lambda: None  # type: ignore[method-assign]
+    daq._parse(answer, 1)
+
+
+_DAQ_READING = st.tuples(_numbers.map(str), st.sampled_from([" C", " F", "", " VDC"]), _numbers.map(str),
+                         st.sampled_from(["101", "102", "103", "x", ""])).map(lambda t: f"{t[0]}{t[1]},{t[2]},{t[3]}")
+_DAQ970A = st.one_of(st.lists(_DAQ_READING, min_size=1, max_size=3).map(",".join), _hostile_text)
+
+
+def _adb_devices(listing: str) -> None:
+    from drivers.adb_server import parse_devices, state_error
+
+    for serial, state in parse_devices(listing).items():
+        assert isinstance(serial, str) and isinstance(state, str)
+        state_error("fuzz phone", state, listing)
+
+
+_ADB_DEVICES = st.one_of(_hostile_text, st.lists(st.tuples(st.text(max_size=20), st.sampled_from(
+    ["device", "offline", "unauthorized", "no permissions (user in plugdev group; are your udev rules wrong?)",
+     "recovery", "sideload", "", "host"])).map(lambda t: f"{t[0]}\t{t[1]}"), max_size=5).map("\n".join))
+
+
+class _Conn:
+    """An adb server stream that answers with fixed bytes (adbutils' AdbConnection surface)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.conn = bytearray(data), self
+
+    def sendall(self, data: bytes) -> None:
+        pass
+
+    def send_command(self, command: str) -> None:
+        pass
+
+    def check_okay(self) -> None:
+        pass
+
+    def read_exact(self, n: int) -> bytes:
+        if len(self.data) < n:
+            raise EOFError(f"{n} bytes wanted, {len(self.data)} left")
+        out, self.data = bytes(self.data[:n]), self.data[n:]
+        return out
+
+    def read_until_close(self, encoding: str | None = None) -> bytes:
+        out, self.data = bytes(self.data), bytearray()
+        return out
+
+
+def _adb_streams(data: bytes) -> None:
+    """What a phone sends back through the adb server: shell v2 packets, shell v1 output with
+    the exit marker, sync STAT and LIST replies."""
+    from drivers.adb_server import _read_shell_v1, _read_shell_v2, _SyncChannel
+
+    for call in (lambda: _read_shell_v2(_Conn(data), "true"),  # type: ignore[arg-type]
+                 lambda: _read_shell_v1(_Conn(data), "true"),  # type: ignore[arg-type]
+                 lambda: _SyncChannel(_Conn(data), "fuzz phone").stat("/x"),  # type: ignore[arg-type]
+                 lambda: _SyncChannel(_Conn(data), "fuzz phone").list("/x")):  # type: ignore[arg-type]
+        try:
+            call()
+        except (EOFError, AdbError, DeviceError, BenchError):  # a cut stream, a refused request: the caller's to report
+            pass
+
+
+def _shell_packet(kind: int, payload: bytes) -> bytes:
+    import struct
+
+    return struct.pack("<BI", kind, len(payload)) + payload
+
+
+_ADB_STREAM = st.one_of(
+    st.binary(max_size=200),
+    st.lists(st.tuples(st.integers(0, 255), st.binary(max_size=30)), max_size=6)
+    .map(lambda packets: b"".join(_shell_packet(k, p) for k, p in packets)),
+    st.lists(st.tuples(st.sampled_from([b"STAT", b"DENT", b"DONE", b"FAIL", b"XXXX"]),
+                       st.binary(min_size=16, max_size=16), st.binary(max_size=12)), max_size=4)
+    .map(lambda entries: b"".join(ident + fixed + name for ident, fixed, name in entries)))
+
+
+def _calibration_settings(data: bytes) -> None:
+    from bench.calibration.settings import load_settings
+
+    load_settings(_write("calibration.toml", data))
+
+
+_CALIBRATION = _toml_document({
+    "[calibration]": ["operator", "humidity_pct", "fixture_path_m", "ambient_channel", "loopback_trials",
+                      "asset_tags", "intervals_days", "skin_reference", "ripple_sweep_mv", "trigger_margin_mv",
+                      "hysteresis_mv", "unattended", "limits"],
+    "[calibration.limits]": ["max_skew_s", "fixture_delay_s", "max_current_zero_a", "ripple_onset_mv"],
+    "[calibration.reference]": ["channel", "points", "family", "address", "channels", "certificate", "due"],
+})
 
 
 _RUNTIME_ANSWER = st.dictionaries(st.sampled_from(
@@ -342,6 +522,7 @@ TARGETS: tuple[Target, ...] = (
     Target("runtime answers (status, adapter, config)", st.one_of(_RUNTIME_ANSWER, _json_values, _hostile_text),
            _runtime_answers,
            (DeviceError, BenchError)),
+    Target("runtime verbs (every llmrt command)", _RUNTIME_VERBS, _runtime_verbs, (DeviceError, BenchError)),
     Target("llama.cpp output", st.one_of(_hostile_text, _mutated_lines([
         "llama_perf_context_print: prompt eval time = {n} ms / {n} tokens ({n} ms per token, {n} tokens per second)",
         "llama_perf_context_print:        eval time = {n} ms / {n} runs   ({n} ms per token, {n} tokens per second)",
@@ -354,7 +535,13 @@ TARGETS: tuple[Target, ...] = (
         .map(lambda t: b"#" + str(t[0]).encode() + t[1].encode() + t[2] + t[3])), _scpi_block, (InstrumentError,)),
     Target("scope preamble", st.one_of(_PREAMBLE, _hostile_text), _preamble, (InstrumentError,)),
     Target("serial probe lines", _PROBE_LINE, _serial_probe, (InstrumentError, InvalidMeasurement)),
+    Target("Fluke 1529 readouts", _FLUKE_1529_LINE, _fluke_1529, (InstrumentError, InvalidMeasurement)),
+    Target("Fluke 1521 readouts", _FLUKE_1521, _fluke_1521, (InstrumentError, InvalidMeasurement)),
+    Target("DAQ970A readings", _DAQ970A, _daq970a_readings, (InstrumentError, InvalidMeasurement)),
+    Target("adb server device list", _ADB_DEVICES, _adb_devices, ()),
+    Target("adb shell and sync streams", _ADB_STREAM, _adb_streams, ()),
     Target("station files", _file_bytes(_STATION), _station, (ConfigError,)),
+    Target("calibration settings", _file_bytes(_CALIBRATION), _calibration_settings, (ConfigError,)),
     Target("SLA profiles", _file_bytes(_SLA), _sla, (ConfigError,)),
     Target("firmware profiles", _file_bytes(_FIRMWARE), _firmware, (ConfigError,)),
     Target("firmware adapters", _file_bytes(_ADAPTER), _adapter, (ConfigError,)),

@@ -305,7 +305,8 @@ def test_listed_key_accepted(phone: EmulatedPhone, keys: tuple[Path, Path]) -> N
 def test_unlisted_key_refused_names_the_key_file(phone: EmulatedPhone, keys: tuple[Path, Path]) -> None:
     policy = AuthPolicy(accept_any=False, allowed_keys=[Path(f"{keys[0]}.pub")])
     with AdbDaemon(phone, auth=policy) as daemon:
-        dut = AdbPhone(daemon.address, key_path=keys[1], name="dut9", connect_timeout_s=WAIT_S)
+        # the phone leaves a refused link waiting for its prompt: connect_timeout_s bounds the wait
+        dut = AdbPhone(daemon.address, key_path=keys[1], name="dut9", connect_timeout_s=3.0)
         with pytest.raises(AuthRefused) as refused:
             dut.connect()
     message = str(refused.value)
@@ -655,3 +656,62 @@ def test_a_stale_offline_entry_is_cleared_before_connecting(phone: EmulatedPhone
         again = ServerAdbPhone(daemon.address, server=adb_server, connect_timeout_s=WAIT_S)
         assert again.run("echo two") == "two\n"
         again.disconnect()
+
+
+# --- phone states on the server transport, worded as `adb` words them ----------------------------
+def test_refused_key_on_the_server_transport_says_unauthorized(phone: EmulatedPhone, keys: tuple[Path, Path],
+                                                               adb_server) -> None:
+    """The phone lists another host's key only: the server's `adb connect` fails to authenticate
+    and the phone keeps the link waiting for its prompt, so `adb devices` says unauthorized."""
+    with AdbDaemon(phone, auth=AuthPolicy(accept_any=False, allowed_keys=[Path(f"{keys[1]}.pub")])) as daemon:
+        dut = ServerAdbPhone(daemon.address, server=adb_server, name="bay3", retries=0, connect_timeout_s=5.0)
+        with pytest.raises(AuthRefused) as refused:
+            dut.connect()
+        assert adb_server.state(daemon.address) is None  # no unauthorized entry left behind
+    message = str(refused.value)
+    assert message.startswith(f"bay3 ({daemon.address}): unauthorized") and "failed to authenticate" in message
+    assert "offline" not in message and "network" not in refused.value.hint
+    assert "accept this host's key on the phone" in refused.value.hint and "adb_keys" in refused.value.hint
+
+
+class _ListingServer:
+    """An adb server that lists one serial in a fixed state (what `adb devices` prints)."""
+    host, port = "127.0.0.1", 5037
+
+    def __init__(self, state: str) -> None:
+        self.listing, self.client = state, self
+
+    def ensure_running(self) -> None:
+        pass
+
+    def state(self, serial: str) -> str | None:
+        from drivers.adb_server import parse_devices
+
+        return parse_devices(f"other\tdevice\n{serial}\t{self.listing}\n").get(serial)
+
+    def connect(self, address: str, timeout: float | None = None) -> str:
+        return f"connected to {address}" if self.listing != "unauthorized" else f"failed to authenticate to {address}"
+
+    def disconnect(self, address: str) -> None:
+        pass
+
+
+@pytest.mark.parametrize("state, error, said, advice", [
+    ("unauthorized", AuthRefused, "unauthorized", "accept this host's key on the phone"),
+    ("no permissions (user in plugdev group; are your udev rules wrong?); see [http://developer.android.com/tools/"
+     "device.html]", DeviceUnreachable, "no permissions", "plugdev"),
+    ("offline", DeviceUnreachable, "adb server lists it as offline", "adb reconnect offline"),
+])
+def test_server_states_are_reported_as_adb_reports_them(monkeypatch: pytest.MonkeyPatch, state: str,
+                                                        error: type, said: str, advice: str) -> None:
+    monkeypatch.setattr("drivers.adb_server._POLL_S", 0.0)
+    for address in ("usb:R5CT1234", "10.0.0.20:5555"):
+        dut = ServerAdbPhone(address, server=_ListingServer(state), name="bay1", retries=0,  # type: ignore[arg-type]
+                             connect_timeout_s=0.2)
+        with pytest.raises(error) as raised:
+            dut.connect()
+        assert said in str(raised.value) and advice in raised.value.hint
+    # control: the same phone listed as `device` connects
+    listed = ServerAdbPhone("usb:R5CT1234", server=_ListingServer("device"), retries=0)  # type: ignore[arg-type]
+    listed.server.client.device = lambda serial: serial  # type: ignore[attr-defined]
+    assert listed.connect().connected

@@ -185,3 +185,22 @@ def test_identity_without_required_fields_is_a_protocol_error():
 
 def test_parse_json_lines_skips_everything_else():
     assert parse_json_lines('x\n{"a": 1}\n[1, 2]\n{"b"\n  {"c": 2}  \n') == [{"a": 1}, {"c": 2}]
+
+
+@pytest.mark.parametrize("verb, call", [("adapter install", lambda c: c.adapter_install("/x", "ab")),
+                                        ("adapter activate", lambda c: c.adapter_activate("ab"))])
+def test_an_adapter_answer_without_its_field_is_a_protocol_error(verb, call):
+    identity = {**IDENTITY, "capabilities": ["identity", "adapter"]}
+    client = RuntimeClient(ScriptedDevice({"identity": (json.dumps(identity), 0), "adapter": ("{}", 0)}))
+    with pytest.raises(RuntimeProtocolError, match=f"{verb} lacks"):
+        call(client)
+
+
+def test_generate_events_with_malformed_fields_are_a_protocol_error():
+    identity = {**IDENTITY, "capabilities": ["identity", "generate"]}
+    events = [{"event": "start", "t": 0.0}, {"event": "token", "index": [0], "t": 0.1, "id": 5},
+              {"event": "done", "t": 0.2}]
+    output = "\n".join(json.dumps(e) for e in events)
+    client = RuntimeClient(ScriptedDevice({"identity": (json.dumps(identity), 0), "generate": (output, 0)}))
+    with pytest.raises(RuntimeProtocolError, match="missing or malformed field"):
+        client.generate(1)

@@ -333,3 +333,27 @@ unit = "ms"
 '''))
     with pytest.raises(ConfigError, match=r"'lab'.*no metric 'voice_latency_p99'"):
         voice.trials_needed(lab)
+
+
+# --------------------------------------------------------------------------- outside input
+
+@pytest.mark.parametrize("key, value", [("comparator", '["<="]'), ("unit", "{ name = \"ms\" }"),
+                                        ("statistic", "[1]"), ("evidence", "[\"instrument\"]")])
+def test_an_array_or_table_where_text_belongs_names_the_file_and_entry(tmp_path: Path, key: str, value: str) -> None:
+    fields = {"statistic": '"max"', "comparator": '"<="', "limit": "410", "unit": '"ms"', key: value}
+    body = "\n".join(f"{k} = {v}" for k, v in fields.items())
+    path = write(tmp_path, "odd.toml", f"[metrics.voice_latency_max]\n{body}\n")
+    with pytest.raises(ConfigError) as refused:
+        load_profile(path)
+    assert str(path) in str(refused.value) and "'voice_latency_max'" in str(refused.value)
+    assert f"field {key!r}: expected a string" in str(refused.value)
+
+
+def test_an_unknown_profile_name_lists_profiles_not_station_files(tmp_path: Path) -> None:
+    write(tmp_path, "line1.toml", '[station]\nname = "line1"\n[[dut]]\nname = "bay1"\nadb = "10.0.0.2:5555"\n')
+    write(tmp_path, "strict.toml", 'extends = "default"\n[metrics.voice_latency_p99]\nlimit = 300\n')
+    with pytest.raises(ConfigError) as refused:
+        load_profile("nosuch", search=(tmp_path,))
+    listed = refused.value.hint.split(";")[0]
+    assert "strict" in listed and "default" in listed and "acceptance" in listed
+    assert "line1" not in listed  # a station file beside the profiles is not a profile

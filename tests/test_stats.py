@@ -278,3 +278,22 @@ def test_std_bound_keeps_its_coverage_on_the_emulators_latency_distributions():
         assert c["verdict"] >= c["bootstrap"] >= c["chi-square"] + 0.05, (name, c)
     # Enough tokens beyond the far-out fence for the tail bound (not the nominal unit's ~1 in 1500).
     assert found["jittery"]["verdict"] >= 0.95 and found["stall-heavy"]["verdict"] >= 0.95, found
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("huge", [8.75e76, 1e154, 1e300])
+def test_block_length_is_scale_free_and_survives_huge_samples(huge):
+    series = [0.0] * 15 + [huge]
+    verdict = stats.std_verdict("m", series, unit="ms", limit=1.0, comparator="<=", confidence=0.95,
+                                independence="block")
+    assert verdict.outcome is Outcome.FAIL
+    rng = np.random.default_rng(3)
+    walk = np.cumsum(rng.normal(size=400))  # control: the block length does not depend on the unit
+    assert stats.optimal_block_length(walk) == stats.optimal_block_length(walk * 1e120) > 1
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_std_bound_past_the_largest_float_is_infinite_not_a_crash():
+    series = [0.0] * 6 + [2.149377265555664e16, 0.0, 1.7370160580182702e16, 2.7611220012384093e65]
+    verdict = stats.std_verdict("m", series, unit="ms", limit=1.0, comparator="<=", confidence=0.95)
+    assert verdict.outcome is Outcome.FAIL

@@ -365,3 +365,14 @@ def test_bench_calibrate_with_an_open_ambient_thermocouple_fails_and_stores_noth
         assert book.history() == []
     finally:
         book.store.close()
+
+
+@pytest.mark.parametrize("stamp", ["1,1,25.587,C,14,5,35,inf,9,5", "1,1,25.587,C,14,5,35,99999999999999999999,9,5",
+                                   "1,1,25.587,C,14,5,1e400,2026,9,5"])
+def test_fluke_1529_stamps_that_overflow_are_garbage_lines_not_a_crash(stamp):
+    port = ScriptedSerial({"*IDN?": "HART SCIENTIFIC,1529,A3B417,1.60", "FORM:STAM ON": (),
+                           "SYST:ERR?": '0,"No error"', "FETC? 1": stamp})
+    probe = Fluke1529("scripted", channels=1, port=port)
+    with pytest.raises(InstrumentError, match="were not"):
+        probe.read()
+    assert probe.garbage_lines == 3

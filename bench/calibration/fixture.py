@@ -37,3 +37,23 @@ class OperatorFixture:
     def place_reference(self, point: str) -> None:
         self.confirm(f"Tape the reference probe beside the thermocouple at {point} (thermal paste, same tape); "
                      f"let it settle for a minute.")
+
+
+class PresetFixture:
+    """A fixture nobody is asked about (`bench calibrate --unattended`, or `unattended = true` in
+    the calibration settings): a relay board, or wiring done before the run, puts each loopback
+    in place. Every step is logged; a loopback that is not there fails its procedure's criteria
+    (a record stored as failed), it is never waited for."""
+
+    def loopback(self, path: str | None) -> None:
+        if path is not None and path not in LOOPBACK_PATHS:
+            raise ValueError(f"unknown loopback path {path!r}; known: {', '.join(LOOPBACK_PATHS)}")
+        log.info("fixture step taken as done (unattended): %s", LOOPBACK_STEPS[path])
+
+    def place_reference(self, point: str) -> None:
+        log.info("fixture step taken as done (unattended): reference probe beside %s", point)
+
+
+# Procedures that ask the fixture for something (a loopback, the reference probe's position).
+FIXTURE_PROCEDURES = ("scope-deskew", "fixture-delay", "thermocouple-offsets")
+

@@ -82,6 +82,7 @@ class CalibrationSettings:
     ripple_sweep_mv: tuple[float, float, float] = (14.0, 46.0, 1.0)  # start, stop, step
     trigger_margin_mv: float = 2.0
     hysteresis_mv: float = 5.0
+    unattended: bool = False  # a relay board (or wiring done beforehand) sets the loopbacks: nobody is asked
     source: Path | None = None
 
     def interval(self, procedure: str) -> dt.timedelta:
@@ -113,7 +114,7 @@ def load_settings(path: str | Path | None = None) -> CalibrationSettings:
 _TOP = {"operator", "humidity_pct", "asset_tags", "intervals_days", "limits", "reference", "fixture_path_m",
         "ambient_channel",
         "loopback_trials", "zero_readings", "thermal_readings", "skin_reference", "ripple_sweep_mv",
-        "trigger_margin_mv", "hysteresis_mv"}
+        "trigger_margin_mv", "hysteresis_mv", "unattended"}
 
 
 def parse_settings(data: dict[str, Any], origin: str = "<settings>", source: Path | None = None) -> CalibrationSettings:
@@ -125,6 +126,10 @@ def parse_settings(data: dict[str, Any], origin: str = "<settings>", source: Pat
     base = CalibrationSettings()
     values: dict[str, Any] = {}
     try:
+        if "unattended" in table:
+            if not isinstance(table["unattended"], bool):
+                raise ValueError(f"unattended must be true or false, got {table['unattended']!r}")
+            values["unattended"] = table["unattended"]
         for key in ("operator", "ambient_channel"):
             if key in table:
                 values[key] = str(table[key])

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 from bench.core.errors import ConfigError
+
+SERVE_STOP_GRACE_S = 5.0  # a stopped operator station lets a busy fixture finish this long, then stops it
 
 # Exit codes: bench.acceptance.EXIT_CODES (pass 0, fail 1, wrong unit 3, incomplete 4, not
 # calibrated 5); 2 is any usage or setup error (bench.cli).
@@ -24,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--dut", help="the DUT for dut procedures (default: the one the instruments are wired to)")
     c.add_argument("--status", action="store_true", help="only show the station's calibration state")
     c.add_argument("--bay", help="only this bay of a multi-bay station (default: every bay)")
+    c.add_argument("--unattended", action="store_true",
+                   help="ask nobody: a relay board (or wiring done beforehand) sets the fixture's loopbacks "
+                        "(also `unattended = true` in the calibration settings); without a terminal, "
+                        "fixture steps need this")
     _common(c)
     c.set_defaults(func=calibrate)
 
@@ -109,7 +116,7 @@ def calibrate(args: argparse.Namespace) -> int:
 def _calibrate_bay(args: argparse.Namespace, station: Any, settings: Any) -> int:
     """Calibrate one bay's instruments (and, when asked, its DUT) through the station's owner."""
     from bench.calibration.procedures import Context, ambient_conditions
-    from bench.calibration.runner import calibrate_instruments, expand, measuring_instruments, station_fixture
+    from bench.calibration.runner import calibrate_instruments, expand, measuring_instruments
     from bench.calibration.station import open_book
     from bench.owner import StationOwner
 
@@ -123,10 +130,10 @@ def _calibrate_bay(args: argparse.Namespace, station: Any, settings: Any) -> int
             instruments = measuring_instruments(owner)
             if args.status:
                 return _print_status(book, station, instruments, settings)
-            fixture = station_fixture(owner, _confirm)
             ctx = Context(station=station.name, settings=settings, location=station.location,
                           operator=args.operator or settings.operator_name(),
                           ambient=ambient_conditions(instruments.get("thermal"), settings))
+            fixture = owner.fixture() or _real_fixture(args.unattended or settings.unattended, names)
             reference = _reference_thermometer(settings)
             try:
                 outcome = calibrate_instruments(instruments, fixture, book, ctx, names, reference)
@@ -151,9 +158,34 @@ def _reference_thermometer(settings: Any) -> Any:
     return open_instrument("thermal", settings.reference.family or "fluke-hart", settings.reference.address)
 
 
+def _real_fixture(unattended: bool, names: list[str]) -> Any:
+    """The operator's fixture, asked at the terminal; unattended, one nobody is asked about. With
+    no terminal to ask at (cron, CI, </dev/null) the command stops before any procedure runs."""
+    from bench.calibration.fixture import FIXTURE_PROCEDURES, OperatorFixture, PresetFixture
+
+    if unattended:
+        return PresetFixture()
+    steps = [n for n in names if n in FIXTURE_PROCEDURES]
+    if steps and not sys.stdin.isatty():
+        raise NeedsOperator(f"bench calibrate: {', '.join(steps)} ask the operator to set up the fixture, and "
+                            "there is no terminal to ask at (stdin is not a terminal: cron, CI, </dev/null)",
+                            hint="run it at a terminal; where a relay board or wiring done beforehand sets the "
+                                 "loopbacks, pass --unattended (or set unattended = true in the calibration "
+                                 "settings); or choose --procedure supply-zero")
+    return OperatorFixture(_confirm)
+
+
+class NeedsOperator(ConfigError):
+    """A step needs a person at a terminal and there is none."""
+
+
 def _confirm(step: str) -> None:
     print(f"\n>>> {step}")
-    input("    press Enter when done ")
+    try:
+        input("    press Enter when done ")
+    except EOFError:  # the terminal went away mid-calibration
+        raise NeedsOperator(f"bench calibrate: no answer to the fixture step ({step})",
+                            hint="run it at a terminal, or with --unattended") from None
 
 
 def _calibrate_dut(owner: Any, instruments: dict[str, Any], book: Any, ctx: Any, names: list[str],
@@ -353,6 +385,9 @@ def serve_line(args: argparse.Namespace) -> int:
             count=args.count, faulty=args.faulty, seed=args.seed + i, faults=faults), **common)
             for i in range(args.fixtures or 2)]
         title = "emulated line: operator station"
+    # SIGTERM (a service manager, `kill`) stops the station as Ctrl-C does: every fixture worker
+    # ends and stops listening, not only this process.
+    signal.signal(signal.SIGTERM, _interrupt)
     with OperatorStation(specs, title=title) as station:
         server = serve(station, args.host, args.port)
         print(f"operator station on http://{args.host}:{server.server_port}/ (Ctrl-C stops it)")
@@ -365,10 +400,15 @@ def serve_line(args: argparse.Namespace) -> int:
         try:
             server.serve_forever()
         except KeyboardInterrupt:
-            pass
+            print("operator station: stopping the fixtures")
         finally:
             server.server_close()
+            station.stop(grace_s=SERVE_STOP_GRACE_S)
     return 0
+
+
+def _interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _print_unit(unit: Any) -> None:

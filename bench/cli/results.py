@@ -45,6 +45,16 @@ def _store_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", help="results folder (default: the station's, ./reports)")
 
 
+def _results_dir(args: argparse.Namespace) -> Path:
+    if args.results_dir:
+        return Path(args.results_dir)
+    if args.station:
+        from bench.core.station import load_station
+
+        return load_station(args.station).results_dir
+    return Path("reports")
+
+
 def database_url(args: argparse.Namespace) -> str:
     from bench.store import resolve_database_url
     from bench.store.db import to_url
@@ -91,6 +101,8 @@ def _open(args: argparse.Namespace, *, reading: bool = True) -> Any:
 
 
 def runs(args: argparse.Namespace) -> int:
+    from bench.store.heal import heal_killed_runs
+
     try:
         store_cm = _open(args)
     except NoStore as exc:
@@ -99,6 +111,8 @@ def runs(args: argparse.Namespace) -> int:
         print(f"no runs yet: {str(exc).removeprefix('no results store at ')}")
         return 0
     with store_cm as store:
+        for healed in heal_killed_runs(store, _results_dir(args)):
+            print(f"healed: {healed}")
         found = store.list_runs(limit=args.limit or None, station=args.station_name)
     if not found:
         print("no runs in the results store; `bench run` records one")
@@ -112,6 +126,26 @@ def runs(args: argparse.Namespace) -> int:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     print(f"next: bench report {found[0].run_id}  (the run's report; `bench matrix` for the compatibility matrix)")
     return 0
+
+
+def heal_before_run(results_dir: Path, station_file: str | None) -> None:
+    """`bench run`: before anything else, heal the runs a killed bench left (docs/faults.md) and
+    say so. A store that cannot be opened is the run's own sink's to report."""
+    from bench.store import StoreError, open_store, resolve_database_url
+    from bench.store.heal import heal_killed_runs
+
+    configured = None
+    if station_file:
+        from bench.core.station import load_station
+
+        configured = load_station(station_file).database
+    try:
+        with open_store(resolve_database_url(configured, results_dir)) as store:
+            healed = heal_killed_runs(store, results_dir)
+    except StoreError:
+        return
+    for item in healed:
+        print(f"healed: {item}")
 
 
 def report(args: argparse.Namespace) -> int:

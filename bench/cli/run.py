@@ -119,12 +119,14 @@ def run(args: argparse.Namespace) -> int:
     check_free_space(folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched
     if emulated is None:
         run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
+        _heal(folder, args.station)
         code = _run_on_station(args, run_dir)
         _release(run_dir)
         return code
     from bench.backend import launch_emulated
 
     run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
+    _heal(folder, args.station)
     # The emulated station runs as its own process; the run reaches it through the station file
     # it writes, by the default transport: the path a lab's run takes to hardware.
     with launch_emulated(emulated, run_dir / "emulated") as live:
@@ -134,6 +136,13 @@ def run(args: argparse.Namespace) -> int:
     if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {"emulated", "junit.xml"}:  # nothing ran: the id stays free
         shutil.rmtree(run_dir, ignore_errors=True)
     return code
+
+
+def _heal(folder: Path, station_file: str | None) -> None:
+    """A run killed earlier: marked incomplete, the store level with its record (docs/faults.md)."""
+    from bench.cli.results import heal_before_run
+
+    heal_before_run(folder, station_file)
 
 
 def _emulated_station(args: argparse.Namespace) -> StationConfig | None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -422,7 +423,13 @@ def std_bootstrap_bound(samples: np.ndarray | list[np.ndarray], confidence: floa
         return BootstrapBound(None, units, block, how + " (no spread to resample)")
     t = (v_star[ok] - v_hat[0]) / se_star[ok]
     q = float(np.quantile(t, 1.0 - confidence if side == "upper" else confidence))
-    return BootstrapBound(math.exp(0.5 * (v_hat[0] - q * se_hat[0])), units, block, how)
+    log_bound = 0.5 * (v_hat[0] - q * se_hat[0])
+    # past the largest float (samples near 1e154 and beyond): a bound that large is no bound
+    bound = math.exp(log_bound) if log_bound < _LOG_MAX_FLOAT else math.inf
+    return BootstrapBound(bound, units, block, how)
+
+
+_LOG_MAX_FLOAT = math.log(sys.float_info.max)
 
 
 def _log_variance_and_se(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -451,6 +458,10 @@ def optimal_block_length(y: np.ndarray) -> int:
     if n < 16:
         return 1
     yc = y - y.mean()
+    scale = float(np.max(np.abs(yc))) if np.all(np.isfinite(yc)) else 0.0
+    if not 0.0 < scale < math.inf:
+        return 1
+    yc = yc / scale  # the block length does not depend on scale; 1e100 squared would overflow to NaN
     acov = signal.correlate(yc, yc, mode="full", method="fft")[n - 1:] / n
     if acov[0] <= 0:
         return 1
@@ -472,6 +483,8 @@ def optimal_block_length(y: np.ndarray) -> int:
     if spectrum0 <= 0:
         return 1
     b = (2.0 * g * g / ((4.0 / 3.0) * spectrum0 * spectrum0)) ** (1.0 / 3.0) * n ** (1.0 / 3.0)
+    if not math.isfinite(b):
+        return 1
     return int(min(max(1, math.ceil(b)), n // MIN_UNITS))
 
 

@@ -12,6 +12,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from bench.core.killpoints import kill_point
+
 
 class Outcome(str, Enum):
     """The one meaning of a verdict's outcome, used by results, summary, judge, matrix and report."""
@@ -254,6 +256,7 @@ VERDICT_FIELDS = tuple(f.name for f in fields(Verdict))
 def compare(name: str, value: float | None, unit: str, limit: float | None, comparator: str = "<=",
             **kwargs: Any) -> Verdict:
     """A single-value check (no sampling statistics): pass when `value comparator limit`."""
+    kill_point("verdict")
     if comparator not in COMPARATORS:
         raise ValueError(f"unknown comparator {comparator!r}; use one of {sorted(COMPARATORS)}")
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -9,6 +9,7 @@ import logging
 import queue
 import secrets
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from bench.operator.shift import Shift
 log = logging.getLogger(__name__)
 
 ACTIONS = ("scan", "retest", "repair")
+STOP_TIMEOUT_S = 30.0  # a fixture closing its emulated line and store after SIGTERM
 
 
 class OperatorStation:
@@ -47,14 +49,22 @@ class OperatorStation:
         self._pump.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 30.0) -> None:
+        """Stop every fixture: an idle one at once, a busy one after `grace_s` by SIGTERM (its
+        attempt is stored incomplete), one that ignores that by SIGKILL."""
         self._stop.set()
         for process, commands in self._fixtures.values():
             commands.put({"action": "stop"})
+        deadline = time.monotonic() + grace_s
         for process, _ in self._fixtures.values():
-            process.join(timeout=30)
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+        for process, _ in self._fixtures.values():
             if process.is_alive():
                 process.terminate()
+                process.join(timeout=STOP_TIMEOUT_S)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=STOP_TIMEOUT_S)
         self._fixtures.clear()
 
     def __enter__(self) -> OperatorStation:

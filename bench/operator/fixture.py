@@ -6,7 +6,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing as mp
+import os
+import signal
 import tempfile
+import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,10 +54,26 @@ def start_fixture(spec: FixtureSpec, events: Any) -> tuple[mp.Process, Any]:
     return process, commands
 
 
+def _stop_with_the_station() -> None:
+    """SIGTERM ends this worker as Ctrl-C ends `bench accept` (its emulated line stops listening,
+    an attempt under way is stored incomplete); SIGINT is the station's to handle (it stops every
+    worker); a station process that dies without stopping it ends it too."""
+    def interrupt(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = mp.parent_process()
+    if parent is not None:
+        threading.Thread(target=lambda: (parent.join(), os.kill(os.getpid(), signal.SIGTERM)),
+                         name="station-watch", daemon=True).start()
+
+
 def _main(spec: FixtureSpec, commands: Any, events: Any) -> None:
     def send(event: dict[str, Any]) -> None:
         events.put({"fixture": spec.name, **event})
 
+    _stop_with_the_station()
     try:
         with _station(spec, send) as (station, line):
             send({"event": "ready", "station": station.station.name, "dut": station.dut.name,
@@ -69,6 +88,8 @@ def _main(spec: FixtureSpec, commands: Any, events: Any) -> None:
                     station.attempts.dispose(str(command["serial"]), station.station.name, "repair",
                                              operator=station.operator)
                     send({"event": "disposed", "serial": command["serial"], "disposition": "repair"})
+    except KeyboardInterrupt:
+        log.info("fixture %s: stopped by a signal", spec.name)
     except Exception as exc:  # the page must say why the fixture is down, not just go quiet
         log.error("fixture %s stopped: %s", spec.name, exc)
         send({"event": "down", "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0]}",

@@ -35,12 +35,15 @@ class StoreSink:
         self._claimed = False
         self.refused: StoreError | None = None  # the run id is another run's in the store
         self.stored_tests = 0
+        self.healed: list[Any] | None = None  # killed runs healed when this one started (bench.store.heal)
 
     def run_updated(self, data: dict[str, Any], event: str, payload: Any) -> None:
         if self.refused is not None:
             raise self.refused
         store = self._open(retry_now=event == "finish")  # the last event always tries again
         run_dir = self.results_dir / data["run_id"] if self.results_dir is not None else None
+        if self.healed is None:
+            self._heal(store)
         if not self._claimed:
             self._claim(store, data["run_id"], run_dir)
         try:
@@ -55,6 +58,18 @@ class StoreSink:
             log.warning("results store %s is back: caught up to %d tests", describe(store.url), result.tests_stored)
         self._down_since = self._down_error = None
         self.stored_tests = result.tests_stored
+
+    def _heal(self, store: Any) -> None:
+        """Before this run's first record: heal the runs a killed bench left in this store."""
+        from bench.store.heal import heal_killed_runs
+
+        try:
+            self.healed = heal_killed_runs(store, self.results_dir)
+            for healed in self.healed:
+                log.warning("%s", healed)
+        except StoreError as exc:  # this run still records; the next start tries again
+            log.warning("results store %s: killed runs not checked: %s", describe(store.url), exc)
+            self.healed = []
 
     def _claim(self, store: Any, run_id: str, run_dir: Path | None) -> None:
         """Refuse to add to a stored run of the same id that another recorder wrote: two runs'

@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
+from bench.core.killpoints import kill_point
 from bench.core.records import TestRecord
 from bench.core.verdict import VERDICT_FIELDS
 from bench.matrix import FINGERPRINT_NAMES
@@ -107,6 +108,21 @@ class SyncResult:
     tests_added: int
     measurements_added: int
     tests_stored: int
+
+
+@dataclass
+class RunningRun:
+    """A run stored as running, and who records it."""
+
+    run_id: str
+    run_dir: str | None
+    host: str | None
+    pid: int | None
+    updated: dt.datetime | None
+
+    @property
+    def recorder_gone(self) -> bool:
+        return effective_status("running", self.host, self.pid, self.updated) != "running"
 
 
 @dataclass
@@ -230,6 +246,8 @@ class Store:
         added_measurements = 0
         for seq in range(stored, len(tests)):
             added_measurements += self._add_test(s, run, seq, tests[seq], duts)
+        s.flush()
+        kill_point("store-commit")
         return SyncResult(run.run_id, len(tests) - stored, added_measurements, len(tests))
 
     def _station(self, s: Session, record: dict[str, Any]) -> Station:
@@ -324,6 +342,25 @@ class Store:
             if v["name"] in FINGERPRINT_NAMES and test.get("dut") in duts:
                 duts[test["dut"]].fingerprint = v.get("extra") or {}
         return len(rows)
+
+    def running_runs(self) -> list[RunningRun]:
+        """Runs stored as "running": being recorded, or left so by a process that was killed."""
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(select(Run.run_id, Run.run_dir, Run.recorder_host, Run.recorder_pid, Run.updated)
+                                    .where(Run.status == "running")).all()
+        except DBAPIError as exc:
+            raise db.database_error(exc, self.url) from None
+        return [RunningRun(*row) for row in rows]
+
+    def set_status(self, run_id: str, status: str) -> None:
+        try:
+            with Session(self.engine) as s, s.begin():
+                run = s.scalar(select(Run).where(Run.run_id == run_id))
+                if run is not None:
+                    run.status, run.updated = status, _now()
+        except DBAPIError as exc:
+            raise db.database_error(exc, self.url) from None
 
     def run_owner(self, run_id: str) -> tuple[str | None, int | None] | None:
         """(host, pid) of the recorder of a stored run, None if the store has no such run."""
