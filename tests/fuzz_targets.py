@@ -263,6 +263,9 @@ class _Conn:
     def sendall(self, data: bytes) -> None:
         pass
 
+    def setsockopt(self, *option: object) -> None:
+        pass
+
     def send_command(self, command: str) -> None:
         pass
 
@@ -283,9 +286,10 @@ class _Conn:
 def _adb_streams(data: bytes) -> None:
     """What a phone sends back through the adb server: shell v2 packets, shell v1 output with
     the exit marker, sync STAT and LIST replies."""
-    from drivers.adb_server import _read_shell_v1, _read_shell_v2, _SyncChannel
+    from drivers.adb_server import _read_shell_v1, _SyncChannel
+    from drivers.shell_v2 import read_shell
 
-    for call in (lambda: _read_shell_v2(_Conn(data), "true"),  # type: ignore[arg-type]
+    for call in (lambda: read_shell(_Conn(data), "true"),  # type: ignore[arg-type]
                  lambda: _read_shell_v1(_Conn(data), "true"),  # type: ignore[arg-type]
                  lambda: _SyncChannel(_Conn(data), "fuzz phone").stat("/x"),  # type: ignore[arg-type]
                  lambda: _SyncChannel(_Conn(data), "fuzz phone").list("/x")):  # type: ignore[arg-type]
