@@ -311,6 +311,10 @@ class EmulatedRuntime:
         cond = self._conditions()
         self.timer.start_run()
         decode_s = 0.0
+        forged = self.sla.fabricate_first_token and bool(tokens)
+        if forged:  # a plausible id at once, before any work; the real first token never shows
+            events.append({"event": "token", "index": 0, "id": (tokens[0] + 1) % model.config.vocab,
+                           "t": world.clock.now()})
         try:
             self._govern(events)
             self._work(self.timer.prefill(len(prompt), cond.with_(cpu_fraction=self.governor.cpu_fraction)),
@@ -321,7 +325,8 @@ class EmulatedRuntime:
                     step = self.timer.decode(cond.with_(cpu_fraction=self.governor.cpu_fraction))
                     self._work(step, "decode")
                     decode_s += step.total_s
-                events.append({"event": "token", "index": index, "id": token, "t": world.clock.now()})
+                if not (forged and index == 0):
+                    events.append({"event": "token", "index": index, "id": token, "t": world.clock.now()})
         except ThermalKill as kill:
             return self._killed(events, kill)
         done_t = world.clock.now()

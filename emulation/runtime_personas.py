@@ -35,6 +35,8 @@ class RuntimePersona:
     report_shift_s: float = 0.0              # every token reported this much earlier than it came
     gpuload_fake_busy: float | None = None   # the GPU load tool reports this busy fraction, loads nothing
     counters_reported: dict[str, float] = field(default_factory=dict)  # rates reported, not incurred
+    # --- forgers: every answer the phone gives is rewritten consistently (docs/evidence.md) ---
+    fabricate_first_token: bool = False      # a made-up token streamed with the start line, the real first dropped
 
 
 PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
@@ -63,6 +65,8 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("compressed-timestamps", timing="jittery", report_compression=0.35),
     RuntimePersona("shifted-timestamps", timing="slow", report_shift_s=0.15),
     RuntimePersona("fake-gpu-load", gpuload_fake_busy=0.80),
+    # --- forgers: slow, and whatever the phone says over ADB agrees with the lie -------------------
+    RuntimePersona("fabricated-first-token", timing="slow", fabricate_first_token=True),
     RuntimePersona("inflated-counters", timing="jittery",  # stalls and pages like "jittery" and "slow"
                    counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021,
                              "memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71},

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bench.adapters import shipped_numerics
 from bench.checks import audit, counters, redundancy, thermal_trip, token_power, tokens, weights
 from bench.checks.targets import target, targets
 from bench.payloads import find_payload
@@ -40,10 +41,22 @@ def runtime(dut: Any) -> RuntimeClient:
 
 @pytest.fixture
 def observed_runtime(dut: Any, clock: Any) -> RuntimeClient:
-    """The runtime with the station clock: token arrivals are stamped on the host (claims 3-5, 14)."""
+    """The runtime with the station clock: token arrivals are stamped on the host (claims 3-5, 14),
+    in its shipped numerics (the profile's overflow adapter) so its tokens can be checked against the
+    bench's reference model."""
     client = RuntimeClient(dut, clock=clock)
     _require(client, "generate", "status")
+    _shipped_numerics(client)
     return client
+
+
+def _shipped_numerics(client: RuntimeClient) -> None:
+    """Activate the adapter the fingerprint assigns; a runtime without probes runs as it is (its
+    tokens are still checked: wrong numerics show as tokens that are not the model's)."""
+    try:
+        shipped_numerics(client)
+    except UnsupportedCapability:
+        pass
 
 
 def _require(runtime: RuntimeClient, *capabilities: str) -> None:

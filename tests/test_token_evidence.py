@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from adb_shell.auth.keygen import keygen
 
+from bench.adapters import shipped_numerics
 from bench.checks import counters, token_power, tokens
 from bench.checks.targets import targets
 from bench.core.errors import InstrumentError, InvalidMeasurement
@@ -44,8 +45,12 @@ def sla() -> SlaProfile:
 
 
 def phone(persona: str = "nominal", *, clocked: bool = True) -> tuple[PhoneDevice, RuntimeClient]:
+    """A phone in its shipped configuration: its profile's overflow adapter active (claim 9), so an
+    honest unit streams the model's tokens."""
     device = make_device(NPU, f"EMU-{persona}", sla_persona=persona)
-    return device, RuntimeClient(device, clock=WorldClock(device) if clocked else None)
+    runtime = RuntimeClient(device, clock=WorldClock(device) if clocked else None)
+    assert shipped_numerics(runtime) is not None
+    return device, runtime
 
 
 def few(entry, n: int = 30):  # noqa: ANN001, ANN201 - negative controls need no proof-sized sample

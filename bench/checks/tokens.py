@@ -14,9 +14,15 @@ report, checked against those arrivals (docs/evidence.md):
   Without a station clock or a streaming transport only the report exists: evidence
   "self-reported", which a profile requiring measurement turns into INCONCLUSIVE.
 
-Prompts come from a fixed set (`PROMPT_SEEDS`), cycled: a lab runs the same dialogs every night.
+Tokens are checked, not only timed: every streamed token id is compared with the bench's own
+reference output for its prompt and seed (bench.reference_model), and a token that is not the
+model's fails the verdict as fabricated output. The prompts and seeds are drawn afresh for each
+check (`PROMPT_CASES` of them, cycled) and recorded with the raw data, so a stream replayed from an
+earlier run is wrong. A model the bench has no reference for leaves the tokens unchecked: such a
+verdict is INCONCLUSIVE at best.
 
-- First token: request sent to first token line arrived, one sample per inference.
+- First token: request sent to the first token line arrived, one sample per inference whose first
+  token is the model's (a wrong first token is no first token; it fails the verdict).
 - Per-token latency: the gaps between consecutive token arrivals. The runs (inferences) are handed
   to the SLA entry as a list: with independence "block" they are one consecutive series whose
   autocorrelation sets the effective sample size, with "run" each inference is a unit. Link
@@ -40,6 +46,7 @@ import numpy as np
 from bench.checks import CheckResult, Tick, named, no_tick
 from bench.core.errors import InvalidMeasurement
 from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from bench.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
 from bench.sla import SlaEntry
 from drivers.device import Device
 from drivers.gpuload import GpuLoad, read_gpu_busy
@@ -47,7 +54,8 @@ from drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
 
-PROMPT_SEEDS = (11, 12, 13, 14)
+PROMPT_CASES = 4         # prompts and seeds drawn per check, cycled over its inferences
+PROMPT_SEEDS = (11, 12, 13, 14)  # fixed workloads of checks that compare a unit with itself, not the model
 PROMPT_TOKENS = 16
 STD_TOKENS = 16           # tokens per inference in the jitter series
 CONTENTION_TOKENS = 48
@@ -103,22 +111,64 @@ def measure_link(runtime: RuntimeClient, n: int = LINK_PROBES) -> LinkTiming | N
                       float(getattr(runtime.clock, "resolution_s", 0.0)), n)
 
 
+def token_reference(runtime: RuntimeClient) -> ReferenceModel | None:
+    """The bench's implementation of the model the runtime names, or None (tokens cannot be checked)."""
+    identity = runtime.identity()
+    return reference_for(identity.model, identity.model_sha256)
+
+
 @dataclass
 class TokenRuns:
-    """Consecutive inferences: the phone's timestamps and, when observed, the host's arrivals."""
+    """Consecutive inferences: the phone's timestamps and, when observed, the host's arrivals; the
+    prompt case of each and the bench's reference to check its tokens against."""
 
     generations: list[Generation] = field(default_factory=list)
+    cases: list[PromptCase] = field(default_factory=list)    # of each generation
+    reference: ReferenceModel | None = None
+    max_tokens: list[int] = field(default_factory=list)      # asked of each generation
+    drawn: list[PromptCase] = field(default_factory=list)    # the series' cases, cycled
+
+    def add(self, gen: Generation, case: PromptCase, max_tokens: int) -> None:
+        self.generations.append(gen)
+        self.cases.append(case)
+        self.max_tokens.append(max_tokens)
 
     @property
     def observed(self) -> bool:
         return bool(self.generations) and all(g.arrivals is not None for g in self.generations)
 
+    def first_wrong(self, i: int) -> int | None:
+        """Index of the first token of inference i that is not the model's (a missing token counts),
+        None when every token is right or there is no reference."""
+        if self.reference is None:
+            return None
+        gen, case = self.generations[i], self.cases[i]
+        expected = self.reference.tokens(case.prompt, self.max_tokens[i], case.seed)
+        for index, (got, want) in enumerate(zip(gen.tokens, expected)):
+            if got != want:
+                return index
+        short = len(gen.tokens) < len(expected) and gen.completed
+        return len(gen.tokens) if short or len(gen.tokens) > len(expected) else None
+
+    @property
+    def fabricated(self) -> list[tuple[int, int]]:
+        """(inference, token index) of each inference's first token that is not the model's."""
+        wrong = ((i, self.first_wrong(i)) for i in range(len(self.generations)))
+        return [(i, w) for i, w in wrong if w is not None]
+
     @property
     def first_token_ms(self) -> np.ndarray:
-        """The judged first tokens: request to first arrival when observed, else the report."""
+        """The judged first tokens: request to the first correct token's arrival when observed, else
+        the report."""
         if self.observed:
-            return np.array([1000.0 * g.arrivals.first_token_s for g in self.generations if g.arrivals.token_times])
+            wrong_first = {i for i, index in self.fabricated if index == 0}
+            return np.array([1000.0 * g.arrivals.first_token_s for i, g in enumerate(self.generations)
+                             if g.arrivals.token_times and i not in wrong_first])
         return self.reported_first_token_ms
+
+    def prompts(self) -> list[dict[str, object]]:
+        """The drawn cases, as recorded with the raw data."""
+        return [case.as_dict() for case in self.drawn]
 
     @property
     def reported_first_token_ms(self) -> np.ndarray:
@@ -182,7 +232,33 @@ def compare_report(host: np.ndarray, phone: np.ndarray, link: LinkTiming) -> Agr
 
 def judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
           agreement: Agreement | None, *, evidence: Evidence | None = None, **context: object) -> Verdict:
-    """The entry's verdict on the host's numbers, the report corroborating them (module docstring)."""
+    """The entry's verdict on the host's numbers, the report corroborating them, the tokens checked
+    against the reference (module docstring)."""
+    return _check_tokens(_judge_times(entry, runs, measured, reported, link, agreement, evidence=evidence,
+                                      **context), runs)
+
+
+def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
+    """Times of tokens that are not the model's prove nothing: such a stream fails the verdict."""
+    facts = {"prompt_cases": len(runs.drawn), "tokens_checked": runs.reference is not None}
+    if runs.reference is None:
+        outcome = Outcome.INCONCLUSIVE if verdict.outcome is Outcome.PASS else verdict.outcome
+        return verdict.but(outcome=outcome, extra=facts,
+                           detail=f"no reference for the model the runtime names: its tokens cannot be told from "
+                                  f"invented ones; {verdict.detail}")
+    wrong = runs.fabricated
+    if not wrong:
+        return verdict.but(extra=facts, detail=f"{verdict.detail}; every token is the model's "
+                                               f"({len(runs.generations)} inferences checked)")
+    i, index = wrong[0]
+    return verdict.but(outcome=Outcome.FAIL, extra={**facts, "fabricated_inferences": len(wrong)},
+                       detail=f"fabricated output: {len(wrong)} of {len(runs.generations)} inferences streamed "
+                              f"tokens that are not the model's (first: inference {i}, token {index}); "
+                              f"{verdict.detail}")
+
+
+def _judge_times(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
+                 agreement: Agreement | None, *, evidence: Evidence | None = None, **context: object) -> Verdict:
     if link is None or not runs.observed or agreement is None:
         verdict = entry.evaluate(reported, evidence=Evidence.SELF_REPORTED, **context)
         return verdict.but(detail=f"the runtime's own timestamps only (no station clock or stream); {verdict.detail}",
@@ -206,12 +282,25 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4g}"
 
 
+def draw_runs(runtime: RuntimeClient, *, cases: int = PROMPT_CASES, prompt_tokens: int = PROMPT_TOKENS) -> TokenRuns:
+    """An empty series with fresh prompt cases and the reference for the runtime's model."""
+    return TokenRuns(reference=token_reference(runtime), drawn=fresh_cases(cases, prompt_tokens))
+
+
+def generate_case(runtime: RuntimeClient, runs: TokenRuns, k: int, max_tokens: int) -> Generation:
+    """The k-th inference of a series, on its drawn case (cycled); kept in the series."""
+    case = runs.drawn[k % len(runs.drawn)]
+    gen = runtime.generate(max_tokens, seed=case.seed, prompt=case.prompt)
+    runs.add(gen, case, max_tokens)
+    return gen
+
+
 def run_inferences(runtime: RuntimeClient, n: int, max_tokens: int, *, prompt_tokens: int = PROMPT_TOKENS,
-                   seeds: tuple[int, ...] = PROMPT_SEEDS, tick: Tick = no_tick) -> TokenRuns:
-    """n consecutive inferences over the prompt set."""
-    runs = TokenRuns()
+                   tick: Tick = no_tick) -> TokenRuns:
+    """n consecutive inferences over prompt cases drawn for this series."""
+    runs = draw_runs(runtime, prompt_tokens=prompt_tokens)
     for i in range(n):
-        runs.generations.append(runtime.generate(max_tokens, seed=seeds[i % len(seeds)], prompt_tokens=prompt_tokens))
+        generate_case(runtime, runs, i, max_tokens)
         tick(1)
     return runs
 
@@ -225,8 +314,9 @@ def first_token_check(runtime: RuntimeClient, entry: SlaEntry, *, n: int | None 
     agreement = compare_report(*runs.intervals(gaps=False, span=False), link) if link and runs.observed else None
     verdict = judge(entry, runs, runs.first_token_ms, runs.reported_first_token_ms, link, agreement)
     verdict = named(verdict, entry.metric, raw="first_token", plot="samples")
-    return CheckResult([verdict], {"first_token": {"samples": runs.first_token_ms,
-                                                   "reported": runs.reported_first_token_ms}})
+    return with_prompts(CheckResult([verdict], {"first_token": {"samples": runs.first_token_ms,
+                                                                "reported": runs.reported_first_token_ms}}),
+                        runs, "first_token")
 
 
 def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int | None = None,
@@ -244,7 +334,17 @@ def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int 
            "run": np.concatenate([np.full(g.size, i) for i, g in enumerate(gaps)]) if gaps else np.empty(0),
            "reported": np.concatenate(runs.reported_gaps_ms) if runs.reported_gaps_ms else np.empty(0),
            "first_token_ms": runs.first_token_ms}
-    return CheckResult([verdict], {"token_latencies": raw})
+    return with_prompts(CheckResult([verdict], {"token_latencies": raw}), runs, "token_latencies")
+
+
+def with_prompts(result: CheckResult, runs: TokenRuns, name: str) -> CheckResult:
+    """Record the series' drawn prompts and seeds, and which inferences were not the model's, with
+    every verdict of the result."""
+    raw = f"{name}_prompts"
+    result.raw[raw] = {"cases": runs.prompts(), "fabricated": [list(w) for w in runs.fabricated],
+                       "reference": runs.reference.name if runs.reference is not None else None}
+    result.verdicts = [v.but(raw=(*v.raw, raw)) for v in result.verdicts]
+    return result
 
 
 def expected_interval_correction(gaps_ms: np.ndarray, expected_ms: float) -> np.ndarray:
@@ -295,7 +395,7 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
     clock = _Schedule(runtime, baseline.observed)
     expected_ms = float(np.median(np.concatenate(baseline.gaps_ms)))
     period = SCHEDULE_SLACK * float(np.median([clock.span(g) for g in baseline.generations]))
-    measured = TokenRuns()
+    measured = draw_runs(runtime)
     latencies: list[np.ndarray] = []
     reported: list[np.ndarray] = []
     lateness: list[float] = []
@@ -316,8 +416,7 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
             wait = intended - clock.now()
             if wait > 0:
                 device.run(["sleep", f"{wait:.6f}"], timeout_s=wait + 30.0)
-            gen = runtime.generate(tokens, seed=PROMPT_SEEDS[k % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS)
-            measured.generations.append(gen)
+            gen = generate_case(runtime, measured, k, tokens)
             late_ms = max(0.0, 1000.0 * (clock.start(gen) - intended))
             latencies.append(_from_intended(clock.token_times(gen), late_ms, expected_ms))
             reported.append(_from_intended(gen.token_times, late_ms, expected_ms))
@@ -343,7 +442,8 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
            "run": np.concatenate([np.full(x.size, i) for i, x in enumerate(latencies)]) if latencies else np.empty(0),
            "start_lateness_ms": np.asarray(lateness), "gpu_busy_tool": np.asarray(tool_busy),
            "gpu_busy_kernel": np.asarray([np.nan if b is None else b for b in kernel_busy])}
-    return CheckResult([verdict], {"token_latencies_gpu_load": raw})
+    return with_prompts(CheckResult([verdict], {"token_latencies_gpu_load": raw}), measured,
+                        "token_latencies_gpu_load")
 
 
 def _from_intended(times: list[float], late_ms: float, expected_ms: float) -> np.ndarray:
