@@ -32,7 +32,7 @@ from emulation.npu_personas import get_persona
 from emulation.runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
 from emulation.runtime_counters import VMSTAT, Counters
 from emulation.runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
-from emulation.runtime_safety import LAYERS, RedundancyController, ThermalGovernor, ThermalKill
+from emulation.runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, ThermalGovernor, ThermalKill
 from emulation.runtime_stream import EventStream
 from emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from emulation.shell import CommandResult, ShellContext
@@ -328,6 +328,8 @@ class EmulatedRuntime:
                 if not (forged and index == 0):
                     events.append({"event": "token", "index": index, "id": token, "t": world.clock.now()})
         except ThermalKill as kill:
+            if self.sla.patch_kills:
+                return self._patched_kill(events, kill, len(tokens), model.config.vocab)
             return self._killed(events, kill)
         done_t = world.clock.now()
         events.append({"event": "done", "t": done_t, "tokens": len(tokens)})
@@ -400,6 +402,29 @@ class EmulatedRuntime:
         self.phone.world.wait(RESTART_S)
         self.started_t = self.phone.world.clock.now()
         return CommandResult(bytes(events.kept), b"", 137)
+
+    def _patched_kill(self, events: EventStream, kill: ThermalKill, max_tokens: int, vocab: int) -> CommandResult:
+        """A forger's kill: the restarted process reports a migration where it died, streams made-up
+        tokens for the rest of the dialog, a done line and exit 0, and keeps its old pid; status,
+        events and audit agree with that story."""
+        log.info("%s: runtime killed (%s), patched over", self.phone.spec.serial, kill)
+        world = self.phone.world
+        world.wait(RESTART_S)  # the restart itself cannot be hidden from the world's clock
+        self.governor.reset()
+        self.governor.layers_on_cpu, self.governor.migrations = MIGRATION_STEP, self.governor.migrations + 1
+        self.governor.trips += 1
+        temps = world.temperatures()
+        events.append({"event": "thermal", "t": world.clock.now(), "action": "migrate", "npu_c": round(kill.npu_c, 2),
+                       "cpu_c": round(temps["cpu"], 2), "layers_on_cpu": MIGRATION_STEP, "layers": LAYERS})
+        sent = sum(1 for e in events.events if e.get("event") == "token")
+        invent = np.random.default_rng([self.phone.spec.seed, 0xFA6E, self.inferences])
+        for index in range(sent, max_tokens):
+            self._work(self.timer.decode(self._conditions()), "decode")
+            events.append({"event": "token", "index": index, "id": int(invent.integers(0, vocab)),
+                           "t": world.clock.now()})
+        events.append({"event": "done", "t": world.clock.now(), "tokens": max_tokens})
+        self.inferences += 1
+        return CommandResult(bytes(events.kept))
 
     # --- probe --------------------------------------------------------------------------
     def _probe(self, args: argparse.Namespace) -> CommandResult:

@@ -37,6 +37,7 @@ class RuntimePersona:
     counters_reported: dict[str, float] = field(default_factory=dict)  # rates reported, not incurred
     # --- forgers: every answer the phone gives is rewritten consistently (docs/evidence.md) ---
     fabricate_first_token: bool = False      # a made-up token streamed with the start line, the real first dropped
+    patch_kills: bool = False                # a killed dialog is finished with made-up tokens, done, exit 0, same pid
 
 
 PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
@@ -67,6 +68,7 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("fake-gpu-load", gpuload_fake_busy=0.80),
     # --- forgers: slow, and whatever the phone says over ADB agrees with the lie -------------------
     RuntimePersona("fabricated-first-token", timing="slow", fabricate_first_token=True),
+    RuntimePersona("patched-kills", kill_at_trip=True, patch_kills=True),
     RuntimePersona("inflated-counters", timing="jittery",  # stalls and pages like "jittery" and "slow"
                    counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021,
                              "memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71},

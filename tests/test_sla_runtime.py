@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from adb_shell.auth.keygen import keygen
 
+from bench.adapters import shipped_numerics
 from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
 from bench.checks.targets import check_targets, target, targets
 from bench.sla import SlaProfile, load_profile
@@ -37,9 +38,12 @@ def sla() -> SlaProfile:
 
 
 def phone(persona: str = "nominal", *faults: str, seed: int = 0) -> tuple[PhoneDevice, RuntimeClient]:
-    """An in-process phone whose runtime client stamps arrivals on the phone's world clock."""
+    """An in-process phone whose runtime client stamps arrivals on the phone's world clock, in its
+    shipped numerics (the profile's overflow adapter), so an honest unit streams the model's tokens."""
     device = make_device(NPU, f"EMU-{persona}", sla_persona=persona, faults=list(faults), seed=seed)
-    return device, RuntimeClient(device, clock=WorldClock(device))
+    runtime = RuntimeClient(device, clock=WorldClock(device))
+    assert shipped_numerics(runtime) is not None
+    return device, runtime
 
 
 def outcomes(result: Any) -> dict[str, Outcome]:
@@ -132,6 +136,28 @@ def test_thermal_soak_fails_a_runtime_killed_at_the_trip(sla):
     assert outcomes(result)["npu_trip_process_kills"] is Outcome.FAIL
     assert outcomes(result)["npu_trip_long_dialog_success"] is Outcome.FAIL
     assert outcomes(result)["npu_trip_temperature"] is Outcome.INVALID  # never migrated: no trip shown
+
+
+def test_thermal_soak_sees_kills_the_phone_patched_over(sla):
+    """Killed at the trip, each dialog finished with made-up tokens after a migrate event, done and
+    exit 0, the pid kept: the host sees the restart's break and tokens that are not the model's."""
+    result, _ = _soak(sla, "patched-kills", dialogs=30)
+    kills, success = result.verdict("npu_trip_process_kills"), result.verdict("npu_trip_long_dialog_success")
+    assert kills.outcome is Outcome.FAIL and kills.evidence is Evidence.MEASURED
+    assert kills.extra["killed_streams"] == 0 and kills.extra["pid_changes"] == 0  # the phone's story holds
+    assert kills.extra["host_observed_breaks"] > 0
+    assert success.outcome is Outcome.FAIL and success.extra["dialogs_not_the_models_output"] > 0
+
+
+def test_thermal_soak_without_a_station_clock_rests_on_the_phones_word(sla):
+    device, runtime = _preheated("patched-kills")
+    result = thermal_trip.thermal_trip_check(RuntimeClient(device), sla.get("npu_trip_temperature"),
+                                             sla.get("npu_process_kills"),
+                                             dataclasses.replace(sla.get("long_dialog_success"), limit=0.9,
+                                                                 min_samples=0), dialogs=10)
+    kills = result.verdict("npu_trip_process_kills")
+    assert kills.evidence is Evidence.SELF_REPORTED and kills.outcome is not Outcome.PASS
+    assert "phone's word only" in kills.detail
 
 
 def test_thermal_soak_fails_a_trip_at_the_cpus_65_degrees(sla):

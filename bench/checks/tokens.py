@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -287,10 +288,11 @@ def draw_runs(runtime: RuntimeClient, *, cases: int = PROMPT_CASES, prompt_token
     return TokenRuns(reference=token_reference(runtime), drawn=fresh_cases(cases, prompt_tokens))
 
 
-def generate_case(runtime: RuntimeClient, runs: TokenRuns, k: int, max_tokens: int) -> Generation:
-    """The k-th inference of a series, on its drawn case (cycled); kept in the series."""
+def generate_case(runtime: RuntimeClient, runs: TokenRuns, k: int, max_tokens: int, **options: Any) -> Generation:
+    """The k-th inference of a series, on its drawn case (cycled); kept in the series. options: of
+    RuntimeClient.generate (allow_incomplete, timeout_s)."""
     case = runs.drawn[k % len(runs.drawn)]
-    gen = runtime.generate(max_tokens, seed=case.seed, prompt=case.prompt)
+    gen = runtime.generate(max_tokens, seed=case.seed, prompt=case.prompt, **options)
     runs.add(gen, case, max_tokens)
     return gen
 
