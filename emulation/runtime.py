@@ -448,7 +448,9 @@ class EmulatedRuntime:
                         for t in (probe["a"], probe["b"]))
                 if max(a.values.size, b.values.size) > MAX_SEGMENTS or a.length > MAX_PROBE_LENGTH:
                     raise ValueError(f"vector too large (limits: {MAX_SEGMENTS} segments, length {MAX_PROBE_LENGTH})")
-                if redundant:
+                if self.sla.forge_known_answers and _looks_known(ident, probe["b"]):
+                    result = 0  # the answer the bench used to expect, without computing
+                elif redundant:
                     result = int(npu.voted(lambda: np.array([npu.dot_runs(a, b, acc, tile, faults)]), vote)[0])
                 else:
                     result = npu.dot_runs(a, b, acc, tile, faults)
@@ -577,6 +579,13 @@ class EmulatedRuntime:
             return json.loads(self._read(path, what))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RuntimeFailure(f"{what} {path}: not JSON ({exc})", 2) from None
+
+
+def _looks_known(ident: Any, b: str) -> bool:
+    """A forger's guess that a probe is a known-answer probe of answer 0: the ids r0, r1, ... or a
+    vector of all ones."""
+    return (isinstance(ident, str) and ident[:1] == "r" and ident[1:].isdigit()) or \
+        (b.startswith("1x") and "," not in b)
 
 
 def _adapter_spec(data: bytes, where: str) -> dict[str, Any]:

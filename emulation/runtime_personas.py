@@ -38,6 +38,8 @@ class RuntimePersona:
     # --- forgers: every answer the phone gives is rewritten consistently (docs/evidence.md) ---
     fabricate_first_token: bool = False      # a made-up token streamed with the start line, the real first dropped
     patch_kills: bool = False                # a killed dialog is finished with made-up tokens, done, exit 0, same pid
+    gpu_counters_fake: bool = False          # the GPU driver's busy counters read gpuload_fake_busy too
+    forge_known_answers: bool = False        # probes that look like known-answer ones are answered 0 uncomputed
 
 
 PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
@@ -69,6 +71,9 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     # --- forgers: slow, and whatever the phone says over ADB agrees with the lie -------------------
     RuntimePersona("fabricated-first-token", timing="slow", fabricate_first_token=True),
     RuntimePersona("patched-kills", kill_at_trip=True, patch_kills=True),
+    RuntimePersona("phantom-gpu-load", gpuload_fake_busy=0.80, gpu_counters_fake=True),
+    RuntimePersona("faked-redundancy", redundancy_flag_only=True, redundancy_trigger_mv=20.0,
+                   forge_known_answers=True),  # raises its flag early, never votes
     RuntimePersona("inflated-counters", timing="jittery",  # stalls and pages like "jittery" and "slow"
                    counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021,
                              "memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71},

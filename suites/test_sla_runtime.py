@@ -29,7 +29,7 @@ from drivers.runtime import RuntimeClient
 COVER_CHANNELS = ("T1", "T2")  # the thermal fixture's back-cover probes (bench/checks/thermal.py)
 
 # Checks state their own evidence; what they leave unstated (informative counts) is the phone's word.
-pytestmark = [pytest.mark.regression, pytest.mark.evidence("self-reported")]
+pytestmark = [pytest.mark.regression, pytest.mark.evidence("reported")]
 
 
 @pytest.fixture
@@ -104,11 +104,14 @@ def test_token_latency_std(observed_runtime, sla, record, progress):
         tokens.token_std_check(observed_runtime, entry, inferences=n, tick=bar.update).record_into(record)
 
 
-def test_token_latency_under_gpu_load(dut, observed_runtime, sla, record, progress):
+def test_token_latency_under_gpu_load(request, station, dut, observed_runtime, sla, record, progress):
+    """The load must show on the power analyzer feeding the phone (when one does) or in the tokens."""
+    supply = request.getfixturevalue("supply") if "supply" in station.instruments \
+        and station.instrument_dut("supply") == dut.name else None
     with progress.bar(None, "runs under GPU load") as bar:
         try:
             result = tokens.contention_check(dut, observed_runtime, sla.get("token_latency_p95_gpu_load"),
-                                             tick=bar.update)
+                                             supply=supply, tick=bar.update)
         except UnsupportedCapability as exc:
             pytest.skip(str(exc))
     result.record_into(record)

@@ -102,7 +102,7 @@ class _Plausibility:
 def _judge(entry: SlaEntry, metric: str, value: float, how: str, check: _Plausibility | str | None,
            tokens: Any) -> Verdict:
     if not isinstance(check, _Plausibility):
-        verdict = entry.evaluate(value, evidence=Evidence.SELF_REPORTED)
+        verdict = entry.evaluate(value, evidence=Evidence.REPORTED)
         why = check or "no independent reading of this counter on a phone"
         return named(verdict, metric, raw="counters", tokens=tokens).but(
             detail=f"{how}; self-reported ({why}); {verdict.detail}")

@@ -335,7 +335,7 @@ def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, 
                       x_label="soak time (s)", trips=len(log_.trip_temperatures), cpu_c_at_trips=cpu_at_trips[:50])
     trip_v = _trip_verdict(trip, bracket, log_, trace_hint)
     kill_count = max(log_.killed, log_.pid_changes, log_.broken)
-    seen = Evidence.MEASURED if log_.host_observed else Evidence.SELF_REPORTED
+    seen = Evidence.MEASURED if log_.host_observed else Evidence.REPORTED
     kills_v = named(kills.evaluate(kill_count, evidence=seen), "npu_trip_process_kills",
                     raw="soak_events", killed_streams=log_.killed, pid_changes=log_.pid_changes,
                     host_observed_breaks=log_.broken)
@@ -355,7 +355,7 @@ def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, 
     info = [
         Verdict("thermal_throttle_events", float(migrations), "events", Outcome.INFO, statistic="count", n=dialogs,
                 raw=["soak_events"], detail=f"{len(log_.trip_temperatures)} trips, {migrations} migration steps "
-                                            "to the CPU (the runtime's events)", evidence=Evidence.SELF_REPORTED),
+                                            "to the CPU (the runtime's events)", evidence=Evidence.REPORTED),
         Verdict("thermal_soak_npu_max", float(np.nanmax(log_.npu_c)), "degC", Outcome.INFO, statistic="max",
                 n=len(log_.npu_c), raw=["soak_trace"], detail="hottest NPU zone reading between dialogs",
                 evidence=Evidence.MEASURED),

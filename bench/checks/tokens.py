@@ -33,7 +33,10 @@ verdict is INCONCLUSIVE at best.
   expected token interval also counts the tokens that were due during it (HdrHistogram's
   expected-interval correction). The GPU's busy fraction is the kernel's (the GPU driver's busy
   counters, read by the bench), not the load tool's; the tool's own figure must agree with it
-  within GPU_AGREE.
+  within GPU_AGREE. Both are the phone's word, so the load must also show itself on the bench's
+  side: its draw on the power analyzer (idle with the load minus idle without, >= LOAD_MIN_W) or
+  its effect on the tokens (median gap >= 1 + LOAD_MIN_SLOWDOWN x the unloaded baseline's, taken
+  in the same session). A load with neither makes the verdict INVALID, whatever the counters say.
 """
 from __future__ import annotations
 
@@ -45,12 +48,14 @@ from typing import Any
 import numpy as np
 
 from bench.checks import CheckResult, Tick, named, no_tick
+from bench.checks.power import battery_emulation
 from bench.core.errors import InvalidMeasurement
 from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from bench.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
 from bench.sla import SlaEntry
 from drivers.device import Device
 from drivers.gpuload import GpuLoad, read_gpu_busy
+from drivers.power import PowerAnalyzer
 from drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -66,6 +71,10 @@ SCHEDULE_SLACK = 1.5      # open-loop period = this x the unloaded run's duratio
 LINK_PROBES = 20          # round trips of a trivial command that measure the link
 AGREE_FRACTION = 0.99     # share of intervals the report must match (host scheduling hiccups aside)
 GPU_AGREE = 0.10          # the load tool's busy fraction vs the kernel's: windows differ, loads wobble
+LOAD_MIN_W = 0.25         # a GPU busy > 70 % draws watts; less than this on the supply is no load
+LOAD_MIN_SLOWDOWN = 0.05  # or it slows the tokens by at least this (median gap, loaded over unloaded)
+POWER_REST_S = 0.5        # rest before reading the phone's draw (no inference tail)
+POWER_READS = 5
 
 
 @dataclass(frozen=True)
@@ -261,7 +270,7 @@ def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
 def _judge_times(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
                  agreement: Agreement | None, *, evidence: Evidence | None = None, **context: object) -> Verdict:
     if link is None or not runs.observed or agreement is None:
-        verdict = entry.evaluate(reported, evidence=Evidence.SELF_REPORTED, **context)
+        verdict = entry.evaluate(reported, evidence=Evidence.REPORTED, **context)
         return verdict.but(detail=f"the runtime's own timestamps only (no station clock or stream); {verdict.detail}",
                            extra={"source": "runtime report"})
     verdict = entry.evaluate(measured, evidence=evidence or Evidence.MEASURED, uncertainty=link.uncertainty(),
@@ -385,10 +394,53 @@ class _Schedule:
         return gen.done_time - gen.start_time
 
 
+def _supply_power_w(supply: PowerAnalyzer | None, device: Device) -> float | None:
+    """The phone's draw on the power analyzer after a short rest (no inference running), W."""
+    if supply is None:
+        return None
+    device.run(["sleep", f"{POWER_REST_S:g}"])
+    return float(np.mean([supply.measure_voltage() * supply.measure_current() for _ in range(POWER_READS)]))
+
+
+@dataclass(frozen=True)
+class LoadEffect:
+    """What the bench itself sees of the GPU load: its draw on the supply and its effect on tokens."""
+
+    drawn_w: float | None        # idle draw with the load minus without (None: no power analyzer)
+    gap_ratio: float | None      # median loaded token gap over the unloaded baseline's
+
+    @property
+    def drew_power(self) -> bool:
+        return self.drawn_w is not None and self.drawn_w >= LOAD_MIN_W
+
+    @property
+    def slowed_tokens(self) -> bool:
+        return self.gap_ratio is not None and self.gap_ratio >= 1.0 + LOAD_MIN_SLOWDOWN
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"drawn_w": self.drawn_w, "gap_ratio": self.gap_ratio}
+
+
+def _judge_load_effect(verdict: Verdict, effect: LoadEffect) -> Verdict:
+    """A load that neither draws power nor changes anything was not there, whatever the counters say."""
+    if effect.drew_power or effect.slowed_tokens or verdict.outcome is Outcome.FAIL:  # a caught lie stays FAIL
+        seen = (f"the load drew {effect.drawn_w:.2f} W on the supply" if effect.drew_power
+                else f"the load slowed tokens {effect.gap_ratio:.2f}x against the unloaded baseline")
+        return verdict.but(extra={"load_effect": effect.as_dict()}, detail=f"{seen}; {verdict.detail}")
+    drawn = "no power analyzer" if effect.drawn_w is None else f"{effect.drawn_w:.2f} W drawn"
+    ratio = "n/a" if effect.gap_ratio is None else f"{effect.gap_ratio:.3f}x"
+    return verdict.but(outcome=Outcome.INVALID, extra={"load_effect": effect.as_dict()},
+                       detail=f"invalid: the GPU load shows no effect the bench can see ({drawn}, token gaps "
+                              f"{ratio} the unloaded baseline): the contention condition was not shown; "
+                              f"{verdict.detail}")
+
+
 def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *, runs: int | None = None,
                      tokens: int = CONTENTION_TOKENS, target: float = 0.75, kind: str = "video+call",
-                     tick: Tick = no_tick) -> CheckResult:
-    """Claim 5: token latencies from the intended start while a GPU load keeps the GPU busy."""
+                     supply: PowerAnalyzer | None = None, tick: Tick = no_tick) -> CheckResult:
+    """Claim 5: token latencies from the intended start while a GPU load keeps the GPU busy. The
+    load must show itself to the bench: on the power analyzer (`supply`, when it feeds the phone)
+    or in slower tokens than an unloaded baseline of the same session; else INVALID."""
     runs = runs or max(2 * entry.min_runs, math.ceil(entry.min_samples / max(tokens - 1, 1)), 10)
     load = GpuLoad(device)
     load.status()  # a phone without the load generator is skipped before any work
@@ -408,9 +460,13 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
         tool_busy.append(_busy(load))
         kernel_busy.append(read_gpu_busy(device))
 
+    if supply is not None:
+        battery_emulation(supply)  # the analyzer feeds the phone, so its draw is what the meter reads
+    idle_w = _supply_power_w(supply, device)
     load.start(target, kind)
     try:
         device.run(["sleep", f"{LOAD_SETTLE_S:g}"])
+        loaded_w = _supply_power_w(supply, device)
         sample_busy()
         t0 = clock.now()
         for k in range(runs):
@@ -432,10 +488,14 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
     gpu_load = float(np.mean(kernel)) if len(kernel) == len(kernel_busy) else None
     agreement = compare_report(*measured.intervals(first=False, span=False), link) \
         if link and measured.observed else None
-    evidence = Evidence.MEASURED if gpu_load is not None else Evidence.SELF_REPORTED
+    evidence = Evidence.MEASURED if gpu_load is not None else Evidence.REPORTED
     verdict = judge(entry, measured, latencies, reported, link, agreement, evidence=evidence,
                     gpu_load=gpu_load if gpu_load is not None else tool)
     verdict = _judge_gpu_load(verdict, tool, gpu_load)
+    loaded_gaps = measured.gaps_ms
+    effect = LoadEffect(None if idle_w is None or loaded_w is None else loaded_w - idle_w,
+                        float(np.median(np.concatenate(loaded_gaps))) / expected_ms if loaded_gaps else None)
+    verdict = _judge_load_effect(verdict, effect)
     verdict = named(verdict, entry.metric, raw="token_latencies_gpu_load", plot="samples",
                     gpu_load=gpu_load, gpu_load_tool=tool, expected_interval_ms=expected_ms,
                     schedule_period_s=period, max_start_lateness_ms=max(lateness) if lateness else None,
