@@ -7,6 +7,7 @@ be shown; negative controls use fewer where the failure shows anyway.
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -359,7 +360,8 @@ def test_audit_leak_search_finds_token_ids_hidden_in_an_allowed_field():
 def test_counters_check(persona, failing):
     entries = targets(None, *[f"counters_{n}" for n in counters.COUNTERS])
     result = counters.counters_check(phone(persona)[1], entries, inferences=10)
-    assert {v.name for v in result.verdicts if not v.passed} == failing
+    assert {v.name for v in result.verdicts if v.outcome is Outcome.FAIL} == failing
+    assert not any(v.passed for v in result.verdicts if v.evidence is Evidence.REPORTED)  # never a PASS
 
 
 def test_counters_not_exposed_are_recorded_not_failed():
@@ -369,6 +371,9 @@ def test_counters_not_exposed_are_recorded_not_failed():
 
         def generate(self, *args: Any, **kwargs: Any) -> Any:
             return None
+
+        def identity(self) -> Any:
+            return types.SimpleNamespace(model="another-model", model_sha256=None)
 
     result = counters.counters_check(NoCounters(), targets(None, *[f"counters_{n}" for n in counters.COUNTERS]),
                                      inferences=1)

@@ -273,11 +273,14 @@ def _sweep_amplitudes(entry: SlaEntry) -> list[float]:
     return [float(a) for a in np.arange(float(lo), float(hi) + step / 2, step)]
 
 
-def _threshold(points: list[RipplePoint], engaged_first: bool) -> float | None:
-    """Midpoint of the measured ripple where the engaged state flips along the sweep (None: never)."""
-    for prev, cur in zip(points, points[1:]):
-        if prev.active != engaged_first and cur.active == engaged_first:
-            return (prev.x_mv + cur.x_mv) / 2.0
+def _threshold(points: list[RipplePoint], engaged_first: bool, trust_flag: bool = True) -> float | None:
+    """Midpoint of the measured ripple where the engaged state flips along the sweep (None: never).
+    trust_flag False (the flag contradicted the results somewhere): only steps whose results tell."""
+    states = [(p.x_mv, p.active if trust_flag else p.behaviour) for p in points]
+    states = [(x, state) for x, state in states if state is not None]
+    for (x0, prev), (x1, cur) in zip(states, states[1:]):
+        if prev != engaged_first and cur == engaged_first:
+            return (x0 + x1) / 2.0
     return None
 
 
@@ -322,9 +325,12 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
     finally:
         apply_ripple(supply, 0.0)
         client.config_set(MODE, mode)
-    engage = _threshold(up, engaged_first=True)
-    release = _threshold([up[-1], *down], engaged_first=False)
     sweep = [*up, *down]
+    spoke = [p for p in sweep if p.behaviour is not None]
+    contradicted = [p.x_mv for p in spoke if p.behaviour != bool(p.reported_active)]
+    # A flag its own results contradict cannot decide the steps where the results do not tell.
+    engage = _threshold(up, engaged_first=True, trust_flag=not contradicted)
+    release = _threshold([up[-1], *down], engaged_first=False)
     raw = {"x": np.array([p.x_mv for p in sweep]),
            "y": np.array([np.nan if p.mac_error_rate is None else p.mac_error_rate for p in sweep]),
            "state": np.array([float(p.active) for p in sweep]),
@@ -332,8 +338,6 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
     labels = dict(x_label="ripple amplitude at the terminals (mV, digitizer)",
                   y_label="INT4 MAC error rate (per MAC, redundancy off)",
                   state_label="redundancy engaged (auto; by results where they tell)", limit_axis="x", log_y=True)
-    spoke = [p for p in sweep if p.behaviour is not None]
-    contradicted = [p.x_mv for p in spoke if p.behaviour != bool(p.reported_active)]
     evidence = Evidence.CORROBORATED if spoke else Evidence.REPORTED
     engage_v = named(entry.evaluate(engage, evidence=evidence), "redundancy_engage_threshold", raw="ripple_sweep",
                      plot="sweep", flag_contradicted_at_mv=contradicted, **labels)
@@ -341,8 +345,8 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
         engage_v = engage_v.but(outcome=Outcome.FAIL, detail=f"fail: redundancy never engaged up to "
                                 f"{up[-1].x_mv:.1f} mV measured")
     if contradicted:
-        engage_v = engage_v.but(detail=f"the runtime's flag disagrees with its results at {contradicted} mV; "
-                                       f"{engage_v.detail}")
+        engage_v = engage_v.but(detail=f"the runtime's flag disagrees with its results at {contradicted} mV, so "
+                                       f"only the results place the threshold; {engage_v.detail}")
     if not clean:
         engage_v = engage_v.but(outcome=Outcome.FAIL, detail=f"fail: known-answer probes drawn for this run come "
                                 f"back wrong on a clean supply: the unit does not compute them; {engage_v.detail}")
