@@ -179,7 +179,7 @@ class EmulatedRuntime:
                                     bad_signatures=self.sla.audit_bad_signatures, drop_rate=self.sla.audit_drop_rate)
         now = phone.world.clock.now()
         self.counters = Counters(dict(self.sla.counters), np.random.default_rng([seed, 0xC0]), now,
-                                 reported=dict(self.sla.counters_reported))
+                                 reported=dict(self.sla.counters_reported), kernel_agrees=self.sla.consistent_counters)
         self._pids = np.random.default_rng([seed, 0x91D])
         self.pid = int(self._pids.integers(3000, 9000))
         self.started_t = now
@@ -254,11 +254,18 @@ class EmulatedRuntime:
                                       "trigger_mv": cfg["redundancy.trigger_mv"],
                                       "release_mv": cfg["redundancy.release_mv"], "sensed_mv": round(r.sensed_mv, 2)},
                        "mac_errors_detected": self.mac_errors_detected,
-                       "npu_freq_mhz": world.npu_freq_mhz, "perf_profile": cfg["npu.perf_profile"],
+                       "npu_freq_mhz": self._reported_freq_mhz(), "perf_profile": cfg["npu.perf_profile"],
                        "thermal": {"layers_on_cpu": self.governor.layers_on_cpu, "layers": LAYERS,
                                    "migrations": self.governor.migrations, "trips": self.governor.trips},
                        "pid": self.pid, "started_t": self.started_t, "inferences": self.inferences,
                        "adapter": self._active_sha()})
+
+    def _reported_freq_mhz(self) -> float:
+        """The NPU clock status gives; a counters forger gives the one its MAC utilisation needs."""
+        f = self.phone.world.npu_freq_mhz
+        said = self.sla.counters_reported.get("mac_utilisation")
+        real = self.counters.utilisation("mac_utilisation")
+        return round(f * real / said, 1) if self.sla.consistent_counters and said and real else f
 
     # --- config -------------------------------------------------------------------------
     def _config_get(self, args: argparse.Namespace) -> CommandResult:

@@ -252,11 +252,29 @@ def test_honest_counters_are_corroborated_where_the_bench_can_check_them():
     evidence = {v.name: v.evidence for v in result.verdicts}
     reported = {n for n, e in evidence.items() if e is Evidence.REPORTED}
     assert reported == {"counters_kv_cache_miss_rate", "counters_memory_bandwidth_utilisation",
-                        "counters_prefetch_accuracy"}
+                        "counters_prefetch_accuracy", "counters_weight_page_fault_rate"}  # vmstat is the phone's
     # the phone's word alone is never a PASS, whatever the entry accepts
     assert all(v.outcome is (Outcome.INCONCLUSIVE if v.name in reported else Outcome.PASS) for v in result.verdicts)
     assert evidence["counters_mac_utilisation"] is Evidence.CORROBORATED
-    assert evidence["counters_weight_page_fault_rate"] is Evidence.CORROBORATED
+
+
+def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
+    """The runtime's counters, its status' NPU clock and /proc/vmstat tell one story: only the
+    physics on the datasheet clock and the host's decode time catch the MAC utilisation; the rest
+    can only be reported."""
+    device, runtime = phone("consistent-counters")
+    result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
+    mac = result.verdict("counters_mac_utilisation")
+    assert mac.outcome is Outcome.FAIL and "implausible" in mac.detail and "datasheet clock" in mac.detail
+    assert not any(v.passed for v in result.verdicts)
+    faults = result.verdict("counters_weight_page_fault_rate")
+    assert faults.evidence is Evidence.REPORTED and "consistent with the phone's own" in faults.detail
+    entries = targets(None, *COUNTERS)
+    entries["counters_mac_utilisation"] = dataclasses.replace(
+        entries["counters_mac_utilisation"],
+        parameters={k: v for k, v in entries["counters_mac_utilisation"].parameters.items() if k != "npu_clock_mhz"})
+    on_its_clock = counters.counters_check(runtime, entries, inferences=10).verdict("counters_mac_utilisation")
+    assert on_its_clock.evidence is Evidence.REPORTED and not on_its_clock.passed  # its clock makes it agree
 
 
 def test_inflated_counters_are_implausible():
