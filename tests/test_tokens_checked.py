@@ -91,3 +91,13 @@ def test_honest_tokens_are_the_models(persona):
     assert verdict.outcome is Outcome.PASS and "every token is the model's" in verdict.detail
     assert len(result.raw["first_token_prompts"]["cases"]) == tokens.PROMPT_CASES
     assert "first_token_prompts" in verdict.raw
+
+
+FORGERS = ("fabricated-first-token", "patched-kills", "faked-redundancy", "phantom-gpu-load", "consistent-counters")
+
+
+def test_every_forger_is_selectable_as_a_station_persona():
+    """`bench run --persona NAME` takes any name the emulated station knows."""
+    from emulation.station import sla_personas
+
+    assert set(FORGERS) <= sla_personas()
