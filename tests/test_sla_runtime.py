@@ -404,7 +404,8 @@ def test_record_into_saves_raw_data_and_points_each_verdict_at_it():
     result = tokens.first_token_check(phone()[1], dataclasses.replace(load_profile("default").get("first_token_p99"),
                                                                        min_samples=0), n=5)
     result.record_into(Record())
-    assert recorded[0].raw == ("raw/first_token.npz",) and "first_token" in saved
+    assert recorded[0].raw == ("raw/first_token.npz", "raw/first_token_prompts.npz") and "first_token" in saved
+    assert len(saved["first_token_prompts"]["cases"]) == tokens.PROMPT_CASES  # the drawn prompts, kept
 
 
 # --- over real ADB: exit statuses, big pulls and pushes survive the transport ---------------------
