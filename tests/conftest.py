@@ -14,7 +14,7 @@ SLOW = {
     "test_operator_page",
     # real adb servers, subprocess bench runs, whole emulated soaks: seconds each
     "test_adb_driver", "test_recovery_plugin", "test_token_evidence", "test_safety_evidence",
-    "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process",
+    "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process", "test_tokens_checked",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
