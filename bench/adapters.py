@@ -12,8 +12,8 @@ from typing import Sequence
 
 from bench.core import signing
 from bench.core.errors import BenchError, DeviceError
-from bench.fingerprint import FingerprintReport
-from bench.profiles import Adapter, ProfileLibrary
+from bench.fingerprint import FingerprintReport, fingerprint
+from bench.profiles import Adapter, ProfileLibrary, load_library
 from drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -84,6 +84,19 @@ def apply_adapter(client: RuntimeClient, adapter: Adapter | None,
                                    hint="re-run; if it persists, check free space in /data and the runtime log") from None
     log.info("%s: adapter %s (%s) active, was %s", name, adapter.name, sha[:12], previous)
     return AdapterOutcome(name, adapter.name, sha, previous, sha, "activated")
+
+
+def shipped_numerics(client: RuntimeClient, library: ProfileLibrary | None = None) -> AdapterOutcome | None:
+    """Fingerprint the unit and activate the adapter its profile assigns: the configuration a phone
+    ships in (claim 9), in which it computes the model exactly, so its tokens can be checked against
+    the bench's reference. None when the build is not trusted with an adapter: its tokens may then
+    differ from the model's, and the token checks say so."""
+    library = library or load_library()
+    report = fingerprint(client.device, library, client=client)
+    if not report.trusted:
+        log.warning("%s: %s build, no adapter: tokens may not be the model's", client.device.name, report.verdict)
+        return None
+    return apply_adapter(client, choose_adapter(report, library), library.trusted)
 
 
 def rollback(client: RuntimeClient, previous: str | None) -> str | None:

@@ -55,11 +55,12 @@ TOP_LEVEL = ("name", "description", "extends", "metrics")
 FIELDS = ("description", "claim", "statistic", "comparator", "limit", "unit", "confidence", "min_samples",
           "p", "independence", "min_runs", "tolerance", "conditions", "parameters", "evidence", "decision_rule")
 # What an entry's `evidence` requirement accepts: "measured" needs the bench's own measurement;
-# "corroborated" also takes the DUT's report checked against one; "any" takes self-report too.
+# "corroborated" also takes the DUT's report checked against one. "any" is "corroborated": the
+# phone's word alone (`reported`) is never a PASS, and no profile can require less.
 EVIDENCE_ACCEPTED = {
     "measured": (Evidence.MEASURED,),
     "corroborated": (Evidence.MEASURED, Evidence.CORROBORATED),
-    "any": (Evidence.MEASURED, Evidence.CORROBORATED, Evidence.SELF_REPORTED),
+    "any": (Evidence.MEASURED, Evidence.CORROBORATED),
 }
 REQUIRED = ("statistic", "comparator", "limit", "unit")
 TEXT_FIELDS = ("statistic", "comparator", "unit", "independence", "evidence", "decision_rule", "description")
@@ -127,9 +128,13 @@ class SlaEntry:
 
     def require_evidence(self, verdict: Verdict) -> Verdict:
         """A PASS resting on less than this entry's `evidence` requirement is INCONCLUSIVE."""
-        if self.evidence == "any" or verdict.outcome is not Outcome.PASS \
-                or verdict.evidence in EVIDENCE_ACCEPTED[self.evidence]:
+        if verdict.outcome is not Outcome.PASS or verdict.evidence in EVIDENCE_ACCEPTED[self.evidence] \
+                or (self.evidence == "any" and verdict.evidence is None):
             return verdict
+        if verdict.evidence is Evidence.REPORTED:
+            return verdict.but(outcome=Outcome.INCONCLUSIVE,
+                               detail=f"reported: only the phone's word, which is never a PASS; {verdict.detail}"
+                               .rstrip("; "))
         rests_on = verdict.evidence.value if verdict.evidence else "unstated evidence"
         return verdict.but(outcome=Outcome.INCONCLUSIVE,
                            detail=f"rests on {rests_on}, but profile {self.profile!r} requires {self.evidence} "

@@ -7,10 +7,11 @@
 Answers are JSON lines like the runtime's. `gpu_busy` is the GPU busy fraction the tool says it
 measures, near the target. Fault "gpu-load-weak": the load never gets the GPU past ~50 % (a
 throttled GPU), so a check that needs > 70 % must not pass. Persona "fake-gpu-load": the tool
-reports 80 % busy and loads nothing. The load's own power is not drawn in the world (the world
-sums no concurrent activities); the runtime feels it as contention.
+reports 80 % busy and loads nothing; "phantom-gpu-load" also has the kernel's counters say so.
+A real load draws GPU_FULL_W x its busy fraction beside the runtime's work (world.set_background:
+on the supply, and as heat next to the CPU); the runtime feels it as contention.
 
-The kernel's own account is independent of the tool: the GPU driver's busy counters in
+The kernel's account: the GPU driver's busy counters in
 /sys/class/kgsl/kgsl-3d0/gpubusy, `busy total` in microseconds over the last completed window of
 GPUBUSY_WINDOW_S (KGSL's format), integrated from the GPU's real busy fraction on every step of
 the world's clock.
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 KINDS = ("video", "call", "video+call", "game")
 FAULT_WEAK = "gpu-load-weak"
+GPU_FULL_W = 2.4  # the GPU's draw at 100 % busy (a video + call load on a flagship SoC: ~1.8 W at 75 %)
 WEAK_CEILING = 0.5
 GPUBUSY = "/sys/class/kgsl/kgsl-3d0/gpubusy"
 GPUBUSY_WINDOW_S = 1.0
@@ -70,7 +72,9 @@ class GpuLoad:
         self._load: _Load | None = None
         self._offset = 0.0  # how far the achieved load sits from the target (per start)
         self._samples: list[float] = []
-        self.fake_busy = runtime_persona(phone.spec.sla_persona).gpuload_fake_busy
+        persona = runtime_persona(phone.spec.sla_persona)
+        self.fake_busy = persona.gpuload_fake_busy
+        self.fake_counters = persona.gpu_counters_fake  # the kernel's busy counters tell the same lie
         self._window = [0.0, 0.0]  # busy, total seconds in the current gpubusy window
 
     def busy(self) -> float:
@@ -93,11 +97,13 @@ class GpuLoad:
                 self._load = _Load(args.target, args.kind, self.phone.world.clock.now())
                 self._offset = float(self._rng.normal(0.015, 0.01))
                 self._samples = []
+                self.phone.world.set_background("gpu", GPU_FULL_W * self.busy())
                 return _lines(self._state())
             if args.verb == "status":
                 return _lines(self._state())
             state = self._state()
             self._load = None
+            self.phone.world.set_background("gpu", 0.0)
             return _lines({**state, "running": False})
         except ValueError as exc:
             return CommandResult(stderr=(json.dumps({"error": str(exc), "verb": "gpuload"}) + "\n").encode(),
@@ -105,7 +111,8 @@ class GpuLoad:
 
     def on_step(self, t: float, dt: float) -> None:
         """Clock listener: the kernel's busy counters, one gpubusy window at a time."""
-        self._window[0] += dt * self.busy()
+        said = self.fake_busy if self.fake_counters and self._load is not None else None
+        self._window[0] += dt * (self.busy() if said is None else said)
         self._window[1] += dt
         if self._window[1] >= GPUBUSY_WINDOW_S:
             busy_us, total_us = (round(1e6 * x) for x in self._window)

@@ -32,7 +32,7 @@ from emulation.npu_personas import get_persona
 from emulation.runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
 from emulation.runtime_counters import VMSTAT, Counters
 from emulation.runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
-from emulation.runtime_safety import LAYERS, RedundancyController, ThermalGovernor, ThermalKill
+from emulation.runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, ThermalGovernor, ThermalKill
 from emulation.runtime_stream import EventStream
 from emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from emulation.shell import CommandResult, ShellContext
@@ -179,7 +179,7 @@ class EmulatedRuntime:
                                     bad_signatures=self.sla.audit_bad_signatures, drop_rate=self.sla.audit_drop_rate)
         now = phone.world.clock.now()
         self.counters = Counters(dict(self.sla.counters), np.random.default_rng([seed, 0xC0]), now,
-                                 reported=dict(self.sla.counters_reported))
+                                 reported=dict(self.sla.counters_reported), kernel_agrees=self.sla.consistent_counters)
         self._pids = np.random.default_rng([seed, 0x91D])
         self.pid = int(self._pids.integers(3000, 9000))
         self.started_t = now
@@ -254,11 +254,18 @@ class EmulatedRuntime:
                                       "trigger_mv": cfg["redundancy.trigger_mv"],
                                       "release_mv": cfg["redundancy.release_mv"], "sensed_mv": round(r.sensed_mv, 2)},
                        "mac_errors_detected": self.mac_errors_detected,
-                       "npu_freq_mhz": world.npu_freq_mhz, "perf_profile": cfg["npu.perf_profile"],
+                       "npu_freq_mhz": self._reported_freq_mhz(), "perf_profile": cfg["npu.perf_profile"],
                        "thermal": {"layers_on_cpu": self.governor.layers_on_cpu, "layers": LAYERS,
                                    "migrations": self.governor.migrations, "trips": self.governor.trips},
                        "pid": self.pid, "started_t": self.started_t, "inferences": self.inferences,
                        "adapter": self._active_sha()})
+
+    def _reported_freq_mhz(self) -> float:
+        """The NPU clock status gives; a counters forger gives the one its MAC utilisation needs."""
+        f = self.phone.world.npu_freq_mhz
+        said = self.sla.counters_reported.get("mac_utilisation")
+        real = self.counters.utilisation("mac_utilisation")
+        return round(f * real / said, 1) if self.sla.consistent_counters and said and real else f
 
     # --- config -------------------------------------------------------------------------
     def _config_get(self, args: argparse.Namespace) -> CommandResult:
@@ -311,6 +318,10 @@ class EmulatedRuntime:
         cond = self._conditions()
         self.timer.start_run()
         decode_s = 0.0
+        forged = self.sla.fabricate_first_token and bool(tokens)
+        if forged:  # a plausible id at once, before any work; the real first token never shows
+            events.append({"event": "token", "index": 0, "id": (tokens[0] + 1) % model.config.vocab,
+                           "t": world.clock.now()})
         try:
             self._govern(events)
             self._work(self.timer.prefill(len(prompt), cond.with_(cpu_fraction=self.governor.cpu_fraction)),
@@ -321,8 +332,11 @@ class EmulatedRuntime:
                     step = self.timer.decode(cond.with_(cpu_fraction=self.governor.cpu_fraction))
                     self._work(step, "decode")
                     decode_s += step.total_s
-                events.append({"event": "token", "index": index, "id": token, "t": world.clock.now()})
+                if not (forged and index == 0):
+                    events.append({"event": "token", "index": index, "id": token, "t": world.clock.now()})
         except ThermalKill as kill:
+            if self.sla.patch_kills:
+                return self._patched_kill(events, kill, len(tokens), model.config.vocab)
             return self._killed(events, kill)
         done_t = world.clock.now()
         events.append({"event": "done", "t": done_t, "tokens": len(tokens)})
@@ -396,6 +410,29 @@ class EmulatedRuntime:
         self.started_t = self.phone.world.clock.now()
         return CommandResult(bytes(events.kept), b"", 137)
 
+    def _patched_kill(self, events: EventStream, kill: ThermalKill, max_tokens: int, vocab: int) -> CommandResult:
+        """A forger's kill: the restarted process reports a migration where it died, streams made-up
+        tokens for the rest of the dialog, a done line and exit 0, and keeps its old pid; status,
+        events and audit agree with that story."""
+        log.info("%s: runtime killed (%s), patched over", self.phone.spec.serial, kill)
+        world = self.phone.world
+        world.wait(RESTART_S)  # the restart itself cannot be hidden from the world's clock
+        self.governor.reset()
+        self.governor.layers_on_cpu, self.governor.migrations = MIGRATION_STEP, self.governor.migrations + 1
+        self.governor.trips += 1
+        temps = world.temperatures()
+        events.append({"event": "thermal", "t": world.clock.now(), "action": "migrate", "npu_c": round(kill.npu_c, 2),
+                       "cpu_c": round(temps["cpu"], 2), "layers_on_cpu": MIGRATION_STEP, "layers": LAYERS})
+        sent = sum(1 for e in events.events if e.get("event") == "token")
+        invent = np.random.default_rng([self.phone.spec.seed, 0xFA6E, self.inferences])
+        for index in range(sent, max_tokens):
+            self._work(self.timer.decode(self._conditions()), "decode")
+            events.append({"event": "token", "index": index, "id": int(invent.integers(0, vocab)),
+                           "t": world.clock.now()})
+        events.append({"event": "done", "t": world.clock.now(), "tokens": max_tokens})
+        self.inferences += 1
+        return CommandResult(bytes(events.kept))
+
     # --- probe --------------------------------------------------------------------------
     def _probe(self, args: argparse.Namespace) -> CommandResult:
         batch = self._read_json(args.path, "probe batch")
@@ -418,7 +455,9 @@ class EmulatedRuntime:
                         for t in (probe["a"], probe["b"]))
                 if max(a.values.size, b.values.size) > MAX_SEGMENTS or a.length > MAX_PROBE_LENGTH:
                     raise ValueError(f"vector too large (limits: {MAX_SEGMENTS} segments, length {MAX_PROBE_LENGTH})")
-                if redundant:
+                if self.sla.forge_known_answers and _looks_known(ident, probe["b"]):
+                    result = 0  # the answer the bench used to expect, without computing
+                elif redundant:
                     result = int(npu.voted(lambda: np.array([npu.dot_runs(a, b, acc, tile, faults)]), vote)[0])
                 else:
                     result = npu.dot_runs(a, b, acc, tile, faults)
@@ -547,6 +586,13 @@ class EmulatedRuntime:
             return json.loads(self._read(path, what))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise RuntimeFailure(f"{what} {path}: not JSON ({exc})", 2) from None
+
+
+def _looks_known(ident: Any, b: str) -> bool:
+    """A forger's guess that a probe is a known-answer probe of answer 0: the ids r0, r1, ... or a
+    vector of all ones."""
+    return (isinstance(ident, str) and ident[:1] == "r" and ident[1:].isdigit()) or \
+        (b.startswith("1x") and "," not in b)
 
 
 def _adapter_spec(data: bytes, where: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ rates, so they move with the workload like a real PMU's. Two of them are physics
   pgpgin, 4 KiB per fault) move with them, since boot, never reset.
 
 A lying persona (`counters_reported`) reports other rates than the ones incurred: the reported
-numerators are rewritten, the kernel's counts are not.
+numerators are rewritten, the kernel's counts are not, unless the kernel lies too
+(`kernel_agrees`: /proc/vmstat counts the faults the runtime reports).
 """
 from __future__ import annotations
 
@@ -62,13 +63,14 @@ class _Counts:
 
 class Counters:
     def __init__(self, overrides: dict[str, float], rng: np.random.Generator, now: float,
-                 reported: dict[str, float] | None = None) -> None:
+                 reported: dict[str, float] | None = None, kernel_agrees: bool = False) -> None:
         self.rates = {**NOMINAL_RATES, **{k: v for k, v in overrides.items() if k in NOMINAL_RATES}}
         self.reported = dict(reported or {})
         self.rng = rng
         self.counts = _Counts()
         self.since_t = now
         self.major_faults = 0  # since boot: what the kernel counts
+        self.kernel_agrees = kernel_agrees and "weight_page_fault_rate" in self.reported
 
     def reset(self, now: float) -> None:
         self.counts = _Counts()
@@ -93,7 +95,7 @@ class Counters:
         c.weight_page_reads += reads
         faults = int(rng.binomial(reads, r["weight_page_fault_rate"]))
         c.weight_page_faults += faults
-        self.major_faults += faults
+        self.major_faults += round(self.reported["weight_page_fault_rate"] * reads) if self.kernel_agrees else faults
         issued = PREFETCHES_PER_TOKEN * tokens
         c.prefetch_issued += issued
         c.prefetch_useful += int(rng.binomial(issued, r["prefetch_accuracy"]))
@@ -107,6 +109,12 @@ class Counters:
         for rate, (num, den) in RATIOS.items():
             out[rate] = round(counts[num] / counts[den], 6) if counts[den] else None
         return out
+
+    def utilisation(self, rate: str) -> float | None:
+        """The rate really incurred since the reset (what a forger must hide)."""
+        num, den = RATIOS[rate]
+        d = getattr(self.counts, den)
+        return getattr(self.counts, num) / d if d else None
 
     def vmstat(self) -> bytes:
         """/proc/vmstat's paging lines (the rest of the file is left out)."""

@@ -35,7 +35,18 @@ class RuntimePersona:
     report_shift_s: float = 0.0              # every token reported this much earlier than it came
     gpuload_fake_busy: float | None = None   # the GPU load tool reports this busy fraction, loads nothing
     counters_reported: dict[str, float] = field(default_factory=dict)  # rates reported, not incurred
+    # --- forgers: every answer the phone gives is rewritten consistently (docs/evidence.md) ---
+    fabricate_first_token: bool = False      # a made-up token streamed with the start line, the real first dropped
+    patch_kills: bool = False                # a killed dialog is finished with made-up tokens, done, exit 0, same pid
+    consistent_counters: bool = False        # vmstat and the status' NPU clock agree with the reported counters
+    gpu_counters_fake: bool = False          # the GPU driver's busy counters read gpuload_fake_busy too
+    forge_known_answers: bool = False        # probes that look like known-answer ones are answered 0 uncomputed
 
+
+PERSONA_COUNTERS_BAD = {"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021,
+                        "memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71}
+PERSONA_COUNTERS_SAID = {"kv_cache_miss_rate": 0.06, "mac_utilisation": 0.97, "memory_bandwidth_utilisation": 0.96,
+                         "weight_page_fault_rate": 0.002, "prefetch_accuracy": 0.93}
 
 PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("nominal"),
@@ -63,12 +74,16 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("compressed-timestamps", timing="jittery", report_compression=0.35),
     RuntimePersona("shifted-timestamps", timing="slow", report_shift_s=0.15),
     RuntimePersona("fake-gpu-load", gpuload_fake_busy=0.80),
+    # --- forgers: slow, and whatever the phone says over ADB agrees with the lie -------------------
+    RuntimePersona("fabricated-first-token", timing="slow", fabricate_first_token=True),
+    RuntimePersona("patched-kills", kill_at_trip=True, patch_kills=True),
+    RuntimePersona("phantom-gpu-load", gpuload_fake_busy=0.80, gpu_counters_fake=True),
+    RuntimePersona("faked-redundancy", redundancy_flag_only=True, redundancy_trigger_mv=20.0,
+                   forge_known_answers=True),  # raises its flag early, never votes
     RuntimePersona("inflated-counters", timing="jittery",  # stalls and pages like "jittery" and "slow"
-                   counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021,
-                             "memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71},
-                   counters_reported={"kv_cache_miss_rate": 0.06, "mac_utilisation": 0.97,
-                                      "memory_bandwidth_utilisation": 0.96, "weight_page_fault_rate": 0.002,
-                                      "prefetch_accuracy": 0.93}),
+                   counters=PERSONA_COUNTERS_BAD, counters_reported=PERSONA_COUNTERS_SAID),
+    RuntimePersona("consistent-counters", timing="jittery", consistent_counters=True,  # as above, and
+                   counters=PERSONA_COUNTERS_BAD, counters_reported=PERSONA_COUNTERS_SAID),  # vmstat, clock agree
 )}
 
 SLA_PERSONAS_RUNTIME: set[str] = set(PERSONAS)

@@ -131,6 +131,7 @@ class World:
         self.capacity_pct = FRESH_CAPACITY_PCT
         self.battery_capacity_wh = BATTERY_CAPACITY_WH
         self.timeline = Timeline()
+        self.background: dict[str, tuple[float, float]] = {}  # load name -> (since t, watts): e.g. the GPU load
         self.supply = Supply()
         self.audio = AudioScene()
         self.fixture = Fixture()
@@ -201,6 +202,7 @@ class World:
             self.phone = phone
             self.seed = int(spec.seed)
             self.timeline = Timeline()
+            self.background = {}
             self.audio = AudioScene()
             self.fixture.loopback = None
             self.capacity_pct = FRESH_CAPACITY_PCT
@@ -275,7 +277,23 @@ class World:
 
     def power_w(self) -> float:
         with self._lock:
-            return self._activity(self.clock.now())[1]
+            now = self.clock.now()
+            return self._activity(now)[1] + float(self._background_at(np.array([now]))[0])
+
+    def set_background(self, name: str, watts: float) -> None:
+        """A load beside the runtime's work (the GPU load generator) draws `watts` from now on
+        (0: it stopped); it shows on the supply and heats the SoC."""
+        with self._lock:
+            if watts > 0:
+                self.background[name] = (self.clock.now(), float(watts))
+            else:
+                self.background.pop(name, None)
+
+    def _background_at(self, times: np.ndarray) -> np.ndarray:
+        extra = np.zeros(times.shape)
+        for since, watts in self.background.values():
+            extra[times >= since] += watts
+        return extra
 
     def temperatures(self) -> dict[str, float]:
         """The phone's own sensors (thermal zones, dumpsys), °C."""
@@ -338,7 +356,7 @@ class World:
     def electrical_at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(terminal volts, amps) the phone sees and draws at each ascending time (no meter noise)."""
         with self._lock:
-            power = self.timeline.power_at(times, self.phase_power_w("idle"))
+            power = self.timeline.power_at(times, self.phase_power_w("idle")) + self._background_at(times)
             source, ohms = self.supply.source_at(times, self.capacity_pct)
             current = self.supply.current_for_power(power, source, ohms)
             return source - current * ohms, current
@@ -367,9 +385,11 @@ class World:
         # Called by the clock from the thread that advances it (which holds self._lock when
         # time moves through work/wait/wait_until): no locking here, so no lock-order cycles.
         phase, power = self._activity(t)
+        extra = sum(w for since, w in self.background.values() if since <= t)
         source_v, ohms = self.supply.source(self.capacity_pct)
+        power += extra
         current = self.supply.current_now(power, source_v, ohms)
-        q = self.thermal.heat(phase, power)
+        q = self.thermal.heat(phase, power - extra) + self.thermal.heat_at("cpu", extra)  # the GPU sits by the CPU
         if not self.supply.emulator_on:
             q = q + self.thermal.heat_at("battery", current * current * ohms)
         self.thermal.step(q, dt)

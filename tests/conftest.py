@@ -16,6 +16,7 @@ SLOW = {
     "test_adb_driver", "test_recovery_plugin", "test_token_evidence", "test_safety_evidence",
     "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process", "test_lab_path", "test_plain_pytest",
     "test_phone_locks", "test_emulated_mix_run", "test_unattended", "test_killed_runs",
+    "test_tokens_checked",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",

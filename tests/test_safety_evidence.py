@@ -19,7 +19,7 @@ from bench.core.verdict import Evidence, Outcome
 from bench.device_state import phone_clock
 from bench.sla import SlaProfile, load_profile
 from device_double import PhoneDevice, emulated_supplies, make_device
-from drivers.runtime import RuntimeClient
+from drivers.runtime import Probe, RuntimeClient
 from emulation.runtime_personas import PERSONAS
 
 NPU = "SM8650-ES"
@@ -42,7 +42,7 @@ def outcomes(result: Any) -> dict[str, Outcome]:
 
 def test_every_liar_is_a_declared_persona():
     for name in ("trip-misreported", "redundancy-flag-only", "ripple-sensed-low", "spot-time-omits-read",
-                 "audit-drop"):
+                 "audit-drop", "patched-kills", "faked-redundancy"):
         assert name in PERSONAS
 
 
@@ -174,15 +174,32 @@ def test_a_ratio_whose_interval_misses_the_claimed_12x_fails(sla):
     assert redundancy._ratio_verdict(entry, [_point(25, 0), _point(50, 0)]).outcome is Outcome.INVALID
 
 
-def test_known_answer_probes_keep_every_partial_sum_inside_16_bits():
-    probe = redundancy._probe_batch(20_000_000, 1)[0]
-    runs = [segment.split("x") for segment in probe.a.split(",")]
-    partial, peak = 0, 0
-    for value, count in runs:
-        partial += int(value) * int(count)
-        peak = max(peak, abs(partial))
-    assert partial == redundancy.PROBE_ANSWER and peak < 1 << 15
-    assert sum(int(c) for _, c in runs) == int(probe.b.split("x")[1])
+def test_known_answer_probes_are_fresh_non_trivial_and_stay_inside_16_bits():
+    first, second = redundancy.known_answer_batch(20_000_000, 16), redundancy.known_answer_batch(20_000_000, 16)
+    assert not set(first.answers) & set(second.answers)  # ids never repeat across batches
+    assert {p.a for p in first.probes}.isdisjoint({p.a for p in second.probes})  # nor vectors
+    for probe in first.probes[:3]:
+        a = [tuple(int(x) for x in seg.split("x")) for seg in probe.a.split(",")]
+        b = [tuple(int(x) for x in seg.split("x")) for seg in probe.b.split(",")]
+        partial, peak = 0, 0
+        for (va, n), (vb, m) in zip(a, b):
+            assert n == m
+            partial += va * vb * n
+            peak = max(peak, abs(partial))
+        assert partial == first.answers[probe.id] != 0 and peak <= redundancy.PROBE_RUN
+        assert sum(n for _, n in a) == 20_000_000
+
+
+def test_a_unit_answering_the_old_known_answers_uncomputed_is_caught(sla, bench_supply):
+    """The forger answers probes that look like the old fixed ones (ids r0.., a vector of ones) with
+    0 without computing and raises its flag early; fresh probes make it compute, and its single
+    compute errs unprotected above its onset."""
+    _, runtime, _ = bench_supply("faked-redundancy")
+    old_style = [Probe(f"r{i}", "1x16384,-1x16384", "1x32768") for i in range(4)]
+    assert all(r.result == 0 for r in runtime.probe(old_style))
+    swept = _sweep(sla, bench_supply, "faked-redundancy")
+    assert outcomes(swept)["redundancy_engage_threshold"] is Outcome.FAIL
+    assert outcomes(swept)["redundancy_unprotected_errors"] is Outcome.FAIL
 
 
 # --- claims 11, 12: the bench's Merkle verify and clock -------------------------------------------

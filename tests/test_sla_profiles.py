@@ -277,12 +277,15 @@ def test_a_pass_on_weaker_evidence_than_required_is_inconclusive(tmp_path):
     unstated = entry.evaluate([120.0, 130.0])
     checked = entry.evaluate([120.0, 130.0], evidence=Evidence.CORROBORATED)
     measured = entry.evaluate([120.0, 130.0], evidence=Evidence.MEASURED)
-    assert said.outcome is Outcome.INCONCLUSIVE and "requires corroborated" in said.detail
+    assert said.outcome is Outcome.INCONCLUSIVE and "never a PASS" in said.detail
     assert unstated.outcome is Outcome.INCONCLUSIVE and "unstated evidence" in unstated.detail
     assert checked.outcome is Outcome.PASS and checked.evidence is Evidence.CORROBORATED
     assert measured.outcome is Outcome.PASS
     slow = entry.evaluate([120.0, 330.0], evidence=Evidence.SELF_REPORTED)  # a self-reported miss still fails
     assert slow.outcome is Outcome.FAIL
+    lenient = _entry_profile(tmp_path, 'evidence = "any"')  # no profile can require less than corroboration
+    assert lenient.evaluate([120.0, 130.0], evidence=Evidence.REPORTED).outcome is Outcome.INCONCLUSIVE
+    assert Evidence("self-reported") is Evidence.REPORTED  # results stored before the rename
 
 
 def test_guarded_decision_needs_the_uncertainty_clear_of_the_limit(tmp_path):

@@ -7,12 +7,14 @@ be shown; negative controls use fewer where the failure shows anyway.
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
+from bench.adapters import shipped_numerics
 from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
 from bench.checks.targets import check_targets, target, targets
 from bench.sla import SlaProfile, load_profile
@@ -32,9 +34,12 @@ def sla() -> SlaProfile:
 
 
 def phone(persona: str = "nominal", *faults: str, seed: int = 0) -> tuple[PhoneDevice, RuntimeClient]:
-    """An in-process phone whose runtime client stamps arrivals on the phone's world clock."""
+    """An in-process phone whose runtime client stamps arrivals on the phone's world clock, in its
+    shipped numerics (the profile's overflow adapter), so an honest unit streams the model's tokens."""
     device = make_device(NPU, f"EMU-{persona}", sla_persona=persona, faults=list(faults), seed=seed)
-    return device, RuntimeClient(device, clock=WorldClock(device))
+    runtime = RuntimeClient(device, clock=WorldClock(device))
+    assert shipped_numerics(runtime) is not None
+    return device, runtime
 
 
 def outcomes(result: Any) -> dict[str, Outcome]:
@@ -127,6 +132,28 @@ def test_thermal_soak_fails_a_runtime_killed_at_the_trip(sla):
     assert outcomes(result)["npu_trip_process_kills"] is Outcome.FAIL
     assert outcomes(result)["npu_trip_long_dialog_success"] is Outcome.FAIL
     assert outcomes(result)["npu_trip_temperature"] is Outcome.INVALID  # never migrated: no trip shown
+
+
+def test_thermal_soak_sees_kills_the_phone_patched_over(sla):
+    """Killed at the trip, each dialog finished with made-up tokens after a migrate event, done and
+    exit 0, the pid kept: the host sees the restart's break and tokens that are not the model's."""
+    result, _ = _soak(sla, "patched-kills", dialogs=30)
+    kills, success = result.verdict("npu_trip_process_kills"), result.verdict("npu_trip_long_dialog_success")
+    assert kills.outcome is Outcome.FAIL and kills.evidence is Evidence.MEASURED
+    assert kills.extra["killed_streams"] == 0 and kills.extra["pid_changes"] == 0  # the phone's story holds
+    assert kills.extra["host_observed_breaks"] > 0
+    assert success.outcome is Outcome.FAIL and success.extra["dialogs_not_the_models_output"] > 0
+
+
+def test_thermal_soak_without_a_station_clock_rests_on_the_phones_word(sla):
+    device, runtime = _preheated("patched-kills")
+    result = thermal_trip.thermal_trip_check(RuntimeClient(device), sla.get("npu_trip_temperature"),
+                                             sla.get("npu_process_kills"),
+                                             dataclasses.replace(sla.get("long_dialog_success"), limit=0.9,
+                                                                 min_samples=0), dialogs=10)
+    kills = result.verdict("npu_trip_process_kills")
+    assert kills.evidence is Evidence.SELF_REPORTED and kills.outcome is not Outcome.PASS
+    assert "phone's word only" in kills.detail
 
 
 def test_thermal_soak_fails_a_trip_at_the_cpus_65_degrees(sla):
@@ -328,7 +355,8 @@ def test_audit_leak_search_finds_token_ids_hidden_in_an_allowed_field():
 def test_counters_check(persona, failing):
     entries = targets(None, *[f"counters_{n}" for n in counters.COUNTERS])
     result = counters.counters_check(phone(persona)[1], entries, inferences=10)
-    assert {v.name for v in result.verdicts if not v.passed} == failing
+    assert {v.name for v in result.verdicts if v.outcome is Outcome.FAIL} == failing
+    assert not any(v.passed for v in result.verdicts if v.evidence is Evidence.REPORTED)  # never a PASS
 
 
 def test_counters_not_exposed_are_recorded_not_failed():
@@ -338,6 +366,9 @@ def test_counters_not_exposed_are_recorded_not_failed():
 
         def generate(self, *args: Any, **kwargs: Any) -> Any:
             return None
+
+        def identity(self) -> Any:
+            return types.SimpleNamespace(model="another-model", model_sha256=None)
 
     result = counters.counters_check(NoCounters(), targets(None, *[f"counters_{n}" for n in counters.COUNTERS]),
                                      inferences=1)
@@ -368,7 +399,8 @@ def test_record_into_saves_raw_data_and_points_each_verdict_at_it():
     result = tokens.first_token_check(phone()[1], dataclasses.replace(load_profile("default").get("first_token_p99"),
                                                                        min_samples=0), n=5)
     result.record_into(Record())
-    assert recorded[0].raw == ("raw/first_token.npz",) and "first_token" in saved
+    assert recorded[0].raw == ("raw/first_token.npz", "raw/first_token_prompts.npz") and "first_token" in saved
+    assert len(saved["first_token_prompts"]["cases"]) == tokens.PROMPT_CASES  # the drawn prompts, kept
 
 
 # --- over real ADB: exit statuses, big pulls and pushes survive either transport --------------------

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench.adapters import shipped_numerics
 from bench.checks import counters, token_power, tokens
 from bench.checks.targets import targets
 from bench.core.errors import InstrumentError, InvalidMeasurement
@@ -44,8 +45,12 @@ def sla() -> SlaProfile:
 
 
 def phone(persona: str = "nominal", *, clocked: bool = True) -> tuple[PhoneDevice, RuntimeClient]:
+    """A phone in its shipped configuration: its profile's overflow adapter active (claim 9), so an
+    honest unit streams the model's tokens."""
     device = make_device(NPU, f"EMU-{persona}", sla_persona=persona)
-    return device, RuntimeClient(device, clock=WorldClock(device) if clocked else None)
+    runtime = RuntimeClient(device, clock=WorldClock(device) if clocked else None)
+    assert shipped_numerics(runtime) is not None
+    return device, runtime
 
 
 def few(entry, n: int = 30):  # noqa: ANN001, ANN201 - negative controls need no proof-sized sample
@@ -226,6 +231,28 @@ def test_fake_gpu_load_reports_busy_while_the_gpu_idles(sla):
     assert verdict.extra["gpu_load_tool"] == pytest.approx(0.8) and verdict.extra["gpu_load"] == 0.0
 
 
+@pytest.mark.parametrize("persona, outcome", [("nominal", Outcome.PASS), ("phantom-gpu-load", Outcome.INVALID)])
+def test_the_gpu_load_must_show_on_the_supply_or_in_the_tokens(sla, persona, outcome):
+    """A forger whose load tool and GPU busy counters both read 80 % while the GPU idles: the
+    counters agree, but the supply sees no draw and the tokens no slowdown."""
+    device, runtime = phone(persona)
+    server = PowerAnalyzerServer(device.phone.world)
+    server.start()
+    supply = KeysightN6705C(server.address, timeout_s=5)
+    try:
+        entry = dataclasses.replace(few(sla.get("token_latency_p95_gpu_load"), 150), min_runs=4)
+        verdict = tokens.contention_check(device, runtime, entry, runs=4, supply=supply).verdicts[0]
+    finally:
+        supply.close()
+        server.stop()
+    effect = verdict.extra["load_effect"]
+    assert verdict.outcome is outcome and verdict.extra["gpu_load"] > 0.7  # the counters say busy either way
+    if outcome is Outcome.PASS:
+        assert effect["drawn_w"] > tokens.LOAD_MIN_W and effect["gap_ratio"] > 1.1
+    else:
+        assert abs(effect["drawn_w"]) < 0.05 and "no effect the bench can see" in verdict.detail
+
+
 def test_a_phone_without_gpu_counters_rests_the_load_on_the_tools_word(sla, monkeypatch):
     device, runtime = phone()
     monkeypatch.setattr(gpuload_driver, "GPU_BUSY_NODES", ("/sys/class/devfreq/none/load",))
@@ -239,10 +266,31 @@ def test_honest_counters_are_corroborated_where_the_bench_can_check_them(over_ad
     _, _, runtime = observed(over_adb)
     result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
     evidence = {v.name: v.evidence for v in result.verdicts}
-    assert all(v.outcome is Outcome.PASS for v in result.verdicts)
+    reported = {n for n, e in evidence.items() if e is Evidence.REPORTED}
+    assert reported == {"counters_kv_cache_miss_rate", "counters_memory_bandwidth_utilisation",
+                        "counters_prefetch_accuracy", "counters_weight_page_fault_rate"}  # vmstat is the phone's
+    # the phone's word alone is never a PASS, whatever the entry accepts
+    assert all(v.outcome is (Outcome.INCONCLUSIVE if v.name in reported else Outcome.PASS) for v in result.verdicts)
     assert evidence["counters_mac_utilisation"] is Evidence.CORROBORATED
-    assert evidence["counters_weight_page_fault_rate"] is Evidence.CORROBORATED
-    assert evidence["counters_kv_cache_miss_rate"] is Evidence.SELF_REPORTED
+
+
+def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
+    """The runtime's counters, its status' NPU clock and /proc/vmstat tell one story: only the
+    physics on the datasheet clock and the host's decode time catch the MAC utilisation; the rest
+    can only be reported."""
+    device, runtime = phone("consistent-counters")
+    result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
+    mac = result.verdict("counters_mac_utilisation")
+    assert mac.outcome is Outcome.FAIL and "implausible" in mac.detail and "datasheet clock" in mac.detail
+    assert not any(v.passed for v in result.verdicts)
+    faults = result.verdict("counters_weight_page_fault_rate")
+    assert faults.evidence is Evidence.REPORTED and "consistent with the phone's own" in faults.detail
+    entries = targets(None, *COUNTERS)
+    entries["counters_mac_utilisation"] = dataclasses.replace(
+        entries["counters_mac_utilisation"],
+        parameters={k: v for k, v in entries["counters_mac_utilisation"].parameters.items() if k != "npu_clock_mhz"})
+    on_its_clock = counters.counters_check(runtime, entries, inferences=10).verdict("counters_mac_utilisation")
+    assert on_its_clock.evidence is Evidence.REPORTED and not on_its_clock.passed  # its clock makes it agree
 
 
 def test_inflated_counters_are_implausible(over_adb):
@@ -272,7 +320,8 @@ def test_vmstat_counts_the_faults_the_runtime_incurs():
 # --- the liars ---------------------------------------------------------------------------------------
 def test_each_liar_is_declared_with_what_it_fakes():
     liars = {"compressed-timestamps": "report_compression", "shifted-timestamps": "report_shift_s",
-             "fake-gpu-load": "gpuload_fake_busy", "inflated-counters": "counters_reported"}
+             "fake-gpu-load": "gpuload_fake_busy", "inflated-counters": "counters_reported",
+             "fabricated-first-token": "fabricate_first_token", "phantom-gpu-load": "gpu_counters_fake"}
     nominal = PERSONAS["nominal"]
     for name, faked in liars.items():
         assert getattr(PERSONAS[name], faked) != getattr(nominal, faked)

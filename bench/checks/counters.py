@@ -7,20 +7,22 @@ or fault rate at most, a utilisation or accuracy at least). A counter the runtim
 expose is recorded as not measured, never failed: the claim itself says "if the runtime exposes
 them".
 
-A counter is the phone's word. Two of them are held against physics and the bench's own
-measurements (docs/evidence.md), and are "corroborated" when they agree, FAIL with both numbers
-when they do not:
+A counter is the phone's word, and so is everything else read over ADB (the runtime's status,
+/proc/vmstat): no corroboration may rest on another number the phone supplies.
 
-- MAC utilisation x MAC units x NPU clock x decode time must give the operations the model does
-  per token x the decode steps the host saw arrive (decode time: the token gaps on the station
-  clock). Tolerance: the expanded (k=2) uncertainty of the physical figure, from the entry's
-  parameters (ops per token, clock) and the link jitter.
-- Weight page faults must be the major faults the kernel counted meanwhile (/proc/vmstat
-  pgmajfault, read by the bench before and after), within three Poisson standard deviations of
-  that count (other processes fault too; this is their allowance).
+- MAC utilisation is held against physics: MAC units x NPU clock x decode time must give the
+  operations the model does per token x the decode steps the host saw arrive (decode time: the
+  token gaps on the station clock). The MAC units, ops per token and the clock are the entry's
+  datasheet parameters (`npu_clock_mhz`: the SoC's clock in the profile the phone runs by
+  default), never the runtime's status. Tolerance: the expanded (k=2) uncertainty of the
+  physical figure (ops per token, clock, link jitter). Agreement: corroborated; disagreement:
+  FAIL with both numbers. Without `npu_clock_mhz` the clock would be the phone's: reported.
+- Weight page faults are compared with the kernel's major faults (/proc/vmstat pgmajfault,
+  before and after, within three Poisson standard deviations): a phone that contradicts its own
+  kernel FAILs, but agreement is still the phone's word (reported): a forger rewrites both.
+- KV-cache misses, bandwidth and prefetch accuracy have no independent reading: reported.
 
-The others (KV-cache misses, bandwidth, prefetch accuracy) have no independent reading on a
-phone: their verdicts are self-reported.
+A reported counter is kept and shown, and never a PASS (a profile cannot require less).
 """
 from __future__ import annotations
 
@@ -90,9 +92,10 @@ class _Plausibility:
     """The counter against an independent figure: agree within `tolerance`, or not."""
 
     def __init__(self, reported: float, independent: float, tolerance: float, what: str,
-                 uncertainty: Uncertainty | None = None) -> None:
+                 uncertainty: Uncertainty | None = None, *, phones_word: bool = False) -> None:
         self.reported, self.independent, self.tolerance, self.what = reported, independent, tolerance, what
         self.uncertainty = uncertainty
+        self.phones_word = phones_word  # the "independent" figure is itself the phone's: agreement proves nothing
 
     @property
     def agrees(self) -> bool:
@@ -105,15 +108,17 @@ def _judge(entry: SlaEntry, metric: str, value: float, how: str,
         return check.invalidate(named(entry.evaluate(value, evidence=Evidence.SELF_REPORTED), metric,
                                       raw="counters", tokens=tokens))
     if not isinstance(check, _Plausibility):
-        verdict = entry.evaluate(value, evidence=Evidence.SELF_REPORTED)
+        verdict = entry.evaluate(value, evidence=Evidence.REPORTED)
         why = check or "no independent reading of this counter on a phone"
         return named(verdict, metric, raw="counters", tokens=tokens).but(
-            detail=f"{how}; self-reported ({why}); {verdict.detail}")
-    verdict = entry.evaluate(value, evidence=Evidence.CORROBORATED, uncertainty=check.uncertainty)
+            detail=f"{how}; reported ({why}); {verdict.detail}")
+    evidence = Evidence.REPORTED if check.phones_word else Evidence.CORROBORATED
+    verdict = entry.evaluate(value, evidence=evidence, uncertainty=check.uncertainty)
     verdict = named(verdict, metric, raw="counters", tokens=tokens, independent=check.independent,
                     tolerance=check.tolerance, cross_check=check.what)
     if check.agrees:
-        return verdict.but(detail=f"{how}; corroborated: {check.what} gives {check.independent:.4g} "
+        said = "consistent with the phone's own" if check.phones_word else "corroborated:"
+        return verdict.but(detail=f"{how}; {said} {check.what} gives {check.independent:.4g} "
                                   f"(within {check.tolerance:.2g}); {verdict.detail}")
     return verdict.but(outcome=Outcome.FAIL,
                        detail=f"{how}; implausible: the runtime reports {check.reported:.4g} but {check.what} gives "
@@ -134,7 +139,8 @@ def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient,
     gaps = runs.gaps_ms
     steps = sum(g.size for g in gaps)
     decode_s = sum(float(g.sum()) for g in gaps) / 1000.0
-    freq_mhz = runtime.status().npu_freq_mhz
+    datasheet = "npu_clock_mhz" in p
+    freq_mhz = float(p["npu_clock_mhz"]) if datasheet else runtime.status().npu_freq_mhz
     if not steps or decode_s <= 0 or not freq_mhz:
         return "no decode steps or NPU clock to compare with"
     physical = steps * float(p["macs_per_token"]) / (float(p["mac_units"]) * freq_mhz * 1e6 * decode_s)
@@ -146,9 +152,10 @@ def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient,
                              "attention over the context and fused ops, rectangular"),
         UncertaintyComponent("NPU clock", physical * clock_u / math.sqrt(3.0), "B", "reported setting vs actual"),
         UncertaintyComponent("decode time (link jitter)", physical * timing_u, "A", "station-clock arrivals")])
+    clock = "datasheet" if datasheet else "the runtime's"
     return _Plausibility(reported, physical, budget.expanded,
-                         f"{steps} decode steps in {decode_s:.4g} s at {freq_mhz:g} MHz on {p['mac_units']} MACs",
-                         budget)
+                         f"{steps} decode steps in {decode_s:.4g} s at {freq_mhz:g} MHz ({clock} clock) on "
+                         f"{p['mac_units']} MACs", budget, phones_word=not datasheet)
 
 
 def _fault_plausibility(data: dict[str, Any], before: int | None, after: int | None) -> _Plausibility | str:
@@ -161,4 +168,4 @@ def _fault_plausibility(data: dict[str, Any], before: int | None, after: int | N
     kernel = after - before
     allowance = FAULT_SIGMAS * math.sqrt(max(kernel, 1))
     return _Plausibility(faults / reads, kernel / reads, allowance / reads,
-                         f"the kernel's {kernel} major faults over {reads} page reads")
+                         f"the kernel's {kernel} major faults over {reads} page reads", phones_word=True)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 from dataclasses import asdict, dataclass
 
 from collections.abc import Callable
@@ -50,7 +51,7 @@ from bench.core.verdict import Evidence, Outcome, Verdict
 from drivers.device import Device
 from bench.sla import SlaEntry
 from drivers.power import PowerAnalyzer
-from drivers.runtime import Probe, RuntimeClient
+from drivers.runtime import Probe, ProbeResult, RuntimeClient, encode_runs
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,9 @@ PROBE_MACS = 20_000_000
 MIN_EXPECTED_WRONG = 4.0  # unprotected wrong probes a step must expect for its results to tell
 VOTED_FRACTION = 0.25     # a voting unit leaves at most this share of the unprotected errors
 AUTO_PROBE_DIVISOR = 4  # auto-mode probes are this much shorter (see redundancy_at)
-PROBE_RUN = 1 << 14    # +-1 runs this long keep every partial sum within 16-bit accumulators
+PROBE_RUN = 1 << 14    # no partial sum of a known-answer probe leaves +-this (16-bit accumulators hold it)
+RUN_LENGTH = (2048, 4096)  # MACs per run of a known-answer probe vector
+DISTINCT_VECTORS = 8   # vector pairs drawn per probe batch (each probe picks one, under a random id)
 DIGITIZER_POINTS = 1024
 DIGITIZER_INTERVAL_S = 50e-6  # 51 ms: eleven 217 Hz periods
 CLAIMED_TRIGGER_MV = 30.0
@@ -151,25 +154,68 @@ def measure_ripple_mv(supply: PowerAnalyzer, hz: float = RIPPLE_HZ) -> float:
     return 1000.0 * math.hypot(a, b)
 
 
-def _probe_batch(macs: int, n: int) -> list[Probe]:
-    """Probes whose exact answer is 0: +-1 runs of PROBE_RUN against all ones."""
-    pairs = max(1, macs // (2 * PROBE_RUN))
-    a = ",".join([f"1x{PROBE_RUN},-1x{PROBE_RUN}"] * pairs)
-    b = f"1x{2 * PROBE_RUN * pairs}"
-    return [Probe(f"r{i}", a, b) for i in range(n)]
+@dataclass(frozen=True)
+class KnownAnswers:
+    """A batch of probe dot products drawn for one call, and the exact answer of each (by id)."""
+
+    probes: list[Probe]
+    answers: dict[str, int]
+
+    def wrong(self, results: list[ProbeResult]) -> int:
+        """Probes not answered with their exact result (a missing or unknown id counts as wrong)."""
+        got = {r.id: r.result for r in results}
+        return sum(got.get(ident) != answer for ident, answer in self.answers.items())
 
 
-PROBE_ANSWER = 0
+def _bounded_walk(macs: int, rng: np.random.Generator) -> tuple[list[tuple[int, int]], list[tuple[int, int]], int]:
+    """Runs (value, length) of two vectors with the same boundaries, and their exact dot product.
+    Each run's products (INT4 values in +-1, +-2, so |product| <= 4) pull the running sum back
+    towards 0, so no partial sum leaves +-PROBE_RUN: no accumulator of 16 bits or more wraps or
+    saturates, whatever the order of accumulation within a run."""
+    a: list[tuple[int, int]] = []
+    b: list[tuple[int, int]] = []
+    total = done = 0
+    while done < macs:
+        x, y = int(rng.choice((1, 2))), int(rng.choice((1, 2)))
+        length = min(int(rng.integers(RUN_LENGTH[0], RUN_LENGTH[1] + 1)), PROBE_RUN // (x * y), macs - done)
+        sign = -1 if total > 0 else 1
+        ya = int(rng.choice((-1, 1)))
+        a.append((x * ya, length))
+        b.append((y * ya * sign, length))
+        total += sign * x * y * length
+        done += length
+    return a, b, total
 
 
-def probe_reference(runtime: RuntimeClient, probes: int = PROBES, macs: int = PROBE_MACS) -> int:
-    """The probe's known answer, checked on the current (clean) supply: a unit that gets it wrong
-    without ripple cannot be judged by it."""
-    results = [r.result for r in runtime.probe(_probe_batch(macs, min(probes, 16)))]
-    if any(r != PROBE_ANSWER for r in results):
-        log.warning("%s: the known-answer probe is wrong on a clean supply (%s)", runtime.device.name,
-                    sorted(set(results))[:5])
-    return PROBE_ANSWER
+def known_answer_batch(macs: int, n: int, *, distinct: int = DISTINCT_VECTORS,
+                       rng: np.random.Generator | None = None) -> KnownAnswers:
+    """n probes of `macs` MACs over `distinct` vector pairs drawn now (each with a non-zero answer the
+    bench computes), in a random order under random ids: nothing in a batch can be answered
+    without computing it."""
+    rng = rng or np.random.default_rng(secrets.randbits(128))
+    vectors = []
+    while len(vectors) < min(distinct, n):
+        a, b, answer = _bounded_walk(macs, rng)
+        if answer != 0:
+            vectors.append((encode_runs(a), encode_runs(b), answer))
+    probes, answers = [], {}
+    for k in rng.integers(0, len(vectors), n):
+        ident = secrets.token_hex(6)
+        a_text, b_text, answer = vectors[int(k)]
+        probes.append(Probe(ident, a_text, b_text))
+        answers[ident] = answer
+    return KnownAnswers(probes, answers)
+
+
+def probe_reference(runtime: RuntimeClient, probes: int = PROBES, macs: int = PROBE_MACS) -> bool:
+    """Whether the unit answers fresh known-answer probes right on the current (clean) supply: a unit
+    that does not cannot be judged by them (its results are wrong without any ripple)."""
+    batch = known_answer_batch(macs, min(probes, 16))
+    wrong = batch.wrong(runtime.probe(batch.probes))
+    if wrong:
+        log.warning("%s: %d of %d known-answer probes wrong on a clean supply", runtime.device.name, wrong,
+                    len(batch.probes))
+    return wrong == 0
 
 
 def _error_rate(wrong: float, probes: int, macs: int) -> float:
@@ -186,11 +232,12 @@ def _rate_bounds(wrong: int, probes: int, macs: int, confidence: float) -> tuple
 
 
 def redundancy_at(supply: PowerAnalyzer, runtime: RuntimeClient | Device, amplitude_mv: float, *,
-                  reference: int | None = None, probes: int = PROBES, macs: int = PROBE_MACS,
+                  reference: bool = False, probes: int = PROBES, macs: int = PROBE_MACS,
                   settle_s: float = SETTLE_S) -> RipplePoint:
     """Ripple at one amplitude: the digitizer's amplitude, the runtime's flag and sensed ripple,
-    and (given the probe's known answer `reference`) known-answer probes in the configured mode
-    and with redundancy forced off (the raw MAC error rate)."""
+    and (reference: the unit answers known-answer probes right on a clean supply) fresh
+    known-answer probes in the configured mode and with redundancy forced off (the raw MAC error
+    rate)."""
     client = _client(runtime)
     apply_ripple(supply, amplitude_mv)
     client.device.run(["sleep", f"{settle_s:g}"])
@@ -198,20 +245,21 @@ def redundancy_at(supply: PowerAnalyzer, runtime: RuntimeClient | Device, amplit
     before = client.status()
     sensed = before.redundancy.get("sensed_mv") if isinstance(before.redundancy, dict) else None
     point = RipplePoint(amplitude_mv, before.redundancy_active, before.redundancy_mode, sensed, measured)
-    if reference is not None:
+    if reference:
         # Shorter probes in auto mode: a vote needs two agreeing copies, which long probes at
         # +-50 mV rarely give (the runtime votes on short critical paths too).
-        auto = client.probe(_probe_batch(macs // AUTO_PROBE_DIVISOR, probes))
-        point.probes_wrong_auto = sum(r.result != reference for r in auto)
+        auto = known_answer_batch(macs // AUTO_PROBE_DIVISOR, probes)
+        point.probes_wrong_auto = auto.wrong(client.probe(auto.probes))
         mode = client.config_get(MODE)
         client.config_set(MODE, "off")
+        forced_off = known_answer_batch(macs, probes)
         try:
-            results = client.probe(_probe_batch(macs, probes))
+            results = client.probe(forced_off.probes)
         finally:
             client.config_set(MODE, mode)
         point.probes = probes
         point.macs_per_probe = macs
-        point.probes_wrong = sum(r.result != reference for r in results)
+        point.probes_wrong = forced_off.wrong(results)
         point.mac_error_rate = _error_rate(point.probes_wrong, probes, macs)
     after = client.status()
     if before.mac_errors_detected is not None and after.mac_errors_detected is not None:
@@ -225,11 +273,14 @@ def _sweep_amplitudes(entry: SlaEntry) -> list[float]:
     return [float(a) for a in np.arange(float(lo), float(hi) + step / 2, step)]
 
 
-def _threshold(points: list[RipplePoint], engaged_first: bool) -> float | None:
-    """Midpoint of the measured ripple where the engaged state flips along the sweep (None: never)."""
-    for prev, cur in zip(points, points[1:]):
-        if prev.active != engaged_first and cur.active == engaged_first:
-            return (prev.x_mv + cur.x_mv) / 2.0
+def _threshold(points: list[RipplePoint], engaged_first: bool, trust_flag: bool = True) -> float | None:
+    """Midpoint of the measured ripple where the engaged state flips along the sweep (None: never).
+    trust_flag False (the flag contradicted the results somewhere): only steps whose results tell."""
+    states = [(p.x_mv, p.active if trust_flag else p.behaviour) for p in points]
+    states = [(x, state) for x, state in states if state is not None]
+    for (x0, prev), (x1, cur) in zip(states, states[1:]):
+        if prev != engaged_first and cur == engaged_first:
+            return (x0 + x1) / 2.0
     return None
 
 
@@ -264,9 +315,9 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
     try:
         apply_ripple(supply, 0.0)
         client.config_set(MODE, "auto")
-        reference = probe_reference(client, probes, macs)
+        clean = probe_reference(client, probes, macs)
         for amplitude in amplitudes:
-            up.append(redundancy_at(supply, client, amplitude, reference=reference, probes=probes, macs=macs))
+            up.append(redundancy_at(supply, client, amplitude, reference=True, probes=probes, macs=macs))
             tick(1)
         for amplitude in reversed(amplitudes[:-1]):
             down.append(redundancy_at(supply, client, amplitude))
@@ -274,9 +325,12 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
     finally:
         apply_ripple(supply, 0.0)
         client.config_set(MODE, mode)
-    engage = _threshold(up, engaged_first=True)
-    release = _threshold([up[-1], *down], engaged_first=False)
     sweep = [*up, *down]
+    spoke = [p for p in sweep if p.behaviour is not None]
+    contradicted = [p.x_mv for p in spoke if p.behaviour != bool(p.reported_active)]
+    # A flag its own results contradict cannot decide the steps where the results do not tell.
+    engage = _threshold(up, engaged_first=True, trust_flag=not contradicted)
+    release = _threshold([up[-1], *down], engaged_first=False)
     raw = {"x": np.array([p.x_mv for p in sweep]),
            "y": np.array([np.nan if p.mac_error_rate is None else p.mac_error_rate for p in sweep]),
            "state": np.array([float(p.active) for p in sweep]),
@@ -284,17 +338,18 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
     labels = dict(x_label="ripple amplitude at the terminals (mV, digitizer)",
                   y_label="INT4 MAC error rate (per MAC, redundancy off)",
                   state_label="redundancy engaged (auto; by results where they tell)", limit_axis="x", log_y=True)
-    spoke = [p for p in sweep if p.behaviour is not None]
-    contradicted = [p.x_mv for p in spoke if p.behaviour != bool(p.reported_active)]
-    evidence = Evidence.CORROBORATED if spoke else Evidence.SELF_REPORTED
+    evidence = Evidence.CORROBORATED if spoke else Evidence.REPORTED
     engage_v = named(entry.evaluate(engage, evidence=evidence), "redundancy_engage_threshold", raw="ripple_sweep",
                      plot="sweep", flag_contradicted_at_mv=contradicted, **labels)
     if engage is None:
         engage_v = engage_v.but(outcome=Outcome.FAIL, detail=f"fail: redundancy never engaged up to "
                                 f"{up[-1].x_mv:.1f} mV measured")
     if contradicted:
-        engage_v = engage_v.but(detail=f"the runtime's flag disagrees with its results at {contradicted} mV; "
-                                       f"{engage_v.detail}")
+        engage_v = engage_v.but(detail=f"the runtime's flag disagrees with its results at {contradicted} mV, so "
+                                       f"only the results place the threshold; {engage_v.detail}")
+    if not clean:
+        engage_v = engage_v.but(outcome=Outcome.FAIL, detail=f"fail: known-answer probes drawn for this run come "
+                                f"back wrong on a clean supply: the unit does not compute them; {engage_v.detail}")
     claimed = float(entry.parameters.get("claimed_mv", CLAIMED_TRIGGER_MV))
     tolerance = float(entry.parameters.get("ripple_tolerance_mv", RIPPLE_TOLERANCE_MV))
     unprotected = [p for p in up if p.probes_wrong_auto and p.behaviour is False and p.x_mv > claimed + tolerance]
@@ -315,7 +370,7 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
         Verdict("redundancy_release_threshold", release, "mV", Outcome.INFO, statistic="value",
                 raw=["ripple_sweep"], detail="midpoint of the measured ripple where the down sweep first finds "
                                              "redundancy released (the runtime's flag: no probes on the way down)",
-                evidence=Evidence.SELF_REPORTED,
+                evidence=Evidence.REPORTED,
                 extra={"engage_mv": engage, "hysteresis_mv": None if None in (engage, release) else engage - release}),
         _ratio_verdict(ratio_entry, up),
         Verdict("redundancy_sensed_over_measured", sense_ratio, "x", Outcome.INFO, statistic="median",
@@ -442,7 +497,7 @@ def slowdown_check(runtime: RuntimeClient | Device, entry: SlaEntry, *, pairs: i
     finally:
         client.config_set(MODE, mode)
     samples = np.asarray(slowdowns)
-    evidence = now_evidence if now is not None else Evidence.SELF_REPORTED
+    evidence = now_evidence if now is not None else Evidence.REPORTED
     verdict = named(entry.evaluate(samples, evidence=evidence), "redundancy_slowdown", raw="redundancy_slowdown",
                     plot="samples", reported_on=flags.count(True), reported_runs=len(flags),
                     definition="100 x (1 - decode rate with redundancy / without), paired runs, clean supply")

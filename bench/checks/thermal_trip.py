@@ -21,11 +21,17 @@ new pid is a restarted, i.e. killed, runtime).
   report: it must lie in the bracket (within REPORT_TOLERANCE_C), or the verdict fails. With a
   thermal instrument wired, the hottest back-cover probe at the trip is a lower bound for the die:
   a zone reading below it is not credible (invalid). No trip in the approach makes the value
-  missing: the claim was not shown (invalid). Kills and completed dialogs are what the bench saw
-  on its own ADB stream: measured.
-- Process kills: dialogs that died (exit 137/143) or a pid change between reads, whichever count
-  is larger.
-- Long-dialog success: dialogs that completed with every requested token.
+  missing: the claim was not shown (invalid).
+- Long-dialog success, from what the host sees: a dialog succeeds only if its whole token stream is
+  the bench's reference output for its prompt and seed (drawn for this soak, bench.reference_model)
+  and arrived without a break the host observed (a gap between token arrivals longer than
+  BREAK_FACTOR x the dialog's median gap and BREAK_MIN_S: a restarted runtime reloads its model for
+  seconds). Exit status, done line and pid are the phone's word and only ever count against it.
+- Process kills: the largest of: dialogs with a host-observed break, streams that died (exit
+  137/143), pid changes between status reads.
+Without arrivals on the station clock (or without a reference for the model) a restart patched over
+by the phone cannot be seen: the kill count and the success rate are then the phone's word
+(self-reported), never a PASS where the profile requires measurement.
 
 Afterwards the perf profile is restored and the phone rests until it is near its starting
 temperatures, so the next check does not inherit a hot phone.
@@ -40,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from bench.checks import CheckResult, Tick, named, no_tick
-from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
+from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
 from bench.device_state import read_thermal_zones, zone_celsius
 from bench.sla import SlaEntry
 from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
@@ -63,6 +69,8 @@ REFINE_BELOW_C = 4.0         # cool this far below the coarse bracket (past the 
 REFINE_COOL_STEP_S = 2.0
 REFINE_COOL_MAX_S = 600.0
 REFINE_MAX_CALLS = 3000
+BREAK_FACTOR = 5.0           # a token gap this many times the dialog's median gap ...
+BREAK_MIN_S = 0.3            # ... and at least this long is a break in the stream (a restart takes seconds)
 
 CoverProbe = Callable[[], float]  # hottest back-cover probe reading now, degC
 
@@ -187,9 +195,25 @@ class SoakLog:
     skin_c: list[float] = field(default_factory=list)
     layers_on_cpu: list[int] = field(default_factory=list)
     pids: list[int | None] = field(default_factory=list)
-    completed: list[bool] = field(default_factory=list)
+    completed: list[bool] = field(default_factory=list)  # the host's judgement of each dialog (module docstring)
     killed: int = 0
+    breaks: list[float | None] = field(default_factory=list)  # each dialog's longest break the host saw, s
     events: list[dict[str, Any]] = field(default_factory=list)
+    dialogs: TokenRuns = field(default_factory=TokenRuns)
+
+    @property
+    def host_observed(self) -> bool:
+        """Whether success and kills rest on the host: arrivals stamped and tokens checked."""
+        return self.dialogs.observed and self.dialogs.reference is not None
+
+    def add_dialog(self, gen: Generation, tokens: int) -> None:
+        index = len(self.dialogs.generations) - 1
+        broken = stream_break(gen)
+        self.breaks.append(broken)
+        self.completed.append(gen.completed and len(gen.tokens) == tokens and broken is None
+                              and self.dialogs.first_wrong(index) is None)
+        self.killed += int(not gen.completed)
+        self.events.extend(gen.thermal_events)
 
     def read_status(self, runtime: RuntimeClient) -> None:
         """The bench's own zone readings (the trace) and the runtime's status (layers, pid)."""
@@ -201,6 +225,10 @@ class SoakLog:
             series.append(np.nan if value is None else value)
         self.layers_on_cpu.append(int(status.thermal.get("layers_on_cpu", 0)))
         self.pids.append(status.pid)
+
+    @property
+    def broken(self) -> int:
+        return sum(b is not None for b in self.breaks)
 
     @property
     def pid_changes(self) -> int:
@@ -230,18 +258,24 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
     runtime.config_set("npu.perf_profile", perf_profile)
     try:
         bracket = approach_trip(runtime, max_calls=approach_calls, cover=cover, tick=tick)
+        log_.dialogs = draw_runs(runtime)
         for i in range(dialogs):
-            gen = runtime.generate(tokens, seed=PROMPT_SEEDS[i % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS,
-                                   allow_incomplete=True)
-            log_.completed.append(gen.completed and len(gen.tokens) == tokens)
-            log_.killed += int(not gen.completed)
-            log_.events.extend(gen.thermal_events)
+            log_.add_dialog(generate_case(runtime, log_.dialogs, i, tokens, allow_incomplete=True), tokens)
             log_.read_status(runtime)
             tick(1)
     finally:
         runtime.config_set("npu.perf_profile", previous)
         _cool_down(runtime, start_npu, start_skin)
     return log_, bracket
+
+
+def stream_break(gen: Generation) -> float | None:
+    """The longest gap between token arrivals if the host saw the stream break (module docstring)."""
+    if gen.arrivals is None or len(gen.arrivals.token_times) < 3:
+        return None
+    gaps = np.diff(np.asarray(gen.arrivals.token_times))
+    longest = float(gaps.max())
+    return longest if longest > max(BREAK_FACTOR * float(np.median(gaps)), BREAK_MIN_S) else None
 
 
 def _cool_down(runtime: RuntimeClient, npu_c: float, skin_c: float) -> None:
@@ -300,24 +334,37 @@ def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, 
     trace_hint = dict(raw="soak_trace", plot="trace", labels=["NPU", "CPU"], y_label="degC",
                       x_label="soak time (s)", trips=len(log_.trip_temperatures), cpu_c_at_trips=cpu_at_trips[:50])
     trip_v = _trip_verdict(trip, bracket, log_, trace_hint)
-    kill_count = max(log_.killed, log_.pid_changes)
-    kills_v = named(kills.evaluate(kill_count, evidence=Evidence.MEASURED), "npu_trip_process_kills",
-                    raw="soak_events", killed_streams=log_.killed, pid_changes=log_.pid_changes)
+    kill_count = max(log_.killed, log_.pid_changes, log_.broken)
+    seen = Evidence.MEASURED if log_.host_observed else Evidence.REPORTED
+    kills_v = named(kills.evaluate(kill_count, evidence=seen), "npu_trip_process_kills",
+                    raw="soak_events", killed_streams=log_.killed, pid_changes=log_.pid_changes,
+                    host_observed_breaks=log_.broken)
     ok = np.asarray(log_.completed, dtype=bool)
-    success_v = named(success.evaluate(ok, evidence=Evidence.MEASURED), "npu_trip_long_dialog_success",
-                      raw="soak_events", tokens=tokens)
+    wrong = len(log_.dialogs.fabricated)
+    success_v = named(success.evaluate(ok, evidence=seen), "npu_trip_long_dialog_success",
+                      raw="soak_events", tokens=tokens, dialogs_not_the_models_output=wrong,
+                      dialogs_broken=log_.broken)
+    if not log_.host_observed:
+        why = "no station clock on the stream" if not log_.dialogs.observed else "no reference for the model"
+        kills_v, success_v = (v.but(detail=f"the phone's word only ({why}): a restart it patched over cannot be "
+                                           f"seen; {v.detail}") for v in (kills_v, success_v))
+    elif wrong or log_.broken:
+        success_v = success_v.but(detail=f"{wrong} dialogs streamed tokens that are not the model's, "
+                                         f"{log_.broken} broke on the host; {success_v.detail}")
     migrations = sum(1 for e in log_.events if e.get("action") == "migrate")
     info = [
         Verdict("thermal_throttle_events", float(migrations), "events", Outcome.INFO, statistic="count", n=dialogs,
                 raw=["soak_events"], detail=f"{len(log_.trip_temperatures)} trips, {migrations} migration steps "
-                                            "to the CPU (the runtime's events)", evidence=Evidence.SELF_REPORTED),
+                                            "to the CPU (the runtime's events)", evidence=Evidence.REPORTED),
         Verdict("thermal_soak_npu_max", float(np.nanmax(log_.npu_c)), "degC", Outcome.INFO, statistic="max",
                 n=len(log_.npu_c), raw=["soak_trace"], detail="hottest NPU zone reading between dialogs",
                 evidence=Evidence.MEASURED),
     ]
     raw = {"soak_trace": trace,
            "soak_events": {"events": log_.events, "completed": log_.completed, "pids": log_.pids,
-                           "killed_streams": log_.killed, "dialog_tokens": tokens,
+                           "killed_streams": log_.killed, "dialog_tokens": tokens, "breaks_s": log_.breaks,
+                           "prompts": log_.dialogs.prompts(),
+                           "not_the_models_output": [list(w) for w in log_.dialogs.fabricated],
                            "trip_bracket": None if bracket is None else {
                                "low_c": bracket.low_c, "high_c": bracket.high_c, "reported_c": bracket.reported_c,
                                "calls": bracket.calls, "tokens": bracket.tokens, "cover_c": bracket.cover_c}}}

@@ -18,9 +18,15 @@ report, checked against those arrivals (docs/evidence.md):
   CLOCK_RATE_RANGE (a clock of another emulated world, the host's clock against a simulated
   world) is a station error naming the clock: the verdict is INVALID, never the phone's FAIL.
 
-Prompts come from a fixed set (`PROMPT_SEEDS`), cycled: a lab runs the same dialogs every night.
+Tokens are checked, not only timed: every streamed token id is compared with the bench's own
+reference output for its prompt and seed (bench.reference_model), and a token that is not the
+model's fails the verdict as fabricated output. The prompts and seeds are drawn afresh for each
+check (`PROMPT_CASES` of them, cycled) and recorded with the raw data, so a stream replayed from an
+earlier run is wrong. A model the bench has no reference for leaves the tokens unchecked: such a
+verdict is INCONCLUSIVE at best.
 
-- First token: request sent to first token line arrived, one sample per inference.
+- First token: request sent to the first token line arrived, one sample per inference whose first
+  token is the model's (a wrong first token is no first token; it fails the verdict).
 - Per-token latency: the gaps between consecutive token arrivals. The runs (inferences) are handed
   to the SLA entry as a list: with independence "block" they are one consecutive series whose
   autocorrelation sets the effective sample size, with "run" each inference is a unit. Link
@@ -31,27 +37,35 @@ Prompts come from a fixed set (`PROMPT_SEEDS`), cycled: a lab runs the same dial
   expected token interval also counts the tokens that were due during it (HdrHistogram's
   expected-interval correction). The GPU's busy fraction is the kernel's (the GPU driver's busy
   counters, read by the bench), not the load tool's; the tool's own figure must agree with it
-  within GPU_AGREE.
+  within GPU_AGREE. Both are the phone's word, so the load must also show itself on the bench's
+  side: its draw on the power analyzer (idle with the load minus idle without, >= LOAD_MIN_W) or
+  its effect on the tokens (median gap >= 1 + LOAD_MIN_SLOWDOWN x the unloaded baseline's, taken
+  in the same session). A load with neither makes the verdict INVALID, whatever the counters say.
 """
 from __future__ import annotations
 
 import logging
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from bench.checks import CheckResult, Tick, named, no_tick
+from bench.checks.power import battery_emulation
 from bench.core.errors import InvalidMeasurement
 from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from bench.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
 from bench.sla import SlaEntry
 from drivers.device import Device
 from drivers.gpuload import GpuLoad, read_gpu_busy
+from drivers.power import PowerAnalyzer
 from drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
 
-PROMPT_SEEDS = (11, 12, 13, 14)
+PROMPT_CASES = 4         # prompts and seeds drawn per check, cycled over its inferences
+PROMPT_SEEDS = (11, 12, 13, 14)  # fixed workloads of checks that compare a unit with itself, not the model
 PROMPT_TOKENS = 16
 STD_TOKENS = 16           # tokens per inference in the jitter series
 CONTENTION_TOKENS = 48
@@ -63,6 +77,10 @@ AGREE_FRACTION = 0.99     # share of intervals the report must match (host sched
 CLOCK_PAUSE_S = 0.2       # a pause on the phone's clock, timed on the station clock
 CLOCK_RATE_RANGE = (0.5, 2.0)  # station seconds per phone second: outside, another time domain
 GPU_AGREE = 0.10          # the load tool's busy fraction vs the kernel's: windows differ, loads wobble
+LOAD_MIN_W = 0.25         # a GPU busy > 70 % draws watts; less than this on the supply is no load
+LOAD_MIN_SLOWDOWN = 0.05  # or it slows the tokens by at least this (median gap, loaded over unloaded)
+POWER_REST_S = 0.5        # rest before reading the phone's draw (no inference tail)
+POWER_READS = 5
 
 
 @dataclass(frozen=True)
@@ -148,22 +166,64 @@ def measure_link(runtime: RuntimeClient, n: int = LINK_PROBES) -> LinkTiming | N
                       rate=max(0.0, paused - round_trip) / CLOCK_PAUSE_S)
 
 
+def token_reference(runtime: RuntimeClient) -> ReferenceModel | None:
+    """The bench's implementation of the model the runtime names, or None (tokens cannot be checked)."""
+    identity = runtime.identity()
+    return reference_for(identity.model, identity.model_sha256)
+
+
 @dataclass
 class TokenRuns:
-    """Consecutive inferences: the phone's timestamps and, when observed, the host's arrivals."""
+    """Consecutive inferences: the phone's timestamps and, when observed, the host's arrivals; the
+    prompt case of each and the bench's reference to check its tokens against."""
 
     generations: list[Generation] = field(default_factory=list)
+    cases: list[PromptCase] = field(default_factory=list)    # of each generation
+    reference: ReferenceModel | None = None
+    max_tokens: list[int] = field(default_factory=list)      # asked of each generation
+    drawn: list[PromptCase] = field(default_factory=list)    # the series' cases, cycled
+
+    def add(self, gen: Generation, case: PromptCase, max_tokens: int) -> None:
+        self.generations.append(gen)
+        self.cases.append(case)
+        self.max_tokens.append(max_tokens)
 
     @property
     def observed(self) -> bool:
         return bool(self.generations) and all(g.arrivals is not None for g in self.generations)
 
+    def first_wrong(self, i: int) -> int | None:
+        """Index of the first token of inference i that is not the model's (a missing token counts),
+        None when every token is right or there is no reference."""
+        if self.reference is None:
+            return None
+        gen, case = self.generations[i], self.cases[i]
+        expected = self.reference.tokens(case.prompt, self.max_tokens[i], case.seed)
+        for index, (got, want) in enumerate(zip(gen.tokens, expected)):
+            if got != want:
+                return index
+        short = len(gen.tokens) < len(expected) and gen.completed
+        return len(gen.tokens) if short or len(gen.tokens) > len(expected) else None
+
+    @property
+    def fabricated(self) -> list[tuple[int, int]]:
+        """(inference, token index) of each inference's first token that is not the model's."""
+        wrong = ((i, self.first_wrong(i)) for i in range(len(self.generations)))
+        return [(i, w) for i, w in wrong if w is not None]
+
     @property
     def first_token_ms(self) -> np.ndarray:
-        """The judged first tokens: request to first arrival when observed, else the report."""
+        """The judged first tokens: request to the first correct token's arrival when observed, else
+        the report."""
         if self.observed:
-            return np.array([1000.0 * g.arrivals.first_token_s for g in self.generations if g.arrivals.token_times])
+            wrong_first = {i for i, index in self.fabricated if index == 0}
+            return np.array([1000.0 * g.arrivals.first_token_s for i, g in enumerate(self.generations)
+                             if g.arrivals.token_times and i not in wrong_first])
         return self.reported_first_token_ms
+
+    def prompts(self) -> list[dict[str, object]]:
+        """The drawn cases, as recorded with the raw data."""
+        return [case.as_dict() for case in self.drawn]
 
     @property
     def reported_first_token_ms(self) -> np.ndarray:
@@ -227,9 +287,35 @@ def compare_report(host: np.ndarray, phone: np.ndarray, link: LinkTiming) -> Agr
 
 def judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
           agreement: Agreement | None, *, evidence: Evidence | None = None, **context: object) -> Verdict:
-    """The entry's verdict on the host's numbers, the report corroborating them (module docstring)."""
+    """The entry's verdict on the host's numbers, the report corroborating them, the tokens checked
+    against the reference (module docstring)."""
+    return _check_tokens(_judge_times(entry, runs, measured, reported, link, agreement, evidence=evidence,
+                                      **context), runs)
+
+
+def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
+    """Times of tokens that are not the model's prove nothing: such a stream fails the verdict."""
+    facts = {"prompt_cases": len(runs.drawn), "tokens_checked": runs.reference is not None}
+    if runs.reference is None:
+        outcome = Outcome.INCONCLUSIVE if verdict.outcome is Outcome.PASS else verdict.outcome
+        return verdict.but(outcome=outcome, extra=facts,
+                           detail=f"no reference for the model the runtime names: its tokens cannot be told from "
+                                  f"invented ones; {verdict.detail}")
+    wrong = runs.fabricated
+    if not wrong:
+        return verdict.but(extra=facts, detail=f"{verdict.detail}; every token is the model's "
+                                               f"({len(runs.generations)} inferences checked)")
+    i, index = wrong[0]
+    return verdict.but(outcome=Outcome.FAIL, extra={**facts, "fabricated_inferences": len(wrong)},
+                       detail=f"fabricated output: {len(wrong)} of {len(runs.generations)} inferences streamed "
+                              f"tokens that are not the model's (first: inference {i}, token {index}); "
+                              f"{verdict.detail}")
+
+
+def _judge_times(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
+                 agreement: Agreement | None, *, evidence: Evidence | None = None, **context: object) -> Verdict:
     if link is None or not runs.observed or agreement is None:
-        verdict = entry.evaluate(reported, evidence=Evidence.SELF_REPORTED, **context)
+        verdict = entry.evaluate(reported, evidence=Evidence.REPORTED, **context)
         return verdict.but(detail=f"the runtime's own timestamps only (no station clock or stream); {verdict.detail}",
                            extra={"source": "runtime report"})
     if link.domain_problem is not None:
@@ -254,12 +340,26 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4g}"
 
 
+def draw_runs(runtime: RuntimeClient, *, cases: int = PROMPT_CASES, prompt_tokens: int = PROMPT_TOKENS) -> TokenRuns:
+    """An empty series with fresh prompt cases and the reference for the runtime's model."""
+    return TokenRuns(reference=token_reference(runtime), drawn=fresh_cases(cases, prompt_tokens))
+
+
+def generate_case(runtime: RuntimeClient, runs: TokenRuns, k: int, max_tokens: int, **options: Any) -> Generation:
+    """The k-th inference of a series, on its drawn case (cycled); kept in the series. options: of
+    RuntimeClient.generate (allow_incomplete, timeout_s)."""
+    case = runs.drawn[k % len(runs.drawn)]
+    gen = runtime.generate(max_tokens, seed=case.seed, prompt=case.prompt, **options)
+    runs.add(gen, case, max_tokens)
+    return gen
+
+
 def run_inferences(runtime: RuntimeClient, n: int, max_tokens: int, *, prompt_tokens: int = PROMPT_TOKENS,
-                   seeds: tuple[int, ...] = PROMPT_SEEDS, tick: Tick = no_tick) -> TokenRuns:
-    """n consecutive inferences over the prompt set."""
-    runs = TokenRuns()
+                   tick: Tick = no_tick) -> TokenRuns:
+    """n consecutive inferences over prompt cases drawn for this series."""
+    runs = draw_runs(runtime, prompt_tokens=prompt_tokens)
     for i in range(n):
-        runs.generations.append(runtime.generate(max_tokens, seed=seeds[i % len(seeds)], prompt_tokens=prompt_tokens))
+        generate_case(runtime, runs, i, max_tokens)
         tick(1)
     return runs
 
@@ -273,8 +373,9 @@ def first_token_check(runtime: RuntimeClient, entry: SlaEntry, *, n: int | None 
     agreement = compare_report(*runs.intervals(gaps=False, span=False), link) if link and runs.observed else None
     verdict = judge(entry, runs, runs.first_token_ms, runs.reported_first_token_ms, link, agreement)
     verdict = named(verdict, entry.metric, raw="first_token", plot="samples")
-    return CheckResult([verdict], {"first_token": {"samples": runs.first_token_ms,
-                                                   "reported": runs.reported_first_token_ms}})
+    return with_prompts(CheckResult([verdict], {"first_token": {"samples": runs.first_token_ms,
+                                                                "reported": runs.reported_first_token_ms}}),
+                        runs, "first_token")
 
 
 def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int | None = None,
@@ -292,7 +393,17 @@ def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int 
            "run": np.concatenate([np.full(g.size, i) for i, g in enumerate(gaps)]) if gaps else np.empty(0),
            "reported": np.concatenate(runs.reported_gaps_ms) if runs.reported_gaps_ms else np.empty(0),
            "first_token_ms": runs.first_token_ms}
-    return CheckResult([verdict], {"token_latencies": raw})
+    return with_prompts(CheckResult([verdict], {"token_latencies": raw}), runs, "token_latencies")
+
+
+def with_prompts(result: CheckResult, runs: TokenRuns, name: str) -> CheckResult:
+    """Record the series' drawn prompts and seeds, and which inferences were not the model's, with
+    every verdict of the result."""
+    raw = f"{name}_prompts"
+    result.raw[raw] = {"cases": runs.prompts(), "fabricated": [list(w) for w in runs.fabricated],
+                       "reference": runs.reference.name if runs.reference is not None else None}
+    result.verdicts = [v.but(raw=(*v.raw, raw)) for v in result.verdicts]
+    return result
 
 
 def expected_interval_correction(gaps_ms: np.ndarray, expected_ms: float) -> np.ndarray:
@@ -331,10 +442,53 @@ class _Schedule:
         return gen.done_time - gen.start_time
 
 
+def _supply_power_w(supply: PowerAnalyzer | None, device: Device) -> float | None:
+    """The phone's draw on the power analyzer after a short rest (no inference running), W."""
+    if supply is None:
+        return None
+    device.run(["sleep", f"{POWER_REST_S:g}"])
+    return float(np.mean([supply.measure_voltage() * supply.measure_current() for _ in range(POWER_READS)]))
+
+
+@dataclass(frozen=True)
+class LoadEffect:
+    """What the bench itself sees of the GPU load: its draw on the supply and its effect on tokens."""
+
+    drawn_w: float | None        # idle draw with the load minus without (None: no power analyzer)
+    gap_ratio: float | None      # median loaded token gap over the unloaded baseline's
+
+    @property
+    def drew_power(self) -> bool:
+        return self.drawn_w is not None and self.drawn_w >= LOAD_MIN_W
+
+    @property
+    def slowed_tokens(self) -> bool:
+        return self.gap_ratio is not None and self.gap_ratio >= 1.0 + LOAD_MIN_SLOWDOWN
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"drawn_w": self.drawn_w, "gap_ratio": self.gap_ratio}
+
+
+def _judge_load_effect(verdict: Verdict, effect: LoadEffect) -> Verdict:
+    """A load that neither draws power nor changes anything was not there, whatever the counters say."""
+    if effect.drew_power or effect.slowed_tokens or verdict.outcome is Outcome.FAIL:  # a caught lie stays FAIL
+        seen = (f"the load drew {effect.drawn_w:.2f} W on the supply" if effect.drew_power
+                else f"the load slowed tokens {effect.gap_ratio:.2f}x against the unloaded baseline")
+        return verdict.but(extra={"load_effect": effect.as_dict()}, detail=f"{seen}; {verdict.detail}")
+    drawn = "no power analyzer" if effect.drawn_w is None else f"{effect.drawn_w:.2f} W drawn"
+    ratio = "n/a" if effect.gap_ratio is None else f"{effect.gap_ratio:.3f}x"
+    return verdict.but(outcome=Outcome.INVALID, extra={"load_effect": effect.as_dict()},
+                       detail=f"invalid: the GPU load shows no effect the bench can see ({drawn}, token gaps "
+                              f"{ratio} the unloaded baseline): the contention condition was not shown; "
+                              f"{verdict.detail}")
+
+
 def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *, runs: int | None = None,
                      tokens: int = CONTENTION_TOKENS, target: float = 0.75, kind: str = "video+call",
-                     tick: Tick = no_tick) -> CheckResult:
-    """Claim 5: token latencies from the intended start while a GPU load keeps the GPU busy."""
+                     supply: PowerAnalyzer | None = None, tick: Tick = no_tick) -> CheckResult:
+    """Claim 5: token latencies from the intended start while a GPU load keeps the GPU busy. The
+    load must show itself to the bench: on the power analyzer (`supply`, when it feeds the phone)
+    or in slower tokens than an unloaded baseline of the same session; else INVALID."""
     runs = runs or max(2 * entry.min_runs, math.ceil(entry.min_samples / max(tokens - 1, 1)), 10)
     load = GpuLoad(device)
     load.status()  # a phone without the load generator is skipped before any work
@@ -343,7 +497,7 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
     clock = _Schedule(runtime, baseline.observed)
     expected_ms = float(np.median(np.concatenate(baseline.gaps_ms)))
     period = SCHEDULE_SLACK * float(np.median([clock.span(g) for g in baseline.generations]))
-    measured = TokenRuns()
+    measured = draw_runs(runtime)
     latencies: list[np.ndarray] = []
     reported: list[np.ndarray] = []
     lateness: list[float] = []
@@ -354,9 +508,13 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
         tool_busy.append(_busy(load))
         kernel_busy.append(read_gpu_busy(device))
 
+    if supply is not None:
+        battery_emulation(supply)  # the analyzer feeds the phone, so its draw is what the meter reads
+    idle_w = _supply_power_w(supply, device)
     load.start(target, kind)
     try:
         device.run(["sleep", f"{LOAD_SETTLE_S:g}"])
+        loaded_w = _supply_power_w(supply, device)
         sample_busy()
         t0 = clock.now()
         for k in range(runs):
@@ -364,8 +522,7 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
             wait = intended - clock.now()
             if wait > 0:
                 device.run(["sleep", f"{wait:.6f}"], timeout_s=wait + 30.0)
-            gen = runtime.generate(tokens, seed=PROMPT_SEEDS[k % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS)
-            measured.generations.append(gen)
+            gen = generate_case(runtime, measured, k, tokens)
             late_ms = max(0.0, 1000.0 * (clock.start(gen) - intended))
             latencies.append(_from_intended(clock.token_times(gen), late_ms, expected_ms))
             reported.append(_from_intended(gen.token_times, late_ms, expected_ms))
@@ -379,10 +536,14 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
     gpu_load = float(np.mean(kernel)) if len(kernel) == len(kernel_busy) else None
     agreement = compare_report(*measured.intervals(first=False, span=False), link) \
         if link and measured.observed else None
-    evidence = Evidence.MEASURED if gpu_load is not None else Evidence.SELF_REPORTED
+    evidence = Evidence.MEASURED if gpu_load is not None else Evidence.REPORTED
     verdict = judge(entry, measured, latencies, reported, link, agreement, evidence=evidence,
                     gpu_load=gpu_load if gpu_load is not None else tool)
     verdict = _judge_gpu_load(verdict, tool, gpu_load)
+    loaded_gaps = measured.gaps_ms
+    effect = LoadEffect(None if idle_w is None or loaded_w is None else loaded_w - idle_w,
+                        float(np.median(np.concatenate(loaded_gaps))) / expected_ms if loaded_gaps else None)
+    verdict = _judge_load_effect(verdict, effect)
     verdict = named(verdict, entry.metric, raw="token_latencies_gpu_load", plot="samples",
                     gpu_load=gpu_load, gpu_load_tool=tool, expected_interval_ms=expected_ms,
                     schedule_period_s=period, max_start_lateness_ms=max(lateness) if lateness else None,
@@ -391,7 +552,8 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
            "run": np.concatenate([np.full(x.size, i) for i, x in enumerate(latencies)]) if latencies else np.empty(0),
            "start_lateness_ms": np.asarray(lateness), "gpu_busy_tool": np.asarray(tool_busy),
            "gpu_busy_kernel": np.asarray([np.nan if b is None else b for b in kernel_busy])}
-    return CheckResult([verdict], {"token_latencies_gpu_load": raw})
+    return with_prompts(CheckResult([verdict], {"token_latencies_gpu_load": raw}), measured,
+                        "token_latencies_gpu_load")
 
 
 def _from_intended(times: list[float], late_ms: float, expected_ms: float) -> np.ndarray:

@@ -147,7 +147,7 @@ def read_errors_check(device: Device, runtime: RuntimeClient, entry: SlaEntry,
         merkle_bad = None if merkle is None or merkle_bad is None else merkle_bad | merkle
         errors += len(crc | (merkle or set()))
     bad = sorted(crc_bad | (merkle_bad or set()))
-    evidence = Evidence.SELF_REPORTED if merkle_bad is None else Evidence.MEASURED
+    evidence = Evidence.REPORTED if merkle_bad is None else Evidence.MEASURED
     merkle = "not possible (the hash device does not match the signed root)" if merkle_bad is None else len(merkle_bad)
     verdict = named(entry.evaluate(len(bad), evidence=evidence), "weights_page_read_errors",
                     raw="weights_read_errors", crc_bad=sorted(crc_bad)[:100],

@@ -88,11 +88,16 @@ class Evidence(str, Enum):
 
     MEASURED = "measured"  # an instrument, or the bench's own clock or computation
     CORROBORATED = "corroborated"  # the DUT's report, checked against an independent measurement
-    SELF_REPORTED = "self-reported"  # only the DUT's word: nothing independent exists
+    REPORTED = "reported"  # only the phone's word (any part of it): shown and kept, never a PASS
+    SELF_REPORTED = "reported"  # the former name of REPORTED
+
+    @classmethod
+    def _missing_(cls, value: object) -> Evidence | None:
+        return cls.REPORTED if value == "self-reported" else None  # results stored before the rename
 
     @property
     def independent(self) -> bool:
-        return self is not Evidence.SELF_REPORTED
+        return self is not Evidence.REPORTED
 
 
 class DecisionRule(str, Enum):

@@ -1,0 +1,66 @@
+"""Tokens are checked, not only timed (claims 3-5; docs/evidence.md): on emulated phones, the
+forger that streams a made-up first token fails, an honest phone's tokens are the model's, and a
+model without a reference leaves the tokens unchecked."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bench.adapters import shipped_numerics
+from bench.checks import tokens
+from bench.core.verdict import Outcome
+from bench.sla import load_profile
+from device_double import WorldClock, make_device
+from drivers.runtime import RuntimeClient
+
+NPU = "SM8650-ES"
+
+
+def few(entry, n: int = 20):  # noqa: ANN001, ANN201 - negative controls need no proof-sized sample
+    return dataclasses.replace(entry, min_samples=min(entry.min_samples, n))
+
+
+def test_fabricated_first_token_fails_as_fabricated_output():
+    """Slow prompt processing hidden by a made-up token streamed with the start line: every
+    timestamp is true, the token is not the model's."""
+    device = make_device(NPU, "EMU-forger", sla_persona="fabricated-first-token")
+    runtime = RuntimeClient(device, clock=WorldClock(device))
+    assert shipped_numerics(runtime) is not None
+    gen = runtime.generate(3, seed=5, prompt=[1, 2, 3, 4])
+    assert gen.arrivals.token_times[0] - gen.arrivals.start_t < 1e-3  # it would pass on time alone
+    verdict = tokens.first_token_check(runtime, few(load_profile("default").get("first_token_p99")), n=8).verdicts[0]
+    assert verdict.outcome is Outcome.FAIL and "fabricated output" in verdict.detail
+    assert verdict.extra["fabricated_inferences"] == verdict.extra["report"]["intervals"]  # every one
+    assert verdict.value is None  # no inference delivered the model's first token
+
+
+def test_without_a_reference_tokens_cannot_be_told_from_invented_ones(monkeypatch):
+    device = make_device("SM8750-MP", "EMU-noref")  # a 32-bit accumulator: exact without an adapter
+    runtime = RuntimeClient(device, clock=WorldClock(device))
+    monkeypatch.setattr(tokens, "reference_for", lambda model, sha: None)
+    verdict = tokens.first_token_check(runtime, few(load_profile("default").get("first_token_p99")), n=8).verdicts[0]
+    assert verdict.outcome is Outcome.INCONCLUSIVE and "no reference" in verdict.detail
+    assert verdict.extra["tokens_checked"] is False
+
+
+@pytest.mark.parametrize("persona", ["nominal"])
+def test_honest_tokens_are_the_models(persona):
+    device = make_device(NPU, f"EMU-{persona}", sla_persona=persona)
+    runtime = RuntimeClient(device, clock=WorldClock(device))
+    assert shipped_numerics(runtime) is not None
+    result = tokens.first_token_check(runtime, few(load_profile("default").get("first_token_p99")), n=8)
+    verdict = result.verdicts[0]
+    assert verdict.outcome is Outcome.PASS and "every token is the model's" in verdict.detail
+    assert len(result.raw["first_token_prompts"]["cases"]) == tokens.PROMPT_CASES
+    assert "first_token_prompts" in verdict.raw
+
+
+FORGERS = ("fabricated-first-token", "patched-kills", "faked-redundancy", "phantom-gpu-load", "consistent-counters")
+
+
+def test_every_forger_is_selectable_as_a_station_persona():
+    """`bench run --persona NAME` takes any name the emulated station knows."""
+    from emulation.station import sla_personas
+
+    assert set(FORGERS) <= sla_personas()
