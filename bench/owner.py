@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bench.core.errors import BenchError
+from bench.core.errors import BenchError, ConfigError
 from bench.core.station import DutConfig, InstrumentConfig, StationConfig
 from bench.identity import DutIdentity, collect_identity
 
@@ -50,6 +50,7 @@ class StationOwner:
         self.phones: dict[str, PhoneSlot] = {}
         self.instruments: dict[str, Any] = {}
         self.instrument_errors: dict[str, BenchError] = {}
+        self._in_use: set[str] = set()  # shared roles inside instrument_use now
         self._on_phone, self._on_instrument = on_phone, on_instrument
         self._stack = contextlib.ExitStack()
 
@@ -118,11 +119,16 @@ class StationOwner:
 
     # --- instruments ---------------------------------------------------------------------------
     def instrument(self, role: str) -> Any:
-        """The driver of this bay's instrument in `role` (opened once; a shared one per use)."""
+        """The driver of this bay's instrument in `role` (opened once; a shared one only inside
+        `instrument_use`, which holds it for that use and closes it after, so no bay keeps it)."""
         if role in self.instrument_errors:
             raise self.instrument_errors[role]
+        cfg = self.station.instruments[role]
+        if cfg.shared and role not in self._in_use:
+            raise ConfigError(f"the {role} at {cfg.address} is shared with other bays: use it inside "
+                              f"`owner.instrument_use({role!r})`, which holds it for that use only",
+                              hint="a shared instrument held outside a use would hold off every other bay")
         if role not in self.instruments:
-            cfg = self.station.instruments[role]
             try:
                 driver = open_configured(cfg)
             except BenchError as exc:
@@ -146,13 +152,30 @@ class StationOwner:
             yield
             return
         with shared_use(cfg.address):
+            self._in_use.add(role)
             try:
                 yield
             finally:
+                self._in_use.discard(role)
                 driver = self.instruments.pop(role, None)
                 if driver is not None:
                     with contextlib.suppress(Exception):
                         driver.close()
+
+    def identity(self, role: str) -> Any:
+        """Who answers in `role` (a shared instrument is held only while it is asked)."""
+        with self.instrument_use(role):
+            return self.instrument(role).identity
+
+    @contextlib.contextmanager
+    def using(self, roles: Iterable[str]) -> Iterator[dict[str, Any]]:
+        """Several instruments for one use (a calibration): the shared ones held until it ends."""
+        with contextlib.ExitStack() as uses:
+            drivers = {}
+            for role in roles:
+                uses.enter_context(self.instrument_use(role))
+                drivers[role] = self.instrument(role)
+            yield drivers
 
     def clock(self) -> Any:
         """The station clock: the station's [instruments.clock], else the host's monotonic clock."""

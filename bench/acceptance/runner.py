@@ -144,7 +144,7 @@ class AcceptanceStation:
         with StationOwner(self.station) as owner:
             for role, cfg in self.station.instruments.items():
                 try:
-                    identities[role] = owner.instrument(role).identity
+                    identities[role] = owner.identity(role)
                 except BenchError as exc:
                     problems.append(f"{role} at {cfg.address} cannot be reached to check its calibration: "
                                     f"{str(exc).splitlines()[0]}")

@@ -122,8 +122,7 @@ def calibrate_station(station: Any, fixture: FixtureControl | None, settings: An
 
     book = open_book(station.database, results_dir if results_dir is not None else station.results_dir)
     try:
-        with StationOwner(station) as owner:
-            instruments = measuring_instruments(owner)
+        with StationOwner(station) as owner, measuring_instruments(owner) as instruments:
             fixture = fixture or station_fixture(owner)
             ctx = Context(station=station.name, settings=settings, location=station.location,
                           operator=operator or settings.operator_name(),
@@ -133,9 +132,10 @@ def calibrate_station(station: Any, fixture: FixtureControl | None, settings: An
         book.store.close()
 
 
-def measuring_instruments(owner: Any) -> dict[str, Any]:
-    """Every instrument of the owner's station that measures or stimulates (not its clock or fixture)."""
-    return {role: owner.instrument(role) for role in owner.station.instruments if role not in ("clock", "fixture")}
+def measuring_instruments(owner: Any) -> Any:
+    """Every instrument of the owner's station that measures or stimulates (not its clock or
+    fixture), role -> driver, held for the calibration (a shared one until it ends)."""
+    return owner.using(role for role in owner.station.instruments if role not in ("clock", "fixture"))
 
 
 def station_fixture(owner: Any, confirm: Any = None) -> FixtureControl:

@@ -126,8 +126,7 @@ def _calibrate_bay(args: argparse.Namespace, station: Any, settings: Any) -> int
     results_dir = Path(args.results_dir) if args.results_dir else station.results_dir
     book = open_book(station.database, results_dir)
     try:
-        with StationOwner(station) as owner:
-            instruments = measuring_instruments(owner)
+        with StationOwner(station) as owner, measuring_instruments(owner) as instruments:
             if args.status:
                 return _print_status(book, station, instruments, settings)
             ctx = Context(station=station.name, settings=settings, location=station.location,
