@@ -127,11 +127,16 @@ class SlaEntry:
         return self.require_evidence(apply_decision_rule(verdict, self.decision_rule))
 
     def require_evidence(self, verdict: Verdict) -> Verdict:
-        """A PASS resting on less than this entry's `evidence` requirement is INCONCLUSIVE."""
+        """A PASS resting on less than this entry's `evidence` requirement is INCONCLUSIVE; one that
+        rests on the phone's word alone where the entry asks no more (`any`) is INFO: reported."""
         if verdict.outcome is not Outcome.PASS or verdict.evidence in EVIDENCE_ACCEPTED[self.evidence] \
                 or (self.evidence == "any" and verdict.evidence is None):
             return verdict
         if verdict.evidence is Evidence.REPORTED:
+            if self.evidence == "any":  # nothing independent exists for it: shown and kept, never judged
+                return verdict.but(outcome=Outcome.INFO,
+                                   detail=f"reported: only the phone's word, shown and kept, never a PASS; "
+                                          f"{verdict.detail}".rstrip("; "))
             return verdict.but(outcome=Outcome.INCONCLUSIVE,
                                detail=f"reported: only the phone's word, which is never a PASS; {verdict.detail}"
                                .rstrip("; "))

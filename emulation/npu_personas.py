@@ -106,11 +106,12 @@ def phone_spec(persona: str, serial: str, **overrides: object) -> PhoneSpec:
     return PhoneSpec(**fields)  # type: ignore[arg-type]
 
 
-DEFAULT_FLEET = ("SM8650-MP", "SM8650-ES", "MT6989-MP", "SM8650-MP2")
+DEFAULT_FLEET = ("SM8650-MP", "SM8650-ES", "MT6989-MP", "MT6991-MP")
 
 
 def default_fleet() -> list[PhoneSpec]:
-    """The embedded station's fleet: the nominal phone first (instruments attach to it), then
-    cases a fingerprint must tell apart: ES wrap, MP clamp-at-end, an unknown build. Every unit
-    here is healthy, so `make run` is green; stations/emulated-fleet.toml adds a lying build."""
+    """The emulated station's default fleet, each phone in a bay of its own: cases a fingerprint
+    must tell apart (MP saturate, ES wrap, MP clamp-at-end on two MediaTek generations), every
+    build trusted with an adapter, so every unit is healthy and `make run` is green. An unknown
+    build and a lying one are negative controls (tests/data/stations/relabelled-fleet.toml)."""
     return [phone_spec(name, f"EMU{index:04d}") for index, name in enumerate(DEFAULT_FLEET, start=1)]

@@ -283,8 +283,8 @@ def test_a_pass_on_weaker_evidence_than_required_is_inconclusive(tmp_path):
     assert measured.outcome is Outcome.PASS
     slow = entry.evaluate([120.0, 330.0], evidence=Evidence.SELF_REPORTED)  # a self-reported miss still fails
     assert slow.outcome is Outcome.FAIL
-    lenient = _entry_profile(tmp_path, 'evidence = "any"')  # no profile can require less than corroboration
-    assert lenient.evaluate([120.0, 130.0], evidence=Evidence.REPORTED).outcome is Outcome.INCONCLUSIVE
+    lenient = _entry_profile(tmp_path, 'evidence = "any"')  # the phone's word alone: reported, never a PASS
+    assert lenient.evaluate([120.0, 130.0], evidence=Evidence.REPORTED).outcome is Outcome.INFO
     assert Evidence("self-reported") is Evidence.REPORTED  # results stored before the rename
 
 

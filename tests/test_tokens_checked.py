@@ -30,7 +30,7 @@ def test_fabricated_first_token_fails_as_fabricated_output():
     gen = runtime.generate(3, seed=5, prompt=[1, 2, 3, 4])
     assert gen.arrivals.token_times[0] - gen.arrivals.start_t < 1e-3  # it would pass on time alone
     verdict = tokens.first_token_check(runtime, few(load_profile("default").get("first_token_p99")), n=8).verdicts[0]
-    assert verdict.outcome is Outcome.FAIL and "fabricated output" in verdict.detail
+    assert verdict.outcome is Outcome.FAIL and "fabricated" in verdict.detail
     assert verdict.extra["fabricated_inferences"] == verdict.extra["report"]["intervals"]  # every one
     assert verdict.value is None  # no inference delivered the model's first token
 

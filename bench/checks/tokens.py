@@ -20,7 +20,7 @@ report, checked against those arrivals (docs/evidence.md):
 
 Tokens are checked, not only timed: every streamed token id is compared with the bench's own
 reference output for its prompt and seed (bench.reference_model), and a token that is not the
-model's fails the verdict as fabricated output. The prompts and seeds are drawn afresh for each
+model's fails the verdict (wrong numerics, or fabricated output). The prompts and seeds are drawn afresh for each
 check (`PROMPT_CASES` of them, cycled) and recorded with the raw data, so a stream replayed from an
 earlier run is wrong. A model the bench has no reference for leaves the tokens unchecked: such a
 verdict is INCONCLUSIVE at best.
@@ -307,7 +307,7 @@ def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
                                                f"({len(runs.generations)} inferences checked)")
     i, index = wrong[0]
     return verdict.but(outcome=Outcome.FAIL, extra={**facts, "fabricated_inferences": len(wrong)},
-                       detail=f"fabricated output: {len(wrong)} of {len(runs.generations)} inferences streamed "
+                       detail=f"not the model's output (wrong numerics or fabricated): {len(wrong)} of {len(runs.generations)} inferences streamed "
                               f"tokens that are not the model's (first: inference {i}, token {index}); "
                               f"{verdict.detail}")
 
