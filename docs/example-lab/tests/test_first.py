@@ -8,7 +8,7 @@ from bench.checks.power import battery_emulation
 from bench.core.verdict import Evidence, PlotHint
 
 
-@pytest.mark.evidence("self-reported")  # what the phone says about itself: never more than its word
+@pytest.mark.evidence("reported")  # what the phone says about itself: never more than its word
 def test_the_phone_names_its_build(dut, record):
     fingerprint = dut.getprop("ro.build.fingerprint")
     record.check("build_fingerprint_present", int(bool(fingerprint)), "bool", 1, "==", detail=fingerprint)
