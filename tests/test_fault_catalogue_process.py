@@ -182,16 +182,13 @@ def test_bench_run_on_a_full_tmpfs_stops_cleanly_and_keeps_every_test(small_tmpf
     out = done.stdout + done.stderr
     assert done.returncode == RESULTS_NOT_WRITTEN, out
     assert "Traceback" not in out and "disk full" in out
-    rescue = tmp_path / "phonebench-full-results.json"
-    kept = rescue if rescue.exists() else tmpfs / "full" / "results.json"  # whichever holds the whole record
-    record = json.loads(kept.read_text())
+    rescue, results = tmp_path / "phonebench-full-results.json", tmpfs / "full" / "results.json"
+    record = json.loads((rescue if rescue.exists() else results).read_text())
     shown = [line for line in done.stdout.splitlines() if line.startswith(("passed=", "failed="))]
     assert shown and f"passed={record['summary'].get('passed', 0)}" in shown[-1]
-    if rescue.exists():  # results.json fell behind: the rescue copy and how to bring it back are named
-        assert f"all {len(record['tests'])} are in {rescue}" in done.stderr
-        assert f"bench store-import {tmpfs / 'full'}" in done.stderr
-    else:  # something else hit the full disk: results.json took the whole record
-        assert f"{tmpfs / 'full' / 'results.json'} has all {len(record['tests'])} tests" in done.stderr
+    if f"{results} has all {len(record['tests'])} tests" not in done.stderr:  # results.json fell behind:
+        assert f"all {len(record['tests'])} are in {rescue}" in done.stderr  # the rescue copy and the way
+        assert f"bench store-import {tmpfs / 'full'}" in done.stderr  # back are named
     assert "junit.xml not written" in out or (tmpfs / "full" / "junit.xml").exists()
 
 
