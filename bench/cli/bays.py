@@ -115,7 +115,9 @@ def _interrupt(signum: int, frame: object) -> None:
 def _finish(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome], database: str | None) -> dict[str, Any]:
     data = merge_bays(run_dir, station, outcomes)
     _point_latest(run_dir)
-    _store(run_dir, data, database)
+    refused = _store(run_dir, data, database)
+    if refused is not None:
+        data["store_refused"] = refused  # the caller says how to add it (exit code 9)
     _render(run_dir)
     return data
 
@@ -130,16 +132,24 @@ def _point_latest(run_dir: Path) -> None:
         log.warning("could not update %s: %s", latest, exc)
 
 
-def _store(run_dir: Path, data: dict[str, Any], database: str | None) -> None:
+def _store(run_dir: Path, data: dict[str, Any], database: str | None) -> str | None:
+    """Store the merged run; None when the store has it all, else why not (results.json has all)."""
     from bench.store import StoreError, StoreSink, resolve_database_url
 
-    sink = StoreSink(resolve_database_url(database, run_dir.parent), run_dir.parent)
+    try:
+        sink = StoreSink(resolve_database_url(database, run_dir.parent), run_dir.parent)
+    except StoreError as exc:
+        return str(exc).splitlines()[0]
     try:
         sink.run_updated(data, "finish", data["status"])
+        if sink.stored_tests < len(data["tests"]):
+            return f"the results store has {sink.stored_tests} of this run's {len(data['tests'])} tests"
     except StoreError as exc:  # results.json is complete; `bench store-import` adds it later
         log.error("run %s not stored: %s", run_dir.name, exc)
+        return str(exc).splitlines()[0]
     finally:
         sink.close()
+    return None
 
 
 def _render(run_dir: Path) -> None:

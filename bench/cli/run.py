@@ -322,5 +322,9 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
     if (run_dir / "report.html").exists():
         print(f"report:  {run_dir / 'report.html'}")
     print(NEXT_STEP)
+    if data.get("store_refused"):
+        print(f"bench: {data['store_refused']} ({results} has all); add the rest with "
+              f"`bench store-import {run_dir}`", file=sys.stderr)
+        return STORE_BEHIND
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
     return 0 if bad == 0 and data["status"] == "complete" and data["tests"] else 1
