@@ -53,9 +53,10 @@ LINES = TOKENS + 2  # start, the tokens, done: one streamed line each
 def _serve(port_queue: "mp.Queue[int]", stop: "mp.synchronize.Event") -> None:
     from phonebench.emulation.adb_auth import AuthPolicy
     from phonebench.emulation.adbd import AdbDaemon
-    from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+    from phonebench.emulation.device import PhoneSpec
+    from phonebench.emulation.phones import emulated_phone
 
-    daemon = AdbDaemon(EmulatedPhone(PhoneSpec(serial="BENCH01")), auth=AuthPolicy(accept_any=True))
+    daemon = AdbDaemon(emulated_phone(PhoneSpec(serial="BENCH01")), auth=AuthPolicy(accept_any=True))
     port_queue.put(daemon.start())
     stop.wait(600)
     daemon.stop()

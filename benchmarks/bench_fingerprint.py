@@ -57,12 +57,12 @@ def bench_personas(library, repeat: int) -> None:
 def bench_adb(library) -> None:
     from phonebench.drivers.adb import AdbPhone
     from phonebench.emulation.adbd import AdbDaemon
-    from phonebench.emulation.device import EmulatedPhone
+    from phonebench.emulation.phones import emulated_phone
 
     print("\n== fingerprint over ADB on loopback (default fleet)")
     print(f"{'phone':10} {'persona':20} {'runtime calls':>13} {'device trips':>12} {'ms':>8}")
     for spec in default_fleet():
-        daemon = AdbDaemon(EmulatedPhone(spec), auth=None)
+        daemon = AdbDaemon(emulated_phone(spec), auth=None)
         daemon.start()
         device = AdbPhone(daemon.address, name=spec.serial)
         try:

@@ -140,7 +140,8 @@ def bench_digitizer(points: int, repeat: int) -> list[tuple[str, str]]:
 
 
 def bench_world(seconds: float) -> list[tuple[str, str]]:
-    from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+    from phonebench.emulation.device import PhoneSpec
+    from phonebench.emulation.phones import emulated_phone
     from phonebench.emulation.world import World
 
     world = World()
@@ -152,7 +153,7 @@ def bench_world(seconds: float) -> list[tuple[str, str]]:
             world.work("decode", max(0.005, rng.normal(0.045, 0.004)))
     world_rate = (world.clock.now() - sim_start) / (time.perf_counter() - wall_start)
 
-    phone = EmulatedPhone(PhoneSpec(), world=World())
+    phone = emulated_phone(PhoneSpec(), world=World())
     sim_start, wall_start = phone.world.clock.now(), time.perf_counter()
     runs = 0
     while time.perf_counter() - wall_start < seconds:

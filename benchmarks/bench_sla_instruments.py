@@ -29,7 +29,8 @@ def main() -> int:
     from phonebench.bench.specs.sla import load_profile
     from phonebench.drivers.registry import open_instrument
     from phonebench.drivers.runtime import RuntimeClient
-    from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+    from phonebench.emulation.device import PhoneSpec
+    from phonebench.emulation.phones import emulated_phone
     from phonebench.emulation.instruments.awg import AwgServer
     from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
     from phonebench.emulation.instruments.scope import ScopeServer
@@ -38,7 +39,7 @@ def main() -> int:
 
     profile = load_profile("default")
     world = World(seed=1)
-    device = PhoneDevice(EmulatedPhone(PhoneSpec(), world=world))
+    device = PhoneDevice(emulated_phone(PhoneSpec(), world=world))
     servers = {"scope": ScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
                "thermal": ThermalProbeServer(world)}
     drivers = {}

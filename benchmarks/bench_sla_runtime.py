@@ -37,7 +37,7 @@ from phonebench.drivers.runtime import RuntimeClient  # noqa: E402
 from phonebench.emulation import npu, tinymodel  # noqa: E402
 from phonebench.emulation.adb_auth import AuthPolicy  # noqa: E402
 from phonebench.emulation.adbd import AdbDaemon  # noqa: E402
-from phonebench.emulation.device import EmulatedPhone  # noqa: E402
+from phonebench.emulation.phones import emulated_phone  # noqa: E402
 from phonebench.emulation.instruments.clock import ClockServer  # noqa: E402
 from phonebench.emulation.npu_personas import DEFAULT_FLEET, PERSONAS, phone_spec  # noqa: E402
 from phonebench.emulation.weights import WEIGHTS_BYTES  # noqa: E402
@@ -108,7 +108,7 @@ def _streaming_over_adb(runs: int = 30, tokens_per_run: int = 16) -> list[tuple[
     """Per-generate wall time over a real ADB socket: stamped per token on the SCPI clock vs read whole."""
     with tempfile.TemporaryDirectory() as tmp:
         keygen(f"{tmp}/adbkey")
-        emulated = EmulatedPhone(phone_spec("SM8650-MP", "BENCH-ADB"))
+        emulated = emulated_phone(phone_spec("SM8650-MP", "BENCH-ADB"))
         with AdbDaemon(emulated, auth=AuthPolicy(accept_any=True)) as daemon, ClockServer(emulated.world) as server, \
                 AdbPhone(daemon.address, key_path=f"{tmp}/adbkey") as device:
             clock = ScpiClock(server.address)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import time as _time
+from collections.abc import Callable, Sequence
 
 from phonebench.emulation.filesystem import DeviceFileSystem
-from phonebench.emulation.logcat import LogBuffer, logcat
+from phonebench.emulation.logbuffer import LogBuffer
+from phonebench.emulation.logcat import logcat
 from phonebench.emulation.phone_spec import PhoneSpec
 from phonebench.emulation.shell import CommandResult, Shell, ShellContext
 from phonebench.emulation.world import World
@@ -25,8 +27,12 @@ SKIN_STATUS_THRESHOLDS_C = (39.0, 43.0, 45.0, 47.0, 51.0, 55.0)
 THERMAL_WATCH_S = 1.0  # how often (simulated) the thermal service re-evaluates the skin status
 
 
+# An app installs itself on a phone: registers its commands, writes its files, watches the shell.
+App = Callable[["EmulatedPhone"], object]
+
+
 class EmulatedPhone:
-    def __init__(self, spec: PhoneSpec, world: World | None = None) -> None:
+    def __init__(self, spec: PhoneSpec, world: World | None = None, apps: Sequence[App] = ()) -> None:
         self.spec = spec
         self.world = world or World(seed=spec.seed)
         self.props = spec.props()
@@ -45,15 +51,8 @@ class EmulatedPhone:
             self.world.supply_v = 3.1
         for name in self.shell.commands:  # the toybox builtins, reachable by path too
             self.fs.write(f"/system/bin/{name}", b"\x7fELF emulated", mode=0o100755)
-        if "no-runtime" not in spec.faults:
-            from phonebench.emulation import runtime  # local import: the runtime builds on this class
-
-            runtime.install(self)
-            self.shell.watch("llmrt", self._log_runtime)
-        if "no-llamacpp" not in spec.faults:
-            from phonebench.emulation import llamacpp
-
-            llamacpp.install(self)
+        for app in apps:  # what the lab installed on it (phones.py: the runtime, llama.cpp)
+            app(self)
         self._thermal_status, self._thermal_checked = 0, self.world.clock.now()
         self.world.clock.add_listener(self._watch_thermal)
         self.boot()
@@ -66,7 +65,7 @@ class EmulatedPhone:
         self.logs.log("I", "ActivityManager", "System now ready", pid=1000)
         self.logs.log("I", "ThermalManagerService", f"Thermal Status: {self.thermal_status()}", pid=1000)
 
-    def _log_runtime(self, argv: list[str], result: CommandResult | None) -> None:
+    def log_runtime(self, argv: list[str], result: CommandResult | None) -> None:
         """The runtime's starts and stops in the log, as its service logs them."""
         verb = argv[1] if len(argv) > 1 else ""
         if result is None:

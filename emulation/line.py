@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.world import World
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ class EmulatedLine:
 
         spec = unit.spec if isinstance(unit, LineUnit) else unit
         self.unload()
-        phone = EmulatedPhone(spec, world=self.world)
+        phone = emulated_phone(spec, world=self.world)
         self.world.load_phone(phone)
         daemon = AdbDaemon(phone, port=self.adb_port, auth=AuthPolicy(accept_any=True))
         daemon.start()

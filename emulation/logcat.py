@@ -1,4 +1,4 @@
-"""The emulated phone's log buffer and its `logcat` command (threadtime format, as Android prints it).
+"""The emulated phone's `logcat` command (threadtime format, as Android prints it).
 
 What lands here is what a real phone logs around the bench's work: boot, the runtime starting
 and stopping, thermal status changes. Times are the phone's simulated clock. A reboot clears the
@@ -7,55 +7,10 @@ buffer, as it clears a real phone's in-memory log.
 from __future__ import annotations
 
 import calendar
-import threading
 import time as _time
-from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
 
+from phonebench.emulation.phone_api import Phone
 from phonebench.emulation.shell import CommandResult, ShellContext
-
-if TYPE_CHECKING:
-    from phonebench.emulation.device import EmulatedPhone
-
-CAPACITY = 20_000  # entries kept (the real ring buffer is sized in bytes; this is the same idea)
-LEVELS = "VDIWEF"
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    time: float
-    pid: int
-    tid: int
-    level: str
-    tag: str
-    message: str
-
-    def threadtime(self) -> str:
-        """`logcat -v threadtime`: MM-DD HH:MM:SS.mmm  PID  TID L TAG     : message"""
-        stamp = _time.strftime("%m-%d %H:%M:%S", _time.gmtime(self.time))
-        millis = int(round((self.time % 1) * 1000)) % 1000
-        return f"{stamp}.{millis:03d} {self.pid:5d} {self.tid:5d} {self.level} {self.tag:8s}: {self.message}"
-
-
-class LogBuffer:
-    def __init__(self, now: Callable[[], float]) -> None:
-        self._now = now
-        self._lock = threading.Lock()
-        self._entries: deque[LogEntry] = deque(maxlen=CAPACITY)
-
-    def log(self, level: str, tag: str, message: str, pid: int = 1000) -> None:
-        entry = LogEntry(self._now(), pid, pid, level, tag, message)
-        with self._lock:
-            self._entries.append(entry)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def entries(self) -> list[LogEntry]:
-        with self._lock:
-            return list(self._entries)
 
 
 def _parse_time(text: str, now: float) -> float | None:
@@ -76,7 +31,7 @@ def _parse_time(text: str, now: float) -> float | None:
 def logcat(argv: list[str], ctx: ShellContext) -> CommandResult:
     """`logcat -d [-T time|count] [-t time|count] [-c] [-v threadtime]`; without -d (streaming)
     it refuses rather than hang the caller."""
-    phone: "EmulatedPhone" = ctx.phone
+    phone: Phone = ctx.phone
     args, dump, since, last = argv[1:], False, None, None
     i = 0
     while i < len(args):

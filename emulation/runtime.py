@@ -628,6 +628,7 @@ def install(phone: "EmulatedPhone") -> EmulatedRuntime:
     phone.fs.mkdir(ADAPTER_DIR)
     runtime = EmulatedRuntime(phone, gpuload.install(phone))
     phone.shell.register("llmrt", runtime)
+    phone.shell.watch("llmrt", phone.log_runtime)  # its service logs its starts and stops
     phone.fs.write("/system/bin/llmrt", b"\x7fELF emulated", mode=0o100755)
     phone.fs.write(VMSTAT, runtime.counters.vmstat())
     return runtime

@@ -10,10 +10,9 @@ import hashlib
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-if TYPE_CHECKING:
-    from phonebench.emulation.device import EmulatedPhone
+from phonebench.emulation.phone_api import Phone
 
 
 @dataclass
@@ -25,7 +24,7 @@ class CommandResult:
 
 @dataclass
 class ShellContext:
-    phone: "EmulatedPhone"
+    phone: Phone
     env: dict[str, str] = field(default_factory=dict)
     # Where output goes the moment it is produced (adbd's stream), like a pipe; None: collected.
     sink: Callable[[bytes], None] | None = None
@@ -110,7 +109,7 @@ def _expand_status(segment: str, status: int) -> str:
 
 
 class Shell:
-    def __init__(self, phone: "EmulatedPhone") -> None:
+    def __init__(self, phone: Phone) -> None:
         self.phone = phone
         self.commands: dict[str, Command] = {}
         self.watchers: dict[str, Watcher] = {}

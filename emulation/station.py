@@ -17,6 +17,7 @@ from typing import Any
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import DutConfig, EmulatedConfig, StationConfig, emulated_bay_names
 from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.npu_personas import default_fleet
 from phonebench.emulation.world import World
 
@@ -126,7 +127,7 @@ class EmulatedStation:
             for bay, spec in zip(bays, specs):
                 if self.only_bay not in (None, bay):
                     continue
-                phone = EmulatedPhone(spec, World(seed=spec.seed, persona=spec.sla_persona))
+                phone = emulated_phone(spec, World(seed=spec.seed, persona=spec.sla_persona))
                 daemon = AdbDaemon(phone, auth=auth)
                 daemon.start()
                 self.duts.append(EmulatedDut(phone, daemon))

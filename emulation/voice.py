@@ -12,14 +12,11 @@ from __future__ import annotations
 import logging
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from phonebench.emulation.audio import MIC_DISTANCE_M, SPEED_OF_SOUND_M_S, AudioEvent, synth_speech
-
-if TYPE_CHECKING:
-    from phonebench.emulation.world import World
+from phonebench.emulation.audio import MIC_DISTANCE_M, SPEED_OF_SOUND_M_S, AudioEvent, AudioScene, synth_speech
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +73,23 @@ class Dialog:
         return self.answer_end - self.utterance_onset
 
 
+class _AwakeTail(Protocol):
+    awake_tail_s: float  # how long the NPU stays awake after an answer (0: power-gated at once)
+
+
+class DialogStage(Protocol):
+    """What the assistant acts on (the simulated world): its seed, the schedule of the phone's
+    work phases, the audio scene it speaks into, the unit's power profile."""
+
+    seed: int
+    audio: AudioScene
+    power_profile: _AwakeTail
+
+    def schedule(self, phase: str, t0: float, t1: float) -> None: ...
+
+
 class VoiceAssistant:
-    def __init__(self, world: World, behaviour: str, rng: np.random.Generator) -> None:
+    def __init__(self, world: DialogStage, behaviour: str, rng: np.random.Generator) -> None:
         self.world = world
         self.rng = rng
         self.behaviour = VOICE_BEHAVIOURS["nominal"]

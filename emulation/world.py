@@ -33,7 +33,7 @@ Hooks for calibration and the production line (the real fixture's equivalents in
   ("cover_a"). A Fluke/Hart server (dialect "fluke") is a second, reference thermometer.
 - Production line: build the next phone on this world and load it, instruments stay attached::
 
-      phone = EmulatedPhone(spec, world=world)   # spec.seed and spec.sla_persona apply
+      phone = emulated_phone(spec, world=world)   # spec.seed and spec.sla_persona apply
       world.load_phone(phone)                    # ambient temperature, fresh battery, no loopback
       AdbDaemon(phone).start()                   # the previous unit's daemon is stopped first
 
@@ -190,13 +190,13 @@ class World:
     def load_phone(self, phone: object) -> None:
         """A new unit enters the fixture: its seed and persona, ambient temperature, fresh battery.
 
-        The phone must have been built on this world (EmulatedPhone(spec, world=world)), so its
+        The phone must have been built on this world (emulated_phone(spec, world=world)), so its
         sensors and runtime read this world. Instruments stay attached; the supply keeps its
         settings; the previous unit's activity, sound and answers are gone.
         """
         if getattr(phone, "world", None) is not self:
             raise ValueError("load_phone: the phone was built on another world; "
-                             "create it with EmulatedPhone(spec, world=<this world>)")
+                             "create it with emulated_phone(spec, world=<this world>)")
         spec = phone.spec  # type: ignore[attr-defined]
         with self._lock:
             self.phone = phone

@@ -64,11 +64,11 @@ class EmulatedStation:
         from phonebench.drivers.clock import ScpiClock
         from phonebench.emulation.adb_auth import AuthPolicy
         from phonebench.emulation.adbd import AdbDaemon
-        from phonebench.emulation.device import EmulatedPhone
+        from phonebench.emulation.phones import emulated_phone
         from phonebench.emulation.instruments.clock import ClockServer
         from phonebench.emulation.npu_personas import phone_spec
 
-        emulated = EmulatedPhone(phone_spec(npu, f"EMU-{persona}", sla_persona=persona, **spec))
+        emulated = emulated_phone(phone_spec(npu, f"EMU-{persona}", sla_persona=persona, **spec))
         daemon = AdbDaemon(emulated, auth=AuthPolicy(accept_any=True))
         daemon.start()
         clock_server = ClockServer(clock_world if clock_world is not None else emulated.world)

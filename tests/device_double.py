@@ -20,6 +20,7 @@ from phonebench.core.verdict import Verdict, compare
 from phonebench.drivers.adb import timed_lines
 from phonebench.drivers.device import ShellResult, TimedShellResult
 from phonebench.emulation.device import EmulatedPhone
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.npu_personas import default_fleet, phone_spec
 
 PushHook = Callable[[str, bytes], bytes]
@@ -90,7 +91,7 @@ class WorldClock:
 
 
 def make_device(persona: str, serial: str = "EMU-T1", **overrides: Any) -> PhoneDevice:
-    return PhoneDevice(EmulatedPhone(phone_spec(persona, serial, **overrides)))
+    return PhoneDevice(emulated_phone(phone_spec(persona, serial, **overrides)))
 
 
 # --- pytest plugin: `-p tests.device_double` ---------------------------------------------------

@@ -25,6 +25,7 @@ from phonebench.drivers.recovery import DeviceBroken, RecoveryPolicy, reboot_and
 from phonebench.emulation.adb_auth import AuthPolicy
 from phonebench.emulation.adbd import AdbDaemon
 from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.shell import CommandResult, DaemonKilled
 from tests.adb_helpers import private_adb_server
 
@@ -42,7 +43,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture
 def phone() -> EmulatedPhone:
-    return EmulatedPhone(PhoneSpec(serial="EMU-DRV-1"))
+    return emulated_phone(PhoneSpec(serial="EMU-DRV-1"))
 
 
 @pytest.fixture
@@ -189,7 +190,7 @@ def test_a_phone_without_the_shell_protocol_cannot_be_stamped_through_the_server
     from phonebench.emulation import adbd
 
     monkeypatch.setattr(adbd, "SUPPORTED_FEATURES", tuple(f for f in adbd.SUPPORTED_FEATURES if f != "shell_v2"))
-    with AdbDaemon(EmulatedPhone(PhoneSpec(serial="EMU-OLD"))) as daemon:
+    with AdbDaemon(emulated_phone(PhoneSpec(serial="EMU-OLD"))) as daemon:
         old = ServerAdbPhone(daemon.address, server=adb_server, name="old", connect_timeout_s=WAIT_S)
         try:
             assert old.shell("false").exit_code == 1  # shell v1 and its marker
@@ -356,7 +357,7 @@ def test_connect_retries_back_off_within_the_connect_timeout(keys: tuple[Path, P
 
 
 def test_daemon_death_mid_command_is_a_disconnect_and_the_next_call_reconnects(make) -> None:
-    phone = EmulatedPhone(PhoneSpec(serial="EMU-KILL", faults=["kill-on:llmrt"]))
+    phone = emulated_phone(PhoneSpec(serial="EMU-KILL", faults=["kill-on:llmrt"]))
     with AdbDaemon(phone) as daemon:
         dut = make(daemon.address, name="dutk", connect_timeout_s=WAIT_S, retries=1)
         assert dut.run("echo up") == "up\n"
@@ -613,7 +614,7 @@ def test_recovery_after_a_daemon_restart(phone: EmulatedPhone, daemon: AdbDaemon
 
 
 def test_a_phone_that_never_returns_is_broken_not_retried_forever(make) -> None:
-    stuck = EmulatedPhone(PhoneSpec(serial="EMU-GONE", faults=["no-return-after-reboot"]))
+    stuck = emulated_phone(PhoneSpec(serial="EMU-GONE", faults=["no-return-after-reboot"]))
     with AdbDaemon(stuck) as daemon:
         dut = make(daemon.address, name="dutg", connect_timeout_s=WAIT_S)
         with pytest.raises(DeviceBroken, match=r"dutg: did not come back on ADB within 1\.5 s") as broken:

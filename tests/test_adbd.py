@@ -23,6 +23,7 @@ from phonebench.emulation import adb_shell_v2
 from phonebench.emulation.adb_auth import AuthPolicy, load_keys, parse_android_pubkey
 from phonebench.emulation.adbd import MAX_DATA, SUPPORTED_FEATURES, AdbDaemon, checksum, device_banner
 from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.shell import CommandResult
 
 WAIT_S = 10.0  # generous bound on any wait: a hang fails the test instead of blocking it
@@ -96,7 +97,7 @@ def _sync_request(ident: bytes, path: str) -> bytes:
 
 @pytest.fixture
 def phone() -> EmulatedPhone:
-    return EmulatedPhone(PhoneSpec(serial="EMU-ADBD-1"))
+    return emulated_phone(PhoneSpec(serial="EMU-ADBD-1"))
 
 
 @pytest.fixture
@@ -422,7 +423,7 @@ def test_kill_drops_connections_and_stops_accepting_until_revived(daemon: AdbDae
 
 
 def test_daemon_killed_fault_drops_every_connection() -> None:
-    killer = EmulatedPhone(PhoneSpec(serial="EMU-K", faults=["kill-on:llmrt"]))
+    killer = emulated_phone(PhoneSpec(serial="EMU-K", faults=["kill-on:llmrt"]))
     with AdbDaemon(killer) as dying:
         bystander, victim = RawHost(dying.port), RawHost(dying.port)
         bystander.connect()
@@ -552,7 +553,7 @@ def test_reboot_drops_connections_and_comes_back_booted(phone: EmulatedPhone, da
 
 
 def test_a_phone_that_never_returns_from_a_reboot() -> None:
-    stuck = EmulatedPhone(PhoneSpec(serial="EMU-STUCK", faults=["no-return-after-reboot"]))
+    stuck = emulated_phone(PhoneSpec(serial="EMU-STUCK", faults=["no-return-after-reboot"]))
     with AdbDaemon(stuck) as daemon:
         daemon.reboot()
         time.sleep(1.0)  # longer than the whole emulated reboot; only the fault keeps it away

@@ -40,7 +40,8 @@ from phonebench.drivers.power import KeysightN6705C
 from phonebench.drivers.scope import KeysightInfiniiVision
 from phonebench.drivers.stimulus import Keysight33500B
 from phonebench.drivers.thermal_generic import GenericAsciiProbe
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.device import PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.awg import AwgServer
 from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
 from phonebench.emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
@@ -62,7 +63,7 @@ def book(tmp_path):
 def rig():
     """The emulated fixture with its instruments, each with its known error."""
     world = World(seed=3)
-    phone = EmulatedPhone(PhoneSpec(seed=3), world=world)
+    phone = emulated_phone(PhoneSpec(seed=3), world=world)
     servers = {"scope": ScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
                "thermal": ThermalProbeServer(world)}
     for server in servers.values():
@@ -283,7 +284,7 @@ def test_dut_ripple_onset_sets_the_redundancy_trigger_below_the_units_onset(rig)
 
 def test_a_unit_whose_npu_errs_without_ripple_fails_ripple_calibration_and_keeps_its_config(rig):
     world, _phone, _servers, d = rig
-    erratic = EmulatedPhone(PhoneSpec(seed=4, faults=["npu-erratic"]), world=world)
+    erratic = emulated_phone(PhoneSpec(seed=4, faults=["npu-erratic"]), world=world)
     world.load_phone(erratic)
     device, identity = _dut(world, erratic)
     record = ripple_onset(device, d["supply"], unit_equipment(identity), ctx())
@@ -300,7 +301,7 @@ def test_dut_skin_offset_written_and_a_drifting_sensor_fails(rig, book):
     record = skin_offset(device, thermal, unit_equipment(identity), ctx())
     assert record.passed and record.adjustments["thermal.skin_offset_c"] == pytest.approx(0.3, abs=0.15)
     assert '"thermal.skin_offset_c": 0.' in device.run("llmrt config get")
-    drifting = EmulatedPhone(PhoneSpec(serial="EMU0009", seed=9, faults=["skin-sensor-drift"]), world=world)
+    drifting = emulated_phone(PhoneSpec(serial="EMU0009", seed=9, faults=["skin-sensor-drift"]), world=world)
     world.load_phone(drifting)
     device, identity = _dut(world, drifting)
     bad = skin_offset(device, thermal, unit_equipment(identity), ctx())

@@ -11,6 +11,7 @@ from instrument_helpers import onset_s
 from phonebench.drivers.registry import open_instrument
 from phonebench.emulation.audio import synth_speech
 from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.awg import AwgServer
 from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
 from phonebench.emulation.instruments.scope import ScopeServer
@@ -35,7 +36,7 @@ class Rig:
 def rig(request):
     scope_dialect, probe_dialect, scope_options = COMBOS[request.param]
     world = World(seed=21)
-    phone = EmulatedPhone(PhoneSpec(), world=world)
+    phone = emulated_phone(PhoneSpec(), world=world)
     servers = {"scope": ScopeServer(world, scope_dialect), "supply": PowerAnalyzerServer(world),
                "stimulus": AwgServer(world), "thermal": ThermalProbeServer(world, probe_dialect)}
     options = {"scope": scope_options, "supply": {}, "stimulus": {}, "thermal": {}}

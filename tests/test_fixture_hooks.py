@@ -13,7 +13,8 @@ from phonebench.drivers.scope import KeysightInfiniiVision
 from phonebench.drivers.stimulus import Keysight33500B
 from phonebench.drivers.thermal_generic import GenericAsciiProbe
 from phonebench.emulation.audio import synth_speech
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.device import PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.awg import AwgServer
 from phonebench.emulation.instruments.power_analyzer import CURRENT_ZERO_OFFSET_A, PowerAnalyzerServer
 from phonebench.emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
@@ -26,7 +27,7 @@ CLIP = synth_speech(0.3, 16_000, np.random.default_rng(5))
 @pytest.fixture
 def rig():
     world = World(seed=3)
-    phone = EmulatedPhone(PhoneSpec(seed=3), world=world)
+    phone = emulated_phone(PhoneSpec(seed=3), world=world)
     servers = [ScopeServer(world), AwgServer(world), PowerAnalyzerServer(world), ThermalProbeServer(world)]
     for server in servers:
         server.start()
@@ -115,7 +116,7 @@ def test_load_phone_brings_the_next_unit_in_at_ambient_with_a_fresh_battery(rig)
     world.capacity_pct -= 10
     world.set_fixture_loopback(True)
     assert probe.read()["T1"] > world.ambient_c + 5
-    nxt = EmulatedPhone(replace(phone.spec, serial="EMU0002", seed=11, sla_persona="hot"), world=world)
+    nxt = emulated_phone(replace(phone.spec, serial="EMU0002", seed=11, sla_persona="hot"), world=world)
     world.load_phone(nxt)
     assert world.phone is nxt and world.seed == 11 and world.persona == "hot"
     assert world.capacity_pct == FRESH_CAPACITY_PCT and world.fixture.loopback is None
@@ -126,7 +127,7 @@ def test_load_phone_brings_the_next_unit_in_at_ambient_with_a_fresh_battery(rig)
     ch1, ch2 = _acquire(scope, awg, 0.1, 0.4, 100_000)  # the new unit answers through the same scope
     assert np.abs(ch2.volts).max() > 0.2 and len(world.voice.dialogs) == 1
     with pytest.raises(ValueError, match="another world"):
-        world.load_phone(EmulatedPhone(PhoneSpec(serial="EMU0003")))
+        world.load_phone(emulated_phone(PhoneSpec(serial="EMU0003")))
 
 
 def test_world_personas_are_exported_and_unknown_ones_leave_the_world_nominal():

@@ -8,12 +8,13 @@ from phonebench.drivers.adb import AdbPhone
 from phonebench.drivers.llamacpp import LlamaCpp
 from phonebench.emulation.adb_auth import AuthPolicy
 from phonebench.emulation.adbd import AdbDaemon
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.device import PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.llamacpp import DECODE_TOKENS_PER_S, MODEL_PATH, PROMPT_TOKENS_PER_S
 
 
 def _device(faults: list[str]):
-    phone = EmulatedPhone(PhoneSpec(serial="LLAMA1", faults=faults, llamacpp="imitation"))
+    phone = emulated_phone(PhoneSpec(serial="LLAMA1", faults=faults, llamacpp="imitation"))
     daemon = AdbDaemon(phone, auth=AuthPolicy(accept_any=True))
     daemon.start()
     return phone, daemon, AdbPhone(daemon.address, name="LLAMA1", connect_timeout_s=5)

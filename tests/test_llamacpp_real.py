@@ -11,7 +11,8 @@ import pytest
 from phonebench.drivers.adb import AdbPhone
 from phonebench.drivers.llamacpp import LlamaCpp
 from phonebench.emulation.adbd import AdbDaemon
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.device import PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.llamacpp import MODEL_PATH, TINY_MODEL, host_build
 
 BUILD = host_build()
@@ -22,7 +23,7 @@ VOCAB = Path(sys.prefix) / "share" / "llama.cpp" / "ggml-vocab-llama-spm.gguf"
 
 @pytest.fixture
 def device():
-    phone = EmulatedPhone(PhoneSpec(serial="LLAMA-REAL", llamacpp="real"))
+    phone = emulated_phone(PhoneSpec(serial="LLAMA-REAL", llamacpp="real"))
     with AdbDaemon(phone) as daemon, AdbPhone(daemon.address, name="LLAMA-REAL", connect_timeout_s=10) as dut:
         yield phone, dut
 

@@ -17,7 +17,8 @@ from phonebench.drivers.device import ShellResult
 from phonebench.drivers.gpuload import GpuLoad
 from phonebench.drivers.runtime import Probe, RuntimeClient, RuntimeCommandFailed, RuntimeStatus
 from phonebench.emulation import npu, tinymodel
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.device import PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.npu_personas import PERSONAS
 from phonebench.emulation.runtime import SLA_PERSONAS_RUNTIME, EmulatedRuntime
 from phonebench.emulation.runtime_config import CONFIG_PATH, KEYS
@@ -373,7 +374,7 @@ def test_gpuload_start_status_stop(device):
 
 
 def test_gpuload_missing_is_unsupported():
-    phone = EmulatedPhone(PhoneSpec(faults=["no-runtime"]))
+    phone = emulated_phone(PhoneSpec(faults=["no-runtime"]))
     with pytest.raises(UnsupportedCapability, match="gpuload"):
         GpuLoad(PhoneDevice(phone)).status()
 

@@ -7,10 +7,12 @@ import pytest
 
 from phonebench.emulation.device import EmulatedPhone, PhoneSpec
 
+from phonebench.emulation.phones import emulated_phone
+
 
 @pytest.fixture
 def phone() -> EmulatedPhone:
-    return EmulatedPhone(PhoneSpec(serial="SHELL1"))
+    return emulated_phone(PhoneSpec(serial="SHELL1"))
 
 
 def run(phone: EmulatedPhone, line: str) -> tuple[str, int]:
@@ -65,7 +67,7 @@ def test_sleep_advances_simulated_time_only(phone):
 
 
 def test_faults_change_what_the_phone_reports():
-    phone = EmulatedPhone(PhoneSpec(faults=["no-runtime", "low-battery", "skin-sensor-drift"]))
+    phone = emulated_phone(PhoneSpec(faults=["no-runtime", "low-battery", "skin-sensor-drift"]))
     assert run(phone, "llmrt identity")[1] == 127
     assert run(phone, "cat /sys/class/power_supply/battery/voltage_now")[0] == "3100000\n"
     sysfs = int(run(phone, "cat /sys/class/thermal/thermal_zone3/temp")[0]) / 1000

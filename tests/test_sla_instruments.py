@@ -22,7 +22,8 @@ from phonebench.bench.specs.sla import load_profile
 from phonebench.core.verdict import Evidence, Outcome
 from phonebench.drivers.registry import open_instrument
 from phonebench.drivers.scope import Preamble, Waveform
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.device import PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.awg import AwgServer
 from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
 from phonebench.emulation.instruments.scope import ScopeServer
@@ -45,7 +46,7 @@ class Rig:
 @contextlib.contextmanager
 def rig(persona: str, seed: int = 7) -> Iterator[Rig]:
     world = World(seed=seed, persona=persona)
-    phone = EmulatedPhone(PhoneSpec(serial=f"EMU-{persona}", sla_persona=persona, seed=seed), world=world)
+    phone = emulated_phone(PhoneSpec(serial=f"EMU-{persona}", sla_persona=persona, seed=seed), world=world)
     servers = {"scope": ScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
                "thermal": ThermalProbeServer(world)}
     options = {"scope": {"poll_s": 0}}

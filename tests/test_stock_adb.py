@@ -19,6 +19,7 @@ import pytest
 from phonebench.emulation.adb_auth import AuthPolicy
 from phonebench.emulation.adbd import AdbDaemon
 from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 
 pytestmark = pytest.mark.skipif(shutil.which("adb") is None,
                                 reason="stock adb client not on PATH (Debian: apt-get install adb)")
@@ -65,7 +66,7 @@ def adb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StockAdb]:
 
 @pytest.fixture(scope="module")
 def phone() -> EmulatedPhone:
-    return EmulatedPhone(PhoneSpec(serial="EMU-STOCK-1"))
+    return emulated_phone(PhoneSpec(serial="EMU-STOCK-1"))
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_exit_status_through_the_shell_protocol(adb: StockAdb, address: str) -> 
 def test_first_connection_prompt(adb: StockAdb) -> None:
     """auth = "prompt": the stock client's first try fails to authenticate while the phone shows
     its dialogue; once accepted the phone is `device` and remembers the key."""
-    prompting = EmulatedPhone(PhoneSpec(serial="EMU-STOCK-P"))
+    prompting = emulated_phone(PhoneSpec(serial="EMU-STOCK-P"))
     with AdbDaemon(prompting, auth=AuthPolicy(accept_any=True, prompt=True)) as daemon:
         first = adb("connect", daemon.address).stdout
         assert f"failed to authenticate to {daemon.address}" in first
@@ -134,7 +135,7 @@ def test_pull_missing_file_fails_cleanly(adb: StockAdb, address: str, tmp_path: 
 
 def test_only_listed_keys(adb: StockAdb, address: str, tmp_path: Path) -> None:
     # `address` made the server create its key; a phone that lists it lets the stock client in ...
-    listed = EmulatedPhone(PhoneSpec(serial="EMU-STOCK-2"))
+    listed = emulated_phone(PhoneSpec(serial="EMU-STOCK-2"))
     with AdbDaemon(listed, auth=AuthPolicy(accept_any=False, allowed_keys=[adb.public_key])) as daemon:
         assert "connected to" in adb("connect", daemon.address).stdout
         adb("-s", daemon.address, "wait-for-device")
@@ -144,7 +145,7 @@ def test_only_listed_keys(adb: StockAdb, address: str, tmp_path: Path) -> None:
     from adb_shell.auth.keygen import keygen
 
     keygen(str(tmp_path / "other"))
-    strict = EmulatedPhone(PhoneSpec(serial="EMU-STOCK-3"))
+    strict = emulated_phone(PhoneSpec(serial="EMU-STOCK-3"))
     with AdbDaemon(strict, auth=AuthPolicy(accept_any=False, allowed_keys=[tmp_path / "other.pub"])) as daemon:
         connect = adb("connect", daemon.address, check=False)
         assert "connected to" not in connect.stdout
@@ -154,7 +155,7 @@ def test_only_listed_keys(adb: StockAdb, address: str, tmp_path: Path) -> None:
 
 def test_reboot_wait_for_device_and_logcat(adb: StockAdb) -> None:
     """What a lab does by hand with the stock client: reboot, wait for the phone, read its log."""
-    rebooting = EmulatedPhone(PhoneSpec(serial="EMU-STOCK-R"))
+    rebooting = emulated_phone(PhoneSpec(serial="EMU-STOCK-R"))
     with AdbDaemon(rebooting, auth=AuthPolicy(accept_any=True)) as daemon:
         adb.attach(daemon.address)
         adb("-s", daemon.address, "reboot")

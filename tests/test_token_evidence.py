@@ -28,7 +28,7 @@ from phonebench.drivers import gpuload as gpuload_driver
 from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
 from phonebench.drivers.power import KeysightN6705C
 from phonebench.drivers.runtime import RuntimeClient
-from phonebench.emulation.device import EmulatedPhone
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.clock import ClockServer
 from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
 from phonebench.emulation.npu_personas import phone_spec
@@ -65,7 +65,7 @@ def test_host_clock_is_the_monotonic_clock():
 
 
 def test_emulated_time_server_answers_the_worlds_time_without_advancing_it():
-    world_phone = EmulatedPhone(phone_spec(NPU, "EMU-CLK"))
+    world_phone = emulated_phone(phone_spec(NPU, "EMU-CLK"))
     world = world_phone.world
     with ClockServer(world) as server:
         clock = ScpiClock(server.address)
@@ -166,7 +166,7 @@ def test_compressed_timestamps_are_caught(over_adb, sla):
 
 # --- a station clock from another time domain: the station's error, never the phone's -----------------
 def test_a_station_clock_of_another_world_is_a_station_error_not_a_phone_fail(over_adb, sla):
-    elsewhere = EmulatedPhone(phone_spec(NPU, "EMU-ELSEWHERE")).world  # another bay's world: its clock stands
+    elsewhere = emulated_phone(phone_spec(NPU, "EMU-ELSEWHERE")).world  # another bay's world: its clock stands
     _, device, runtime = observed(over_adb, clock_world=elsewhere)
     link = tokens.measure_link(runtime, n=3)
     assert link.rate == pytest.approx(0.0) and link.domain_problem is not None

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from phonebench.emulation.audio import AudioEvent, AudioScene, synth_speech
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.device import PhoneSpec
+from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.thermal_model import NODES, ThermalModel
 from phonebench.emulation.voice import VOICE_BEHAVIOURS
 from phonebench.emulation.world import PHASE_POWER_W, World
@@ -67,7 +68,7 @@ def test_time_constants_die_in_seconds_cover_in_minutes():
 
 def test_device_thermal_zones_follow_the_world():
     world = World()
-    phone = EmulatedPhone(PhoneSpec(), world=world)
+    phone = emulated_phone(PhoneSpec(), world=world)
     npu_zone = [i for i, (name, _, _) in enumerate(phone.thermal_zones()) if name == "npu"][0]
     cold = int(phone.fs.read(f"/sys/class/thermal/thermal_zone{npu_zone}/temp"))
     world.work("decode", 60)
