@@ -24,7 +24,6 @@ import stat as stat_mod
 import struct
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -35,6 +34,7 @@ from adb_shell.auth.sign_cryptography import CryptographySigner
 
 from phonebench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
                           DeviceError, DeviceUnreachable)
+from phonebench.core.file_stat import FileStat
 from phonebench.drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport
 from phonebench.drivers.device import ShellCommands, ShellResult, TimedShellResult
 
@@ -54,16 +54,6 @@ _LINK_ERRORS = (adb_exc.InvalidChecksumError, adb_exc.InvalidCommandError, adb_e
 _TIMEOUTS = (adb_exc.TcpTimeoutException, adb_exc.AdbTimeoutError)
 _KEY_LOCK = threading.Lock()  # one key generation at a time (forks may connect together)
 
-
-@dataclass
-class RemoteStat:
-    mode: int
-    size: int
-    mtime: int
-
-    @property
-    def is_dir(self) -> bool:
-        return stat_mod.S_ISDIR(self.mode)
 
 
 def quote_command(command: str | Sequence[str]) -> str:
@@ -235,12 +225,12 @@ class AdbPhone(ShellCommands):
         finally:
             partial.unlink(missing_ok=True)
 
-    def stat(self, remote: str) -> RemoteStat | None:
+    def stat(self, remote: str) -> FileStat | None:
         """mode, size, mtime of a device path; None if it does not exist."""
         timeout = self.command_timeout_s
         with self._operation(f"stat {remote}", timeout) as device:
             mode, size, mtime = device.stat(remote, transport_timeout_s=timeout, read_timeout_s=timeout)
-        return RemoteStat(mode, size, mtime) if mode else None
+        return FileStat(mode, size, mtime) if mode else None
 
     def listdir(self, remote: str) -> list[str]:
         """Names in a device directory (empty if it does not exist)."""

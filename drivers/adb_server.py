@@ -32,8 +32,9 @@ from adbutils._adb import AdbConnection
 
 from phonebench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
+from phonebench.core.file_stat import FileStat
 from phonebench.drivers import shell_v2
-from phonebench.drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command, timed_lines
+from phonebench.drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, quote_command, timed_lines
 from phonebench.drivers.device import ShellCommands, ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
@@ -439,10 +440,10 @@ class ServerAdbPhone(ShellCommands):
         finally:
             partial.unlink(missing_ok=True)
 
-    def stat(self, remote: str) -> RemoteStat | None:
+    def stat(self, remote: str) -> FileStat | None:
         with self._sync(f"stat {remote}") as sync:
             mode, size, mtime = sync.stat(remote)
-        return RemoteStat(mode, size, mtime) if mode else None
+        return FileStat(mode, size, mtime) if mode else None
 
     def listdir(self, remote: str) -> list[str]:
         with self._sync(f"list {remote}") as sync:

@@ -15,7 +15,8 @@ import struct
 import zlib
 from typing import Callable, Iterable, Iterator, Protocol, Union
 
-from phonebench.emulation.filesystem import DeviceFileSystem, FileStat
+from phonebench.core.file_stat import FileStat
+from phonebench.emulation.filesystem import DeviceFileSystem
 
 log = logging.getLogger(__name__)
 

@@ -7,18 +7,9 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
+from phonebench.core.file_stat import FileStat
+
 Provider = Callable[[], bytes]
-
-
-@dataclass
-class FileStat:
-    mode: int
-    size: int
-    mtime: int
-
-    @property
-    def is_dir(self) -> bool:
-        return stat_mod.S_ISDIR(self.mode)
 
 
 @dataclass

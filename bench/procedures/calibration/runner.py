@@ -4,7 +4,7 @@ the DUT calibration with the station's corrected instruments."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,45 +61,48 @@ def calibrate_instruments(instruments: dict[str, Any], fixture: FixtureControl, 
                           ctx: Context, names: Iterable[str] = INSTRUMENT_PROCEDURES,
                           reference: Any = None) -> Outcome:
     """Run the instrument/fixture procedures the station has instruments for; store each record."""
-    out = Outcome()
     deskew: CalibrationRecord | None = None
-    for name in names:
-        if name not in INSTRUMENT_PROCEDURES:
-            continue
-        missing = [r for r in INSTRUMENT_PROCEDURES[name] if r not in instruments]
-        if missing:
-            out.skipped[name] = f"the station has no {', '.join(missing)}"
-            continue
+
+    def run(name: str) -> CalibrationRecord:
+        nonlocal deskew
         if name == "scope-deskew":
-            record = deskew = procedures.deskew_scope(instruments["scope"], instruments["stimulus"], fixture, ctx)
-        elif name == "fixture-delay":
-            record = procedures.measure_fixture_delay(instruments["scope"], instruments["stimulus"], fixture, ctx,
-                                                      deskew)
-        elif name == "supply-zero":
-            record = procedures.supply_zero(instruments["supply"], ctx)
-        else:
-            record = procedures.thermocouple_offsets(instruments["thermal"], fixture, ctx, reference)
-        _keep(book, record)
-        out.records.append(record)
-    return out
+            deskew = procedures.deskew_scope(instruments["scope"], instruments["stimulus"], fixture, ctx)
+            return deskew
+        if name == "fixture-delay":
+            return procedures.measure_fixture_delay(instruments["scope"], instruments["stimulus"], fixture, ctx, deskew)
+        if name == "supply-zero":
+            return procedures.supply_zero(instruments["supply"], ctx)
+        return procedures.thermocouple_offsets(instruments["thermal"], fixture, ctx, reference)
+
+    return _run_procedures(INSTRUMENT_PROCEDURES, names, instruments, book, run)
 
 
 def calibrate_dut(device: Any, identity: Any, instruments: dict[str, Any], book: CalibrationBook,
                   ctx: Context, names: Iterable[str] = DUT_PROCEDURES) -> Outcome:
     """DUT calibration of one unit with the station's (corrected) instruments; store each record."""
-    out = Outcome()
     equipment = dut_procedures.unit_equipment(identity, ctx.location)
+
+    def run(name: str) -> CalibrationRecord:
+        if name == "dut-ripple-onset":
+            return dut_procedures.ripple_onset(device, instruments["supply"], equipment, ctx)
+        return dut_procedures.skin_offset(device, instruments["thermal"], equipment, ctx)
+
+    return _run_procedures(DUT_PROCEDURES, names, instruments, book, run)
+
+
+def _run_procedures(table: dict[str, tuple[str, ...]], names: Iterable[str], instruments: dict[str, Any],
+                    book: CalibrationBook, run: Callable[[str], CalibrationRecord]) -> Outcome:
+    """Each named procedure of `table` whose instruments the station has, in order; the others
+    skipped with the instruments they lack. Every record is stored as soon as it is made."""
+    out = Outcome()
     for name in names:
-        if name not in DUT_PROCEDURES:
+        if name not in table:
             continue
-        missing = [r for r in DUT_PROCEDURES[name] if r not in instruments]
+        missing = [r for r in table[name] if r not in instruments]
         if missing:
             out.skipped[name] = f"the station has no {', '.join(missing)}"
             continue
-        if name == "dut-ripple-onset":
-            record = dut_procedures.ripple_onset(device, instruments["supply"], equipment, ctx)
-        else:
-            record = dut_procedures.skin_offset(device, instruments["thermal"], equipment, ctx)
+        record = run(name)
         _keep(book, record)
         out.records.append(record)
     return out
