@@ -38,11 +38,11 @@ def profile(request: pytest.FixtureRequest) -> SlaProfile:
 
 @pytest.mark.acceptance(check="serial")
 @pytest.mark.evidence("self-reported")  # the phone's own ro.serialno against the scan
-def test_unit_serial_matches_scan(dut_identity, scanned_serial, record):
+def test_unit_serial_matches_scan(dut_identity, scanned_serial, profile, record):
     """The unit on the fixture is the unit the operator scanned."""
     if scanned_serial is None:
         pytest.skip("no scanned serial (--scanned-serial): not a production acceptance run")
-    record.check("unit_serial_matches_scan", int(dut_identity.serial == scanned_serial), "bool", 1, "==",
+    record.judge(profile, "unit_serial_matches_scan", int(dut_identity.serial == scanned_serial),
                  detail=f"phone reports {dut_identity.serial!r}, operator scanned {scanned_serial!r}")
 
 
@@ -80,7 +80,7 @@ def test_weight_store_spot_check(dut, dut_identity, profile, record):
     bad = sorted(crc_bad | spot_bad)
     path = record.raw("weights", {"spot_checked": pages, "crc_bad": sorted(crc_bad), "spot_bad": sorted(spot_bad),
                                   "root": manifest.root.hex(), "signed_by": manifest.key_id})
-    record.check("acceptance_weight_manifest_signed", int(manifest.problem is None), "bool", 1, "==",
+    record.judge(profile, "acceptance_weight_manifest_signed", int(manifest.problem is None),
                  detail=manifest.problem or f"manifest signed by {manifest.key_id}", raw=[path])
     verdict = entry.evaluate(len(bad))
     record(verdict.but(n=len(pages), raw=(*verdict.raw, path),
@@ -99,7 +99,7 @@ def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
                              amplitude_mv=amplitude, runs=int(entry.parameters.get("runs", 1)),
                              tokens=int(entry.parameters.get("tokens", 48)))
     engaged = bool(result.raw["bit_exact"]["engaged"])
-    record.check("acceptance_redundancy_engaged", int(engaged), "bool", 1, "==",
+    record.judge(profile, "acceptance_redundancy_engaged", int(engaged),
                  detail=f"redundancy {'engaged' if engaged else 'did NOT engage'} at ±{amplitude:g} mV ripple "
                         "(auto mode, the unit's calibrated trigger)")
     result.verdicts = [_no_plot(v) for v in result.verdicts]  # before recording: a recorded verdict is final

@@ -19,7 +19,6 @@ from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed
 # The bench's own computation: probe answers and tokens against references computed off the phone.
 pytestmark = [pytest.mark.matrix, pytest.mark.acceptance, pytest.mark.regression, pytest.mark.evidence("measured")]
 
-FINGERPRINT_CALL_BUDGET = 20
 LLAMACPP_MODEL = os.environ.get("PHONEBENCH_LLAMACPP_MODEL", "/data/local/tmp/models/model.gguf")
 
 
@@ -63,19 +62,19 @@ def _differing(runtime: RuntimeClient, cases: list[tuple[int, list[int], list[in
 
 
 @pytest.mark.acceptance(check="fingerprint")
-def test_microcode_fingerprint(report: FingerprintReport, record):
+def test_microcode_fingerprint(report: FingerprintReport, sla, record):
     """Known builds pass; an unknown build is recorded with a profile stub to review; a build
     whose version string and behaviour disagree, or whose probes fit no model, fails."""
     record.raw("fingerprint", report.to_dict())
     if report.stub:
         record.raw("profile-stub", {"toml": report.stub})
     record(fingerprint_verdict(report))
-    record.check("fingerprint_runtime_calls", report.runtime_calls, "calls", FINGERPRINT_CALL_BUDGET, "<=",
+    record.judge(sla, "fingerprint_runtime_calls", report.runtime_calls,
                  detail=f"{report.device_calls} device round trips in all")
 
 
 @pytest.mark.acceptance(check="adapter")
-def test_tokens_bit_exact_after_adapter(runtime: RuntimeClient, report: FingerprintReport, library, record):
+def test_tokens_bit_exact_after_adapter(runtime: RuntimeClient, report: FingerprintReport, library, sla, record):
     """Without the adapter a narrow accumulator may change tokens (recorded); with the
     profile's adapter every token equals the golden reference."""
     if not report.trusted:
@@ -90,12 +89,13 @@ def test_tokens_bit_exact_after_adapter(runtime: RuntimeClient, report: Fingerpr
     n = sum(len(golden) for _, _, golden in cases)
     record(Verdict(name="tokens_differing_without_adapter", value=raw_diff, unit="tokens", outcome=Outcome.INFO,
                    n=n, detail=f"{report.measured} accumulator, raw NPU"))
-    record.check("tokens_differing_from_golden", diff, "tokens", 0, "==", n=n,
+    record.judge(sla, "tokens_differing_from_golden", diff, n=n,
                  detail=f"adapter {outcome.adapter or 'none'} ({outcome.action}) on {report.measured}")
 
 
 @pytest.mark.acceptance(check="adapter")
-def test_overflow_probes_exact_through_adapter(runtime: RuntimeClient, report: FingerprintReport, library, record):
+def test_overflow_probes_exact_through_adapter(runtime: RuntimeClient, report: FingerprintReport, library, sla,
+                                              record):
     """The overflow probes of the measured width come out exact through the active adapter."""
     if not report.trusted:
         pytest.skip(f"{report.verdict} build: no adapter is trusted ({report.detail})")
@@ -107,12 +107,13 @@ def test_overflow_probes_exact_through_adapter(runtime: RuntimeClient, report: F
     results = runtime.probe([p.probe for p in plan], with_adapter=True)
     wrong = [r.id for p, r in zip(plan, results) if r.result != p.exact]
     record.raw("probes_with_adapter", [{"id": r.id, "result": r.result, "exact": p.exact} for p, r in zip(plan, results)])
-    record.check("overflow_probes_wrong_with_adapter", len(wrong), "probes", 0, "==", n=len(plan),
+    record.judge(sla, "overflow_probes_wrong_with_adapter", len(wrong), n=len(plan),
                  detail=", ".join(wrong) or f"all exact through {adapter.name}")
 
 
 @pytest.mark.acceptance(check="adapter")
-def test_corrupt_adapter_transfer_keeps_previous(dut, runtime: RuntimeClient, report: FingerprintReport, library, record):
+def test_corrupt_adapter_transfer_keeps_previous(dut, runtime: RuntimeClient, report: FingerprintReport, library, sla,
+                                                record):
     """A transfer that arrives corrupted is refused by the device; the active adapter stays."""
     if not report.trusted or choose_adapter(report, library) is None:
         pytest.skip(f"{report.verdict} build with {report.adapter or 'no'} adapter: nothing to protect")
@@ -128,8 +129,8 @@ def test_corrupt_adapter_transfer_keeps_previous(dut, runtime: RuntimeClient, re
         refused = True
     after = runtime.adapter_status().active
     dut.shell(["rm", "-f", remote])
-    record.check("corrupt_adapter_refused", int(refused), "bool", 1, "==", detail="device checksum check on install")
-    record.check("active_adapter_unchanged", int(after == before), "bool", 1, "==", detail=f"{before} -> {after}")
+    record.judge(sla, "corrupt_adapter_refused", int(refused), detail="device checksum check on install")
+    record.judge(sla, "active_adapter_unchanged", int(after == before), detail=f"{before} -> {after}")
 
 
 @pytest.mark.evidence("self-reported")  # llama-bench's and llama-completion's own timings
