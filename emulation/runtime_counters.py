@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from phonebench.core.counters import COUNTER_RATIOS
+
 NOMINAL_RATES = {
     "kv_cache_miss_rate": 0.112,
     "memory_bandwidth_utilisation": 0.921,
@@ -36,14 +38,6 @@ MAC_UNITS = 64                    # INT4 MAC lanes the counter counts, one MAC p
 MACS_PER_TOKEN = 3.0e9            # the product model (~3 B weights): one MAC per weight per token
 PAGE_KIB = 4
 VMSTAT = "/proc/vmstat"
-# counter rate -> (numerator, denominator) counts
-RATIOS = {
-    "kv_cache_miss_rate": ("kv_misses", "kv_lookups"),
-    "mac_utilisation": ("mac_busy_cycles", "mac_total_cycles"),
-    "memory_bandwidth_utilisation": ("dram_bytes", "dram_peak_bytes"),
-    "weight_page_fault_rate": ("weight_page_faults", "weight_page_reads"),
-    "prefetch_accuracy": ("prefetch_useful", "prefetch_issued"),
-}
 
 
 @dataclass
@@ -103,16 +97,16 @@ class Counters:
     def report(self, now: float) -> dict[str, Any]:
         counts = {f.name: getattr(self.counts, f.name) for f in fields(self.counts)}
         for rate, value in self.reported.items():
-            num, den = RATIOS[rate]
+            num, den = COUNTER_RATIOS[rate]
             counts[num] = int(round(value * counts[den]))
         out: dict[str, Any] = {"t": now, "window_s": round(now - self.since_t, 3), **counts}
-        for rate, (num, den) in RATIOS.items():
+        for rate, (num, den) in COUNTER_RATIOS.items():
             out[rate] = round(counts[num] / counts[den], 6) if counts[den] else None
         return out
 
     def utilisation(self, rate: str) -> float | None:
         """The rate really incurred since the reset (what a forger must hide)."""
-        num, den = RATIOS[rate]
+        num, den = COUNTER_RATIOS[rate]
         d = getattr(self.counts, den)
         return getattr(self.counts, num) / d if d else None
 

@@ -32,20 +32,13 @@ from typing import Any
 
 from phonebench.bench.checks import CheckResult, Tick, named, no_tick
 from phonebench.bench.checks.tokens import ClockDomainProblem, TokenRuns, measure_link, run_inferences
+from phonebench.core.counters import COUNTER_RATIOS as COUNTERS
 from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from phonebench.bench.specs.sla import SlaEntry
 from phonebench.drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)
 
-# counter -> (numerator count, denominator count)
-COUNTERS = {
-    "kv_cache_miss_rate": ("kv_misses", "kv_lookups"),
-    "mac_utilisation": ("mac_busy_cycles", "mac_total_cycles"),
-    "memory_bandwidth_utilisation": ("dram_bytes", "dram_peak_bytes"),
-    "weight_page_fault_rate": ("weight_page_faults", "weight_page_reads"),
-    "prefetch_accuracy": ("prefetch_useful", "prefetch_issued"),
-}
 WORKLOAD_INFERENCES = 20
 WORKLOAD_TOKENS = 32
 VMSTAT = "/proc/vmstat"
