@@ -17,6 +17,8 @@ SLOW = {
     "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process", "test_lab_path", "test_plain_pytest",
     "test_phone_locks", "test_emulated_mix_run", "test_unattended", "test_killed_runs",
     "test_tokens_checked",
+    # seeded Monte-Carlo coverage studies, fuzzing, the reference model against the published one
+    "test_run_coverage", "test_fuzz_parsers", "test_reference_model",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",

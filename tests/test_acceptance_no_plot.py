@@ -2,11 +2,12 @@
 the redundancy test strips the hint before recording, not on a copy it then drops."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from phonebench.bench.checks import CheckResult
+from phonebench.bench.specs.sla import load_profile
 from phonebench.core.verdict import PlotHint, Verdict, compare
+from phonebench.fixtures.plugin import Record
 import suites.test_acceptance as acceptance
 
 
@@ -21,6 +22,8 @@ class FakeRecord:
     def check(self, name: str, value: Any, unit: str, limit: Any, comparator: str = "<=", **kw: Any) -> Verdict:
         return self(compare(name, value, unit, limit, comparator, **kw))
 
+    judge = Record.judge  # the plugin's own: the profile's entry, then this record
+
     def raw(self, name: str, data: Any) -> str:
         return f"raw/{name}.npz"
 
@@ -30,8 +33,7 @@ def test_redundancy_verdicts_are_recorded_without_a_plot(monkeypatch):
     result = CheckResult([plotted], raw={"sweep": {"x": [0.0], "y": [0.0]},
                                          "bit_exact": {"engaged": True}})
     monkeypatch.setattr(acceptance, "bit_exact_check", lambda *a, **k: result)
-    entry = SimpleNamespace(parameters={"ripple_mv": 50})
-    profile = SimpleNamespace(get=lambda name: entry)
+    profile = load_profile("acceptance")
     record = FakeRecord()
     acceptance.test_redundancy_at_one_ripple_amplitude(None, None, profile, record)
     recorded = {v.name: v for v in record.verdicts}

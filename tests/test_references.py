@@ -2,11 +2,14 @@
 repair payload the emulated station offers is the update its phones have installed."""
 from __future__ import annotations
 
+import pytest
+
 from phonebench.bench.specs.references import find_reference, golden_folder
 from phonebench.emulation import tinymodel
 from phonebench.emulation.weights import SALT, update_package
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_shipped_golden_reference_matches_the_model_it_names():
     model = tinymodel.shared_model()
     ref = find_reference(tinymodel.MODEL_NAME, model.sha256)

@@ -192,6 +192,7 @@ def test_effective_sample_size_of_white_noise_and_ar1():
     assert stats.effective_sample_size(x, "mean", "sample").n_eff == 20000
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_std_bound_on_ar1_is_honest_where_the_naive_one_is_overconfident():
     """Coverage of the 95 % upper bound on sigma (true sigma = 1) over many AR(1) series."""
     rng = np.random.default_rng(4)
@@ -209,6 +210,7 @@ def _covers(verdict, truth: float) -> bool:
     return verdict.bound is None or verdict.bound >= truth
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_percentile_bound_on_ar1_is_honest_where_the_naive_one_is_overconfident():
     rng = np.random.default_rng(5)
     true_p95 = sps.norm.ppf(0.95)
@@ -221,6 +223,7 @@ def test_percentile_bound_on_ar1_is_honest_where_the_naive_one_is_overconfident(
     assert ours / trials >= 0.93
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_runs_as_unit_with_run_to_run_drift():
     """Token latencies whose level shifts from run to run: the runs, not the tokens, count."""
     rng = np.random.default_rng(6)
@@ -249,6 +252,7 @@ def test_clustered_slow_samples_are_worth_fewer_independent_samples():
 
 # --------------------------------------------------------------------------- emulator distributions
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_vectorised_latency_generator_is_the_runtimes_timing_model():
     """The Monte-Carlo draws from the same process as the emulated runtime's TokenTimer."""
     from latency_series import DISTRIBUTIONS, population_std_ms
@@ -264,6 +268,7 @@ def test_vectorised_latency_generator_is_the_runtimes_timing_model():
         assert np.std(tokens) == pytest.approx(population_std_ms(name, runs=100_000), rel=0.12), name
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_std_bound_keeps_its_coverage_on_the_emulators_latency_distributions():
     """Seeded Monte-Carlo (benchmarks/bench_coverage.py runs the full size): 200 replications of 100
     inferences x 15 tokens per distribution. The old chi-square bound covers the true std far less

@@ -34,6 +34,7 @@ def _diverges(model, golden, acc: Accumulator, tile: int | None = None) -> bool:
     return any(token != want for token, want in zip(stream, golden))
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_weights_and_tokens_are_deterministic(model, golden):
     again = TinyModel()
     assert again.sha256 == model.sha256
@@ -61,6 +62,7 @@ def test_mlp_partial_sums_overflow_narrow_but_never_int32(model):
     assert np.abs(others).max() < (1 << 15)  # ordinary channels fit even 16 bits
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 @pytest.mark.parametrize("bits,rule", SIGNATURES, ids=[f"{b}-{r}" for b, r in SIGNATURES])
 def test_every_persona_signature_against_golden(model, golden, bits, rule):
     acc = Accumulator(bits, rule)

@@ -31,6 +31,7 @@ def test_unknown_activity_is_refused():
         World().work("mine-bitcoin", 1.0)
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_sustained_decode_settles_near_41c_on_the_cover_and_idle_returns_toward_ambient():
     world = World()
     idle = world.surface_temperatures()
@@ -136,6 +137,7 @@ def draw_dialogs(behaviour: str, n: int, seed: int = 1) -> tuple[np.ndarray, np.
     return np.array(latencies), np.array(durations)
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_nominal_voice_meets_the_claims_with_margin():
     latency, dialog = draw_dialogs("nominal", 1000)
     # p99 with margin: even the 99.8th percentile (what 1000 trials at 99 % confidence need) is in.
@@ -144,6 +146,7 @@ def test_nominal_voice_meets_the_claims_with_margin():
     assert dialog.max() <= CLAIM_DIALOG_S
 
 
+@pytest.mark.slow  # a Monte-Carlo or model sweep: seconds (make test runs it)
 def test_slow_and_jittery_personas_miss_the_claims():
     slow, slow_dialog = draw_dialogs("slow", 300)
     assert np.percentile(slow, 99) > CLAIM_P99_S and slow_dialog.max() > CLAIM_DIALOG_S
