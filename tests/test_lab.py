@@ -136,12 +136,16 @@ def test_a_bench_waits_for_a_held_place_and_runs_once_it_is_released(lab):
     held = lab["client"]("-p", "hostA-bay1", "acquire", user="bob")
     assert held.returncode == 0, held.stdout + held.stderr
     proc = bench(lab, "--place", "hostA-bay1", "--place-wait", "300")
+    said = []
     try:
-        time.sleep(8)  # the bench has reserved and is waiting
-        assert proc.poll() is None
+        for line in proc.stdout:  # released only once the bench says it waits, however slow the host
+            said.append(line)
+            if "held by" in line:
+                break
+        assert proc.poll() is None, "".join(said)
     finally:
         lab["client"]("-p", "hostA-bay1", "release", user="bob")
-    out = proc.communicate(timeout=600)[0]
+    out = "".join(said) + proc.communicate(timeout=600)[0]
     assert proc.returncode == 0, out
     assert "held by" in out and "bob" in out  # it said whom it waited for
 
