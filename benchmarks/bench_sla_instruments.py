@@ -65,13 +65,13 @@ def main() -> int:
                      f"10 runs + warm-up ~ {11 * per_run:.1f} s"))
 
         start = time.perf_counter()
-        power.check_dialog_energy(drivers["supply"], drivers["stimulus"], profile)
+        power.dialog_energy_check(drivers["supply"], drivers["stimulus"], profile)
         per_dialog = (time.perf_counter() - start) / 27
         rows.append(("dialog energy (5 kS/s, until idle)", f"{1e3 * per_dialog:.0f} ms",
                      f"27 dialogs ~ {27 * per_dialog:.1f} s"))
 
         t0, start = world.clock.now(), time.perf_counter()
-        run = thermal.check_cover_temperature(drivers["thermal"], drivers["stimulus"], device, profile).measurement
+        run = thermal.cover_temperature_check(drivers["thermal"], drivers["stimulus"], device, profile).measurement
         wall = time.perf_counter() - start
         rows.append(("thermal dialog loop", f"{(world.clock.now() - t0) / wall:.0f} sim s / wall s",
                      f"{len(run.t_s)} readings, {run.t_s[-1]:.0f} sim s ~ {wall:.1f} s"))

@@ -22,7 +22,7 @@ from phonebench.bench.procedures.calibration.runner import calibrate_dut
 from phonebench.bench.procedures.acceptance.steps import acceptance_voice_setup, sequential_power, sequential_voice_trials
 from phonebench.bench.checks.power import battery_emulation, sustained_power_verdicts
 from phonebench.bench.checks.redundancy import bit_exact_check
-from phonebench.bench.checks.weights import device_spot_check, load_manifest
+from phonebench.bench.checks.weights import verify_page, load_manifest
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.verdict import Outcome, Verdict
 from phonebench.bench.stats.sequential import SequentialPlan
@@ -76,7 +76,7 @@ def test_weight_store_spot_check(dut, dut_identity, profile, record):
     rng = np.random.default_rng(zlib.crc32(dut_identity.serial.encode()))
     count = min(int(entry.parameters.get("pages", 8)), manifest.pages)
     pages = sorted(crc_bad | {int(p) for p in rng.choice(manifest.pages, size=count, replace=False)})
-    spot_bad = {page for page in pages if not device_spot_check(runtime, manifest, page)[0].ok}
+    spot_bad = {page for page in pages if not verify_page(runtime, manifest, page)[0].ok}
     bad = sorted(crc_bad | spot_bad)
     path = record.raw("weights", {"spot_checked": pages, "crc_bad": sorted(crc_bad), "spot_bad": sorted(spot_bad),
                                   "root": manifest.root.hex(), "signed_by": manifest.key_id})

@@ -52,7 +52,7 @@ def _keep(record: Any, verdict: Verdict, *raw: tuple[str, dict[str, np.ndarray]]
 
 def _voice(scope: Any, stimulus: Any, dut: Any, profile: SlaProfile, fixture_delay: float | None,
            trials: int | None) -> CheckResult:
-    return voice_check.check_voice(scope, stimulus, dut, profile, trials=trials,
+    return voice_check.voice_check(scope, stimulus, dut, profile, trials=trials,
                                    fixture_delay_s=fixture_delay or 0.0,
                                    fixture_calibrated=fixture_delay is not None)
 
@@ -69,7 +69,7 @@ def test_voice_latency_and_dialog_time(dut, scope, stimulus, profile, fixture_de
 def test_sustained_and_peak_power(dut, supply, profile, record):
     """Claim 6: sustained inference power (run means of long generates) and the peak."""
     power_check.battery_emulation(supply)
-    power_check.check_sustained_power(supply, dut, profile).record_into(record)
+    power_check.sustained_power_check(supply, dut, profile).record_into(record)
 
 
 @pytest.mark.regression
@@ -77,7 +77,7 @@ def test_sustained_and_peak_power(dut, supply, profile, record):
 def test_energy_per_dialog(dut, supply, stimulus, profile, record):
     """Claim 6: energy of each spoken dialog until the phone is idle again, as battery share."""
     power_check.battery_emulation(supply)
-    power_check.check_dialog_energy(supply, stimulus, profile).record_into(record)
+    power_check.dialog_energy_check(supply, stimulus, profile).record_into(record)
 
 
 @pytest.mark.regression
@@ -85,7 +85,7 @@ def test_energy_per_dialog(dut, supply, stimulus, profile, record):
 def test_cover_temperature_in_sustained_use(dut, thermal, stimulus, profile, record):
     """Claim 7: hottest back-cover probe and the spread between hotspots after warm-up in a
     sustained dialog loop; the phone's own thermal status and zones over the same time."""
-    thermal_check.check_cover_temperature(thermal, stimulus, dut, profile).record_into(record)
+    thermal_check.cover_temperature_check(thermal, stimulus, dut, profile).record_into(record)
 
 
 @pytest.mark.acceptance

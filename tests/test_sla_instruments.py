@@ -70,7 +70,7 @@ def outcomes(verdicts) -> dict[str, Outcome]:
 # --- claims 1 and 2: voice latency and dialog time ---------------------------------------------
 def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_right():
     with rig("nominal") as r:
-        result = voice_check.check_voice(r.scope, r.stimulus, r.device, PROFILE)
+        result = voice_check.voice_check(r.scope, r.stimulus, r.device, PROFILE)
         truth = np.array([d.latency_s for d in r.world.voice.dialogs])
     assert len(result.measurement) == 299 == voice_check.trials_needed(PROFILE)
     assert outcomes(result.verdicts) == {"voice_latency_p99": Outcome.PASS, "voice_latency_std": Outcome.PASS,
@@ -94,7 +94,7 @@ def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_ri
 
 def test_slow_phone_fails_latency_p99_and_dialog_time_and_the_line_sanity_check():
     with rig("slow") as r:
-        result = voice_check.check_voice(r.scope, r.stimulus, r.device, PROFILE)
+        result = voice_check.voice_check(r.scope, r.stimulus, r.device, PROFILE)
         sanity = voice_check.run_voice_trials(r.scope, r.stimulus, r.device, 20)
     found = outcomes(result.verdicts)
     assert found["voice_latency_p99"] is Outcome.FAIL and found["dialog_time_p99"] is Outcome.FAIL
@@ -104,7 +104,7 @@ def test_slow_phone_fails_latency_p99_and_dialog_time_and_the_line_sanity_check(
 
 def test_jittery_phone_fails_latency_std_and_few_trials_are_never_a_pass():
     with rig("jittery") as r:
-        result = voice_check.check_voice(r.scope, r.stimulus, r.device, PROFILE, trials=100)
+        result = voice_check.voice_check(r.scope, r.stimulus, r.device, PROFILE, trials=100)
     found = outcomes(result.verdicts)
     assert found["voice_latency_std"] is Outcome.FAIL
     # 100 trials cannot show a p99 either way: insufficient samples, not a pass.
@@ -173,8 +173,8 @@ TOKENS = 40
 def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
     with rig("nominal") as r:
         power_check.battery_emulation(r.supply)
-        sustained_result = power_check.check_sustained_power(r.supply, r.device, PROFILE, tokens=TOKENS)
-        energy_result = power_check.check_dialog_energy(r.supply, r.stimulus, PROFILE)
+        sustained_result = power_check.sustained_power_check(r.supply, r.device, PROFILE, tokens=TOKENS)
+        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, PROFILE)
     sustained, runs = sustained_result.verdicts, sustained_result.measurement
     energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained) == {"power_sustained_mean": Outcome.PASS, "power_peak": Outcome.INFO}
@@ -190,8 +190,8 @@ def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
 def test_power_hungry_phone_fails_sustained_power_and_energy_per_dialog():
     with rig("power-hungry") as r:
         power_check.battery_emulation(r.supply)
-        sustained_result = power_check.check_sustained_power(r.supply, r.device, PROFILE, tokens=TOKENS)
-        energy_result = power_check.check_dialog_energy(r.supply, r.stimulus, PROFILE)
+        sustained_result = power_check.sustained_power_check(r.supply, r.device, PROFILE, tokens=TOKENS)
+        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, PROFILE)
     sustained, runs = sustained_result.verdicts, sustained_result.measurement
     energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained)["power_sustained_mean"] is Outcome.FAIL
@@ -215,7 +215,7 @@ def test_power_checks_refuse_a_phone_not_on_the_analyzer_and_a_profile_without_c
 # --- claim 7: back-cover temperature and spread ---------------------------------------------
 def test_nominal_phone_stays_under_the_cover_limit_with_even_heat():
     with rig("nominal") as r:
-        result = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE)
+        result = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, PROFILE)
     verdicts, run = result.verdicts, result.measurement
     assert outcomes(verdicts) == {"cover_temp_max": Outcome.PASS, "cover_temp_spread": Outcome.PASS,
                                   "thermal_status_max": Outcome.INFO}
@@ -227,14 +227,14 @@ def test_nominal_phone_stays_under_the_cover_limit_with_even_heat():
 
 def test_hot_phone_fails_the_cover_temperature():
     with rig("hot") as r:
-        verdicts = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE).verdicts
+        verdicts = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, PROFILE).verdicts
     found = outcomes(verdicts)
     assert found["cover_temp_max"] is Outcome.FAIL and found["cover_temp_spread"] is Outcome.PASS
 
 
 def test_uneven_heat_fails_the_spread_and_only_the_spread():
     with rig("uneven-heat") as r:
-        verdicts = thermal_check.check_cover_temperature(r.thermal, r.stimulus, r.device, PROFILE).verdicts
+        verdicts = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, PROFILE).verdicts
     found = outcomes(verdicts)
     assert found["cover_temp_spread"] is Outcome.FAIL and found["cover_temp_max"] is Outcome.PASS
 

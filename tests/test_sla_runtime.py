@@ -16,7 +16,7 @@ import pytest
 
 from phonebench.bench.phone.adapters import shipped_numerics
 from phonebench.bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
-from phonebench.bench.checks.targets import check_targets, target, targets
+from phonebench.bench.checks.targets import own_targets, target, targets
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.verdict import Evidence, Outcome, Verdict
 from phonebench.bench.phone.device_state import phone_clock
@@ -377,9 +377,9 @@ def test_counters_not_exposed_are_recorded_not_failed():
 
 # --- plumbing ------------------------------------------------------------------------------------
 def test_check_targets_are_a_valid_profile_and_the_station_profile_wins(sla):
-    assert len(check_targets()) == 17
+    assert len(own_targets()) == 17
     lab = dataclasses.replace(sla, entries={**sla.entries, "audit_bad_signatures": dataclasses.replace(
-        check_targets().get("audit_bad_signatures"), limit=2.0)})
+        own_targets().get("audit_bad_signatures"), limit=2.0)})
     assert target(lab, "audit_bad_signatures").limit == 2.0 and target(sla, "audit_bad_signatures").limit == 0
 
 

@@ -270,7 +270,7 @@ def battery_capacity_wh(entry: SlaEntry) -> float:
     return float(value)
 
 
-def check_sustained_power(supply: PowerAnalyzer, device: Device, profile: SlaProfile, *, runs: int | None = None,
+def sustained_power_check(supply: PowerAnalyzer, device: Device, profile: SlaProfile, *, runs: int | None = None,
                           tokens: int = 200, interval_s: float = DEFAULT_INTERVAL_S) -> CheckResult:
     """Claim 6, sustained and peak power; `runs` defaults to the profile's minimum number of runs.
     `measurement` is the PowerRuns."""
@@ -281,7 +281,7 @@ def check_sustained_power(supply: PowerAnalyzer, device: Device, profile: SlaPro
     return CheckResult(verdicts, {"power-runs": result.raw()}, measurement=result)
 
 
-def check_dialog_energy(supply: PowerAnalyzer, stimulus: AudioStimulus, profile: SlaProfile, *,
+def dialog_energy_check(supply: PowerAnalyzer, stimulus: AudioStimulus, profile: SlaProfile, *,
                         dialogs: int | None = None, capacity_wh: float | None = None,
                         interval_s: float = ENERGY_INTERVAL_S,
                         clip: tuple[np.ndarray, float] | None = None) -> CheckResult:

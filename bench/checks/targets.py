@@ -15,7 +15,7 @@ TARGETS_PATH = Path(__file__).resolve().parent / "targets.toml"
 
 
 @lru_cache(maxsize=1)
-def check_targets() -> SlaProfile:
+def own_targets() -> SlaProfile:
     return load_profile(TARGETS_PATH)
 
 
@@ -23,7 +23,7 @@ def target(profile: SlaProfile | None, metric: str) -> SlaEntry:
     """The entry judging `metric`: the profile's if it has one, else the checks' default."""
     if profile is not None and metric in profile:
         return profile.get(metric)
-    return check_targets().get(metric)
+    return own_targets().get(metric)
 
 
 def targets(profile: SlaProfile | None, *metrics: str) -> dict[str, SlaEntry]:

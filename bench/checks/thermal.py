@@ -182,7 +182,7 @@ def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
     return verdicts
 
 
-def check_cover_temperature(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
+def cover_temperature_check(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
                             samples: int | None = None, setup: ThermalSetup | None = None,
                             cover_channels: Sequence[str] | None = None,
                             clip: tuple[np.ndarray, float] | None = None) -> CheckResult:

@@ -303,7 +303,7 @@ def trials_needed(profile: SlaProfile) -> int:
     return max(profile.get(m).n_required for m in METRICS.values())
 
 
-def check_voice(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
+def voice_check(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
                 trials: int | None = None, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
                 setup: VoiceSetup = VoiceSetup(), clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
     """Claims 1 and 2 with the profile's limits; `trials` defaults to what the profile needs.

@@ -192,7 +192,7 @@ def hash_time_s(blocks: int = HASH_CALIBRATION_BLOCKS) -> float:
     return best
 
 
-def device_spot_check(runtime: RuntimeClient, manifest: WeightsManifest, page: int) -> tuple[SpotCheck, float]:
+def verify_page(runtime: RuntimeClient, manifest: WeightsManifest, page: int) -> tuple[SpotCheck, float]:
     """(result, device-reported read time in ms) of one spot check with the page and its path read
     from the phone."""
     read = runtime.weights_read(page, with_path=True)
@@ -213,7 +213,7 @@ class TimedSpotCheck:
         return self.fetch_ms + self.hash_ms
 
 
-def timed_spot_check(runtime: RuntimeClient, manifest: WeightsManifest, page: int,
+def verify_page_timed(runtime: RuntimeClient, manifest: WeightsManifest, page: int,
                      now: Callable[[], float] = time.monotonic) -> TimedSpotCheck:
     start = now()
     read = runtime.weights_read(page, with_path=True)
@@ -235,7 +235,7 @@ def spot_check_time_check(device: Device, runtime: RuntimeClient, entry: SlaEntr
     pages = np.random.default_rng(SPOT_SEED).choice(manifest.pages, size=min(n, manifest.pages), replace=False)
     checks = []
     for page in pages:
-        checks.append(timed_spot_check(runtime, manifest, int(page), now))
+        checks.append(verify_page_timed(runtime, manifest, int(page), now))
         tick(1)
     samples = np.asarray([c.total_ms for c in checks])
     failed = [int(p) for p, c in zip(pages, checks) if not c.result.ok]
@@ -315,5 +315,5 @@ def corrupt_and_repair_check(device: Device, runtime: RuntimeClient, payload: Pa
 
 
 def _page_corrupt(runtime: RuntimeClient, manifest: WeightsManifest, page: int) -> bool:
-    result, _ = device_spot_check(runtime, manifest, page)
+    result, _ = verify_page(runtime, manifest, page)
     return not result.ok and result.failed_level == -1
