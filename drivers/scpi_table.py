@@ -96,11 +96,14 @@ class Bound:
         """apply(), plus every setting the table gives a default (a fixed part of the set-up)."""
         self._instrument.configure(*self.commands(True, **values))
 
-    def read(self, name: str) -> float:
-        setting = self._table[name]
-        if setting.query is None:
+    def query_of(self, name: str) -> str:
+        query = self._table[name].query
+        if query is None:
             raise ConfigError(f"{self._instrument.name}: {name} cannot be read back", hint="the table has no query")
-        return self._instrument.query_float(setting.query.format(**self._where))
+        return query.format(**self._where)
+
+    def read(self, name: str) -> float:
+        return self._instrument.query_float(self.query_of(name))
 
     def __getattr__(self, name: str) -> float:
         if name.startswith("_") or name not in self._table:
@@ -119,6 +122,7 @@ class Channel(Bound):
     def __init__(self, instrument: _Instrument, number: int, table: Table, wire: str | None = None) -> None:
         super().__init__(instrument, table, ch=wire if wire is not None else number)
         object.__setattr__(self, "number", number)
+        object.__setattr__(self, "wire", str(self._where["ch"]))  # how commands address it, e.g. "(@1)"
 
     def __repr__(self) -> str:
         return f"<channel {self.number} of {self._instrument.name}>"
@@ -137,3 +141,18 @@ def requires(state: str, before: str, hint: str) -> Callable[[F], F]:
             return method(self, *args, **kwargs)
         return guarded  # type: ignore[return-value]
     return decorate
+
+
+def setter(name: str, via: str = "ch") -> Callable[[Any, Any], None]:
+    """A driver method that sets one row of the table bound at `self.<via>` (e.g. `set_voltage`)."""
+    def set_one(self: Any, value: Any) -> None:
+        getattr(self, via).apply(**{name: value})
+    set_one.__name__ = set_one.__qualname__ = f"set_{name}"
+    return set_one
+
+
+def sequence(*commands: str, via: str = "ch") -> Callable[[Any], None]:
+    """A driver method that sends fixed commands (`{ch}`: the channel of `self.<via>`), each checked."""
+    def send(self: Any) -> None:
+        self.configure(*(c.format(**getattr(self, via)._where) for c in commands))
+    return send
