@@ -162,7 +162,7 @@ class KeysightN6705C(ScpiInstrument):
         actual = self.query_finite(f"SENS:SWE:TINT? {ch}", "the digitizer sample interval", positive=True)
         self._armed = (points, actual, pretrigger_points, tuple(quantities))
 
-    @requires("_armed", "arm_digitizer", ARM_HINT)
+    @requires("_armed", "arm_digitizer()", ARM_HINT)
     def trigger(self) -> None:
         """Trigger the armed sweep once its pre-trigger points are in (an earlier trigger is ignored)."""
         _, interval, pretrigger, _ = self._armed  # type: ignore[misc]
@@ -181,7 +181,7 @@ class KeysightN6705C(ScpiInstrument):
             raise InstrumentError(f"{self.name}: STAT:OPER:COND? answered {answer[:40]!r}, not a register value",
                                   hint="the instrument may be another model") from None
 
-    @requires("_armed", "arm_digitizer", ARM_HINT)
+    @requires("_armed", "arm_digitizer()", ARM_HINT)
     def fetch(self) -> Trace:
         points, interval, pretrigger, quantities = self._armed  # type: ignore[misc]
         arrays = {}

@@ -132,12 +132,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def requires(state: str, before: str, hint: str) -> Callable[[F], F]:
-    """Refuse the method while `self.<state>` is None: the step `before` has not run."""
+    """Refuse the method while `self.<state>` is None: the step `before` (e.g. "arm()") has not run."""
     def decorate(method: F) -> F:
         @functools.wraps(method)
         def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
             if getattr(self, state) is None:
-                raise ConfigError(f"{self.name}: {method.__name__}() before {before}()", hint=hint)
+                raise ConfigError(f"{self.name}: {method.__name__}() before {before}", hint=hint)
             return method(self, *args, **kwargs)
         return guarded  # type: ignore[return-value]
     return decorate
