@@ -25,9 +25,10 @@ from drivers.visa import DEFAULT_TIMEOUT_S, ScpiInstrument
 log = logging.getLogger(__name__)
 
 MODELS = ("DAQ970A", "DAQ973A", "34970A", "34972A")
-# Multiplexers with thermocouple inputs and a terminal-block reference junction -> channel count.
-MULTIPLEXERS = {"DAQM901A": 20, "DAQM902A": 16, "DAQM908A": 40, "34901A": 20, "34902A": 16, "34908A": 40}
-FOUR_WIRE = {"DAQM901A", "DAQM902A", "34901A", "34902A"}  # n pairs with n+10 (n+8 on the 16-channel ones)
+# Multiplexers with thermocouple inputs and a terminal-block reference junction -> (channels, whether
+# they measure 4-wire: channel n pairs with n+10, n+8 on the 16-channel ones).
+MULTIPLEXERS = {"DAQM901A": (20, True), "DAQM902A": (16, True), "DAQM908A": (40, False),
+                "34901A": (20, True), "34902A": (16, True), "34908A": (40, False)}
 SETTLE_MARGIN_S = 10.0  # FETC? of a timed scan: its length plus this
 # `{tc}`: the thermocouple channel list, `{all}`: the scan list, e.g. "(@101,102)".
 SETUP: Table = {
@@ -48,6 +49,10 @@ class DaqChannel:
     name: str
     number: int  # slot * 100 + input
     sensor: str  # thermocouple type, or "PRT" for a reference RTD
+
+
+def _number(channel: DaqChannel) -> int:
+    return channel.number
 
 
 def _channel_list(channels: list[DaqChannel]) -> str:
@@ -99,10 +104,11 @@ class KeysightDaq970a(ScpiInstrument):
                               hint="types: B, E, J, K, N, R, S, T")
         names = {"T1": 101, "T2": 102, "T3": 103} if channels is None else channels
         references = {"REF": 104} if rtd is None else rtd
-        self.thermocouples = [DaqChannel(str(k), int(v), tc) for k, v in names.items()]
-        self.references = [DaqChannel(str(k), int(v), "PRT") for k, v in references.items()]
-        self.scan = sorted(self.thermocouples + self.references, key=lambda c: c.number)
-        if not names or len(self.scan) != len({c.number for c in self.scan}) or len(self.scan) != len({*names, *references}):
+        self.channels = [str(k) for k in {**names, **references}]
+        self.thermocouples = sorted((DaqChannel(str(k), int(v), tc) for k, v in names.items()), key=_number)
+        self.references = sorted((DaqChannel(str(k), int(v), "PRT") for k, v in references.items()), key=_number)
+        self.scan = sorted(self.thermocouples + self.references, key=_number)
+        if not names or len(self.scan) != len({c.number for c in self.scan}) or len(self.scan) != len(self.channels):
             raise ConfigError(f"{self.family} at {address}: channels {names} / rtd {references} must name "
                               "distinct channels, at least one thermocouple",
                               hint='e.g. options = { channels = { T1 = 101, T2 = 102 }, rtd = { REF = 104 } }')
@@ -113,16 +119,13 @@ class KeysightDaq970a(ScpiInstrument):
                                       hint="check the address, or pick the family for this instrument")
             for slot in sorted({c.number // 100 for c in self.scan}):
                 self._check_module(slot)
-            where = {"tc": _channel_list(sorted(self.thermocouples, key=lambda c: c.number)),
-                     "all": _channel_list(self.scan)}
-            self.configure(*Bound(self, SETUP, **where).commands(
-                True, thermocouple=tc, rjunction=rjunction.upper(), nplc=nplc,
-                rtd=_channel_list(sorted(self.references, key=lambda c: c.number)) if self.references else None),
-                *self.trigger.commands(False, source="IMM", count=1))
+            setup = Bound(self, SETUP, tc=_channel_list(self.thermocouples), all=_channel_list(self.scan))
+            self.configure(*setup.commands(True, thermocouple=tc, rjunction=rjunction.upper(), nplc=nplc,
+                                           rtd=_channel_list(self.references) if self.references else None),
+                           *self.trigger.commands(False, source="IMM", count=1))
         except BaseException:
             self.close()
             raise
-        self.channels = [c.name for c in self.thermocouples + self.references]
         self._period_s = 1.0
 
     @property
@@ -138,11 +141,12 @@ class KeysightDaq970a(ScpiInstrument):
             raise InstrumentError(f"{self.name}: slot {slot} holds {module or 'no module'!r}, not a "
                                   f"thermocouple multiplexer (channels {used})",
                                   hint=f"fit one of {', '.join(MULTIPLEXERS)} or change the channel numbers")
-        if any(not 1 <= c % 100 <= MULTIPLEXERS[module] for c in used):
+        count, four_wire = MULTIPLEXERS[module]
+        if any(not 1 <= c % 100 <= count for c in used):
             raise InstrumentError(f"{self.name}: channels {used} do not all exist on the {module} in slot {slot}",
-                                  hint=f"the {module} has channels {slot}01 to {slot}{MULTIPLEXERS[module]:02d}")
+                                  hint=f"the {module} has channels {slot}01 to {slot}{count:02d}")
         rtds = [c.number for c in self.references if c.number // 100 == slot]
-        if rtds and module not in FOUR_WIRE:
+        if rtds and not four_wire:
             raise InstrumentError(f"{self.name}: the {module} in slot {slot} cannot measure 4-wire RTDs "
                                   f"(channels {rtds})", hint="use a DAQM901A/34901A or DAQM902A/34902A")
 

@@ -154,5 +154,5 @@ def setter(name: str, via: str = "ch") -> Callable[[Any, Any], None]:
 def sequence(*commands: str, via: str = "ch") -> Callable[[Any], None]:
     """A driver method that sends fixed commands (`{ch}`: the channel of `self.<via>`), each checked."""
     def send(self: Any) -> None:
-        self.configure(*(c.format(**getattr(self, via)._where) for c in commands))
+        self.configure(*(c.format(ch=getattr(self, via).wire) for c in commands))
     return send
