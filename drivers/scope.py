@@ -20,7 +20,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from bench.core.errors import ConfigError, InstrumentError
-from drivers.scpi_table import Bound, Channel, Setting, Table, fixed
+from drivers.scpi_table import Bound, Channel, Setting, Table, fixed, number_of
 from drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 from drivers.waveform import INVALID_THRESHOLD, Preamble, Waveform
 
@@ -139,23 +139,23 @@ class _TableScope(ScpiInstrument):
     def channel(self, number: int) -> Channel:
         return Channel(self, number, self.table["channel"])
 
-    def configure_channel(self, channel: int, scale_v_div: float, offset_v: float = 0.0,
+    def configure_channel(self, channel: int | Channel, scale_v_div: float, offset_v: float = 0.0,
                           coupling: str = "DC", probe: float = 1.0) -> None:
-        self.channel(channel).setup(probe=probe, scale=scale_v_div, offset=offset_v, coupling=coupling)
+        self.channel(number_of(channel)).setup(probe=probe, scale=scale_v_div, offset=offset_v, coupling=coupling)
 
     def set_timebase(self, scale_s_div: float, center_s: float = 0.0) -> None:
         self.timebase.setup(scale=scale_s_div, center=center_s)
         # Seconds of record before the (centred) trigger reference: what must fill before arming.
         self._pretrigger = max(0.0, self.divisions * scale_s_div / 2 - center_s)
 
-    def set_edge_trigger(self, channel: int, level_v: float, rising: bool = True) -> None:
-        self.trigger.setup(source=channel, level=level_v, slope=rising)
+    def set_edge_trigger(self, channel: int | Channel, level_v: float, rising: bool = True) -> None:
+        self.trigger.setup(source=number_of(channel), level=level_v, slope=rising)
 
-    def set_deskew(self, channel: int, seconds: float) -> None:
-        self.channel(channel).skew = seconds
+    def set_deskew(self, channel: int | Channel, seconds: float) -> None:
+        self.channel(number_of(channel)).skew = seconds
 
-    def measure_delay(self, channel_a: int, channel_b: int) -> float | None:
-        return _delay_value(self, self.delay_query.format(channel_a, channel_b))
+    def measure_delay(self, channel_a: int | Channel, channel_b: int | Channel) -> float | None:
+        return _delay_value(self, self.delay_query.format(number_of(channel_a), number_of(channel_b)))
 
 
 class KeysightInfiniiVision(_TableScope):
@@ -183,7 +183,8 @@ class KeysightInfiniiVision(_TableScope):
     def wait_triggered(self, timeout_s: float = 10.0) -> None:
         self.poll_until(":TER?", _is_one, timeout_s, self.poll_s, "trigger (`:TER?` = 1)", TRIGGER_HINT)
 
-    def read_waveform(self, channel: int, points: int | None = None) -> Waveform:
+    def read_waveform(self, channel: int | Channel, points: int | None = None) -> Waveform:
+        channel = number_of(channel)
         setup = Bound(self, self.table["waveform"]).commands(
             True, source=channel, format=self.waveform_format, points_mode=self.points_mode, points=points)
         # Settings, preamble, data and the error check in one message: one round trip per channel.
@@ -216,8 +217,9 @@ class RigolDS1000Z(_TableScope):
         self.poll_until(":TRIGger:STATus?", lambda a: a.strip().upper() == "STOP", timeout_s, self.poll_s,
                         "trigger and completed acquisition (status STOP)", TRIGGER_HINT)
 
-    def read_waveform(self, channel: int, points: int | None = None) -> Waveform:
+    def read_waveform(self, channel: int | Channel, points: int | None = None) -> Waveform:
         """The whole RAW record, read in batches with the scope stopped; `points` decimates it on the host."""
+        channel = number_of(channel)
         wave = Bound(self, self.table["waveform"])
         wave.setup(source=channel)
         rate = self.query_finite(":ACQuire:SRATe?", "the sample rate", positive=True)

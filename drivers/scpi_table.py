@@ -4,9 +4,10 @@ A `Setting` is one SCPI property: the set command, the query that reads it back,
 what values it accepts (a range, or a map from the driver's value to the wire word). A table is
 a mapping name -> Setting in the order the instrument wants them sent; `Bound.apply(**values)`
 sends the settings given, `Bound.setup(**values)` those and every one with a default (the fixed
-part of a set-up), in table order, each checked against the error queue. A `Channel` is a table bound to one channel number, so `scope.channel(1).scale = 0.2`
-sends `:CHANnel1:SCALe 0.2` and `scope.channel(1).scale` reads it back. Templates use `{ch}` for
-the channel's wire form and `{}` for the value.
+part of a set-up), in table order, each checked against the error queue. A `Channel` is a table
+bound to one channel, so `scope.channel(1).scale = 0.2` sends `:CHANnel1:SCALe 0.2` and
+`scope.channel(1).scale` reads it back. Templates use `{ch}` for the channel's wire form and `{}`
+for the value.
 
 `requires(state)` guards a method declaratively (labgrid's `check_active`): the driver refuses
 with an error naming the instrument and the step that was skipped.
@@ -52,9 +53,10 @@ class Setting:
             value = words[value]
         elif self.limits is not None:
             low, high = self.limits
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and low <= value <= high):
-                raise ConfigError(f"{instrument}: {name} {value!r} {self.unit} is outside {low:g}..{high:g} {self.unit}",
-                                  hint="fix the value in the test or station file")
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not (number and math.isfinite(value) and low <= value <= high):
+                raise ConfigError(f"{instrument}: {name} {value!r} {self.unit} is outside "
+                                  f"{low:g}..{high:g} {self.unit}", hint="fix the value in the test or station file")
         return self.command.format(value, **where)
 
 
@@ -111,9 +113,7 @@ class Bound:
         return self.read(name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name not in self._table:
-            raise AttributeError(f"{self._instrument.name}: no setting {name!r}")
-        self.apply(**{name: value})
+        self.apply(**{name: value})  # an unknown name is refused there, listing the table
 
 
 class Channel(Bound):
@@ -126,6 +126,11 @@ class Channel(Bound):
 
     def __repr__(self) -> str:
         return f"<channel {self.number} of {self._instrument.name}>"
+
+
+def number_of(channel: int | Channel) -> int:
+    """A channel argument given as a Channel object or, as the role interfaces still allow, its number."""
+    return channel.number if isinstance(channel, Channel) else int(channel)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
