@@ -17,10 +17,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from bench.core.errors import ConfigError, InstrumentError
-from drivers.scpi_table import Bound, Setting, Table, fixed
-from drivers.thermal import SENSOR_RANGES_C, ThermalReading, ThermalStream, split_valid
-from drivers.visa import DEFAULT_TIMEOUT_S, ScpiInstrument
+from phonebench.core.errors import ConfigError, InstrumentError
+from phonebench.drivers.scpi_table import Bound, Setting, Table, fixed
+from phonebench.drivers.thermal import SENSOR_RANGES_C, ThermalReading, ThermalStream, split_valid
+from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, ScpiInstrument
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Output, voltage, current limit, battery emulation with output resistance, ARB sine ripple, and
 the digitizer (current and voltage at >= 50 kS/s, binary float32 fetch, pre-trigger points),
-each a table of the module channel's commands (drivers.scpi_table); the quirks are code.
+each a table of the module channel's commands (phonebench.drivers.scpi_table); the quirks are code.
 
 The digitizer ignores a trigger that arrives before its pre-trigger points have been acquired
 (the sweep would then never start and FETC would block), so `trigger()` first polls the
@@ -17,10 +17,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from drivers.scpi_table import Channel, Setting, Table, fixed, requires, sequence, setter
-from drivers.trace import OVERLOAD, Trace
-from drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.scpi_table import Channel, Setting, Table, fixed, requires, sequence, setter
+from phonebench.drivers.trace import OVERLOAD, Trace
+from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 __all__ = ["KeysightN6705C", "PowerAnalyzer", "Trace"]
 log = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
 """Oscilloscope drivers: Keysight InfiniiVision X and Rigol DS1000Z behind one small interface.
 
 A test asks for an `Oscilloscope`; the station decides which model. Each family is a table of
-its channel, timebase, trigger and waveform commands (drivers.scpi_table) plus its quirks in
-code; waveforms arrive as preamble + binary block and are decoded by drivers.waveform.
+its channel, timebase, trigger and waveform commands (phonebench.drivers.scpi_table) plus its quirks in
+code; waveforms arrive as preamble + binary block and are decoded by phonebench.drivers.waveform.
 
 `single()` returns only once the scope is armed: the pre-trigger part of the record has to fill
 before a trigger is seen, so a stimulus fired earlier would be missed. On the InfiniiVision the
@@ -19,10 +19,10 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from bench.core.errors import ConfigError, InstrumentError
-from drivers.scpi_table import Bound, Channel, Setting, Table, fixed, number_of
-from drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
-from drivers.waveform import INVALID_THRESHOLD, Preamble, Waveform
+from phonebench.core.errors import ConfigError, InstrumentError
+from phonebench.drivers.scpi_table import Bound, Channel, Setting, Table, fixed, number_of
+from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from phonebench.drivers.waveform import INVALID_THRESHOLD, Preamble, Waveform
 
 __all__ = ["KeysightInfiniiVision", "Oscilloscope", "Preamble", "RigolDS1000Z", "Waveform"]
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from bench.core.errors import ConfigError
+from phonebench.core.errors import ConfigError
 
 
 class _Instrument(Protocol):

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.core.errors import ConfigError, InvalidMeasurement
+from phonebench.core.errors import ConfigError, InvalidMeasurement
 
 OVERLOAD = 9.9e37  # the meter's "overload" value in array data
 

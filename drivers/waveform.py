@@ -9,7 +9,7 @@ from functools import cached_property
 
 import numpy as np
 
-from bench.core.errors import InstrumentError, InvalidMeasurement
+from phonebench.core.errors import InstrumentError, InvalidMeasurement
 
 INVALID_THRESHOLD = 9.9e37  # scopes answer 9.9E+37 for a measurement they could not make
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from instrument_helpers import TranscriptResource, ok
 
-from bench.core.errors import ConfigError
+from phonebench.core.errors import ConfigError
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "instruments.md"
 IDN = "RIGOL TECHNOLOGIES,DP832,DP8C123456789,00.01.14"

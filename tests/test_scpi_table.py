@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from instrument_helpers import TranscriptResource, ok
 
-from bench.core.errors import ConfigError
-from drivers.power import KeysightN6705C
-from drivers.scope import KEYSIGHT, RIGOL, KeysightInfiniiVision
+from phonebench.core.errors import ConfigError
+from phonebench.drivers.power import KeysightN6705C
+from phonebench.drivers.scope import KEYSIGHT, RIGOL, KeysightInfiniiVision
 
 KEYSIGHT_IDN = "KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50.2021102830"
 N6705C_OPENING = [("*IDN?", "Keysight Technologies,N6705C,MY56001234,D.03.04.1296"),
