@@ -5,36 +5,89 @@ DAQM901A (34901A on the 34970A), read as one scan.
     thermal = KeysightDaq970a("TCPIP::10.0.0.9::5025::SOCKET", thermocouple="K",
                               channels={"T1": 101, "T2": 102, "T3": 103}, rtd={"REF": 104})
 
-Set-up, each command checked against the error queue: `CONF:TEMP TC,<type>,(@...)`, the internal
-reference junction of the module's terminal block (`SENS:TEMP:TRAN:TC:RJUN:TYPE INT`), the
-open-thermocouple check (`...:TC:CHEC ON`, so a broken junction reads 9.9E37 instead of a
-floating, plausible number), `CONF:TEMP FRTD,85,(@...)` for reference RTDs (channel n+10 is
-the sense pair), degrees Celsius, then `ROUT:SCAN` over every channel and readings with their
-unit, relative time and channel (`FORM:READ:UNIT|TIME|CHAN ON`), which the driver checks.
-`read()` is one `READ?` sweep; `stream()` programs timed sweeps (`TRIG:SOUR TIM`, `TRIG:TIM`,
-`TRIG:COUN`), `INIT`, and fetches them with `FETC?`, which waits for the last one.
+The set-up is a table (SETUP), each command checked against the error queue. The open-thermocouple
+check makes a broken junction read 9.9E37 instead of a floating, plausible number; readings come
+with their unit, relative time and channel, which the driver checks. `read()` is one `READ?`
+sweep; `stream()` programs timed sweeps and fetches them with `FETC?`, which waits for the last.
 """
 from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from phonebench.core.errors import ConfigError, InstrumentError
+from phonebench.drivers.scpi_table import Bound, Setting, Table, fixed
 from phonebench.drivers.thermal import SENSOR_RANGES_C, ThermalReading, ThermalStream, split_valid
 from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, ScpiInstrument
 
 log = logging.getLogger(__name__)
 
 MODELS = ("DAQ970A", "DAQ973A", "34970A", "34972A")
-# Multiplexers with thermocouple inputs and a terminal-block reference junction -> channel count.
-MULTIPLEXERS = {"DAQM901A": 20, "DAQM902A": 16, "DAQM908A": 40, "34901A": 20, "34902A": 16, "34908A": 40}
-FOUR_WIRE = {"DAQM901A", "DAQM902A", "34901A", "34902A"}  # n pairs with n+10 (n+8 on the 16-channel ones)
+# Multiplexers with thermocouple inputs and a terminal-block reference junction -> (channels, whether
+# they measure 4-wire: channel n pairs with n+10, n+8 on the 16-channel ones).
+MULTIPLEXERS = {"DAQM901A": (20, True), "DAQM902A": (16, True), "DAQM908A": (40, False),
+                "34901A": (20, True), "34902A": (16, True), "34908A": (40, False)}
 SETTLE_MARGIN_S = 10.0  # FETC? of a timed scan: its length plus this
+# `{tc}`: the thermocouple channel list, `{all}`: the scan list, e.g. "(@101,102)".
+SETUP: Table = {
+    "clear": fixed("*CLS"), "thermocouple": Setting("CONF:TEMP TC,{},{tc}"),
+    "rjunction": Setting("SENS:TEMP:TRAN:TC:RJUN:TYPE {},{tc}", choices=("INT", "EXT", "FIX")),
+    "open_check": fixed("SENS:TEMP:TRAN:TC:CHEC ON,{tc}"),
+    "rtd": Setting("CONF:TEMP FRTD,85,{}"),  # the 4-wire PT100 channels; channel n+10 is the sense pair
+    "unit": fixed("UNIT:TEMP C,{all}"), "nplc": Setting("SENS:TEMP:NPLC {:g},{all}", unit="PLC", limits=(0.02, 200)),
+    "scan": fixed("ROUT:SCAN {all}"), "with_unit": fixed("FORM:READ:UNIT ON"), "with_time": fixed("FORM:READ:TIME ON"),
+    "relative_time": fixed("FORM:READ:TIME:TYPE REL"), "with_channel": fixed("FORM:READ:CHAN ON"),
+    "no_alarm": fixed("FORM:READ:ALAR OFF")}
+TRIGGER: Table = {"source": Setting("TRIG:SOUR {}", choices=("IMM", "TIM")),
+                  "timer": Setting("TRIG:TIM {:g}", unit="s"), "count": Setting("TRIG:COUN {}")}
 
 
-def _channel_list(channels: list[int]) -> str:
-    return "(@" + ",".join(str(c) for c in channels) + ")"
+@dataclass(frozen=True)
+class DaqChannel:
+    name: str
+    number: int  # slot * 100 + input
+    sensor: str  # thermocouple type, or "PRT" for a reference RTD
+
+
+def _number(channel: DaqChannel) -> int:
+    return channel.number
+
+
+def _channel_list(channels: list[DaqChannel]) -> str:
+    return "(@" + ",".join(str(c.number) for c in channels) + ")"
+
+
+def parse_readings(answer: str, scan: list[DaqChannel], sweeps: int, name: str) -> list[ThermalReading]:
+    """Readings `<value> <unit>,<time>,<channel>`, sweep after sweep, in scan-list order."""
+    fields = [f.strip() for f in answer.split(",")] if answer.strip() else []
+    if len(fields) != 3 * sweeps * len(scan):
+        raise InstrumentError(f"{name}: expected {sweeps * len(scan)} readings (value unit, time, channel), got "
+                              f"{len(fields)} fields: {answer[:80]!r}",
+                              hint="another program may have changed the scan or format settings")
+    out: list[ThermalReading] = []
+    for sweep in range(sweeps):
+        values: dict[str, float | str] = {}
+        times: list[float] = []
+        for channel, (text, time_text, number_text) in zip(scan, zip(*[iter(fields[3 * sweep * len(scan):])] * 3)):
+            value_text, _, unit = text.partition(" ")
+            try:
+                value, number = float(value_text), int(number_text)
+                times.append(float(time_text))
+            except ValueError:
+                raise InstrumentError(f"{name}: unreadable reading {text!r},{time_text!r},{number_text!r}",
+                                      hint="check FORM:READ settings; the instrument may be another model") from None
+            if number != channel.number:
+                raise InstrumentError(f"{name}: reading for channel {number} where the scan list has "
+                                      f"{channel.number}", hint="another program changed the scan list; reopen")
+            values[channel.name] = value if unit.strip() == "C" else \
+                f"reading in {unit.strip() or 'no unit'}, not °C (channel {number})"
+        celsius, faults = split_valid(values, {c.name: c.sensor for c in scan})
+        faults = {k: (f"{v}, an open thermocouple or over range" if v.startswith("overload") else v)
+                  for k, v in faults.items()}
+        out.append(ThermalReading(celsius, faults, None, times[0], name))
+    return out
 
 
 class KeysightDaq970a(ScpiInstrument):
@@ -49,106 +102,60 @@ class KeysightDaq970a(ScpiInstrument):
         if tc not in SENSOR_RANGES_C or tc in ("PRT", "THERMISTOR"):
             raise ConfigError(f"{self.family} at {address}: thermocouple type {thermocouple!r}",
                               hint="types: B, E, J, K, N, R, S, T")
-        if rjunction.upper() not in ("INT", "EXT", "FIX"):
-            raise ConfigError(f"{self.family} at {address}: rjunction {rjunction!r}", hint="INT, EXT or FIX")
-        names = {"T1": 101, "T2": 102, "T3": 103} if channels is None else dict(channels)
-        references = {"REF": 104} if rtd is None else dict(rtd)
-        self._map = {**{str(k): int(v) for k, v in names.items()}, **{str(k): int(v) for k, v in references.items()}}
-        if not names or len(set(self._map.values())) != len(self._map):
+        names = {"T1": 101, "T2": 102, "T3": 103} if channels is None else channels
+        references = {"REF": 104} if rtd is None else rtd
+        self.channels = [str(k) for k in {**names, **references}]
+        self.thermocouples = sorted((DaqChannel(str(k), int(v), tc) for k, v in names.items()), key=_number)
+        self.references = sorted((DaqChannel(str(k), int(v), "PRT") for k, v in references.items()), key=_number)
+        self.scan = sorted(self.thermocouples + self.references, key=_number)
+        if not names or len(self.scan) != len({c.number for c in self.scan}) or len(self.scan) != len(self.channels):
             raise ConfigError(f"{self.family} at {address}: channels {names} / rtd {references} must name "
                               "distinct channels, at least one thermocouple",
                               hint='e.g. options = { channels = { T1 = 101, T2 = 102 }, rtd = { REF = 104 } }')
-        self._sensors = {**{k: tc for k in names}, **{k: "PRT" for k in references}}
-        self._tc = sorted(int(v) for v in names.values())
-        self._rtd = sorted(int(v) for v in references.values())
         super().__init__(address, backend, timeout_s, resource)
         try:
-            self._check_model()
-            self._check_modules()
-            self._configure(tc, rjunction.upper(), nplc)
+            if not any(m in self.identity.model for m in MODELS):
+                raise InstrumentError(f"{self.name}: *IDN? says {self.identity}, not a DAQ970A/34970A family unit",
+                                      hint="check the address, or pick the family for this instrument")
+            for slot in sorted({c.number // 100 for c in self.scan}):
+                self._check_module(slot)
+            setup = Bound(self, SETUP, tc=_channel_list(self.thermocouples), all=_channel_list(self.scan))
+            self.configure(*setup.commands(True, thermocouple=tc, rjunction=rjunction.upper(), nplc=nplc,
+                                           rtd=_channel_list(self.references) if self.references else None),
+                           *self.trigger.commands(False, source="IMM", count=1))
         except BaseException:
             self.close()
             raise
-        self.channels = list(self._map)
-        self._by_number = {v: k for k, v in self._map.items()}
         self._period_s = 1.0
 
-    # --- set-up ----------------------------------------------------------------------------------
-    def _check_model(self) -> None:
-        if not any(m in self.identity.model for m in MODELS):
-            raise InstrumentError(f"{self.name}: *IDN? says {self.identity}, not a DAQ970A/34970A family unit",
-                                  hint="check the address, or pick the family for this instrument")
+    @property
+    def trigger(self) -> Bound:
+        return Bound(self, TRIGGER)
 
-    def _check_modules(self) -> None:
-        scan = sorted(self._map.values())
-        for slot in sorted({c // 100 for c in scan}):
-            answer = self.query(f"SYST:CTYP? {slot * 100}")
-            parts = [p.strip() for p in answer.split(",")]
-            module = parts[1] if len(parts) > 1 and parts[1] != "0" else ""  # "0": an empty slot
-            self.identity.options[f"slot{slot}"] = module
-            if module not in MULTIPLEXERS:  # empty slot, or an actuator / multifunction module
-                raise InstrumentError(f"{self.name}: slot {slot} holds {module or 'no module'!r}, not a "
-                                      f"thermocouple multiplexer (channels {[c for c in scan if c // 100 == slot]})",
-                                      hint=f"fit one of {', '.join(MULTIPLEXERS)} or change the channel numbers")
-            used = [c for c in scan if c // 100 == slot]
-            if any(not 1 <= c % 100 <= MULTIPLEXERS[module] for c in used):
-                raise InstrumentError(f"{self.name}: channels {used} do not all exist on the {module} in slot {slot}",
-                                      hint=f"the {module} has channels {slot}01 to {slot}{MULTIPLEXERS[module]:02d}")
-            rtds = [c for c in self._rtd if c // 100 == slot]
-            if rtds and module not in FOUR_WIRE:
-                raise InstrumentError(f"{self.name}: the {module} in slot {slot} cannot measure 4-wire RTDs "
-                                      f"(channels {rtds})", hint="use a DAQM901A/34901A or DAQM902A/34902A")
+    def _check_module(self, slot: int) -> None:
+        parts = [p.strip() for p in self.query(f"SYST:CTYP? {slot * 100}").split(",")]
+        module = parts[1] if len(parts) > 1 and parts[1] != "0" else ""  # "0": an empty slot
+        self.identity.options[f"slot{slot}"] = module
+        used = [c.number for c in self.scan if c.number // 100 == slot]
+        if module not in MULTIPLEXERS:  # empty slot, or an actuator / multifunction module
+            raise InstrumentError(f"{self.name}: slot {slot} holds {module or 'no module'!r}, not a "
+                                  f"thermocouple multiplexer (channels {used})",
+                                  hint=f"fit one of {', '.join(MULTIPLEXERS)} or change the channel numbers")
+        count, four_wire = MULTIPLEXERS[module]
+        if any(not 1 <= c % 100 <= count for c in used):
+            raise InstrumentError(f"{self.name}: channels {used} do not all exist on the {module} in slot {slot}",
+                                  hint=f"the {module} has channels {slot}01 to {slot}{count:02d}")
+        rtds = [c.number for c in self.references if c.number // 100 == slot]
+        if rtds and not four_wire:
+            raise InstrumentError(f"{self.name}: the {module} in slot {slot} cannot measure 4-wire RTDs "
+                                  f"(channels {rtds})", hint="use a DAQM901A/34901A or DAQM902A/34902A")
 
-    def _configure(self, tc: str, rjunction: str, nplc: float) -> None:
-        tcs, everything = _channel_list(self._tc), _channel_list(sorted(self._map.values()))
-        commands = ["*CLS", f"CONF:TEMP TC,{tc},{tcs}", f"SENS:TEMP:TRAN:TC:RJUN:TYPE {rjunction},{tcs}",
-                    f"SENS:TEMP:TRAN:TC:CHEC ON,{tcs}"]
-        if self._rtd:
-            commands.append(f"CONF:TEMP FRTD,85,{_channel_list(self._rtd)}")
-        commands += [f"UNIT:TEMP C,{everything}", f"SENS:TEMP:NPLC {nplc:g},{everything}",
-                     f"ROUT:SCAN {everything}", "FORM:READ:UNIT ON", "FORM:READ:TIME ON",
-                     "FORM:READ:TIME:TYPE REL", "FORM:READ:CHAN ON", "FORM:READ:ALAR OFF",
-                     "TRIG:SOUR IMM", "TRIG:COUN 1"]
-        self.configure(*commands)
-        self._scan = sorted(self._map.values())
-
-    # --- readings -------------------------------------------------------------------------------
     def _parse(self, answer: str, sweeps: int) -> list[ThermalReading]:
-        """Readings `<value> <unit>,<time>,<channel>`, sweep after sweep, in scan-list order."""
-        fields = [f.strip() for f in answer.split(",")] if answer.strip() else []
-        expected = sweeps * len(self._scan)
-        if len(fields) != 3 * expected:
+        try:
+            return parse_readings(answer, self.scan, sweeps, self.name)
+        except InstrumentError:
             self.resync()
-            raise InstrumentError(f"{self.name}: expected {expected} readings (value unit, time, channel), got "
-                                  f"{len(fields)} fields: {answer[:80]!r}",
-                                  hint="another program may have changed the scan or format settings")
-        out: list[ThermalReading] = []
-        for sweep in range(sweeps):
-            values: dict[str, float | str] = {}
-            first_time: float | None = None
-            for i, number in enumerate(self._scan):
-                base = 3 * (sweep * len(self._scan) + i)
-                text, time_text, channel_text = fields[base:base + 3]
-                value_text, _, unit = text.partition(" ")
-                try:
-                    value, when, channel = float(value_text), float(time_text), int(channel_text)
-                except ValueError:
-                    raise InstrumentError(f"{self.name}: unreadable reading {text!r},{time_text!r},{channel_text!r}",
-                                          hint="check FORM:READ settings; the instrument may be another model") from None
-                if channel != number:
-                    raise InstrumentError(f"{self.name}: reading for channel {channel} where the scan list has "
-                                          f"{number}", hint="another program changed the scan list; reopen")
-                name = self._by_number[number]
-                first_time = when if first_time is None else first_time
-                if unit.strip() != "C":
-                    values[name] = f"reading in {unit.strip() or 'no unit'}, not °C (channel {number})"
-                else:
-                    values[name] = value
-            celsius, faults = split_valid(values, self._sensors)
-            faults = {k: (f"{v}, an open thermocouple or over range" if v.startswith("overload") else v)
-                      for k, v in faults.items()}
-            out.append(ThermalReading(celsius, faults, None, first_time, self.name))
-        return out
+            raise
 
     def read(self) -> ThermalReading:
         return self._parse(self.query("READ?"), 1)[0]
@@ -163,7 +170,7 @@ class KeysightDaq970a(ScpiInstrument):
         if n is None and duration_s is None:
             raise ConfigError("stream() needs n or duration_s", hint="e.g. stream(n=60)")
         count = n if n is not None else int(math.ceil((duration_s or 0.0) / self._period_s)) + 1
-        self.configure("TRIG:SOUR TIM", f"TRIG:TIM {self._period_s:g}", f"TRIG:COUN {count}")
+        self.trigger.apply(source="TIM", timer=self._period_s, count=count)
         previous = self.timeout_s
         try:
             self.write("INIT")
@@ -171,7 +178,7 @@ class KeysightDaq970a(ScpiInstrument):
             samples = self._parse(self.query("FETC?"), count)
         finally:
             self.timeout_s = previous
-            self.configure("TRIG:SOUR IMM", "TRIG:COUN 1")
+            self.trigger.apply(source="IMM", count=1)
         return ThermalStream(samples, 0, 0, self._period_s)
 
     def stop_stream(self) -> None:

@@ -1,8 +1,8 @@
 """Oscilloscope drivers: Keysight InfiniiVision X and Rigol DS1000Z behind one small interface.
 
-A test asks for an `Oscilloscope`; the station decides which model. Waveforms arrive as
-preamble + binary block and are decoded to seconds (relative to the trigger) and volts with
-numpy; hole and clipped codes are counted and masked, never passed on as numbers.
+A test asks for an `Oscilloscope`; the station decides which model. Each family is a table of
+its channel, timebase, trigger and waveform commands (phonebench.drivers.scpi_table) plus its quirks in
+code; waveforms arrive as preamble + binary block and are decoded by phonebench.drivers.waveform.
 
 `single()` returns only once the scope is armed: the pre-trigger part of the record has to fill
 before a trigger is seen, so a stimulus fired earlier would be missed. On the InfiniiVision the
@@ -14,140 +14,65 @@ bounded and fails with the instrument's address and identity and what to check.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
-from functools import cached_property
-from typing import Protocol, runtime_checkable
+from dataclasses import replace
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.core.errors import ConfigError, InstrumentError
+from phonebench.drivers.scpi_table import Bound, Channel, Setting, Table, fixed, number_of
 from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from phonebench.drivers.waveform import INVALID_THRESHOLD, Preamble, Waveform
 
+__all__ = ["KeysightInfiniiVision", "Oscilloscope", "Preamble", "RigolDS1000Z", "Waveform"]
 log = logging.getLogger(__name__)
 
-INVALID_THRESHOLD = 9.9e37  # scopes answer 9.9E+37 for a measurement they could not make
 RIGOL_BATCH_POINTS = 250_000  # DS1000Z: at most this many BYTE points per :WAV:DATA?
+ON_OFF = {True: "ON", False: "OFF"}
+SLOPE = {True: "POSitive", False: "NEGative"}
+COUPLING = ("DC", "AC", "GND")
 
 
-@dataclass(frozen=True)
-class Preamble:
-    format: int
-    type: int
-    points: int
-    count: int
-    xincrement: float
-    xorigin: float
-    xreference: float
-    yincrement: float
-    yorigin: float
-    yreference: float
-
-    @classmethod
-    def parse(cls, text: str, source: str) -> Preamble:
-        fields = text.strip().split(",")
-        if len(fields) != 10:
-            raise InstrumentError(f"{source}: waveform preamble has {len(fields)} fields, expected 10: "
-                                  f"{text[:120]!r}", hint="the scope answered something else; check its model")
-        try:
-            numbers = [float(f) for f in fields]
-        except ValueError:
-            raise InstrumentError(f"{source}: waveform preamble is not numeric: {text[:120]!r}",
-                                  hint="the scope answered something else; check its model") from None
-        if not all(np.isfinite(numbers)) or any(abs(n) >= INVALID_THRESHOLD for n in numbers):
-            raise InstrumentError(f"{source}: waveform preamble has NaN, infinite or 9.9E37 fields: {text[:120]!r}",
-                                  hint="the scope has no valid acquisition for this source; acquire again")
-        pre = cls(int(numbers[0]), int(numbers[1]), int(numbers[2]), int(numbers[3]), *numbers[4:])
-        if pre.points <= 0 or pre.xincrement <= 0 or pre.yincrement <= 0:
-            raise InstrumentError(f"{source}: waveform preamble is inconsistent: {text[:120]!r}",
-                                  hint="points, x and y increments must be positive")
-        return pre
+def _channel_table(skew: str) -> Table:
+    """Both families share the channel commands; only the deskew command differs."""
+    return {"display": Setting(":CHANnel{ch}:DISPlay {}", choices=ON_OFF, default=True),
+            "probe": Setting(":CHANnel{ch}:PROBe {:g}", ":CHANnel{ch}:PROBe?", "ratio", (1e-4, 1e4)),
+            "scale": Setting(":CHANnel{ch}:SCALe {:g}", ":CHANnel{ch}:SCALe?", "V/div", (1e-4, 1e4)),
+            "offset": Setting(":CHANnel{ch}:OFFSet {:g}", ":CHANnel{ch}:OFFSet?", "V"),
+            "coupling": Setting(":CHANnel{ch}:COUPling {}", choices=COUPLING),
+            "skew": Setting(skew + " {:g}", skew + "?", "s")}
 
 
-@dataclass
-class Waveform:
-    """One channel's record: the instrument's codes, decoded to volts and seconds on first use.
+def _trigger_table(edge: str) -> Table:
+    return {"mode": fixed(":TRIGger:MODE EDGE"),
+            "source": Setting(f":TRIGger:{edge}:SOURce CHANnel{{}}", limits=(1, 4)),
+            "level": Setting(f":TRIGger:{edge}:LEVel {{:g}}", f":TRIGger:{edge}:LEVel?", "V"),
+            "slope": Setting(f":TRIGger:{edge}:SLOPe {{}}", choices=SLOPE),
+            "sweep": fixed(":TRIGger:SWEep NORMal")}
 
-    Decoding is lazy and float32 for volts (8/16-bit data loses nothing), float64 for time
-    (nanoseconds over seconds). Holes are NaN in `volts`; holes and clipped samples are False
-    in `valid` and counted at construction.
-    """
 
-    channel: int
-    preamble: Preamble
-    codes: np.ndarray
-    scheme: str  # "keysight": 0 hole, 1 / top clipped; "rigol": ADC rails clipped, no holes
-    instrument: str = ""
-    holes: int = field(init=False)
-    clipped_low: int = field(init=False)
-    clipped_high: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        if self.codes.size != self.preamble.points:
-            raise InstrumentError(f"{self.instrument}: waveform block has {self.codes.size} points, preamble "
-                                  f"says {self.preamble.points}", hint="the preamble does not describe this "
-                                                                      "block; re-read both")
-        hole, low, high = self._special_codes()
-        self.holes = self.clipped_low = self.clipped_high = 0
-        if self.codes.size and (int(self.codes.min()) <= max(low, hole or 0) or int(self.codes.max()) >= high):
-            # Only a record that touches a special code is counted in full (min/max are cheap).
-            self.holes = int(np.count_nonzero(self.codes == hole)) if hole is not None else 0
-            self.clipped_low = int(np.count_nonzero(self.codes == low))
-            self.clipped_high = int(np.count_nonzero(self.codes == high))
-
-    def _special_codes(self) -> tuple[int | None, int, int]:
-        top = (1 << (8 * self.codes.dtype.itemsize)) - 1
-        return (0, 1, top) if self.scheme == "keysight" else (None, 0, top)
-
-    @cached_property
-    def volts(self) -> np.ndarray:
-        pre = self.preamble
-        if self.scheme == "keysight":  # V = (code - yref) * yinc + yorigin
-            offset = pre.yorigin - pre.yreference * pre.yincrement
-        else:  # V = (code - yorigin - yref) * yinc
-            offset = -(pre.yorigin + pre.yreference) * pre.yincrement
-        # A plain conversion then two in-place float32 passes: ~25 % faster than a mixed-type multiply,
-        # which numpy runs through its buffered casting loop.
-        volts = self.codes.astype(np.float32)
-        volts *= np.float32(pre.yincrement)
-        volts += np.float32(offset)
-        if self.holes:
-            volts[self.codes == 0] = np.nan
-        return volts
-
-    @cached_property
-    def t(self) -> np.ndarray:
-        """Seconds relative to the trigger."""
-        pre = self.preamble
-        return (np.arange(self.codes.size) - pre.xreference) * pre.xincrement + pre.xorigin
-
-    @cached_property
-    def valid(self) -> np.ndarray:
-        hole, low, high = self._special_codes()
-        bad = (self.codes == low) | (self.codes == high)
-        if hole is not None and self.holes:
-            bad |= self.codes == hole
-        return ~bad
-
-    @property
-    def clipped(self) -> int:
-        return self.clipped_low + self.clipped_high
-
-    @property
-    def sample_interval_s(self) -> float:
-        return self.preamble.xincrement
-
-    def decimate(self, stride: int) -> Waveform:
-        pre = replace(self.preamble, points=self.codes[::stride].size, xincrement=self.preamble.xincrement * stride)
-        return Waveform(self.channel, pre, self.codes[::stride], self.scheme, self.instrument)
-
-    def require_valid(self) -> Waveform:
-        """Raise InvalidMeasurement unless every sample is a real, unclipped reading."""
-        if self.holes or self.clipped:
-            raise InvalidMeasurement(
-                f"{self.instrument} channel {self.channel}: {self.clipped_low} samples clipped low, "
-                f"{self.clipped_high} clipped high, {self.holes} holes in {self.codes.size}",
-                hint="increase the channel's volts/div or adjust its offset so the signal stays on screen")
-        return self
+KEYSIGHT: dict[str, Table] = {
+    "channel": _channel_table(":CHANnel{ch}:PROBe:SKEW"),
+    "timebase": {"reference": fixed(":TIMebase:REFerence CENTer"),
+                 "scale": Setting(":TIMebase:SCALe {:g}", ":TIMebase:SCALe?", "s/div", (1e-12, 100)),
+                 "center": Setting(":TIMebase:POSition {:g}", ":TIMebase:POSition?", "s")},
+    "trigger": _trigger_table("EDGE"),
+    "waveform": {"source": Setting(":WAVeform:SOURce CHANnel{}", limits=(1, 4)),
+                 "format": Setting(":WAVeform:FORMat {}", choices=("BYTE", "WORD")),
+                 "unsigned": fixed(":WAVeform:UNSigned ON"), "byteorder": fixed(":WAVeform:BYTeorder LSBFirst"),
+                 "points_mode": Setting(":WAVeform:POINts:MODE {}", choices=("NORMal", "MAXimum", "RAW")),
+                 "points": Setting(":WAVeform:POINts {}")},
+}
+RIGOL: dict[str, Table] = {
+    "channel": _channel_table(":CHANnel{ch}:TCALibrate"),
+    "timebase": {"scale": Setting(":TIMebase:MAIN:SCALe {:g}", ":TIMebase:MAIN:SCALe?", "s/div", (1e-12, 100)),
+                 "center": Setting(":TIMebase:MAIN:OFFSet {:g}", ":TIMebase:MAIN:OFFSet?", "s")},
+    "trigger": _trigger_table("EDGe"),
+    # One command per message: the DS1000Z parser is not relied on for ";"-joined units.
+    "waveform": {"stop": fixed(":STOP"), "source": Setting(":WAVeform:SOURce CHANnel{}", limits=(1, 4)),
+                 "mode": fixed(":WAVeform:MODE RAW"), "format": fixed(":WAVeform:FORMat BYTE"),
+                 "start": Setting(":WAVeform:STARt {}"), "end": Setting(":WAVeform:STOP {}")},
+}
 
 
 @runtime_checkable
@@ -196,41 +121,55 @@ def _is_one(answer: str) -> bool:
     return answer.strip() in ("+1", "1")
 
 
-def _pretrigger_s(span_s: float, center_s: float) -> float:
-    """Seconds of record before the trigger for a centred reference: what must fill before arming."""
-    return max(0.0, span_s / 2 - center_s)
+class _TableScope(ScpiInstrument):
+    """The interface's set-up methods, once, from the family's table."""
 
-
-class KeysightInfiniiVision(ScpiInstrument):
     role = "scope"
+    table: ClassVar[dict[str, Table]]
+    divisions: ClassVar[int]  # horizontal divisions on screen
+    delay_query: ClassVar[str]
+
+    def __init__(self, address: str, poll_s: float, backend: str, timeout_s: float, resource: object) -> None:
+        super().__init__(address, backend, timeout_s, resource)
+        self.poll_s = poll_s
+        self._pretrigger = 0.0
+        self.timebase = Bound(self, self.table["timebase"])
+        self.trigger = Bound(self, self.table["trigger"])
+
+    def channel(self, number: int) -> Channel:
+        return Channel(self, number, self.table["channel"])
+
+    def configure_channel(self, channel: int | Channel, scale_v_div: float, offset_v: float = 0.0,
+                          coupling: str = "DC", probe: float = 1.0) -> None:
+        self.channel(number_of(channel)).setup(probe=probe, scale=scale_v_div, offset=offset_v, coupling=coupling)
+
+    def set_timebase(self, scale_s_div: float, center_s: float = 0.0) -> None:
+        self.timebase.setup(scale=scale_s_div, center=center_s)
+        # Seconds of record before the (centred) trigger reference: what must fill before arming.
+        self._pretrigger = max(0.0, self.divisions * scale_s_div / 2 - center_s)
+
+    def set_edge_trigger(self, channel: int | Channel, level_v: float, rising: bool = True) -> None:
+        self.trigger.setup(source=number_of(channel), level=level_v, slope=rising)
+
+    def set_deskew(self, channel: int | Channel, seconds: float) -> None:
+        self.channel(number_of(channel)).skew = seconds
+
+    def measure_delay(self, channel_a: int | Channel, channel_b: int | Channel) -> float | None:
+        return _delay_value(self, self.delay_query.format(number_of(channel_a), number_of(channel_b)))
+
+
+class KeysightInfiniiVision(_TableScope):
     family = "keysight-infiniivision"
+    table, divisions, delay_query = KEYSIGHT, 10, ":MEASure:DELay? CHANnel{},CHANnel{}"
 
     def __init__(self, address: str, poll_s: float = 0.02, points_mode: str = "RAW", waveform_format: str = "BYTE",
                  backend: str = "@py", timeout_s: float = DEFAULT_TIMEOUT_S, resource: object = None) -> None:
         if waveform_format not in ("BYTE", "WORD"):
             raise ConfigError(f"scope waveform_format {waveform_format!r}",
                               hint="BYTE (8-bit) or WORD (16-bit, for averaged / high-resolution modes)")
-        super().__init__(address, backend, timeout_s, resource)
-        self.poll_s = poll_s
+        super().__init__(address, poll_s, backend, timeout_s, resource)
         self.points_mode = points_mode
         self.waveform_format = waveform_format
-        self._pretrigger = 0.0
-
-    def configure_channel(self, channel: int, scale_v_div: float, offset_v: float = 0.0,
-                          coupling: str = "DC", probe: float = 1.0) -> None:
-        self.configure(f":CHANnel{channel}:DISPlay ON", f":CHANnel{channel}:PROBe {probe:g}",
-                       f":CHANnel{channel}:SCALe {scale_v_div:g}", f":CHANnel{channel}:OFFSet {offset_v:g}",
-                       f":CHANnel{channel}:COUPling {coupling}")
-
-    def set_timebase(self, scale_s_div: float, center_s: float = 0.0) -> None:
-        self.configure(":TIMebase:REFerence CENTer", f":TIMebase:SCALe {scale_s_div:g}",
-                       f":TIMebase:POSition {center_s:g}")
-        self._pretrigger = _pretrigger_s(10 * scale_s_div, center_s)
-
-    def set_edge_trigger(self, channel: int, level_v: float, rising: bool = True) -> None:
-        self.configure(":TRIGger:MODE EDGE", f":TRIGger:EDGE:SOURce CHANnel{channel}",
-                       f":TRIGger:EDGE:LEVel {level_v:g}",
-                       f":TRIGger:EDGE:SLOPe {'POSitive' if rising else 'NEGative'}", ":TRIGger:SWEep NORMal")
 
     def single(self) -> None:
         """Stop, clear the latched trigger and arm events, :SINGle, and wait until armed."""
@@ -244,11 +183,10 @@ class KeysightInfiniiVision(ScpiInstrument):
     def wait_triggered(self, timeout_s: float = 10.0) -> None:
         self.poll_until(":TER?", _is_one, timeout_s, self.poll_s, "trigger (`:TER?` = 1)", TRIGGER_HINT)
 
-    def read_waveform(self, channel: int, points: int | None = None) -> Waveform:
-        setup = [f":WAVeform:SOURce CHANnel{channel}", f":WAVeform:FORMat {self.waveform_format}",
-                 ":WAVeform:UNSigned ON", ":WAVeform:BYTeorder LSBFirst", f":WAVeform:POINts:MODE {self.points_mode}"]
-        if points is not None:
-            setup.append(f":WAVeform:POINts {points}")
+    def read_waveform(self, channel: int | Channel, points: int | None = None) -> Waveform:
+        channel = number_of(channel)
+        setup = Bound(self, self.table["waveform"]).commands(
+            True, source=channel, format=self.waveform_format, points_mode=self.points_mode, points=points)
         # Settings, preamble, data and the error check in one message: one round trip per channel.
         text, codes = self.query_with_block(setup + [":WAVeform:PREamble?"], ":WAVeform:DATA?",
                                             np.uint8 if self.waveform_format == "BYTE" else "<u2")
@@ -258,38 +196,15 @@ class KeysightInfiniiVision(ScpiInstrument):
                                   f"{self.waveform_format}", hint="the scope did not take the format setting")
         return Waveform(channel, preamble, codes, "keysight", self.name)
 
-    def set_deskew(self, channel: int, seconds: float) -> None:
-        self.configure(f":CHANnel{channel}:PROBe:SKEW {seconds:g}")
 
-    def measure_delay(self, channel_a: int, channel_b: int) -> float | None:
-        return _delay_value(self, f":MEASure:DELay? CHANnel{channel_a},CHANnel{channel_b}")
-
-
-class RigolDS1000Z(ScpiInstrument):
-    role = "scope"
+class RigolDS1000Z(_TableScope):
     family = "rigol-ds1000z"
+    table, divisions, delay_query = RIGOL, 12, ":MEASure:ITEM? RDELay,CHANnel{},CHANnel{}"
 
     def __init__(self, address: str, poll_s: float = 0.02, memory_depth: int | str = "AUTO", backend: str = "@py",
                  timeout_s: float = DEFAULT_TIMEOUT_S, resource: object = None) -> None:
-        super().__init__(address, backend, timeout_s, resource)
-        self.poll_s = poll_s
-        self._pretrigger = 0.0
+        super().__init__(address, poll_s, backend, timeout_s, resource)
         self.configure(f":ACQuire:MDEPth {memory_depth}")
-
-    def configure_channel(self, channel: int, scale_v_div: float, offset_v: float = 0.0,
-                          coupling: str = "DC", probe: float = 1.0) -> None:
-        self.configure(f":CHANnel{channel}:DISPlay ON", f":CHANnel{channel}:PROBe {probe:g}",
-                       f":CHANnel{channel}:SCALe {scale_v_div:g}", f":CHANnel{channel}:OFFSet {offset_v:g}",
-                       f":CHANnel{channel}:COUPling {coupling}")
-
-    def set_timebase(self, scale_s_div: float, center_s: float = 0.0) -> None:
-        self.configure(f":TIMebase:MAIN:SCALe {scale_s_div:g}", f":TIMebase:MAIN:OFFSet {center_s:g}")
-        self._pretrigger = _pretrigger_s(12 * scale_s_div, center_s)
-
-    def set_edge_trigger(self, channel: int, level_v: float, rising: bool = True) -> None:
-        self.configure(":TRIGger:MODE EDGE", f":TRIGger:EDGe:SOURce CHANnel{channel}",
-                       f":TRIGger:EDGe:LEVel {level_v:g}",
-                       f":TRIGger:EDGe:SLOPe {'POSitive' if rising else 'NEGative'}", ":TRIGger:SWEep NORMal")
 
     def single(self) -> None:
         """:SINGle, then wait until the status says WAIT: taken effect and armed."""
@@ -302,40 +217,26 @@ class RigolDS1000Z(ScpiInstrument):
         self.poll_until(":TRIGger:STATus?", lambda a: a.strip().upper() == "STOP", timeout_s, self.poll_s,
                         "trigger and completed acquisition (status STOP)", TRIGGER_HINT)
 
-    def _record_points(self) -> int:
+    def read_waveform(self, channel: int | Channel, points: int | None = None) -> Waveform:
+        """The whole RAW record, read in batches with the scope stopped; `points` decimates it on the host."""
+        channel = number_of(channel)
+        wave = Bound(self, self.table["waveform"])
+        wave.setup(source=channel)
         rate = self.query_finite(":ACQuire:SRATe?", "the sample rate", positive=True)
-        scale = self.query_finite(":TIMebase:MAIN:SCALe?", "the timebase scale", positive=True)
-        return int(round(rate * scale * 12))
-
-    def read_waveform(self, channel: int, points: int | None = None) -> Waveform:
-        """The whole RAW record, read in batches with the scope stopped; `points` decimates it on the host.
-
-        Commands go one per message (the DS1000Z parser is not relied on for ";"-joined units).
-        """
-        self.configure(":STOP", f":WAVeform:SOURce CHANnel{channel}", ":WAVeform:MODE RAW", ":WAVeform:FORMat BYTE")
-        record = self._record_points()
+        record = int(round(rate * self.query_finite(":TIMebase:MAIN:SCALe?", "the timebase scale", positive=True)
+                           * self.divisions))
         parts, preamble = [], None
         for start in range(1, record + 1, RIGOL_BATCH_POINTS):
-            stop = min(start + RIGOL_BATCH_POINTS - 1, record)
-            self.configure(f":WAVeform:STARt {start}", f":WAVeform:STOP {stop}")
-            batch_pre = Preamble.parse(self.query(":WAVeform:PREamble?"), self.name)
-            preamble = preamble or batch_pre
-            codes = self.query_block(":WAVeform:DATA?", np.uint8)
-            if codes.size != stop - start + 1:
-                raise InstrumentError(f"{self.name}: batch {start}-{stop} returned {codes.size} points",
+            end = min(start + RIGOL_BATCH_POINTS - 1, record)
+            wave.apply(start=start, end=end)
+            batch_preamble = Preamble.parse(self.query(":WAVeform:PREamble?"), self.name)  # each one checked
+            preamble = preamble or batch_preamble
+            parts.append(self.query_block(":WAVeform:DATA?", np.uint8))
+            if parts[-1].size != end - start + 1:
+                raise InstrumentError(f"{self.name}: batch {start}-{end} returned {parts[-1].size} points",
                                       hint="the transfer is corrupt; retry it")
-            parts.append(codes)
         assert preamble is not None
         self.check_errors(f"RAW read of channel {channel}")
         codes = np.concatenate(parts)
-        preamble = replace(preamble, points=codes.size)
-        waveform = Waveform(channel, preamble, codes, "rigol", self.name)
-        if points is not None and points < codes.size:
-            waveform = waveform.decimate(codes.size // points)
-        return waveform
-
-    def set_deskew(self, channel: int, seconds: float) -> None:
-        self.configure(f":CHANnel{channel}:TCALibrate {seconds:g}")
-
-    def measure_delay(self, channel_a: int, channel_b: int) -> float | None:
-        return _delay_value(self, f":MEASure:ITEM? RDELay,CHANnel{channel_a},CHANnel{channel_b}")
+        waveform = Waveform(channel, replace(preamble, points=codes.size), codes, "rigol", self.name)
+        return waveform.decimate(codes.size // points) if points is not None and points < codes.size else waveform

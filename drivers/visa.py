@@ -4,7 +4,9 @@ Sessions open through pyvisa's pure-Python backend ("@py") by default; "@sim" or
 select pyvisa-sim. Raw-socket resources end messages with "\\n" only, so read and write
 termination are set to it. On a pyvisa-py raw socket the answers are read here, straight from
 the socket: one buffer per binary block, and an end of file is a closed connection at once
-(pyvisa-py would wait out its timeout and report silence). Every failure becomes an
+(pyvisa-py would wait out its timeout and report silence). Bytes received past one answer wait
+in the driver's own buffer; pyvisa's read is then never used on that session, so its buffer stays
+empty, and `resync()` empties both (ours, then VISA's public `clear()`). Every failure becomes an
 InstrumentError naming the instrument (address, model, serial), the command and what the
 instrument said.
 """
@@ -97,10 +99,7 @@ def _tune_socket(resource: pyvisa.resources.MessageBasedResource) -> None:
 def _raw_socket_session(resource: Any) -> Any:
     """pyvisa-py's raw-socket session behind a resource, or None for any other backend/kind."""
     session = getattr(getattr(resource, "visalib", None), "sessions", {}).get(getattr(resource, "session", None))
-    if isinstance(getattr(session, "interface", None), socket.socket) and isinstance(
-            getattr(session, "_pending_buffer", None), bytearray):
-        return session
-    return None
+    return session if isinstance(getattr(session, "interface", None), socket.socket) else None
 
 
 class _Reader:
@@ -108,13 +107,15 @@ class _Reader:
 
     pyvisa-py copies a large read five times (recv, pending buffer, slices, result) and takes an
     end of file for silence; on a raw socket the payload is read here once, into one buffer, and a
-    closed connection is reported at once.
+    closed connection is reported at once. `pending` is the instrument's own buffer of bytes
+    received past the previous answer.
     """
 
-    def __init__(self, resource: Any, timeout_s: float) -> None:
+    def __init__(self, resource: Any, timeout_s: float, pending: bytearray) -> None:
         self.res = resource
         self.session = _raw_socket_session(resource)
         self.deadline = time.monotonic() + timeout_s
+        self.pending = pending
 
     def _recv_more(self) -> None:
         session = self.session
@@ -125,14 +126,14 @@ class _Reader:
         data = sock.recv(1 << 16)
         if not data:
             raise VisaIOError(constants.StatusCode.error_connection_lost)
-        session._pending_buffer += data
+        self.pending += data
 
     def exact(self, count: int) -> bytes | np.ndarray:
         if self.session is None:
             return bytes(self.res.read_bytes(count)) if count else b""
         out = np.empty(count, dtype=np.uint8)  # not zero-filled: every byte is received into it
         view = memoryview(out)
-        pending = self.session._pending_buffer
+        pending = self.pending
         got = min(len(pending), count)
         view[:got] = pending[:got]
         del pending[:got]
@@ -159,7 +160,7 @@ class _Reader:
                 if len(out) > limit:
                     break
             return bytes(out)
-        pending = self.session._pending_buffer
+        pending = self.pending
         scanned = 0
         while True:
             hits = [i for i in (pending.find(bytes([b]), scanned) for b in stops) if i >= 0]
@@ -216,6 +217,7 @@ class ScpiInstrument:
                  resource: Any = None) -> None:
         self.address = address
         self.name = f"{self.role} {self.family} at {address}"
+        self._pending = bytearray()  # raw socket: bytes received past the last answer
         # Exclusive while open: no other bench process interleaves commands (phonebench.drivers.locks).
         self._lock = None if resource is not None else locks.acquire(address, self.name)
         try:
@@ -293,7 +295,7 @@ class ScpiInstrument:
     def _read_answer(self, command: str) -> str:
         """One answer line; on a raw socket read here (EOF is reported at once), else by pyvisa."""
         if _raw_socket_session(self._res) is not None:
-            raw = _Reader(self._res, self.timeout_s).until(b"\n")
+            raw = _Reader(self._res, self.timeout_s, self._pending).until(b"\n")
             text = _decode_text(raw)
             if text is None:
                 raise self._not_ascii(command, raw)
@@ -357,7 +359,7 @@ class ScpiInstrument:
         """
         res = self._res
         wait_s = timeout_s if timeout_s is not None else self.timeout_s
-        reader = _Reader(res, wait_s)
+        reader = _Reader(res, wait_s, self._pending)
         through_pyvisa = reader.session is None
         if through_pyvisa:
             previous_term, previous_timeout = res.read_termination, res.timeout
@@ -437,7 +439,7 @@ class ScpiInstrument:
         message; the answer is `<text>;#<block>;<code>,"<message>"`. Returns (text, values)."""
         message = ";".join([*setup, block_query, ":SYSTem:ERRor?"])
         self.write(message)
-        reader = _Reader(self._res, timeout_s if timeout_s is not None else self.timeout_s)
+        reader = _Reader(self._res, timeout_s if timeout_s is not None else self.timeout_s, self._pending)
         try:
             raw = reader.until(b";\n")
             while raw.count(b'"') % 2 and not raw.endswith(b"\n"):  # a ";" inside an error message
@@ -475,11 +477,9 @@ class ScpiInstrument:
 
     def resync(self) -> None:
         """Discard whatever the instrument still has to say after a protocol error."""
-        session = _raw_socket_session(self._res)
-        if session is not None:
-            session._pending_buffer.clear()
+        self._pending.clear()
         try:
-            self._res.clear()
+            self._res.clear()  # VISA's viClear: pyvisa-py also drains the socket
         except (VisaIOError, OSError, NotImplementedError, AttributeError) as exc:
             log.debug("%s: clear failed: %s", self.name, exc)
 

@@ -227,13 +227,10 @@ _FLUKE_1521 = st.tuples(st.one_of(st.just("ver.1521,1.10"), _hostile_text),
 
 
 def _daq970a_readings(answer: str) -> None:
-    from phonebench.drivers.daq970a import KeysightDaq970a
+    from phonebench.drivers.daq970a import DaqChannel, parse_readings
 
-    daq = KeysightDaq970a.__new__(KeysightDaq970a)  # the parser alone: no instrument behind it
-    daq.name, daq._scan, daq._sensors = "thermal keysight-daq970a at fuzz", [101, 102], "K"
-    daq._by_number = {101: "T1", 102: "T2"}
-    daq.resync = lambda: None  # type: ignore[method-assign]
-    daq._parse(answer, 1)
+    parse_readings(answer, [DaqChannel("T1", 101, "K"), DaqChannel("T2", 102, "K")], 1,
+                   "thermal keysight-daq970a at fuzz")  # the parser alone: no instrument behind it
 
 
 _DAQ_READING = st.tuples(_numbers.map(str), st.sampled_from([" C", " F", "", " VDC"]), _numbers.map(str),
