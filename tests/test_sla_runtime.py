@@ -67,6 +67,22 @@ def test_token_std_passes_nominal_and_fails_jittery(sla):
     assert ok.verdicts[0].n == 80 * (tokens.STD_TOKENS - 1)
 
 
+def test_token_std_is_decided_sequentially_at_the_profiles_looks(sla):
+    """The profile's 1000 consecutive inferences are looked at after 125, 250 and 500 too, each look
+    at a quarter of the 5 % error: a nominal phone is settled at the first look, a jittery one fails
+    there; a look that settles neither way goes on (benchmarks/bench_sequential_std.py: error rates)."""
+    entry = sla.get("token_latency_std")
+    assert tokens.std_plan(entry, 1000).looks == (125, 250, 500, 1000)
+    assert tokens.std_plan(entry, 80).looks == (80,)  # shorter than the first look: the fixed design
+    ok = tokens.token_std_check(phone()[1], entry).verdicts[0]
+    jittery = tokens.token_std_check(phone("jittery")[1], entry).verdicts[0]
+    for verdict, outcome in ((ok, Outcome.PASS), (jittery, Outcome.FAIL)):
+        assert verdict.outcome is outcome and verdict.extra["inferences"] == 125
+        assert verdict.confidence == pytest.approx(0.9875) and verdict.extra["sequential"]["stopped_at"] == 125
+        assert "125 of 1000 consecutive inferences" in verdict.detail
+    assert ok.bound < 23 < jittery.value
+
+
 def test_token_std_with_too_few_inferences_is_insufficient_not_a_pass(sla):
     result = tokens.token_std_check(phone()[1], sla.get("token_latency_std"), inferences=10)
     assert result.verdicts[0].outcome is Outcome.INSUFFICIENT

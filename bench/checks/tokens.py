@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -56,11 +56,14 @@ from bench.checks.power import battery_emulation
 from bench.core.errors import InvalidMeasurement
 from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from bench.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
+from bench.sequential import SequentialPlan
 from bench.sla import SlaEntry
 from drivers.device import Device
 from drivers.gpuload import GpuLoad, read_gpu_busy
 from drivers.power import PowerAnalyzer
 from drivers.runtime import Generation, RuntimeClient
+
+UNSETTLED = (Outcome.INCONCLUSIVE, Outcome.INSUFFICIENT)  # a look that decides neither way
 
 log = logging.getLogger(__name__)
 
@@ -380,20 +383,46 @@ def first_token_check(runtime: RuntimeClient, entry: SlaEntry, *, n: int | None 
 
 def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int | None = None,
                     max_tokens: int = STD_TOKENS, tick: Tick = no_tick) -> CheckResult:
-    """Claim 4: std of per-token latency over N consecutive inferences (the entry's parameter)."""
+    """Claim 4: std of per-token latency over N consecutive inferences (the entry's parameter),
+    decided sequentially at the entry's `sequential_looks` (std_plan): the series stops at the
+    first look whose bound settles PASS or FAIL at that look's share of the error."""
     n = inferences or int(entry.parameters.get("consecutive_inferences", 1000))
+    plan = std_plan(entry, n)
+    at_look = replace(entry, confidence=plan.per_look_confidence)
     link = measure_link(runtime)
-    runs = run_inferences(runtime, n, max_tokens=max_tokens, tick=tick)
-    agreement = compare_report(*runs.intervals(first=False), link) if link and runs.observed else None
+    runs = draw_runs(runtime)
+    for look in plan.looks:
+        while len(runs.generations) < look:
+            generate_case(runtime, runs, len(runs.generations), max_tokens)
+            tick(1)
+        agreement = compare_report(*runs.intervals(first=False), link) if link and runs.observed else None
+        verdict = judge(at_look, runs, runs.gaps_ms, runs.reported_gaps_ms, link, agreement)
+        if verdict.outcome not in UNSETTLED:
+            break
+    done = len(runs.generations)
+    if len(plan.looks) > 1:  # why it stopped where it did, and what the confidence is over all looks
+        verdict = verdict.but(detail=f"{verdict.detail}; sequential: {done} of {n} consecutive inferences, "
+                                     f"looks at {list(plan.looks)}, each at {plan.per_look_confidence:.2%} "
+                                     f"({plan.confidence:.0%} over all looks)",
+                              extra={"sequential": {"looks": list(plan.looks), "stopped_at": done,
+                                                    "per_look_confidence": plan.per_look_confidence,
+                                                    "overall_confidence": plan.confidence}})
     gaps = runs.gaps_ms
-    verdict = judge(entry, runs, gaps, runs.reported_gaps_ms, link, agreement)
     verdict = named(verdict, entry.metric, raw="token_latencies", plot="samples",
-                    inferences=n, tokens_per_inference=max_tokens)
+                    inferences=done, tokens_per_inference=max_tokens)
     raw = {"samples": np.concatenate(gaps) if gaps else np.empty(0),
            "run": np.concatenate([np.full(g.size, i) for i, g in enumerate(gaps)]) if gaps else np.empty(0),
            "reported": np.concatenate(runs.reported_gaps_ms) if runs.reported_gaps_ms else np.empty(0),
            "first_token_ms": runs.first_token_ms}
     return with_prompts(CheckResult([verdict], {"token_latencies": raw}), runs, "token_latencies")
+
+
+def std_plan(entry: SlaEntry, n: int) -> SequentialPlan:
+    """Looks at the entry's `sequential_looks` below n, and at n; Bonferroni over the looks keeps
+    the chance of any wrong decision within the entry's confidence (bench.sequential). Without
+    looks (or a series shorter than the first) a single look at n: the fixed design."""
+    looks = sorted({int(k) for k in entry.parameters.get("sequential_looks", ()) if 2 <= int(k) < n} | {n})
+    return SequentialPlan(tuple(looks), entry.confidence or 0.95)
 
 
 def with_prompts(result: CheckResult, runs: TokenRuns, name: str) -> CheckResult:
