@@ -102,3 +102,22 @@ def test_summary_shows_lab_time_per_test_phone_and_claim():
     lines = summary_lines(data, verbose=True)  # passing tests are listed with -v
     assert any(line.endswith("test_voice[EMU1]  (10.0 lab min)") for line in lines)
     assert "  lab time EMU1: 12.0 min (per claim, min: 1: 10.0, 4: 2.0)" in lines
+
+
+def test_bench_run_plan_prints_the_plan_and_opens_nothing(tmp_path):
+    """`bench run --plan` is `bench plan` for the run's own selection: collection only, no run folder."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("PHONEBENCH_STATION", None)
+    env.pop("PHONEBENCH_DATABASE", None)
+    done = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--plan", "--dut", "EMU0001", "-k", "first_token",
+                           "--results-dir", str(tmp_path / "reports"), str(repo / "suites" / "test_sla_runtime.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "EMU0001" in done.stdout and done.stdout.strip().splitlines()[-1].startswith("makespan:")
+    assert not (tmp_path / "reports").exists()  # nothing ran, nothing was written

@@ -56,33 +56,42 @@ class SustainedRun:
     trials: voice_check.VoiceTrials
     cover_during_trials: list[float]  # hottest cover probe after each trial, degC
     voice_s: float  # bench time of the voice phase
-    thermal: thermal_check.ThermalRun
+    thermal: thermal_check.ThermalRun | None  # None: no probes on this phone
 
 
-def run_sustained_use(scope: Oscilloscope, stimulus: AudioStimulus, thermal: ThermalProbe, device: Device,
-                      trials: int, readings: int, *, fixture_delay_s: float = 0.0,
+def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
+                      device: Device, trials: int, readings: int, *, fixture_delay_s: float = 0.0,
                       fixture_calibrated: bool | None = None, voice: voice_check.VoiceSetup = voice_check.VoiceSetup(),
                       setup: thermal_check.ThermalSetup = thermal_check.ThermalSetup()) -> SustainedRun:
-    """`trials` voice trials, then the cover loop until `readings` readings after warm-up."""
-    missing = [c for c in (*setup.cover_channels, setup.ambient_channel) if c and c not in thermal.channels]
+    """`trials` voice trials, then the cover loop until `readings` readings after warm-up. Without
+    a scope the study is the cover loop alone; without probes, the voice trials alone."""
+    missing = [] if thermal is None else \
+        [c for c in (*setup.cover_channels, setup.ambient_channel) if c and c not in thermal.channels]
     if missing:  # refused before any dialog: the voice phase would be wasted
         raise InvalidMeasurement(f"thermal probe has no channel(s) {missing}; it has {thermal.channels}",
                                  hint="name the cover and ambient channels of this station's probe")
-    voice_check.configure(scope, stimulus, voice)
     calibrated = fixture_calibrated if fixture_calibrated is not None else fixture_delay_s != 0.0
     result = voice_check.VoiceTrials(fixture_delay_s, calibrated, voice.sample_rate_hz,
-                                     calibration=calibration_of(scope))
-    keeper = voice_check.WaveformKeeper()
-    cover, elapsed = [], 0.0
-    for index in range(trials):
-        status = voice_check.take_trial(scope, stimulus, device, result, index, voice, keeper)
-        elapsed += voice.pre_s + voice.post_s + (voice.settle_s if status == "open-ended" else 0.0)
-        reading = thermal.read().celsius
-        cover.append(max((reading.get(c, math.nan) for c in setup.cover_channels), default=math.nan))
-    # The voice phase is warm-up time; steadiness is still shown on the loop's own readings.
-    loop_setup = replace(setup, warmup_s=max(0.0, setup.warmup_s - elapsed))
-    run = thermal_check.run_dialog_loop(thermal, stimulus, device, readings, loop_setup)
-    log.info("sustained use: %d voice trials (%.0f s), then %d loop readings", trials, elapsed, len(run.t_s))
+                                     calibration=None if scope is None else calibration_of(scope))
+    cover: list[float] = []
+    elapsed = 0.0
+    if scope is not None:
+        voice_check.configure(scope, stimulus, voice)
+        keeper = voice_check.WaveformKeeper()
+        for index in range(trials):
+            status = voice_check.take_trial(scope, stimulus, device, result, index, voice, keeper)
+            elapsed += voice.pre_s + voice.post_s + (voice.settle_s if status == "open-ended" else 0.0)
+            if thermal is not None:
+                reading = thermal.read().celsius
+                cover.append(max((reading.get(c, math.nan) for c in setup.cover_channels), default=math.nan))
+    run = None
+    if thermal is not None:
+        voice_check.arm_stimulus(stimulus)  # the loop fires without the scope (same clip, same level)
+        # The voice phase is warm-up time; steadiness is still shown on the loop's own readings.
+        loop_setup = replace(setup, warmup_s=max(0.0, setup.warmup_s - elapsed))
+        run = thermal_check.run_dialog_loop(thermal, stimulus, device, readings, loop_setup)
+    log.info("sustained use: %d voice trials (%.0f s), then %d loop readings", len(result), elapsed,
+             0 if run is None else len(run.t_s))
     return SustainedRun(result, cover, elapsed, run)
 
 
@@ -112,11 +121,12 @@ def _summary(samples: np.ndarray) -> dict[str, float | int | None]:
             "max": float(samples.max()) if samples.size else None}
 
 
-def check_sustained_use(scope: Oscilloscope, stimulus: AudioStimulus, thermal: ThermalProbe, device: Device,
-                        profile: SlaProfile, *, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
+def check_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
+                        device: Device, profile: SlaProfile, *, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
                         trials: int | None = None, readings: int | None = None,
                         setup: thermal_check.ThermalSetup | None = None) -> CheckResult:
-    """Claims 1, 2 and 7 from one study; counts default to what the profile's entries need."""
+    """Claims 1, 2 (with a scope) and 7 (with probes) from one study; counts default to what the
+    profile's entries need."""
     cover = profile.get(thermal_check.COVER_MAX)
     if setup is None:
         setup = thermal_check.ThermalSetup(warmup_s=float(cover.parameters.get("warmup_s",
@@ -126,13 +136,18 @@ def check_sustained_use(scope: Oscilloscope, stimulus: AudioStimulus, thermal: T
                                                        (thermal_check.COVER_MAX, thermal_check.COVER_SPREAD))
     run = run_sustained_use(scope, stimulus, thermal, device, count, needed, fixture_delay_s=fixture_delay_s,
                             fixture_calibrated=fixture_calibrated, setup=setup)
-    voice = [v.but(raw=(v.name, "voice-trials", "voice-waveforms")) for v in voice_verdicts(run, profile)]
-    before = f"after {len(run.trials)} voice trials ({run.voice_s:.0f} s, the warm-up's first part)"
-    cover_v = [v.but(raw=("cover-spread", "cover-temperature") if v.name == "cover_temp_spread"
-                     else ("cover-temperature",), detail=f"{v.detail}; {before}")
-               for v in thermal_check.thermal_verdicts(run.thermal, profile)]
-    raw = {"voice-trials": {**run.trials.raw(), "cover_c": np.asarray(run.cover_during_trials)},
-           "voice-waveforms": run.trials.raw_waveforms(),
-           **{v.name: {"samples": voice_check.verdict_samples(run.trials, v)} for v in voice},
-           "cover-temperature": run.thermal.raw(), "cover-spread": run.thermal.raw_spread()}
+    raw: dict = {}
+    voice: list[Verdict] = []
+    if scope is not None:
+        voice = [v.but(raw=(v.name, "voice-trials", "voice-waveforms")) for v in voice_verdicts(run, profile)]
+        raw.update({"voice-trials": {**run.trials.raw(), "cover_c": np.asarray(run.cover_during_trials)},
+                    "voice-waveforms": run.trials.raw_waveforms(),
+                    **{v.name: {"samples": voice_check.verdict_samples(run.trials, v)} for v in voice}})
+    cover_v: list[Verdict] = []
+    if run.thermal is not None:
+        before = f"after {len(run.trials)} voice trials ({run.voice_s:.0f} s, the warm-up's first part)"
+        cover_v = [v.but(raw=("cover-spread", "cover-temperature") if v.name == "cover_temp_spread"
+                         else ("cover-temperature",), detail=f"{v.detail}; {before}" if scope is not None else v.detail)
+                   for v in thermal_check.thermal_verdicts(run.thermal, profile)]
+        raw.update({"cover-temperature": run.thermal.raw(), "cover-spread": run.thermal.raw_spread()})
     return CheckResult([*voice, *cover_v], raw, measurement=run)

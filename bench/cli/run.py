@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the summary lists every test and verdict (and more logging, as `bench -v`)")
     p.add_argument("--no-preflight", action="store_true",
                    help="skip the station preflight (bench station check) before the tests")
+    p.add_argument("--plan", action="store_true",
+                   help="print the run's plan (expected lab time per phone, the makespan; as `bench plan`) and "
+                        "exit: nothing is opened")
     from bench.lab.run import add_place_args
 
     add_place_args(p)
@@ -105,6 +108,12 @@ class _SessionGrab:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suites; exit codes in docs/faults.md (pytest's, plus 8 and 9 from bench.core.exits)."""
+    if getattr(args, "plan", False):
+        from bench.cli.plan import plan
+
+        return plan(argparse.Namespace(suites=getattr(args, "suites", None), station=args.station, dut=args.dut,
+                                       marker=args.marker, keyword=args.keyword, sla_profile=None, jobs=args.jobs,
+                                       database=None, results_dir=args.results_dir, json=False))
     if getattr(args, "place", None) or getattr(args, "places", None):
         from bench.lab.run import run_on_places
 
