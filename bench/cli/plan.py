@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from bench import labtime
-from bench.cli.run import DEFAULT_SUITES
 from bench.core.errors import ConfigError
+from bench.core.paths import data_dir
+
+DEFAULT_SUITES = data_dir("suites")  # bench run's default too: `bench run --plan` imports this module
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

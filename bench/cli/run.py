@@ -13,15 +13,14 @@ from typing import Any
 import pytest
 
 from bench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
-from bench.core.paths import data_dir
 from bench.core.errors import ConfigError
 from bench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
+from bench.cli.plan import DEFAULT_SUITES, plan
 from bench.cli.selection import Inventory
 from bench.summary import print_summary
 from fixtures.plugin import roles_needed
 from fixtures.session import BENCH
 
-DEFAULT_SUITES = data_dir("suites")
 NEXT_STEP = "next: open the report (claims first); `bench runs` lists the stored runs, `bench run -v` prints every verdict"
 
 
@@ -109,8 +108,6 @@ class _SessionGrab:
 def run(args: argparse.Namespace) -> int:
     """Run the suites; exit codes in docs/faults.md (pytest's, plus 8 and 9 from bench.core.exits)."""
     if getattr(args, "plan", False):
-        from bench.cli.plan import plan
-
         return plan(argparse.Namespace(suites=getattr(args, "suites", None), station=args.station, dut=args.dut,
                                        marker=args.marker, keyword=args.keyword, sla_profile=None, jobs=args.jobs,
                                        database=None, results_dir=args.results_dir, json=False))
