@@ -80,8 +80,6 @@ def test_voice_and_power_sanity(dut, scope, stimulus, supply, profile, fixture_d
     _keep(record, power_check.sanity_verdict(runs, profile.get(power_check.SUSTAINED)), ("power-run", runs.raw()))
 
 
-# Last in this file: the phone it leaves warm at sustained use is where the runtime suite's thermal
-# soak starts (a shorter approach to the trip, and a shorter rest back to that start).
 @pytest.mark.regression
 @pytest.mark.needs("stimulus")
 def test_sustained_use(request, station, dut, stimulus, profile, fixture_delay, record):

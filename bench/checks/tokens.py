@@ -445,7 +445,11 @@ def early_decision(verdict: Verdict, entry: SlaEntry, gaps: list[np.ndarray]) ->
     if verdict.bound is None or within(verdict.bound, entry.limit):
         return verdict  # the bound is within the limit, yet it failed: for something other than the bound
     lower = replace(entry, comparator=">=" if entry.comparator in ("<=", "<") else "<=").evaluate(gaps)
-    return verdict if lower.bound is not None and not within(lower.bound, entry.limit) else None
+    if lower.bound is None or within(lower.bound, entry.limit):
+        return None
+    return verdict.but(extra={"settling_bound": lower.bound},
+                       detail=f"{verdict.detail}; settled: the opposite bound {lower.bound:.4g} {entry.unit} is past "
+                              f"the limit too")
 
 
 def std_plan(entry: SlaEntry, n: int) -> SequentialPlan:
