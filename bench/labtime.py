@@ -69,6 +69,21 @@ def per_claim(data: Mapping[str, Any], dut: str | None = None) -> dict[int, floa
     return out
 
 
+def per_claim_share(data: Mapping[str, Any], dut: str | None = None) -> dict[int, float]:
+    """Lab seconds per claim with a study's time split evenly over the claims it decides: what
+    each claim costs once studies are shared (these add up to the time of the tests that decide a
+    claim; per_claim gives what each claim rides on)."""
+    out: dict[int, float] = {}
+    for test in data.get("tests") or []:
+        seconds = test.get("lab_time_s")
+        if seconds is None or (dut is not None and test.get("dut") != dut):
+            continue
+        claims = sorted({v.get("claim") for v in test.get("verdicts") or [] if v.get("claim") is not None})
+        for claim in claims:
+            out[claim] = out.get(claim, 0.0) + float(seconds) / len(claims)
+    return out
+
+
 def largest_requirement(samples: Iterable[tuple[str, int]]) -> tuple[str | None, int | None]:
     """(verdict name, n_required) of the verdict requiring the most samples: the one a test's lab
     time scales with when the profile changes that requirement."""

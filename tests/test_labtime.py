@@ -50,6 +50,13 @@ def test_test_key_drops_only_the_phone(nodeid, phone, key):
     assert labtime.test_key(nodeid, phone) == key
 
 
+def test_a_shared_study_counts_in_full_per_claim_and_splits_in_the_share():
+    run = _run({"test_voice": 600.0, "test_std": 120.0}).to_dict()
+    run["tests"][0]["verdicts"].append(_verdict("cover", 7, 60).to_dict())  # the voice study feeds claim 7 too
+    assert labtime.per_claim(run, "EMU1") == {1: 600.0, 4: 120.0, 7: 600.0}
+    assert labtime.per_claim_share(run, "EMU1") == {1: 300.0, 4: 120.0, 7: 300.0}
+
+
 def test_makespan_longest_first_over_bays():
     assert labtime.makespan([60.0] * 10, 10) == 60.0
     assert labtime.makespan([60.0] * 11, 10) == 120.0
