@@ -1,11 +1,11 @@
 """One sustained-use study, many claims: spoken dialogs watched by every instrument, heat spent once.
 
-Claims 1-2 (voice latency and dialog time) and claim 7 (back cover in sustained use) are about
-the same thing: a phone answering spoken questions one after another. Measured apart they cost
-two dialog loops: 299 voice trials, then a second loop that warmed the phone from where the
-voice trials had left it for 10+ minutes before its 60 readings. Here one study runs both
-workloads back to back, every instrument a monitor on the dialogs (OpenHTF's idea), and each
-claim declares which dialogs it takes and under which conditions:
+Claims 1-2 (voice latency and dialog time), claim 6's energy per dialog and claim 7 (back cover in
+sustained use) are about the same thing: a phone answering spoken questions one after another.
+Measured apart they cost three dialog loops: 299 voice trials, 27 energy dialogs, and a cover loop
+that warmed the phone for 10+ minutes before its 60 readings. Here one study runs them, every
+instrument a monitor on the dialogs (OpenHTF's idea), and each claim declares which dialogs it
+takes and under which conditions (docs/labtime.md):
 
 1. Voice phase: the trials claims 1-2 ask for, one scope record each (bench.checks.voice), the
    hottest cover probe read after each. Its dialogs are the voice claims' samples: they are the
@@ -131,13 +131,6 @@ def _as_block(entry: SlaEntry) -> SlaEntry:
     # Trials from a warming phone may drift together: their autocorrelation sets the effective
     # sample size (independent trials give n back, so nothing is lost when there is no drift).
     return replace(entry, independence="block") if entry.statistic in ("percentile", "std") else entry
-
-
-def _summary(samples: np.ndarray) -> dict[str, float | int | None]:
-    finite = samples[np.isfinite(samples)]
-    return {"n": int(samples.size),
-            "p99": float(np.percentile(finite, 99)) if finite.size else None,
-            "max": float(samples.max()) if samples.size else None}
 
 
 def check_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
