@@ -1,4 +1,4 @@
-"""Seeded Monte-Carlo of claim 4's sequential decision (bench.checks.tokens: the profile's looks,
+"""Seeded Monte-Carlo of claim 4's sequential decision (phonebench.bench.checks.tokens: the profile's looks,
 after 500 and 1000 inferences, each at half the 5 % error) against the fixed design (1000
 inferences at 95 %): error rates, coverage of the bound it stops on, and inferences spent.
 `--looks 250` tries another plan (an earlier look errs more often than it states: rare stalls
@@ -14,7 +14,7 @@ the 23 ms limit. What must hold, per shape and multiple:
 - std below it (x0.85, x0.5): a settled early FAIL at most 5 % (Bonferroni over the looks);
 - coverage: the bound the decision rests on holds in >= 95 % of series: the upper bound is >= the
   true std (a PASS, or the last look), the lower bound <= it (a FAIL settled early). An early PASS
-  needs the bound with each inference as the unit as well (bench.checks.tokens).
+  needs the bound with each inference as the unit as well (phonebench.bench.checks.tokens).
 
 Usage: python benchmarks/bench_sequential_std.py [--reps 100] [--seed 1]
 """
@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.checks.tokens import STD_TOKENS, early_decision, std_plan  # noqa: E402
-from bench.core.verdict import Evidence, Outcome  # noqa: E402
-from bench.sla import SlaEntry, load_profile  # noqa: E402
+from phonebench.bench.checks.tokens import STD_TOKENS, early_decision, std_plan  # noqa: E402
+from phonebench.core.verdict import Evidence, Outcome  # noqa: E402
+from phonebench.bench.specs.sla import SlaEntry, load_profile  # noqa: E402
 
 SHAPES = {"smooth": dict(sigma=0.09, phi=0.7, run_sigma=0.035, stall_p=0.002, stall_s=0.025),
           "stalls": dict(sigma=0.42, phi=0.5, run_sigma=0.08, stall_p=0.03, stall_s=0.14)}

@@ -1,4 +1,4 @@
-"""An in-process Device (drivers.device protocol) over an EmulatedPhone: no ADB, same shell.
+"""An in-process Device (phonebench.drivers.device protocol) over an EmulatedPhone: no ADB, same shell.
 
 Output is merged like ADB shell v1 (stdout then stderr). Also a pytest plugin so the HIL
 numerics suite runs against in-process phones without the station:
@@ -16,11 +16,11 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from bench.core.verdict import Verdict, compare
-from drivers.adb import timed_lines
-from drivers.device import ShellResult, TimedShellResult
-from emulation.device import EmulatedPhone
-from emulation.npu_personas import default_fleet, phone_spec
+from phonebench.core.verdict import Verdict, compare
+from phonebench.drivers.adb import timed_lines
+from phonebench.drivers.device import ShellResult, TimedShellResult
+from phonebench.emulation.device import EmulatedPhone
+from phonebench.emulation.npu_personas import default_fleet, phone_spec
 
 PushHook = Callable[[str, bytes], bytes]
 
@@ -152,8 +152,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def emulated_supplies() -> Iterator[Callable[[PhoneDevice], Any]]:
     """attach(device) -> an N6705C driver on an emulated analyzer in that phone's world; every
     server and driver is closed at exit."""
-    from drivers.power import KeysightN6705C
-    from emulation.instruments.power_analyzer import PowerAnalyzerServer
+    from phonebench.drivers.power import KeysightN6705C
+    from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
 
     started: list[tuple[Any, Any]] = []
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from bench.checks import audit, redundancy, thermal_trip, weights
-from bench.checks.targets import target, targets
-from bench.core.verdict import Evidence, Outcome
-from bench.device_state import phone_clock
-from bench.sla import SlaProfile, load_profile
+from phonebench.bench.checks import audit, redundancy, thermal_trip, weights
+from phonebench.bench.checks.targets import target, targets
+from phonebench.core.verdict import Evidence, Outcome
+from phonebench.bench.phone.device_state import phone_clock
+from phonebench.bench.specs.sla import SlaProfile, load_profile
 from device_double import PhoneDevice, emulated_supplies, make_device
-from drivers.runtime import Probe, RuntimeClient
-from emulation.runtime_personas import PERSONAS
+from phonebench.drivers.runtime import Probe, RuntimeClient
+from phonebench.emulation.runtime_personas import PERSONAS
 
 NPU = "SM8650-ES"
 AUDIT = ("audit_records_missing", "audit_field_errors", "audit_bad_signatures", "audit_content_leaks")

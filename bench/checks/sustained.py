@@ -7,7 +7,7 @@ that warmed the phone for 10+ minutes before its 60 readings. Here one study run
 instrument a monitor on the dialogs (OpenHTF's idea), and each claim declares which dialogs it
 takes and under which conditions (docs/labtime.md):
 
-1. Voice phase: the trials claims 1-2 ask for, one scope record each (bench.checks.voice), the
+1. Voice phase: the trials claims 1-2 ask for, one scope record each (phonebench.bench.checks.voice), the
    hottest cover probe read after each. Its dialogs are the voice claims' samples: they are the
    voice study's trials as before (one per record, 4.6 s apart, a phone not pinned hot), now
    counted by their effective sample size (independence "block": a warming phone's trials may
@@ -15,9 +15,9 @@ takes and under which conditions (docs/labtime.md):
    cover's range over the trials is stated on each voice verdict: the condition they were taken in.
    With the power analyzer on the phone, its digitizer watches the phase's first dialogs too
    (claim 6, energy per dialog: the profile's 27), each swept from just before the stimulus until
-   the phone is idle again (bench.checks.power), exactly as the energy study swept its own
+   the phone is idle again (phonebench.bench.checks.power), exactly as the energy study swept its own
    dialogs: the next trial starts only then, so every dialog starts from idle.
-2. Cover phase: the cover study's own loop (bench.checks.thermal.run_dialog_loop, a dialog every
+2. Cover phase: the cover study's own loop (phonebench.bench.checks.thermal.run_dialog_loop, a dialog every
    3 s: the phone talks most of the time), which needs the phone steady *at that workload*. The
    voice phase is its warm-up's first part: its time counts toward `warmup_s`, but steadiness is
    judged on the loop's own readings only (a full stability window at 3 s), so the cover verdicts
@@ -36,19 +36,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bench.checks import CheckResult
-from bench.checks import power as power_check
-from bench.checks import thermal as thermal_check
-from bench.checks import voice as voice_check
-from bench.core.verdict import Verdict
-from bench.core.errors import InvalidMeasurement
-from bench.sla import SlaEntry, SlaProfile
-from bench.uncertainty import calibration_of
-from drivers.device import Device
-from drivers.power import PowerAnalyzer
-from drivers.scope import Oscilloscope
-from drivers.stimulus import AudioStimulus
-from drivers.thermal import ThermalProbe
+from phonebench.bench.checks import CheckResult
+from phonebench.bench.checks import power as power_check
+from phonebench.bench.checks import thermal as thermal_check
+from phonebench.bench.checks import voice as voice_check
+from phonebench.core.verdict import Verdict
+from phonebench.core.errors import InvalidMeasurement
+from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+from phonebench.bench.stats.uncertainty import calibration_of
+from phonebench.drivers.device import Device
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.scope import Oscilloscope
+from phonebench.drivers.stimulus import AudioStimulus
+from phonebench.drivers.thermal import ThermalProbe
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Token timing checks (claims 3, 4, 5): first token, per-token jitter, latency under GPU load.
 
 Latencies are what the host sees: the runtime's output is streamed over ADB and every line is
-stamped with the station clock as it arrives (drivers.clock; the host's monotonic clock on
+stamped with the station clock as it arrives (phonebench.drivers.clock; the host's monotonic clock on
 hardware, the world's clock on an emulated station). The runtime's own event timestamps are a
 report, checked against those arrivals (docs/evidence.md):
 
@@ -19,7 +19,7 @@ report, checked against those arrivals (docs/evidence.md):
   world) is a station error naming the clock: the verdict is INVALID, never the phone's FAIL.
 
 Tokens are checked, not only timed: every streamed token id is compared with the bench's own
-reference output for its prompt and seed (bench.reference_model), and a token that is not the
+reference output for its prompt and seed (phonebench.bench.specs.reference_model), and a token that is not the
 model's fails the verdict (wrong numerics, or fabricated output). The prompts and seeds are drawn afresh for each
 check (`PROMPT_CASES` of them, cycled) and recorded with the raw data, so a stream replayed from an
 earlier run is wrong. A model the bench has no reference for leaves the tokens unchecked: such a
@@ -51,17 +51,17 @@ from typing import Any
 
 import numpy as np
 
-from bench.checks import CheckResult, Tick, named, no_tick
-from bench.checks.power import battery_emulation
-from bench.core.errors import InvalidMeasurement
-from bench.core.verdict import COMPARATORS, Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
-from bench.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
-from bench.sequential import SequentialPlan
-from bench.sla import SlaEntry
-from drivers.device import Device
-from drivers.gpuload import GpuLoad, read_gpu_busy
-from drivers.power import PowerAnalyzer
-from drivers.runtime import Generation, RuntimeClient
+from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from phonebench.bench.checks.power import battery_emulation
+from phonebench.core.errors import InvalidMeasurement
+from phonebench.core.verdict import COMPARATORS, Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.bench.specs.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
+from phonebench.bench.stats.sequential import SequentialPlan
+from phonebench.bench.specs.sla import SlaEntry
+from phonebench.drivers.device import Device
+from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
 
@@ -421,7 +421,7 @@ def early_decision(verdict: Verdict, entry: SlaEntry, gaps: list[np.ndarray]) ->
     """The verdict a look before the last stops on, or None to go on sampling.
 
     - PASS only if the upper bound holds with each inference as the unit too (the between- plus
-      within-run bound, bench.core.stats): over the first hundred inferences a rare stall may not
+      within-run bound, phonebench.bench.stats.verdicts): over the first hundred inferences a rare stall may not
       have shown yet, and the consecutive-series bound alone then covers the true std less often
       than it states (benchmarks/bench_sequential_std.py); the verdict keeps the larger bound.
     - FAIL when the look's *lower* bound is already past the limit (whatever more samples show),
@@ -454,7 +454,7 @@ def early_decision(verdict: Verdict, entry: SlaEntry, gaps: list[np.ndarray]) ->
 
 def std_plan(entry: SlaEntry, n: int) -> SequentialPlan:
     """Looks at the entry's `sequential_looks` below n, and at n; Bonferroni over the looks keeps
-    the chance of any wrong decision within the entry's confidence (bench.sequential). Without
+    the chance of any wrong decision within the entry's confidence (phonebench.bench.stats.sequential). Without
     looks (or a series shorter than the first) a single look at n: the fixed design."""
     looks = sorted({int(k) for k in entry.parameters.get("sequential_looks", ()) if 2 <= int(k) < n} | {n})
     return SequentialPlan(tuple(looks), entry.confidence or 0.95)

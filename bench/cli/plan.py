@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bench import labtime
-from bench.core.errors import ConfigError
-from bench.core.paths import data_dir
+from phonebench.bench.results import labtime
+from phonebench.core.errors import ConfigError
+from phonebench.core.paths import data_dir
 
 DEFAULT_SUITES = data_dir("suites")  # bench run's default too: `bench run --plan` imports this module
 
@@ -78,10 +78,10 @@ def _missing_sqlite(url: str) -> bool:
 
 
 def build_plan(args: argparse.Namespace) -> dict[str, Any]:
-    from bench.cli.results import database_url
-    from bench.core.station import load_station
-    from bench.sla import load_profile
-    from bench.store import open_store
+    from phonebench.bench.cli.results import database_url
+    from phonebench.core.station import load_station
+    from phonebench.bench.specs.sla import load_profile
+    from phonebench.bench.store import open_store
 
     station = load_station(args.station) if args.station else None
     profile_name = args.sla_profile or (station.sla_profile if station else "default")
