@@ -96,11 +96,15 @@ def print_run(label: str, data: dict, dut: str, other: dict | None = None) -> No
             print(f"{cells}  {key}")
     rest = sum(s for k, s in tests.items() if s < 6)
     print(f"{rest / 60:>8.1f}  (every test under 0.1 lab min)")
-    print(f"\nlab time per claim on {dut} (a study feeding several claims counts for each)")
+    shares = labtime.per_claim_share(data, dut)
+    before_shares = labtime.per_claim_share(other, dut) if other else {}
+    print(f"\nlab time per claim on {dut}, min: 'rides on' counts a study in full for each claim it feeds, "
+          f"'share' splits it evenly over them")
+    print(f"  {'claim':>8} {'rides on':>9} {'share':>7}" + (f" {'before':>9} {'share':>7}" if other else ""))
     for claim in sorted(set(claims) | set(before_claims)):
-        line = f"  claim {claim:>2}: {claims.get(claim, 0.0) / 60:6.1f} min"
+        line = f"  claim {claim:>2} {claims.get(claim, 0.0) / 60:9.1f} {shares.get(claim, 0.0) / 60:7.1f}"
         if other:
-            line += f"   (before {before_claims.get(claim, 0.0) / 60:.1f})"
+            line += f" {before_claims.get(claim, 0.0) / 60:9.1f} {before_shares.get(claim, 0.0) / 60:7.1f}"
         print(line)
     total = (data.get("lab_time_s") or {}).get(dut, 0.0)
     line = f"\nlab time of {dut}: {total / 60:.1f} min"

@@ -1,5 +1,6 @@
 """The SLA suite, instrument side: claims 1, 2, 6 and 7 measured with the scope, the audio
-stimulus, the power analyzer and the thermal probes (bench/checks/{voice,power,thermal}.py).
+stimulus, the power analyzer and the thermal probes (bench/checks/{voice,power,thermal}.py;
+claims 1, 2 and 7 from one sustained-use study, bench/checks/sustained.py).
 
 Limits, confidence and sample counts come from the station's SLA profile; every verdict keeps
 its raw series next to results.json (the first raw file of each verdict holds what its plot
@@ -16,7 +17,7 @@ import pytest
 
 from phonebench.bench.checks import CheckResult
 from phonebench.bench.checks import power as power_check
-from phonebench.bench.checks import thermal as thermal_check
+from phonebench.bench.checks import sustained as sustained_check
 from phonebench.bench.checks import voice as voice_check
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.verdict import Verdict
@@ -58,34 +59,11 @@ def _voice(scope: Any, stimulus: Any, dut: Any, profile: SlaProfile, fixture_del
 
 
 @pytest.mark.regression
-@pytest.mark.needs("scope", "stimulus")
-def test_voice_latency_and_dialog_time(dut, scope, stimulus, profile, fixture_delay, record):
-    """Claims 1 and 2: p99 and std of the end-to-end latency, p99 of the full dialog."""
-    _voice(scope, stimulus, dut, profile, fixture_delay, None).record_into(record)
-
-
-@pytest.mark.regression
 @pytest.mark.needs("supply")
 def test_sustained_and_peak_power(dut, supply, profile, record):
     """Claim 6: sustained inference power (run means of long generates) and the peak."""
     power_check.battery_emulation(supply)
     power_check.sustained_power_check(supply, dut, profile).record_into(record)
-
-
-@pytest.mark.regression
-@pytest.mark.needs("supply", "stimulus")
-def test_energy_per_dialog(dut, supply, stimulus, profile, record):
-    """Claim 6: energy of each spoken dialog until the phone is idle again, as battery share."""
-    power_check.battery_emulation(supply)
-    power_check.dialog_energy_check(supply, stimulus, profile).record_into(record)
-
-
-@pytest.mark.regression
-@pytest.mark.needs("thermal", "stimulus")
-def test_cover_temperature_in_sustained_use(dut, thermal, stimulus, profile, record):
-    """Claim 7: hottest back-cover probe and the spread between hotspots after warm-up in a
-    sustained dialog loop; the phone's own thermal status and zones over the same time."""
-    thermal_check.cover_temperature_check(thermal, stimulus, dut, profile).record_into(record)
 
 
 @pytest.mark.acceptance
@@ -100,3 +78,27 @@ def test_voice_and_power_sanity(dut, scope, stimulus, supply, profile, fixture_d
               ("voice-trials", trials.raw()))
     runs = power_check.measure_sustained_power(supply, dut, 1, tokens=SANITY_TOKENS)
     _keep(record, power_check.sanity_verdict(runs, profile.get(power_check.SUSTAINED)), ("power-run", runs.raw()))
+
+
+@pytest.mark.regression
+@pytest.mark.needs("stimulus")
+def test_sustained_use(request, station, dut, stimulus, profile, fixture_delay, record):
+    """Claims 1, 2, 6 (energy per dialog) and 7 from one sustained-use study (bench/checks/sustained.py):
+    the voice trials (p99 and std of the latency, p99 of the dialog; the first 27 also swept by the
+    power analyzer's digitizer for their energy) are the first part of the warm-up of the cover loop
+    (hottest back-cover probe and spread after warm-up); each verdict states its conditions."""
+    scope, thermal, supply = (_on_this_phone(request, station, dut, role) for role in ("scope", "thermal", "supply"))
+    if scope is None and thermal is None:
+        pytest.skip(f"no scope or thermal probe on {dut.name}: neither the voice nor the cover claim can be measured")
+    if supply is not None:
+        power_check.battery_emulation(supply)
+    sustained_check.check_sustained_use(scope, stimulus, thermal, dut, profile, fixture_delay_s=fixture_delay or 0.0,
+                                        fixture_calibrated=fixture_delay is not None,
+                                        supply=supply).record_into(record)
+
+
+def _on_this_phone(request: pytest.FixtureRequest, station: Any, dut: Any, role: str) -> Any:
+    """The station's instrument in `role` when it is wired to this phone, else None."""
+    if role not in station.instruments or station.instrument_dut(role) != dut.name:
+        return None
+    return request.getfixturevalue(role)

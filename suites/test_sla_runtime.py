@@ -124,6 +124,8 @@ def test_token_timing_against_the_power_trace(observed_runtime, supply, record):
 
 
 # --- claim 8: thermal trip soak ------------------------------------------------------------------
+# After the token checks: their inferences leave the NPU warm, which shortens the approach to the
+# trip (moved first, on the phone the sustained-use study left, it took 2 lab minutes longer).
 def test_npu_thermal_trip_soak(request, station, dut, observed_runtime, sla, record, progress):
     """Dialogs streamed on the station clock and checked against the reference: kills and success
     are what the host sees (docs/evidence-safety.md)."""

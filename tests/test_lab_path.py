@@ -85,14 +85,14 @@ def test_every_phone_runs_the_instrument_and_the_token_claims_through_the_statio
     lab.mkdir()
     proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--station", str(emulated_station), "-q",
                            str(SUITES / "test_sla_instruments.py"), str(SUITES / "test_sla_runtime.py"),
-                           "-k", "energy_per_dialog or first_token"],
+                           "-k", "sustained_and_peak_power or first_token"],
                           cwd=lab, env=_env(), capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
     assert data["status"] == "complete"
     verdicts = {(t["dut"], v["name"]): v for t in data["tests"] for v in t["verdicts"]}
     for dut in ("EMU-L1", "EMU-L2"):
-        for name in ("energy_per_dialog", "first_token_p99"):
+        for name in ("power_sustained_mean", "first_token_p99"):
             verdict = verdicts.get((dut, name))
             assert verdict is not None, f"{dut}: no {name} verdict"
             assert (verdict["outcome"], verdict["evidence"]) == ("pass", "measured"), verdict

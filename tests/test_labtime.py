@@ -50,6 +50,13 @@ def test_test_key_drops_only_the_phone(nodeid, phone, key):
     assert labtime.test_key(nodeid, phone) == key
 
 
+def test_a_shared_study_counts_in_full_per_claim_and_splits_in_the_share():
+    run = _run({"test_voice": 600.0, "test_std": 120.0}).to_dict()
+    run["tests"][0]["verdicts"].append(_verdict("cover", 7, 60).to_dict())  # the voice study feeds claim 7 too
+    assert labtime.per_claim(run, "EMU1") == {1: 600.0, 4: 120.0, 7: 600.0}
+    assert labtime.per_claim_share(run, "EMU1") == {1: 300.0, 4: 120.0, 7: 300.0}
+
+
 def test_makespan_longest_first_over_bays():
     assert labtime.makespan([60.0] * 10, 10) == 60.0
     assert labtime.makespan([60.0] * 11, 10) == 120.0
@@ -102,3 +109,22 @@ def test_summary_shows_lab_time_per_test_phone_and_claim():
     lines = summary_lines(data, verbose=True)  # passing tests are listed with -v
     assert any(line.endswith("test_voice[EMU1]  (10.0 lab min)") for line in lines)
     assert "  lab time EMU1: 12.0 min (per claim, min: 1: 10.0, 4: 2.0)" in lines
+
+
+def test_bench_run_plan_prints_the_plan_and_opens_nothing(tmp_path):
+    """`bench run --plan` is `bench plan` for the run's own selection: collection only, no run folder."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("PHONEBENCH_STATION", None)
+    env.pop("PHONEBENCH_DATABASE", None)
+    done = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--plan", "--dut", "EMU0001", "-k", "first_token",
+                           "--results-dir", str(tmp_path / "reports"), str(repo / "suites" / "test_sla_runtime.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "EMU0001" in done.stdout and done.stdout.strip().splitlines()[-1].startswith("makespan:")
+    assert not (tmp_path / "reports").exists()  # nothing ran, nothing was written

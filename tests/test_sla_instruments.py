@@ -15,6 +15,7 @@ import pytest
 from device_double import PhoneDevice
 
 from phonebench.bench.checks import power as power_check
+from phonebench.bench.checks import sustained as sustained_check
 from phonebench.bench.checks import thermal as thermal_check
 from phonebench.bench.checks import voice as voice_check
 from phonebench.core.errors import ConfigError, InvalidMeasurement
@@ -252,3 +253,41 @@ def test_probe_fault_makes_the_cover_verdict_invalid_and_a_missing_channel_is_re
         with pytest.raises(InvalidMeasurement, match="T7"):
             thermal_check.run_dialog_loop(r.thermal, r.stimulus, r.device, 5,
                                           thermal_check.ThermalSetup(cover_channels=("T1", "T7")))
+
+
+# --- one sustained-use study: claims 1, 2 and 7 from the same dialogs -------------------------
+def test_sustained_use_study_decides_voice_and_cover_claims_from_one_loop():
+    with rig("nominal") as r:
+        power_check.battery_emulation(r.supply)
+        result = sustained_check.check_sustained_use(r.scope, r.stimulus, r.thermal, r.device, PROFILE,
+                                                     supply=r.supply)
+    run = result.measurement
+    found = outcomes(result.verdicts)
+    assert found == {"voice_latency_p99": Outcome.PASS, "voice_latency_std": Outcome.PASS,
+                     "dialog_time_p99": Outcome.PASS, "energy_per_dialog": Outcome.PASS, "cover_temp_max": Outcome.PASS,
+                     "cover_temp_spread": Outcome.PASS, "thermal_status_max": Outcome.INFO}
+    # The voice trials are the warm-up's first part; steadiness is shown on the 3 s loop itself.
+    assert len(run.trials) == len(run.cover_during_trials) == 299 and run.voice_s > 600
+    assert run.thermal.stable and len(run.thermal.t_s) - run.thermal.measure_from == 60
+    assert run.thermal.t_s[run.thermal.measure_from] >= run.thermal.setup.stable_window_s
+    latency = next(v for v in result.verdicts if v.name == "voice_latency_p99")
+    assert latency.extra["independence"] == "block" and latency.n == 299
+    assert "back cover" in latency.extra["conditions_measured"]
+    cover = next(v for v in result.verdicts if v.name == "cover_temp_max")
+    assert 35 < cover.value <= 41.7 and "dialog every 3 s" in cover.detail and "299 voice trials" in cover.detail
+    # The digitizer watched the first 27 dialogs, each until idle: the energy study's own figures.
+    assert len(run.energy.energy_j) == 27 and run.energy.open_ended == 0
+    assert 5 < np.mean(run.energy.energy_j) < 16 and max(run.energy.window_s) < 3.9
+
+
+@pytest.mark.parametrize("persona, failing", [("hot", {"cover_temp_max"}),
+                                              ("slow", {"voice_latency_p99", "dialog_time_p99"}),
+                                              ("power-hungry", {"energy_per_dialog"}),
+                                              ("uneven-heat", {"cover_temp_spread"})])
+def test_sustained_use_study_still_catches_the_negative_controls(persona, failing):
+    with rig(persona) as r:
+        power_check.battery_emulation(r.supply)
+        verdicts = sustained_check.check_sustained_use(r.scope, r.stimulus, r.thermal, r.device, PROFILE,
+                                                       supply=r.supply).verdicts
+    found = outcomes(verdicts)
+    assert {name for name, outcome in found.items() if outcome is Outcome.FAIL} >= failing

@@ -67,6 +67,24 @@ def test_token_std_passes_nominal_and_fails_jittery(sla):
     assert ok.verdicts[0].n == 80 * (tokens.STD_TOKENS - 1)
 
 
+def test_token_std_is_decided_sequentially_at_the_profiles_looks(sla):
+    """The profile's 1000 consecutive inferences are looked at after 500 too, each look at half the
+    5 % error (benchmarks/bench_sequential_std.py: error rates and coverage): a nominal phone is
+    settled at the first look, a jittery one fails (shown here with a look after 70 of 100)."""
+    entry = sla.get("token_latency_std")
+    assert tokens.std_plan(entry, 1000).looks == (500, 1000)
+    assert tokens.std_plan(entry, 80).looks == (80,)  # shorter than the first look: the fixed design
+    early = dataclasses.replace(entry, parameters={**entry.parameters, "sequential_looks": [70]})
+    ok = tokens.token_std_check(phone()[1], early, inferences=100).verdicts[0]
+    jittery = tokens.token_std_check(phone("jittery")[1], early, inferences=100).verdicts[0]
+    assert ok.outcome is Outcome.PASS and ok.extra["inferences"] == 70
+    assert ok.confidence == pytest.approx(0.975) and ok.extra["sequential"]["stopped_at"] == 70
+    assert "70 of 100 consecutive inferences" in ok.detail
+    # Its upper bound is past the limit at the first look, its lower bound not yet: it goes on, and fails.
+    assert jittery.outcome is Outcome.FAIL and jittery.extra["sequential"]["stopped_at"] in (70, 100)
+    assert ok.bound < 23 < jittery.value and ok.bound >= ok.extra["per_inference_bound"]
+
+
 def test_token_std_with_too_few_inferences_is_insufficient_not_a_pass(sla):
     result = tokens.token_std_check(phone()[1], sla.get("token_latency_std"), inferences=10)
     assert result.verdicts[0].outcome is Outcome.INSUFFICIENT

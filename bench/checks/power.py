@@ -193,6 +193,57 @@ def sanity_verdict(runs: PowerRuns, entry: SlaEntry) -> Verdict:
                        metric=entry.metric, claim=entry.claim, plot=PlotHint("trace", y_label="W"))
 
 
+@dataclass(frozen=True)
+class EnergySweep:
+    """How a dialog's energy is swept: a pre-trigger idle window, a first chunk, then back-to-back
+    sweeps until the phone has drawn no more than idle power for `settle_s` (at most `max_s`)."""
+
+    interval_s: float = ENERGY_INTERVAL_S
+    chunk_s: float = 8.0
+    settle_s: float = 1.0
+    max_s: float = 180.0
+    pre_s: float = 0.5
+    idle_margin_w: float = 0.1
+
+    def points(self, seconds: float) -> int:
+        return int(round(seconds / self.interval_s))
+
+
+def start_dialog_sweep(supply: PowerAnalyzer, sweep: EnergySweep) -> None:
+    """Arm and trigger the digitizer just before a dialog's stimulus is fired."""
+    pre = sweep.points(sweep.pre_s)
+    supply.arm_digitizer(pre + sweep.points(sweep.chunk_s), sweep.interval_s, pretrigger_points=pre)
+    supply.trigger()
+
+
+def finish_dialog_sweep(supply: PowerAnalyzer, sweep: EnergySweep, result: DialogEnergy, keep_traces: int = 3) -> None:
+    """Follow the dialog started by start_dialog_sweep until the phone is idle; its energy into `result`."""
+    pre, chunk = sweep.points(sweep.pre_s), sweep.points(sweep.chunk_s)
+    settle = max(1, sweep.points(sweep.settle_s))
+    first = supply.fetch().require_valid().power_w()
+    idle = float(np.median(first[:pre]))
+    parts = [first[pre:]]
+    length = chunk
+    while True:
+        tail = _smooth(np.concatenate(parts[-2:]), sweep.interval_s)[-settle:]
+        if tail.max() <= idle + sweep.idle_margin_w or sum(p.size for p in parts) * sweep.interval_s >= sweep.max_s:
+            break
+        # The next sweep right away (on hardware the re-arm gap, a few ms, goes unmeasured),
+        # longer each time: a phone that stays busy is followed in a few sweeps.
+        length = min(2 * length, MAX_SWEEP_POINTS)
+        parts.append(supply.digitize(length, sweep.interval_s).require_valid().power_w())
+    power = np.concatenate(parts)
+    active = np.flatnonzero(_smooth(power, sweep.interval_s) > idle + sweep.idle_margin_w)
+    if active.size and active[-1] >= power.size - settle:
+        result.open_ended += 1
+    end = int(active[-1]) + 1 if active.size else 0
+    result.energy_j.append(float(power[:end].sum() * sweep.interval_s))
+    result.window_s.append(end * sweep.interval_s)
+    if len(result.traces) < keep_traces:
+        result.traces.append(power)
+    log.debug("dialog %d: %.2f J over %.2f s", len(result.energy_j) - 1, result.energy_j[-1], result.window_s[-1])
+
+
 def measure_dialog_energy(supply: PowerAnalyzer, stimulus: AudioStimulus, dialogs: int, *, capacity_wh: float,
                           interval_s: float = ENERGY_INTERVAL_S, chunk_s: float = 8.0, settle_s: float = 1.0,
                           max_s: float = 180.0, pre_s: float = 0.5, idle_margin_w: float = 0.1,
@@ -201,40 +252,20 @@ def measure_dialog_energy(supply: PowerAnalyzer, stimulus: AudioStimulus, dialog
     stimulus until the phone is back at its pre-trigger idle level for settle_s."""
     if dialogs < 1:
         raise ValueError(f"dialogs must be >= 1, got {dialogs}")
+    result = new_dialog_energy(supply, capacity_wh, interval_s)
+    sweep = EnergySweep(interval_s, chunk_s, settle_s, max_s, pre_s, idle_margin_w)
+    for _ in range(dialogs):
+        start_dialog_sweep(supply, sweep)
+        stimulus.fire()
+        finish_dialog_sweep(supply, sweep, result, keep_traces)
+    return result
+
+
+def new_dialog_energy(supply: PowerAnalyzer, capacity_wh: float, interval_s: float = ENERGY_INTERVAL_S) -> DialogEnergy:
     if capacity_wh <= 0:
         raise ConfigError(f"battery capacity must be positive, got {capacity_wh} Wh",
                           hint="set battery_capacity_wh in the profile's energy_per_dialog parameters")
-    pre = int(round(pre_s / interval_s))
-    chunk = int(round(chunk_s / interval_s))
-    settle = max(1, int(round(settle_s / interval_s)))
-    result = DialogEnergy(interval_s, capacity_wh, calibration=calibration_of(supply))
-    for index in range(dialogs):
-        supply.arm_digitizer(pre + chunk, interval_s, pretrigger_points=pre)
-        supply.trigger()
-        stimulus.fire()
-        first = supply.fetch().require_valid().power_w()
-        idle = float(np.median(first[:pre]))
-        parts = [first[pre:]]
-        length = chunk
-        while True:
-            tail = _smooth(np.concatenate(parts[-2:]), interval_s)[-settle:]
-            if tail.max() <= idle + idle_margin_w or sum(p.size for p in parts) * interval_s >= max_s:
-                break
-            # The next sweep right away (on hardware the re-arm gap, a few ms, goes unmeasured),
-            # longer each time: a phone that stays busy is followed in a few sweeps.
-            length = min(2 * length, MAX_SWEEP_POINTS)
-            parts.append(supply.digitize(length, interval_s).require_valid().power_w())
-        power = np.concatenate(parts)
-        active = np.flatnonzero(_smooth(power, interval_s) > idle + idle_margin_w)
-        if active.size and active[-1] >= power.size - settle:
-            result.open_ended += 1
-        end = int(active[-1]) + 1 if active.size else 0
-        result.energy_j.append(float(power[:end].sum() * interval_s))
-        result.window_s.append(end * interval_s)
-        if index < keep_traces:
-            result.traces.append(power)
-        log.debug("dialog %d: %.2f J over %.2f s", index, result.energy_j[-1], result.window_s[-1])
-    return result
+    return DialogEnergy(interval_s, capacity_wh, calibration=calibration_of(supply))
 
 
 def energy_verdicts(energy: DialogEnergy, entry: SlaEntry) -> list[Verdict]:
@@ -258,6 +289,11 @@ def energy_verdicts(energy: DialogEnergy, entry: SlaEntry) -> list[Verdict]:
                         extra={"battery_capacity_wh": energy.capacity_wh, "dialogs_share_percent": share,
                                "open_ended": energy.open_ended,
                                "mean_energy_j": float(np.mean(energy.energy_j)) if energy.energy_j else None})]
+
+
+def energy_dialogs(entry: SlaEntry) -> int:
+    """Dialogs the energy verdict needs (the profile's sample size, at least its `dialogs`)."""
+    return max(entry.n_required, int(entry.parameters.get("dialogs", 27)))
 
 
 def battery_capacity_wh(entry: SlaEntry) -> float:
@@ -288,7 +324,7 @@ def dialog_energy_check(supply: PowerAnalyzer, stimulus: AudioStimulus, profile:
     """Claim 6, energy per dialog: `dialogs` (default: the profile's) spoken questions."""
     entry = profile.get(ENERGY)
     arm_stimulus(stimulus, clip=clip)
-    count = dialogs if dialogs is not None else max(entry.n_required, int(entry.parameters.get("dialogs", 27)))
+    count = dialogs if dialogs is not None else energy_dialogs(entry)
     capacity = capacity_wh if capacity_wh is not None else battery_capacity_wh(entry)
     result = measure_dialog_energy(supply, stimulus, count, capacity_wh=capacity, interval_s=interval_s)
     verdicts = [v.but(raw=("dialog-energy",)) for v in energy_verdicts(result, entry)]

@@ -109,31 +109,39 @@ def run_dialog_loop(thermal: ThermalProbe, stimulus: AudioStimulus, device: Devi
         raise InvalidMeasurement(f"thermal probe has no channel(s) {missing}; it has {thermal.channels}",
                                  hint="name the cover and ambient channels of this station's probe")
     run = ThermalRun(setup, calibration=calibration_of(thermal))
-    window = max(1, int(round(setup.stable_window_s / setup.period_s)))
     elapsed, measured = 0.0, 0
     while measured < samples:
         stimulus.fire()
         device.run(["sleep", f"{setup.period_s:g}"])
         elapsed += setup.period_s
-        _read(run, thermal, device, elapsed)
-        if run.measure_from or (run.stable and elapsed >= setup.warmup_s):
+        read_monitors(run, thermal, device, elapsed)
+        if warmed_up(run, elapsed):
             measured = len(run.t_s) - run.measure_from
-            continue
-        hottest = run.hottest
-        if len(hottest) > window + STABLE_AVERAGE:
-            rise = np.nanmean(hottest[-STABLE_AVERAGE:]) - np.nanmean(hottest[-window - STABLE_AVERAGE:-window])
-            run.stable = bool(rise < setup.stable_c)
-        if elapsed >= setup.warmup_s and (run.stable or elapsed >= setup.max_warmup_s):
-            run.measure_from = len(run.t_s)
-            log.info("warm-up done after %.0f s (%s); measuring %d readings", elapsed,
-                     "steady" if run.stable else "not steady", samples)
     # The last question may still be being answered: hand the phone on quiet, or the next test's
     # first recording starts inside this answer (its quiet lead-in is not quiet).
     device.run(["sleep", f"{setup.period_s:g}"])
     return run
 
 
-def _read(run: ThermalRun, thermal: ThermalProbe, device: Device, elapsed: float) -> None:
+def warmed_up(run: ThermalRun, elapsed: float) -> bool:
+    """After the latest reading: whether the run is measuring (warm-up over). The warm-up ends at
+    `warmup_s` once the hottest cover probe is steady, or at `max_warmup_s` regardless."""
+    setup = run.setup
+    if run.measure_from or (run.stable and elapsed >= setup.warmup_s):
+        return True
+    window = max(1, int(round(setup.stable_window_s / setup.period_s)))
+    hottest = run.hottest
+    if len(hottest) > window + STABLE_AVERAGE:
+        rise = np.nanmean(hottest[-STABLE_AVERAGE:]) - np.nanmean(hottest[-window - STABLE_AVERAGE:-window])
+        run.stable = bool(rise < setup.stable_c)
+    if elapsed >= setup.warmup_s and (run.stable or elapsed >= setup.max_warmup_s):
+        run.measure_from = len(run.t_s)
+        log.info("warm-up done after %.0f s (%s)", elapsed, "steady" if run.stable else "not steady")
+    return False
+
+
+def read_monitors(run: ThermalRun, thermal: ThermalProbe, device: Device, elapsed: float) -> None:
+    """One reading of the probes and of the phone's own thermal view, appended to the run."""
     reading = thermal.read()
     run.t_s.append(elapsed)
     for name in reading.channels:

@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from phonebench.bench.results import labtime
-from phonebench.bench.cli.run import DEFAULT_SUITES
 from phonebench.core.errors import ConfigError
+from phonebench.core.paths import data_dir
+
+DEFAULT_SUITES = data_dir("suites")  # bench run's default too: `bench run --plan` imports this module
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,15 +13,14 @@ from typing import Any
 import pytest
 
 from phonebench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
-from phonebench.core.paths import data_dir
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
+from phonebench.bench.cli.plan import DEFAULT_SUITES, plan
 from phonebench.bench.station.selection import Inventory
 from phonebench.bench.results.summary import print_summary
 from phonebench.fixtures.plugin import roles_needed
 from phonebench.fixtures.session import BENCH
 
-DEFAULT_SUITES = data_dir("suites")
 NEXT_STEP = "next: open the report (claims first); `bench runs` lists the stored runs, `bench run -v` prints every verdict"
 
 
@@ -33,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the summary lists every test and verdict (and more logging, as `bench -v`)")
     p.add_argument("--no-preflight", action="store_true",
                    help="skip the station preflight (bench station check) before the tests")
+    p.add_argument("--plan", action="store_true",
+                   help="print the run's plan (expected lab time per phone, the makespan; as `bench plan`) and "
+                        "exit: nothing is opened")
     from phonebench.bench.lab.run import add_place_args
 
     add_place_args(p)
@@ -105,6 +107,10 @@ class _SessionGrab:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suites; exit codes in docs/faults.md (pytest's, plus 8 and 9 from phonebench.core.exits)."""
+    if getattr(args, "plan", False):
+        return plan(argparse.Namespace(suites=getattr(args, "suites", None), station=args.station, dut=args.dut,
+                                       marker=args.marker, keyword=args.keyword, sla_profile=None, jobs=args.jobs,
+                                       database=None, results_dir=args.results_dir, json=False))
     if getattr(args, "place", None) or getattr(args, "places", None):
         from phonebench.bench.lab.run import run_on_places
 

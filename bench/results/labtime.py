@@ -17,17 +17,15 @@ from typing import Any
 # Lab seconds per test on one phone when the store has measured none for its model: the emulated
 # station's figures, measured by benchmarks/bench_labtime.py (docs/labtime.md). Keys are test keys.
 DEFAULT_LAB_TIME_S: Mapping[str, float] = {
-    "suites/test_sla_runtime.py::test_npu_thermal_trip_soak": 2834.0,
-    "suites/test_sla_instruments.py::test_voice_latency_and_dialog_time": 1380.0,
-    "suites/test_sla_instruments.py::test_cover_temperature_in_sustained_use": 1258.0,
-    "suites/test_sla_runtime.py::test_token_latency_std": 787.0,
-    "suites/test_sla_instruments.py::test_energy_per_dialog": 230.0,
+    "suites/test_sla_runtime.py::test_npu_thermal_trip_soak": 2803.0,
+    "suites/test_sla_instruments.py::test_sustained_use": 2602.0,
+    "suites/test_sla_runtime.py::test_token_latency_std": 393.0,
     "suites/test_sla_instruments.py::test_sustained_and_peak_power": 178.0,
     "suites/test_instruments.py::test_probes_warm_under_load_and_cool_at_idle": 121.0,
     "suites/test_sla_instruments.py::test_voice_and_power_sanity": 102.0,
-    "suites/test_sla_runtime.py::test_token_latency_under_gpu_load": 78.0,
+    "suites/test_sla_runtime.py::test_token_latency_under_gpu_load": 75.0,
     "suites/test_sla_runtime.py::test_redundancy_slowdown": 68.0,
-    "suites/test_sla_runtime.py::test_first_token": 46.0,
+    "suites/test_sla_runtime.py::test_first_token": 47.0,
     "suites/test_sla_runtime.py::test_runtime_counters": 31.0,
 }
 DEFAULT_OTHER_TEST_S = 5.0  # any test not listed above (the others took 121 s together on EMU0001)
@@ -66,6 +64,21 @@ def per_claim(data: Mapping[str, Any], dut: str | None = None) -> dict[int, floa
             continue
         for claim in sorted({v.get("claim") for v in test.get("verdicts") or [] if v.get("claim") is not None}):
             out[claim] = out.get(claim, 0.0) + float(seconds)
+    return out
+
+
+def per_claim_share(data: Mapping[str, Any], dut: str | None = None) -> dict[int, float]:
+    """Lab seconds per claim with a study's time split evenly over the claims it decides: what
+    each claim costs once studies are shared (these add up to the time of the tests that decide a
+    claim; per_claim gives what each claim rides on)."""
+    out: dict[int, float] = {}
+    for test in data.get("tests") or []:
+        seconds = test.get("lab_time_s")
+        if seconds is None or (dut is not None and test.get("dut") != dut):
+            continue
+        claims = sorted({v.get("claim") for v in test.get("verdicts") or [] if v.get("claim") is not None})
+        for claim in claims:
+            out[claim] = out.get(claim, 0.0) + float(seconds) / len(claims)
     return out
 
 

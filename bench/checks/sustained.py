@@ -1,0 +1,176 @@
+"""One sustained-use study, many claims: spoken dialogs watched by every instrument, heat spent once.
+
+Claims 1-2 (voice latency and dialog time), claim 6's energy per dialog and claim 7 (back cover in
+sustained use) are about the same thing: a phone answering spoken questions one after another.
+Measured apart they cost three dialog loops: 299 voice trials, 27 energy dialogs, and a cover loop
+that warmed the phone for 10+ minutes before its 60 readings. Here one study runs them, every
+instrument a monitor on the dialogs (OpenHTF's idea), and each claim declares which dialogs it
+takes and under which conditions (docs/labtime.md):
+
+1. Voice phase: the trials claims 1-2 ask for, one scope record each (phonebench.bench.checks.voice), the
+   hottest cover probe read after each. Its dialogs are the voice claims' samples: they are the
+   voice study's trials as before (one per record, 4.6 s apart, a phone not pinned hot), now
+   counted by their effective sample size (independence "block": a warming phone's trials may
+   drift together; independent trials give n back, so nothing is lost when they do not). The
+   cover's range over the trials is stated on each voice verdict: the condition they were taken in.
+   With the power analyzer on the phone, its digitizer watches the phase's first dialogs too
+   (claim 6, energy per dialog: the profile's 27), each swept from just before the stimulus until
+   the phone is idle again (phonebench.bench.checks.power), exactly as the energy study swept its own
+   dialogs: the next trial starts only then, so every dialog starts from idle.
+2. Cover phase: the cover study's own loop (phonebench.bench.checks.thermal.run_dialog_loop, a dialog every
+   3 s: the phone talks most of the time), which needs the phone steady *at that workload*. The
+   voice phase is its warm-up's first part: its time counts toward `warmup_s`, but steadiness is
+   judged on the loop's own readings only (a full stability window at 3 s), so the cover verdicts
+   rest on exactly the readings the separate study took. The 4.6 s voice cadence alone leaves the
+   cover ~4.5 degC cooler than the 3 s loop: it cannot stand in for claim 7's workload (a hot
+   phone would pass it).
+
+Time here is the bench's: each trial's record length (plus the settle wait after an answer that
+outlasted it), the loop's periods, which on hardware take that long too.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from phonebench.bench.checks import CheckResult
+from phonebench.bench.checks import power as power_check
+from phonebench.bench.checks import thermal as thermal_check
+from phonebench.bench.checks import voice as voice_check
+from phonebench.core.verdict import Verdict
+from phonebench.core.errors import InvalidMeasurement
+from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+from phonebench.bench.stats.uncertainty import calibration_of
+from phonebench.drivers.device import Device
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.scope import Oscilloscope
+from phonebench.drivers.stimulus import AudioStimulus
+from phonebench.drivers.thermal import ThermalProbe
+
+log = logging.getLogger(__name__)
+
+# The first sweep spans the trial's record: it is usually idle again by then, so one fetch suffices.
+ENERGY_SWEEP = power_check.EnergySweep(chunk_s=voice_check.VoiceSetup().post_s + 0.5)
+CONDITION = "voice trials back to back, one per 4.6 s record, the study's first phase"
+
+
+@dataclass
+class SustainedRun:
+    """The voice phase's trials (with the cover read after each) and the cover phase's loop."""
+
+    trials: voice_check.VoiceTrials
+    energy: power_check.DialogEnergy | None  # the first dialogs' energy (None: no analyzer on the phone)
+    cover_during_trials: list[float]  # hottest cover probe after each trial, degC
+    voice_s: float  # bench time of the voice phase
+    thermal: thermal_check.ThermalRun | None  # None: no probes on this phone
+
+
+def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
+                      device: Device, trials: int, readings: int, *, fixture_delay_s: float = 0.0,
+                      fixture_calibrated: bool | None = None, voice: voice_check.VoiceSetup = voice_check.VoiceSetup(),
+                      setup: thermal_check.ThermalSetup = thermal_check.ThermalSetup(),
+                      supply: PowerAnalyzer | None = None, energy_dialogs: int = 0,
+                      capacity_wh: float | None = None) -> SustainedRun:
+    """`trials` voice trials (the first `energy_dialogs` of them swept by the supply's digitizer),
+    then the cover loop until `readings` readings after warm-up. Without a scope the study is the
+    cover loop alone; without probes, the voice trials alone."""
+    missing = [] if thermal is None else \
+        [c for c in (*setup.cover_channels, setup.ambient_channel) if c and c not in thermal.channels]
+    if missing:  # refused before any dialog: the voice phase would be wasted
+        raise InvalidMeasurement(f"thermal probe has no channel(s) {missing}; it has {thermal.channels}",
+                                 hint="name the cover and ambient channels of this station's probe")
+    calibrated = fixture_calibrated if fixture_calibrated is not None else fixture_delay_s != 0.0
+    result = voice_check.VoiceTrials(fixture_delay_s, calibrated, voice.sample_rate_hz,
+                                     calibration=None if scope is None else calibration_of(scope))
+    cover: list[float] = []
+    elapsed = 0.0
+    energy = None if supply is None or scope is None or not energy_dialogs else \
+        power_check.new_dialog_energy(supply, capacity_wh or 0.0)
+    if scope is not None:
+        voice_check.configure(scope, stimulus, voice)
+        keeper = voice_check.WaveformKeeper()
+        for index in range(trials):
+            swept = energy is not None and index < energy_dialogs
+            if swept:
+                power_check.start_dialog_sweep(supply, ENERGY_SWEEP)
+            status = voice_check.take_trial(scope, stimulus, device, result, index, voice, keeper)
+            if swept:
+                power_check.finish_dialog_sweep(supply, ENERGY_SWEEP, energy)
+            elapsed += voice.pre_s + voice.post_s + (voice.settle_s if status == "open-ended" else 0.0)
+            if thermal is not None:
+                reading = thermal.read().celsius
+                cover.append(max((reading.get(c, math.nan) for c in setup.cover_channels), default=math.nan))
+    run = None
+    if thermal is not None:
+        voice_check.arm_stimulus(stimulus)  # the loop fires without the scope (same clip, same level)
+        # The voice phase is warm-up time; steadiness is still shown on the loop's own readings.
+        loop_setup = replace(setup, warmup_s=max(0.0, setup.warmup_s - elapsed))
+        run = thermal_check.run_dialog_loop(thermal, stimulus, device, readings, loop_setup)
+    log.info("sustained use: %d voice trials (%.0f s), then %d loop readings", len(result), elapsed,
+             0 if run is None else len(run.t_s))
+    return SustainedRun(result, energy, cover, elapsed, run)
+
+
+def voice_verdicts(run: SustainedRun, profile: SlaProfile) -> list[Verdict]:
+    """Claims 1-2 over the voice phase's trials, counted by effective sample size, conditions stated."""
+    block = replace(profile, entries={**profile.entries,
+                                      **{m: _as_block(profile.get(m)) for m in voice_check.METRICS.values()}})
+    cover = np.asarray(run.cover_during_trials, dtype=float)
+    span = (float(np.nanmin(cover)), float(np.nanmax(cover))) if np.isfinite(cover).any() else (None, None)
+    condition = (f"{CONDITION}; back cover {span[0]:.1f}..{span[1]:.1f} degC over the trials"
+                 if span[0] is not None else CONDITION)
+    return [v.but(detail=f"{v.detail}; {condition}",
+                  extra={"conditions_measured": condition, "cover_c_during_trials": span})
+            for v in voice_check.voice_verdicts(run.trials, block)]
+
+
+def _as_block(entry: SlaEntry) -> SlaEntry:
+    # Trials from a warming phone may drift together: their autocorrelation sets the effective
+    # sample size (independent trials give n back, so nothing is lost when there is no drift).
+    return replace(entry, independence="block") if entry.statistic in ("percentile", "std") else entry
+
+
+def check_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
+                        device: Device, profile: SlaProfile, *, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
+                        trials: int | None = None, readings: int | None = None,
+                        setup: thermal_check.ThermalSetup | None = None,
+                        supply: PowerAnalyzer | None = None) -> CheckResult:
+    """Claims 1, 2 (with a scope), 6's energy per dialog (with a scope and the power analyzer, its
+    battery emulation set up) and 7 (with probes) from one study; counts default to what the
+    profile's entries need."""
+    cover = profile.get(thermal_check.COVER_MAX)
+    if setup is None:
+        setup = thermal_check.ThermalSetup(warmup_s=float(cover.parameters.get("warmup_s",
+                                                                             thermal_check.ThermalSetup.warmup_s)))
+    count = trials if trials is not None else voice_check.trials_needed(profile)
+    needed = readings if readings is not None else max(profile.get(m).n_required for m in
+                                                       (thermal_check.COVER_MAX, thermal_check.COVER_SPREAD))
+    energy_entry = profile.get(power_check.ENERGY) if supply is not None and scope is not None else None
+    run = run_sustained_use(scope, stimulus, thermal, device, count, needed, fixture_delay_s=fixture_delay_s,
+                            fixture_calibrated=fixture_calibrated, setup=setup, supply=supply,
+                            energy_dialogs=power_check.energy_dialogs(energy_entry) if energy_entry else 0,
+                            capacity_wh=power_check.battery_capacity_wh(energy_entry) if energy_entry else None)
+    raw: dict = {}
+    dialog_v: list[Verdict] = []
+    if scope is not None:
+        dialog_v = [v.but(raw=(v.name, "voice-trials", "voice-waveforms")) for v in voice_verdicts(run, profile)]
+        raw.update({"voice-trials": {**run.trials.raw(), "cover_c": np.asarray(run.cover_during_trials)},
+                    "voice-waveforms": run.trials.raw_waveforms(),
+                    **{v.name: {"samples": voice_check.verdict_samples(run.trials, v)} for v in dialog_v}})
+    if run.energy is not None:
+        n = len(run.energy.energy_j)
+        dialog_v += [v.but(raw=("dialog-energy",), detail=f"{v.detail}; the study's first {n} voice trials, each swept "
+                                                       f"until the phone was idle again")
+                  for v in power_check.energy_verdicts(run.energy, energy_entry)]
+        raw["dialog-energy"] = run.energy.raw()
+    cover_v: list[Verdict] = []
+    if run.thermal is not None:
+        before = f"after {len(run.trials)} voice trials ({run.voice_s:.0f} s, the warm-up's first part)"
+        cover_v = [v.but(raw=("cover-spread", "cover-temperature") if v.name == "cover_temp_spread"
+                         else ("cover-temperature",), detail=f"{v.detail}; {before}" if scope is not None else v.detail)
+                   for v in thermal_check.thermal_verdicts(run.thermal, profile)]
+        raw.update({"cover-temperature": run.thermal.raw(), "cover-spread": run.thermal.raw_spread()})
+    return CheckResult([*dialog_v, *cover_v], raw, measurement=run)
