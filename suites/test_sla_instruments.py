@@ -92,7 +92,7 @@ def test_sustained_use(request, station, dut, stimulus, profile, fixture_delay, 
         pytest.skip(f"no scope or thermal probe on {dut.name}: neither the voice nor the cover claim can be measured")
     if supply is not None:
         power_check.battery_emulation(supply)
-    sustained_check.check_sustained_use(scope, stimulus, thermal, dut, profile, fixture_delay_s=fixture_delay or 0.0,
+    sustained_check.sustained_use_check(scope, stimulus, thermal, dut, profile, fixture_delay_s=fixture_delay or 0.0,
                                         fixture_calibrated=fixture_delay is not None,
                                         supply=supply).record_into(record)
 

@@ -259,7 +259,7 @@ def test_probe_fault_makes_the_cover_verdict_invalid_and_a_missing_channel_is_re
 def test_sustained_use_study_decides_voice_and_cover_claims_from_one_loop():
     with rig("nominal") as r:
         power_check.battery_emulation(r.supply)
-        result = sustained_check.check_sustained_use(r.scope, r.stimulus, r.thermal, r.device, PROFILE,
+        result = sustained_check.sustained_use_check(r.scope, r.stimulus, r.thermal, r.device, PROFILE,
                                                      supply=r.supply)
     run = result.measurement
     found = outcomes(result.verdicts)
@@ -287,7 +287,7 @@ def test_sustained_use_study_decides_voice_and_cover_claims_from_one_loop():
 def test_sustained_use_study_still_catches_the_negative_controls(persona, failing):
     with rig(persona) as r:
         power_check.battery_emulation(r.supply)
-        verdicts = sustained_check.check_sustained_use(r.scope, r.stimulus, r.thermal, r.device, PROFILE,
+        verdicts = sustained_check.sustained_use_check(r.scope, r.stimulus, r.thermal, r.device, PROFILE,
                                                        supply=r.supply).verdicts
     found = outcomes(verdicts)
     assert {name for name, outcome in found.items() if outcome is Outcome.FAIL} >= failing

@@ -133,7 +133,7 @@ def _as_block(entry: SlaEntry) -> SlaEntry:
     return replace(entry, independence="block") if entry.statistic in ("percentile", "std") else entry
 
 
-def check_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
+def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
                         device: Device, profile: SlaProfile, *, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
                         trials: int | None = None, readings: int | None = None,
                         setup: thermal_check.ThermalSetup | None = None,
