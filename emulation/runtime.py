@@ -229,7 +229,7 @@ class EmulatedRuntime:
 
     def _temperatures(self) -> dict[str, float]:
         """The runtime's sensor readings: thermal zones (skin via its sysfs node) plus calibration."""
-        temps = dict(self.phone.world.temperatures())
+        temps = dict(self.phone.sensor_temperatures())
         fs = self.phone.fs
         for node in fs.glob("/sys/class/thermal/thermal_zone*/type"):
             if fs.read(node).decode().strip() == "skin":
@@ -341,12 +341,13 @@ class EmulatedRuntime:
         done_t = world.clock.now()
         events.append({"event": "done", "t": done_t, "tokens": len(tokens)})
         self.inferences += 1
-        self.counters.add(len(tokens), done_t - start_t, world.npu_freq_mhz, decode_steps=max(len(tokens) - 1, 0),
+        self.counters.add(len(tokens), world.npu_freq_mhz, decode_steps=max(len(tokens) - 1, 0),
                           decode_s=decode_s)
         self.phone.fs.write(VMSTAT, self.counters.vmstat())  # the kernel's view of the same faults
         self.audit.append(t=done_t, input_tokens=len(prompt), output_tokens=len(tokens),
                           model_version=f"{tinymodel.MODEL_NAME} {model.sha256[:12]}",
-                          npu_freq_mhz=world.npu_freq_mhz, npu_temp_c=world.temperatures()["npu"], prompt=prompt)
+                          npu_freq_mhz=world.npu_freq_mhz, npu_temp_c=self.phone.sensor_temperatures()["npu"],
+                          prompt=prompt)
         return CommandResult(bytes(events.kept))
 
     def _compute_tokens(self, model: tinymodel.TinyModel, prompt: list[int], args: argparse.Namespace,
@@ -389,7 +390,7 @@ class EmulatedRuntime:
 
     def _govern(self, events: EventStream) -> None:
         """The thermal governor's look at the NPU before a step (may raise ThermalKill)."""
-        temps = self.phone.world.temperatures()
+        temps = self.phone.sensor_temperatures()
         event = self.governor.check(self.phone.world.clock.now(), temps["npu"], temps["cpu"])
         if event is not None:
             events.append(event)
@@ -420,7 +421,7 @@ class EmulatedRuntime:
         self.governor.reset()
         self.governor.layers_on_cpu, self.governor.migrations = MIGRATION_STEP, self.governor.migrations + 1
         self.governor.trips += 1
-        temps = world.temperatures()
+        temps = self.phone.sensor_temperatures()
         events.append({"event": "thermal", "t": world.clock.now(), "action": "migrate", "npu_c": round(kill.npu_c, 2),
                        "cpu_c": round(temps["cpu"], 2), "layers_on_cpu": MIGRATION_STEP, "layers": LAYERS})
         sent = sum(1 for e in events.events if e.get("event") == "token")

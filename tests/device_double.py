@@ -170,3 +170,28 @@ def emulated_supplies() -> Iterator[Callable[[PhoneDevice], Any]]:
         for server, supply in started:
             supply.close()
             server.stop()
+
+
+@contextlib.contextmanager
+def emulated_shield_probes() -> Iterator[Callable[[PhoneDevice], Any]]:
+    """attach(device) -> a ShieldProbe over a DAQ970A driver on an emulated DAQ970A in that phone's
+    world, wired as a thermal lab does: T1, T2 on the cover, T4 (channel 105) on the SoC's shield."""
+    from bench.checks.thermal_trip import instrument_shield
+    from drivers.daq970a import KeysightDaq970a
+    from emulation.instruments.daq970a import Daq970aServer
+
+    started: list[tuple[Any, Any]] = []
+
+    def attach(device: PhoneDevice) -> Any:
+        server = Daq970aServer(device.phone.world)
+        server.start()
+        daq = KeysightDaq970a(server.address, channels={"T1": 101, "T2": 102, "T3": 103, "T4": 105})
+        started.append((server, daq))
+        return instrument_shield(daq, "T4")
+
+    try:
+        yield attach
+    finally:
+        for server, daq in started:
+            daq.close()
+            server.stop()
