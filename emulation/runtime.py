@@ -36,6 +36,7 @@ from emulation.runtime_safety import LAYERS, MIGRATION_STEP, RedundancyControlle
 from emulation.runtime_stream import EventStream
 from emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from emulation.shell import CommandResult, ShellContext
+from emulation.world import NPU_NOMINAL_MHZ
 
 if TYPE_CHECKING:
     from emulation.device import EmulatedPhone
@@ -53,6 +54,7 @@ PROBE_FORMAT = "llmrt-probe/1"
 MAX_PROBES = 4096
 MAX_SEGMENTS = 1 << 20  # per probe vector
 MAX_PROBE_LENGTH = 1 << 31
+PROBE_OVERHEAD_S = 0.0005  # per probe: loading its vectors
 _CACHE_SIZE = 128
 ONSET_MV = (24.0, 28.0)  # a unit's ripple onset (timing margin) is drawn in this range from its seed
 RESTART_S = 1.5  # init restarts a killed runtime after this long
@@ -468,7 +470,10 @@ class EmulatedRuntime:
                 result += int(self._erratic.choice([-1, 1]))
             events.append({"event": "probe", "id": ident, "length": a.length, "result": result})
         self.mac_errors_detected += vote.mismatches
-        self.phone.world.work("decode", 0.0005 * len(probes))  # NPU busy, decode-like power
+        # NPU busy, decode-like power: a fixed cost per probe, and every MAC at the die's throughput.
+        world = self.phone.world
+        macs_per_s = self.persona.die.npu_gmac_per_s * 1e9 * world.npu_freq_mhz / NPU_NOMINAL_MHZ
+        world.work("decode", PROBE_OVERHEAD_S * len(probes) + sum(e["length"] for e in events) / macs_per_s)
         events.append({"event": "done", "t": self.phone.world.clock.now(), "probes": len(probes),
                        "adapter": adapter_sha})
         return _lines(*events)

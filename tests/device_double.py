@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
+from bench.core.station import DutConfig
 from bench.core.verdict import Verdict, compare
 from drivers.adb import timed_lines
 from drivers.device import ShellResult, TimedShellResult
@@ -110,6 +111,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def dut(request: pytest.FixtureRequest) -> PhoneDevice:
     faults = request.config.getoption("--double-fault")
     return make_device(request.param, f"EMU-{request.param}", faults=list(faults))
+
+
+@pytest.fixture
+def clock(dut: PhoneDevice) -> WorldClock:
+    """The station clock the plugin gives: here the phone's own world's, read in-process."""
+    return WorldClock(dut)
+
+
+class _Inventory:
+    """The plugin's `station` as far as the suites ask it: no DUT declares an expected SoC."""
+
+    def dut(self, name: str) -> Any:
+        return DutConfig(name=name, address="in-process")
+
+
+@pytest.fixture
+def station() -> _Inventory:
+    return _Inventory()
 
 
 class _Record:
