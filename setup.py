@@ -1,5 +1,5 @@
 """Build hook: an installed phonebench carries its data folders (suites, SLA profiles, firmware
-profiles, example stations) as package data under bench/_data/, where bench.core.paths finds them.
+profiles, example stations) as package data under bench/_data/, where phonebench.core.paths finds them.
 A checkout (and an editable install) uses the folders where they are."""
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """ADB speed against the emulated phone on loopback: both bench paths vs stock adb-shell vs the adb binary.
 
 Prints median shell round trip (`true`) and push/pull throughput of a 64 MiB file for:
-  ServerAdbPhone     drivers.adb_server (through a private adb server: shell v2, own sync framing)
-  AdbPhone (files)   drivers.adb push()/pull() (hardened adb-shell), local file to device and back
-  AdbPhone (bytes)   drivers.adb push_bytes()/pull_bytes(), memory to device and back
+  ServerAdbPhone     phonebench.drivers.adb_server (through a private adb server: shell v2, own sync framing)
+  AdbPhone (files)   phonebench.drivers.adb push()/pull() (hardened adb-shell), local file to device and back
+  AdbPhone (bytes)   phonebench.drivers.adb push_bytes()/pull_bytes(), memory to device and back
   adb-shell stock    adb_shell.adb_device.AdbDeviceTcp, no tweaks
   adb binary         /usr/bin/adb (a process per call; its server keeps the connection)
 The daemon runs in its own process, like a phone: client and daemon don't share a GIL.
@@ -39,9 +39,9 @@ from adb_shell.adb_device import AdbDeviceTcp  # noqa: E402
 from adb_shell.auth.keygen import keygen  # noqa: E402
 from adb_shell.auth.sign_cryptography import CryptographySigner  # noqa: E402
 
-from drivers.adb import AdbPhone  # noqa: E402
-from drivers.adb_server import AdbServer, ServerAdbPhone  # noqa: E402
-from drivers.clock import HostClock  # noqa: E402
+from phonebench.drivers.adb import AdbPhone  # noqa: E402
+from phonebench.drivers.adb_server import AdbServer, ServerAdbPhone  # noqa: E402
+from phonebench.drivers.clock import HostClock  # noqa: E402
 
 MIB = 1024 * 1024
 TARGET_RTT_MS, TARGET_SPEEDUP, TARGET_MBPS = 3.0, 20.0, 100.0
@@ -51,9 +51,9 @@ LINES = TOKENS + 2  # start, the tokens, done: one streamed line each
 
 
 def _serve(port_queue: "mp.Queue[int]", stop: "mp.synchronize.Event") -> None:
-    from emulation.adb_auth import AuthPolicy
-    from emulation.adbd import AdbDaemon
-    from emulation.device import EmulatedPhone, PhoneSpec
+    from phonebench.emulation.adb_auth import AuthPolicy
+    from phonebench.emulation.adbd import AdbDaemon
+    from phonebench.emulation.device import EmulatedPhone, PhoneSpec
 
     daemon = AdbDaemon(EmulatedPhone(PhoneSpec(serial="BENCH01")), auth=AuthPolicy(accept_any=True))
     port_queue.put(daemon.start())

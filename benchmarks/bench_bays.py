@@ -33,7 +33,7 @@ def run_bays(count: int, suites: list[str]) -> tuple[float, dict]:
         env.pop("PHONEBENCH_STATION", None)
         env.pop("PHONEBENCH_DATABASE", None)
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--bays", str(count), "-q", *suites],
+        proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--bays", str(count), "-q", *suites],
                               cwd=folder, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - start
         results = Path(folder) / "reports" / "latest" / "results.json"

@@ -20,7 +20,7 @@ def main() -> int:
     parser.add_argument("--missing", action="store_true", help="list the commands not implemented")
     args = parser.parse_args()
 
-    from emulation.instruments.conformance import implemented, load_tables, replay, stored_only
+    from phonebench.emulation.instruments.conformance import implemented, load_tables, replay, stored_only
 
     print(f"{'model':24} {'commands implemented':>22} {'share':>7} {'stored only':>12} {'dialogues':>10}")
     for table in load_tables(REPO / "tests" / "data" / "conformance"):

@@ -25,12 +25,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from bench.fingerprint import fingerprint  # noqa: E402
-from bench.profiles import load_library  # noqa: E402
+from phonebench.bench.phone.fingerprint import fingerprint  # noqa: E402
+from phonebench.bench.specs.profiles import load_library  # noqa: E402
 from device_double import make_device  # noqa: E402
-from emulation.npu import Accumulator, OverflowRule, matmul  # noqa: E402
-from emulation.npu_personas import PERSONAS, default_fleet  # noqa: E402
-from emulation.tinymodel import prompt_tokens, shared_model  # noqa: E402
+from phonebench.emulation.npu import Accumulator, OverflowRule, matmul  # noqa: E402
+from phonebench.emulation.npu_personas import PERSONAS, default_fleet  # noqa: E402
+from phonebench.emulation.tinymodel import prompt_tokens, shared_model  # noqa: E402
 
 CALL_BUDGET = 20
 
@@ -55,9 +55,9 @@ def bench_personas(library, repeat: int) -> None:
 
 
 def bench_adb(library) -> None:
-    from drivers.adb import AdbPhone
-    from emulation.adbd import AdbDaemon
-    from emulation.device import EmulatedPhone
+    from phonebench.drivers.adb import AdbPhone
+    from phonebench.emulation.adbd import AdbDaemon
+    from phonebench.emulation.device import EmulatedPhone
 
     print("\n== fingerprint over ADB on loopback (default fleet)")
     print(f"{'phone':10} {'persona':20} {'runtime calls':>13} {'device trips':>12} {'ms':>8}")

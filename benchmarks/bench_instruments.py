@@ -32,10 +32,10 @@ FULL_RECORD = 4_000_000  # the emulated InfiniiVision 3000T's deepest record
 
 
 def _serve(kind: str, conn) -> None:  # runs in the child process
-    from emulation.audio import synth_speech
-    from emulation.instruments.power_analyzer import PowerAnalyzerServer
-    from emulation.instruments.scope import ScopeServer
-    from emulation.world import World
+    from phonebench.emulation.audio import synth_speech
+    from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+    from phonebench.emulation.instruments.scope import ScopeServer
+    from phonebench.emulation.world import World
 
     world = World(seed=1)
     server = ScopeServer(world) if kind == "scope" else PowerAnalyzerServer(world)
@@ -83,7 +83,7 @@ def raw_block_reader(address: str, command: bytes):
 
 
 def bench_waveform(points: int, repeat: int) -> list[tuple[str, str]]:
-    from drivers.scope import KeysightInfiniiVision
+    from phonebench.drivers.scope import KeysightInfiniiVision
 
     child = Child("scope")
     rows = []
@@ -118,7 +118,7 @@ def bench_waveform(points: int, repeat: int) -> list[tuple[str, str]]:
 
 
 def bench_digitizer(points: int, repeat: int) -> list[tuple[str, str]]:
-    from drivers.power import KeysightN6705C
+    from phonebench.drivers.power import KeysightN6705C
 
     child = Child("supply")
     try:
@@ -140,8 +140,8 @@ def bench_digitizer(points: int, repeat: int) -> list[tuple[str, str]]:
 
 
 def bench_world(seconds: float) -> list[tuple[str, str]]:
-    from emulation.device import EmulatedPhone, PhoneSpec
-    from emulation.world import World
+    from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+    from phonebench.emulation.world import World
 
     world = World()
     rng = np.random.default_rng(0)

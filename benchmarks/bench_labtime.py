@@ -28,14 +28,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from bench import labtime  # noqa: E402
-from bench.store import open_store  # noqa: E402
+from phonebench.bench.results import labtime  # noqa: E402
+from phonebench.bench.store import open_store  # noqa: E402
 
 
 def run_suites(folder: Path, dut: str) -> Path:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PHONEBENCH_STATION", None)
-    subprocess.run([sys.executable, "-m", "bench.cli", "run", "--dut", dut, "--results-dir", str(folder),
+    subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--dut", dut, "--results-dir", str(folder),
                     "--run-id", "labtime", "-q"], cwd=REPO, env=env, check=False)
     return folder / "labtime"
 

@@ -22,13 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.acceptance.line import run_line, run_station  # noqa: E402
-from bench.acceptance.runner import AcceptanceStation  # noqa: E402
-from bench.calibration.runner import calibrate_station  # noqa: E402
-from bench.calibration.settings import CalibrationSettings  # noqa: E402
-from bench.core.station import load_station  # noqa: E402
-from bench.acceptance.takt import BUDGETS, budget_total  # noqa: E402
-from emulation.line import EmulatedLine, plan_units  # noqa: E402
+from phonebench.bench.procedures.acceptance.line import run_line, run_station  # noqa: E402
+from phonebench.bench.procedures.acceptance.runner import AcceptanceStation  # noqa: E402
+from phonebench.bench.procedures.calibration.runner import calibrate_station  # noqa: E402
+from phonebench.bench.procedures.calibration.settings import CalibrationSettings  # noqa: E402
+from phonebench.core.station import load_station  # noqa: E402
+from phonebench.bench.procedures.acceptance.takt import BUDGETS, budget_total  # noqa: E402
+from phonebench.emulation.line import EmulatedLine, plan_units  # noqa: E402
 
 OVERHEAD_TARGET_S = 2.0
 FIXTURE_TARGET_UPH = 60.0

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _timing import against, interleaved  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
-from bench.core.merkle import BLOCK_SIZE, build_tree, spot_check_local, verify  # noqa: E402
+from phonebench.core.merkle import BLOCK_SIZE, build_tree, spot_check_local, verify  # noqa: E402
 
 SALT = bytes(range(32))
 STREAM_CHUNK = 1 << 20

@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from _timing import best_of  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
-from bench.onset import OnsetDetector, measure_latency  # noqa: E402
+from phonebench.bench.stats.onset import OnsetDetector, measure_latency  # noqa: E402
 
 FS = 1_000_000.0  # 1 MS/s: 10 M samples = 10 s of capture
 

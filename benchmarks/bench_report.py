@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _timing import against  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
-from bench.report import render_run  # noqa: E402
-from bench.report.example import ExampleDut, ExampleRun, write_example_run  # noqa: E402
+from phonebench.bench.report import render_run  # noqa: E402
+from tests.report_example import ExampleDut, ExampleRun, write_example_run  # noqa: E402
 
 CHECKS = 1000
 TARGET_S = 5.0

@@ -25,16 +25,16 @@ def main() -> int:
 
     from device_double import PhoneDevice
 
-    from bench.checks import power, thermal, voice
-    from bench.sla import load_profile
-    from drivers.registry import open_instrument
-    from drivers.runtime import RuntimeClient
-    from emulation.device import EmulatedPhone, PhoneSpec
-    from emulation.instruments.awg import AwgServer
-    from emulation.instruments.power_analyzer import PowerAnalyzerServer
-    from emulation.instruments.scope import ScopeServer
-    from emulation.instruments.thermal_probe import ThermalProbeServer
-    from emulation.world import World
+    from phonebench.bench.checks import power, thermal, voice
+    from phonebench.bench.specs.sla import load_profile
+    from phonebench.drivers.registry import open_instrument
+    from phonebench.drivers.runtime import RuntimeClient
+    from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+    from phonebench.emulation.instruments.awg import AwgServer
+    from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+    from phonebench.emulation.instruments.scope import ScopeServer
+    from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
+    from phonebench.emulation.world import World
 
     profile = load_profile("default")
     world = World(seed=1)

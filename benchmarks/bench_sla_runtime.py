@@ -27,20 +27,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from adb_shell.auth.keygen import keygen  # noqa: E402
 
 from _timing import best_of  # noqa: E402
-from bench.checks import thermal_trip, tokens, weights  # noqa: E402
-from bench.core.merkle import VerityGeometry  # noqa: E402
-from bench.sla import load_profile  # noqa: E402
+from phonebench.bench.checks import thermal_trip, tokens, weights  # noqa: E402
+from phonebench.core.merkle import VerityGeometry  # noqa: E402
+from phonebench.bench.specs.sla import load_profile  # noqa: E402
 from device_double import WorldClock, make_device  # noqa: E402
-from drivers.adb import AdbPhone  # noqa: E402
-from drivers.clock import ScpiClock  # noqa: E402
-from drivers.runtime import RuntimeClient  # noqa: E402
-from emulation import npu, tinymodel  # noqa: E402
-from emulation.adb_auth import AuthPolicy  # noqa: E402
-from emulation.adbd import AdbDaemon  # noqa: E402
-from emulation.device import EmulatedPhone  # noqa: E402
-from emulation.instruments.clock import ClockServer  # noqa: E402
-from emulation.npu_personas import DEFAULT_FLEET, PERSONAS, phone_spec  # noqa: E402
-from emulation.weights import WEIGHTS_BYTES  # noqa: E402
+from phonebench.drivers.adb import AdbPhone  # noqa: E402
+from phonebench.drivers.clock import ScpiClock  # noqa: E402
+from phonebench.drivers.runtime import RuntimeClient  # noqa: E402
+from phonebench.emulation import npu, tinymodel  # noqa: E402
+from phonebench.emulation.adb_auth import AuthPolicy  # noqa: E402
+from phonebench.emulation.adbd import AdbDaemon  # noqa: E402
+from phonebench.emulation.device import EmulatedPhone  # noqa: E402
+from phonebench.emulation.instruments.clock import ClockServer  # noqa: E402
+from phonebench.emulation.npu_personas import DEFAULT_FLEET, PERSONAS, phone_spec  # noqa: E402
+from phonebench.emulation.weights import WEIGHTS_BYTES  # noqa: E402
 
 
 def timed(fn) -> float:  # noqa: ANN001

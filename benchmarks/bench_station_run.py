@@ -41,7 +41,7 @@ def one_run(folder: Path, transport: str, phones: int, selection: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PHONEBENCH_STATION", None)
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "bench.cli", "run", "-q", "--station", str(station),
+    proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "-q", "--station", str(station),
                            "--run-id", transport, "-k", selection], cwd=folder, env=env,
                           capture_output=True, text=True)
     wall = time.perf_counter() - started

@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 from sqlalchemy import insert  # noqa: E402
 
-from bench.matrix import build_matrix, to_markdown  # noqa: E402
-from bench.store import open_store  # noqa: E402
-from bench.store.models import Measurement, Run, RunDut, TestResult  # noqa: E402
+from phonebench.bench.results.matrix import build_matrix, to_markdown  # noqa: E402
+from phonebench.bench.store import open_store  # noqa: E402
+from phonebench.bench.store.models import Measurement, Run, RunDut, TestResult  # noqa: E402
 from tests.postgres_helpers import ScratchPostgres, postgres_bindir  # noqa: E402
 
 TESTS, VERDICTS = 200, 50  # 10,000 measurements per insert benchmark

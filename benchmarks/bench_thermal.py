@@ -27,13 +27,13 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("PHONEBENCH_LOCK_DIR", tempfile.mkdtemp(prefix="phonebench-locks-"))
 
-    from drivers import locks
-    from drivers.daq970a import KeysightDaq970a
-    from drivers.thermal_fluke import Fluke1529
-    from drivers.thermal_generic import GenericAsciiProbe
-    from emulation.instruments.daq970a import Daq970aServer
-    from emulation.instruments.thermal_probe import ThermalProbeServer
-    from emulation.world import World
+    from phonebench.drivers import locks
+    from phonebench.drivers.daq970a import KeysightDaq970a
+    from phonebench.drivers.thermal_fluke import Fluke1529
+    from phonebench.drivers.thermal_generic import GenericAsciiProbe
+    from phonebench.emulation.instruments.daq970a import Daq970aServer
+    from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
+    from phonebench.emulation.world import World
 
     world = World(seed=1)
     with Daq970aServer(world) as daq_server, ThermalProbeServer(world) as board_server, \

@@ -1,9 +1,9 @@
 """AdbPhone: the bench's ADB driver for one DUT, adb-shell underneath, hardened.
 
 Over stock adb-shell: TCP_NODELAY, whole writes, immediate disconnect detection and fast
-checksums (drivers.adb_transport); every timeout passed explicitly (adb-shell otherwise gives
+checksums (phonebench.drivers.adb_transport); every timeout passed explicitly (adb-shell otherwise gives
 up on a command silent for 10 s); bounded reconnect with backoff; exit status through a
-marker; every failure raised as a bench.core.errors type naming the device, its address and what
+marker; every failure raised as a phonebench.core.errors type naming the device, its address and what
 to do.
 
 One AdbPhone is one ADB connection, serialised by a lock: adb-shell is not thread-safe, and a
@@ -33,10 +33,10 @@ from adb_shell.adb_device import AdbDevice
 from adb_shell.auth.keygen import keygen, write_public_keyfile
 from adb_shell.auth.sign_cryptography import CryptographySigner
 
-from bench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
+from phonebench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
                           DeviceError, DeviceUnreachable)
-from drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport
-from drivers.device import ShellCommands, ShellResult, TimedShellResult
+from phonebench.drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport
+from phonebench.drivers.device import ShellCommands, ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ devices, so the bench, `adb logcat`, `adb reboot` and a person's `adb shell` sha
 adbutils speaks the server's protocol; commands use the shell protocol (shell v2), so exit
 codes are the command's own, with stdout and stderr kept in order. File transfer speaks sync
 over the server's transport with whole reads (adbutils' own sync reads structs with a single
-recv). The serverless path is drivers.adb.AdbPhone (`transport = "direct"`).
+recv). The serverless path is phonebench.drivers.adb.AdbPhone (`transport = "direct"`).
 
 The server is the one named by ADB_SERVER_SOCKET (tcp:HOST:PORT) or ANDROID_ADB_SERVER_PORT,
 else 127.0.0.1:5037; when it is down it is started on that port with the `adb` binary. adbutils
@@ -30,11 +30,11 @@ from typing import Callable, Iterator, Sequence
 import adbutils
 from adbutils._adb import AdbConnection
 
-from bench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
+from phonebench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
-from drivers import shell_v2
-from drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command, timed_lines
-from drivers.device import ShellCommands, ShellResult, TimedShellResult
+from phonebench.drivers import shell_v2
+from phonebench.drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, RemoteStat, quote_command, timed_lines
+from phonebench.drivers.device import ShellCommands, ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
 
@@ -385,8 +385,8 @@ class ServerAdbPhone(ShellCommands):
     def shell_timed(self, command: str | Sequence[str], clock: Callable[[], float],
                     timeout_s: float | None = None) -> TimedShellResult:
         """shell(), with every stdout packet of the shell protocol stamped by `clock` as its bytes
-        arrive and then acknowledged on stdin (drivers.shell_v2): the same contract as
-        drivers.adb.AdbPhone.shell_timed, through the adb server."""
+        arrive and then acknowledged on stdin (phonebench.drivers.shell_v2): the same contract as
+        phonebench.drivers.adb.AdbPhone.shell_timed, through the adb server."""
         text = quote_command(command)
         timeout = timeout_s if timeout_s is not None else self.command_timeout_s
         with self._operation(f"`{text}`", timeout):

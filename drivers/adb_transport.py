@@ -22,7 +22,7 @@ from adb_shell.adb_device import AdbDevice, _AdbIOManager
 from adb_shell.transport.base_transport import BaseTransport
 from adb_shell.transport.tcp_transport import TcpTransport
 
-from bench.core.errors import DeviceDisconnected, DeviceUnreachable
+from phonebench.core.errors import DeviceDisconnected, DeviceUnreachable
 
 _HEADER = struct.Struct(constants.MESSAGE_FORMAT.decode())
 _COALESCE_MAX = 64 * 1024  # above this, two sends cost less than concatenating

@@ -13,8 +13,8 @@ import platform
 import time
 from typing import Any, Protocol, runtime_checkable
 
-from bench.core.errors import InstrumentError
-from drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from phonebench.core.errors import InstrumentError
+from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ import logging
 import math
 from typing import Any
 
-from bench.core.errors import ConfigError, InstrumentError
-from drivers.thermal import SENSOR_RANGES_C, ThermalReading, ThermalStream, split_valid
-from drivers.visa import DEFAULT_TIMEOUT_S, ScpiInstrument
+from phonebench.core.errors import ConfigError, InstrumentError
+from phonebench.drivers.thermal import SENSOR_RANGES_C, ThermalReading, ThermalStream, split_valid
+from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, ScpiInstrument
 
 log = logging.getLogger(__name__)
 

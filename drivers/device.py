@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
-from bench.core.errors import CommandFailed
+from phonebench.core.errors import CommandFailed
 
 
 @dataclass
@@ -26,7 +26,7 @@ class ShellResult:
 class TimedShellResult(ShellResult):
     """A shell command whose output lines were stamped on arrival with a station clock:
     `sent_t` just before the command went out, each line with the arrival of the packet that
-    completed it (drivers.adb.AdbPhone.shell_timed)."""
+    completed it (phonebench.drivers.adb.AdbPhone.shell_timed)."""
 
     sent_t: float = 0.0
     lines: list[tuple[float, str]] = field(default_factory=list)

@@ -4,14 +4,14 @@ A calibration puts a loopback path in place of the phone and tapes the reference
 thermocouple. A station whose fixture has a controller (a relay box and probe arm speaking SCPI,
 family `phonebench-fixture`; the emulated station's fixture is one) names it as the `fixture`
 instrument; a station without one has an operator do each step when asked
-(bench.calibration.fixture.OperatorFixture).
+(phonebench.bench.procedures.calibration.fixture.OperatorFixture).
 """
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from bench.core.errors import ConfigError
-from drivers.visa import ScpiInstrument
+from phonebench.core.errors import ConfigError
+from phonebench.drivers.visa import ScpiInstrument
 
 LOOPBACK_PATHS = ("acoustic", "electrical")
 _LOOPBACK_WORDS = {"acoustic": "ACOustic", "electrical": "ELECtrical", None: "OFF"}

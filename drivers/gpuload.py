@@ -14,9 +14,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.core.errors import CommandFailed, UnsupportedCapability
-from drivers.device import Device
-from drivers.runtime import parse_json_lines
+from phonebench.core.errors import CommandFailed, UnsupportedCapability
+from phonebench.drivers.device import Device
+from phonebench.drivers.runtime import parse_json_lines
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ import shlex
 from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
-from bench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
-from drivers.device import Device
-from drivers.runtime import parse_json_lines
+from phonebench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
+from phonebench.drivers.device import Device
+from phonebench.drivers.runtime import parse_json_lines
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.core.errors import BenchError, DeviceError, InstrumentError
+from phonebench.core.errors import BenchError, DeviceError, InstrumentError
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 log = logging.getLogger(__name__)
 

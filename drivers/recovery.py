@@ -4,7 +4,7 @@ wait bounded. A phone that does not come back is broken: DeviceBroken says so, a
 stops using it for the rest of the run instead of retrying forever.
 
 Works on any driver with `online()` (one bounded look, no retries), `close()` and `getprop()`:
-drivers.adb.AdbPhone and drivers.adb_server.ServerAdbPhone.
+phonebench.drivers.adb.AdbPhone and phonebench.drivers.adb_server.ServerAdbPhone.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.core.errors import DeviceError
+from phonebench.core.errors import DeviceError
 
 log = logging.getLogger(__name__)
 

@@ -11,16 +11,16 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from bench.core.errors import ConfigError
-from drivers.clock import HostClock, ScpiClock, StationClock
-from drivers.power import KeysightN6705C, PowerAnalyzer
-from drivers.scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
-from drivers.stimulus import AudioStimulus, Keysight33500B
-from drivers.daq970a import KeysightDaq970a
-from drivers.fixture import FixtureControl, ScpiFixture
-from drivers.thermal import ThermalProbe
-from drivers.thermal_fluke import Fluke1521, Fluke1529
-from drivers.thermal_generic import GenericAsciiProbe
+from phonebench.core.errors import ConfigError
+from phonebench.drivers.clock import HostClock, ScpiClock, StationClock
+from phonebench.drivers.power import KeysightN6705C, PowerAnalyzer
+from phonebench.drivers.scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
+from phonebench.drivers.stimulus import AudioStimulus, Keysight33500B
+from phonebench.drivers.daq970a import KeysightDaq970a
+from phonebench.drivers.fixture import FixtureControl, ScpiFixture
+from phonebench.drivers.thermal import ThermalProbe
+from phonebench.drivers.thermal_fluke import Fluke1521, Fluke1529
+from phonebench.drivers.thermal_generic import GenericAsciiProbe
 
 FAMILIES: dict[str, dict[str, Callable[..., Any]]] = {
     "scope": {"keysight-infiniivision": KeysightInfiniiVision, "rigol-ds1000z": RigolDS1000Z},

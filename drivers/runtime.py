@@ -16,11 +16,11 @@ import shlex
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from bench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
-from drivers.device import Device, TimedShellResult
+from phonebench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
+from phonebench.drivers.device import Device, TimedShellResult
 
 if TYPE_CHECKING:
-    from drivers.clock import StationClock
+    from phonebench.drivers.clock import StationClock
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class RuntimeStatus:
 @dataclass
 class Arrivals:
     """When the host saw one generate's output, on the station clock (seconds): the request
-    going out, and each event's line arriving (drivers.adb.AdbPhone.shell_timed)."""
+    going out, and each event's line arriving (phonebench.drivers.adb.AdbPhone.shell_timed)."""
 
     sent_t: float
     start_t: float | None
@@ -240,7 +240,7 @@ def encode_dense(values: Sequence[int]) -> str:
 
 
 class RuntimeClient:
-    """`clock`: a station clock (drivers.clock); with it, and a device that can stamp its output
+    """`clock`: a station clock (phonebench.drivers.clock); with it, and a device that can stamp its output
     as it arrives (`shell_timed`), every generate also records the host's arrival times."""
 
     def __init__(self, device: Device, command: str = DEFAULT_COMMAND, workdir: str = DEFAULT_WORKDIR,

@@ -21,9 +21,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import serial
 
-from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from drivers.locks import ResourceLock, acquire
-from drivers.visa import InstrumentIdentity
+from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.locks import ResourceLock, acquire
+from phonebench.drivers.visa import InstrumentIdentity
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class NonAscii(Exception):
 class SerialLine:
     """A "\\n"-terminated ASCII conversation over pyserial, with clear errors.
 
-    Opening it takes the bench's exclusive lock on the port (drivers.locks): no other bench
+    Opening it takes the bench's exclusive lock on the port (phonebench.drivers.locks): no other bench
     process can interleave commands with ours until close().
     """
 

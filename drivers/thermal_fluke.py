@@ -17,8 +17,8 @@ import logging
 import math
 import re
 
-from bench.core.errors import ConfigError, InstrumentError
-from drivers.thermal import (
+from phonebench.core.errors import ConfigError, InstrumentError
+from phonebench.drivers.thermal import (
     OVERLOAD,
     POLL_RETRIES,
     GarbageCounter,
@@ -28,7 +28,7 @@ from drivers.thermal import (
     invalid_reason,
     split_valid,
 )
-from drivers.visa import InstrumentIdentity, parse_idn
+from phonebench.drivers.visa import InstrumentIdentity, parse_idn
 
 log = logging.getLogger(__name__)
 

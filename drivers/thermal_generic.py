@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from drivers.thermal import (
+from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.thermal import (
     POLL_RETRIES,
     GarbageCounter,
     SerialLine,
@@ -20,7 +20,7 @@ from drivers.thermal import (
     split_valid,
     valid_or_none,
 )
-from drivers.visa import parse_idn
+from phonebench.drivers.visa import parse_idn
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ import pyvisa
 from pyvisa import constants
 from pyvisa.errors import VisaIOError
 
-from bench.core.decoding import DecodeError, parse_number
-from bench.core.errors import InstrumentError
-from drivers import locks
+from phonebench.core.decoding import DecodeError, parse_number
+from phonebench.core.errors import InstrumentError
+from phonebench.drivers import locks
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ class ScpiInstrument:
                  resource: Any = None) -> None:
         self.address = address
         self.name = f"{self.role} {self.family} at {address}"
-        # Exclusive while open: no other bench process interleaves commands (drivers.locks).
+        # Exclusive while open: no other bench process interleaves commands (phonebench.drivers.locks).
         self._lock = None if resource is not None else locks.acquire(address, self.name)
         try:
             self._res = resource if resource is not None else open_resource(address, backend, timeout_s)

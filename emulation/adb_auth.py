@@ -20,7 +20,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
-from bench.core.errors import ConfigError
+from phonebench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

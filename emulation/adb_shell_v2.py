@@ -8,7 +8,7 @@ its OKAY, and the daemon's write waits for that OKAY, so the simulated world sta
 the host has stamped what the phone sent. Through an adb server it is the server that
 acknowledges WRTEs, at once: a world driven only by its own work would run ahead of the bench's
 stamps. So a host that stamps says so in the shell protocol itself: after stamping a stdout
-packet it sends an empty stdin packet (drivers.shell_v2). A real adbd writes nothing to the
+packet it sends an empty stdin packet (phonebench.drivers.shell_v2). A real adbd writes nothing to the
 command for it and the runtime ignores stdin; this daemon holds a streaming command after each
 stdout packet until the host has acknowledged every stdout packet so far. A host that closes
 stdin (every plain command the bench runs, `adb shell` from a script) is not waited for; a host

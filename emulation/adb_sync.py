@@ -15,7 +15,7 @@ import struct
 import zlib
 from typing import Callable, Iterable, Iterator, Protocol, Union
 
-from emulation.filesystem import DeviceFileSystem, FileStat
+from phonebench.emulation.filesystem import DeviceFileSystem, FileStat
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ open at once; a per-connection lock keeps packets whole on the wire.
 
 Services: `shell:<cmd>` (v1: stdout and stderr merged, no exit status), `shell,v2[,raw|pty]
 [,TERM=..]:<cmd>` (the shell protocol: stdout, stderr and the exit status in framed packets, as
-AOSP's shell_protocol.h defines them), `exec:<cmd>` (stdout only), `sync:` (emulation.adb_sync)
+AOSP's shell_protocol.h defines them), `exec:<cmd>` (stdout only), `sync:` (phonebench.emulation.adb_sync)
 and `reboot:` (the phone goes away, comes back after a simulated boot). A command raising
 DaemonKilled makes the daemon die like a crashed adbd: every connection drops and nothing more
 is accepted.
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Union
 
 import numpy as np
 
-from emulation.adb_auth import AuthPolicy
-from emulation.adb_shell_v2 import EXIT as SHELL_EXIT, STDERR as SHELL_STDERR, STDOUT as SHELL_STDOUT, HostPace, packet
-from emulation.adb_sync import SyncSession
-from emulation.shell import DaemonKilled
+from phonebench.emulation.adb_auth import AuthPolicy
+from phonebench.emulation.adb_shell_v2 import EXIT as SHELL_EXIT, STDERR as SHELL_STDERR, STDOUT as SHELL_STDOUT, HostPace, packet
+from phonebench.emulation.adb_sync import SyncSession
+from phonebench.emulation.shell import DaemonKilled
 
 if TYPE_CHECKING:
-    from emulation.device import EmulatedPhone
+    from phonebench.emulation.device import EmulatedPhone
 
 __all__ = ["AdbDaemon", "AuthPolicy", "MAX_DATA", "VERSION", "SUPPORTED_FEATURES", "checksum"]
 

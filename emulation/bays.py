@@ -22,15 +22,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.core.station import (
+from phonebench.core.station import (
     BayConfig,
     DutConfig,
     InstrumentConfig,
     InstrumentRef,
     emulated_bay_names,
 )
-from emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
-from emulation.world import World
+from phonebench.emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
+from phonebench.emulation.world import World
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +80,8 @@ class BayFleet:
     servers: dict[str, Any] = field(default_factory=dict)  # instrument name -> server
 
     def start(self, worlds: dict[str, World], with_instruments: bool) -> None:
-        from emulation.instruments.mainframe import MainframeServer
-        from emulation.instruments.registry import make_server
+        from phonebench.emulation.instruments.mainframe import MainframeServer
+        from phonebench.emulation.instruments.registry import make_server
 
         if not worlds:
             return

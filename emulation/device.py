@@ -1,6 +1,6 @@
 """The emulated phone: identity, file store, shell, sensors; one per emulated DUT.
 
-The ADB daemon (emulation.adbd) exposes it on loopback; the runtime (emulation.runtime) is one
+The ADB daemon (phonebench.emulation.adbd) exposes it on loopback; the runtime (phonebench.emulation.runtime) is one
 of its shell commands; its physical state lives in its World.
 """
 from __future__ import annotations
@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 import time as _time
 
-from emulation.filesystem import DeviceFileSystem
-from emulation.logcat import LogBuffer, logcat
-from emulation.phone_spec import PhoneSpec
-from emulation.runtime_personas import runtime_persona
-from emulation.shell import CommandResult, Shell, ShellContext
-from emulation.world import World
+from phonebench.emulation.filesystem import DeviceFileSystem
+from phonebench.emulation.logcat import LogBuffer, logcat
+from phonebench.emulation.phone_spec import PhoneSpec
+from phonebench.emulation.runtime_personas import runtime_persona
+from phonebench.emulation.shell import CommandResult, Shell, ShellContext
+from phonebench.emulation.world import World
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +48,12 @@ class EmulatedPhone:
         for name in self.shell.commands:  # the toybox builtins, reachable by path too
             self.fs.write(f"/system/bin/{name}", b"\x7fELF emulated", mode=0o100755)
         if "no-runtime" not in spec.faults:
-            from emulation import runtime  # local import: the runtime builds on this class
+            from phonebench.emulation import runtime  # local import: the runtime builds on this class
 
             runtime.install(self)
             self.shell.watch("llmrt", self._log_runtime)
         if "no-llamacpp" not in spec.faults:
-            from emulation import llamacpp
+            from phonebench.emulation import llamacpp
 
             llamacpp.install(self)
         self._thermal_status, self._thermal_checked = 0, self.world.clock.now()

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emulation.runtime_personas import runtime_persona
-from emulation.shell import CommandResult, ShellContext
+from phonebench.emulation.runtime_personas import runtime_persona
+from phonebench.emulation.shell import CommandResult, ShellContext
 
 if TYPE_CHECKING:
-    from emulation.device import EmulatedPhone
+    from phonebench.emulation.device import EmulatedPhone
 
 KINDS = ("video", "call", "video+call", "game")
 FAULT_WEAK = "gpu-load-weak"

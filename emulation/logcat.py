@@ -13,10 +13,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from emulation.shell import CommandResult, ShellContext
+from phonebench.emulation.shell import CommandResult, ShellContext
 
 if TYPE_CHECKING:
-    from emulation.device import EmulatedPhone
+    from phonebench.emulation.device import EmulatedPhone
 
 CAPACITY = 20_000  # entries kept (the real ring buffer is sized in bytes; this is the same idea)
 LEVELS = "VDIWEF"

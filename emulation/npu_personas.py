@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.core.errors import ConfigError
-from emulation.phone_spec import PhoneSpec
-from emulation.npu import Accumulator, OverflowRule
+from phonebench.core.errors import ConfigError
+from phonebench.emulation.phone_spec import PhoneSpec
+from phonebench.emulation.npu import Accumulator, OverflowRule
 
 WRAP, SATURATE, CLAMP = OverflowRule.WRAP, OverflowRule.SATURATE, OverflowRule.CLAMP_END
 

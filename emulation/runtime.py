@@ -2,15 +2,15 @@
 
 Speaks the runtime contract (docs/runtime-contract.md, 1.2): one JSON object per line on stdout,
 errors as a JSON line on stderr with a non-zero status (never an exception into the daemon).
-Tokens come from the tiny INT4 model (emulation.tinymodel) run through this phone's NPU persona
+Tokens come from the tiny INT4 model (phonebench.emulation.tinymodel) run through this phone's NPU persona
 and, when one is active, its overflow adapter. Time comes from the phone's simulated world.
 
 The model is deterministic, so its token streams are kept per (prompt, seed, temperature,
 accumulator, adapter tile) and extended when a longer answer is asked; each call only draws its
-timing (emulation.runtime_timing). When supply ripple makes MAC errors possible the model really
+timing (phonebench.emulation.runtime_timing). When supply ripple makes MAC errors possible the model really
 runs, with the errors injected, and in redundancy mode it really runs every matmul twice and
 votes. The unit's behaviour for the SLA checks comes from its persona
-(emulation.runtime_personas), its protections from emulation.runtime_safety.
+(phonebench.emulation.runtime_personas), its protections from phonebench.emulation.runtime_safety.
 """
 from __future__ import annotations
 
@@ -27,19 +27,19 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from emulation import audit, gpuload, npu, tinymodel, weights
-from emulation.npu_personas import get_persona
-from emulation.runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
-from emulation.runtime_counters import VMSTAT, Counters
-from emulation.runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
-from emulation.runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, ThermalGovernor, ThermalKill
-from emulation.runtime_stream import EventStream
-from emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
-from emulation.shell import CommandResult, ShellContext
-from emulation.world import NPU_NOMINAL_MHZ
+from phonebench.emulation import audit, gpuload, npu, tinymodel, weights
+from phonebench.emulation.npu_personas import get_persona
+from phonebench.emulation.runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
+from phonebench.emulation.runtime_counters import VMSTAT, Counters
+from phonebench.emulation.runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
+from phonebench.emulation.runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, ThermalGovernor, ThermalKill
+from phonebench.emulation.runtime_stream import EventStream
+from phonebench.emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
+from phonebench.emulation.shell import CommandResult, ShellContext
+from phonebench.emulation.world import NPU_NOMINAL_MHZ
 
 if TYPE_CHECKING:
-    from emulation.device import EmulatedPhone
+    from phonebench.emulation.device import EmulatedPhone
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """SLA personas on the runtime side: how one emulated unit's runtime behaves (PhoneSpec.sla_persona).
 
 "nominal" meets every runtime claim; each other persona breaks one, as the negative control of
-that claim's check. The world's personas (emulation.world: slow voice, hot cover, ...) are
+that claim's check. The world's personas (phonebench.emulation.world: slow voice, hot cover, ...) are
 validated there; a name this module does not know runs the nominal runtime (never a crash).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class RuntimePersona:
     name: str
-    timing: str = "nominal"                  # emulation.runtime_timing.PROFILES key
+    timing: str = "nominal"                  # phonebench.emulation.runtime_timing.PROFILES key
     redundancy_works: bool = True            # False: the mode is reported but never engages
     redundancy_trigger_mv: float | None = None  # fixed engage threshold, ignoring the config
     trip_c: float = 72.0                     # NPU temperature at which layers migrate to the CPU

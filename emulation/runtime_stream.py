@@ -6,7 +6,7 @@ streams; ShellContext.emit), while the world's clock stands at the time it happe
 write returns once the host acknowledged the packet, so the world cannot run ahead of a host
 that stamps arrivals before acknowledging them.
 
-The `t` fields are what the runtime *says*: a lying persona (emulation.runtime_personas) reports
+The `t` fields are what the runtime *says*: a lying persona (phonebench.emulation.runtime_personas) reports
 token times compressed towards each other or shifted earlier than the tokens came out.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from emulation.runtime_personas import RuntimePersona
-from emulation.shell import ShellContext
+from phonebench.emulation.runtime_personas import RuntimePersona
+from phonebench.emulation.shell import ShellContext
 
 SHIFT_CAP = 0.5  # a shifted first token is never reported before half its real latency
 

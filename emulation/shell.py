@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from emulation.device import EmulatedPhone
+    from phonebench.emulation.device import EmulatedPhone
 
 
 @dataclass

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.core.errors import ConfigError
-from bench.core.station import DutConfig, EmulatedConfig, StationConfig, emulated_bay_names
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.npu_personas import default_fleet
-from emulation.world import World
+from phonebench.core.errors import ConfigError
+from phonebench.core.station import DutConfig, EmulatedConfig, StationConfig, emulated_bay_names
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.npu_personas import default_fleet
+from phonebench.emulation.world import World
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +37,15 @@ def bay_serials(config: EmulatedConfig) -> dict[str, str]:
 
 def sla_personas() -> set[str]:
     """Every behaviour persona some part of the emulated phone understands."""
-    from emulation.runtime_personas import SLA_PERSONAS_RUNTIME
-    from emulation.world import SLA_PERSONAS_WORLD
+    from phonebench.emulation.runtime_personas import SLA_PERSONAS_RUNTIME
+    from phonebench.emulation.world import SLA_PERSONAS_WORLD
 
     return SLA_PERSONAS_WORLD | SLA_PERSONAS_RUNTIME
 
 
 def known_faults() -> set[str]:
-    from emulation.phone_spec import DEVICE_FAULTS
-    from emulation.runtime import RUNTIME_FAULTS
+    from phonebench.emulation.phone_spec import DEVICE_FAULTS
+    from phonebench.emulation.runtime import RUNTIME_FAULTS
 
     return DEVICE_FAULTS | set(RUNTIME_FAULTS)
 
@@ -53,7 +53,7 @@ def known_faults() -> set[str]:
 @dataclass
 class EmulatedDut:
     phone: EmulatedPhone
-    daemon: Any  # emulation.adbd.AdbDaemon
+    daemon: Any  # phonebench.emulation.adbd.AdbDaemon
 
     @property
     def name(self) -> str:
@@ -78,11 +78,11 @@ class EmulatedStation:
     config: EmulatedConfig
     duts: list[EmulatedDut] = field(default_factory=list)
     only_bay: str | None = None  # start this bay only (a worker testing it)
-    fleet: Any = None  # emulation.bays.BayFleet: the bays' instrument servers
+    fleet: Any = None  # phonebench.emulation.bays.BayFleet: the bays' instrument servers
     _payloads: Any = None  # tempfile.TemporaryDirectory holding the installed update's weight file
 
     def _specs(self) -> list[PhoneSpec]:
-        from emulation import npu_personas
+        from phonebench.emulation import npu_personas
 
         personas, faults = sla_personas(), known_faults()
         for phone in self.config.phones:
@@ -106,8 +106,8 @@ class EmulatedStation:
         return specs
 
     def start(self) -> EmulatedStation:
-        from emulation.adbd import AdbDaemon, AuthPolicy
-        from emulation.bays import BayFleet
+        from phonebench.emulation.adbd import AdbDaemon, AuthPolicy
+        from phonebench.emulation.bays import BayFleet
 
         auth = None if self.config.auth == "none" else AuthPolicy(
             accept_any=self.config.auth in ("any", "prompt"), prompt=self.config.auth == "prompt",
@@ -158,7 +158,7 @@ class EmulatedStation:
     def payloads_folder(self) -> Path:
         """The OTA payloads a lab would hold for these phones: the update they all have installed."""
         if self._payloads is None:
-            from emulation.weights import update_package
+            from phonebench.emulation.weights import update_package
 
             self._payloads = tempfile.TemporaryDirectory(prefix="phonebench-payloads-")
             (Path(self._payloads.name) / "model.bin").write_bytes(update_package().data)

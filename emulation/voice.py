@@ -5,7 +5,7 @@ behaviour: a fixed pipeline floor plus a gamma-distributed variable part, with o
 stalls. "nominal" meets the product's claims (p99 <= 410 ms, std <= 87 ms, dialog <= 3.8 s to
 the end of the answer) with margin enough that 300 trials rarely see one answer past 410 ms;
 "slow" and "jittery" are units that miss them. Times are at the phone: the bench's fixture adds
-its acoustic delay (emulation.audio.FIXTURE_PATH_M) to what the scope shows.
+its acoustic delay (phonebench.emulation.audio.FIXTURE_PATH_M) to what the scope shows.
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emulation.audio import MIC_DISTANCE_M, SPEED_OF_SOUND_M_S, AudioEvent, synth_speech
+from phonebench.emulation.audio import MIC_DISTANCE_M, SPEED_OF_SOUND_M_S, AudioEvent, synth_speech
 
 if TYPE_CHECKING:
-    from emulation.world import World
+    from phonebench.emulation.world import World
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@
     /data/vendor/llm/weights/model.bin.manifest.json.sig   the update's Ed25519 signature
 
 The update is signed with the repository's DEVELOPMENT key (firmware_profiles/keys/dev-only),
-standing in for the vendor's OTA key; the bench verifies it with bench.core.signing's trusted keys.
+standing in for the vendor's OTA key; the bench verifies it with phonebench.core.signing's trusted keys.
 Every phone of a process shares one copy of the update's bytes (the file store keeps the object).
 
 The runtime reads pages through `WeightStore`: each read checks the page's CRC (a mismatch is a
@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.core.merkle import BLOCK_SIZE, MerkleTree, VerityGeometry, build_tree
-from bench.core.signing import DEV_PRIVATE_KEY, load_private_key, sign_bytes
-from emulation.tinymodel import MODEL_NAME
+from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, VerityGeometry, build_tree
+from phonebench.core.signing import DEV_PRIVATE_KEY, load_private_key, sign_bytes
+from phonebench.emulation.tinymodel import MODEL_NAME
 
 if TYPE_CHECKING:
-    from emulation.device import EmulatedPhone
+    from phonebench.emulation.device import EmulatedPhone
 
 log = logging.getLogger(__name__)
 

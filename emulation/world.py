@@ -21,7 +21,7 @@ Hooks for calibration and the production line (the real fixture's equivalents in
   mic over the fixture's 10 cm of air (`fixture_delay_s()` = 291.5 µs), the delay the latency
   check subtracts. path="electrical" [BNC tee into both inputs]: channel 2 gets the same
   voltage as channel 1 at once, so only the scope's channel skew remains. The emulated scope's
-  channel 2 input lags by `emulation.instruments.scope.INPUT_DELAY_S[2]` (35 ns, inside the
+  channel 2 input lags by `phonebench.emulation.instruments.scope.INPUT_DELAY_S[2]` (35 ns, inside the
   ±100 ns that `:CHANnel2:PROBe:SKEW` accepts on the real scope); deskew +35 ns removes it.
   Measure it on the electrical path with a fast edge (an arb step at >= 100 MSa/s, 20 ns/div,
   `:MEASure:DELay?` or both waveforms), then the acoustic delay on the acoustic path.
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emulation.audio import (
+from phonebench.emulation.audio import (
     FIXTURE_PATH_M,
     LOOPBACK_GAIN,
     SPEAKER_TO_PHONE_M,
@@ -58,11 +58,11 @@ from emulation.audio import (
     AudioEvent,
     AudioScene,
 )
-from emulation.clock import SimClock
-from emulation.supply import DEFAULT_RIPPLE_HZ, Supply
-from emulation.thermal_model import Cooling, ThermalModel
-from emulation.timeline import Timeline
-from emulation.voice import VOICE_BEHAVIOURS, Dialog, VoiceAssistant
+from phonebench.emulation.clock import SimClock
+from phonebench.emulation.supply import DEFAULT_RIPPLE_HZ, Supply
+from phonebench.emulation.thermal_model import Cooling, ThermalModel
+from phonebench.emulation.timeline import Timeline
+from phonebench.emulation.voice import VOICE_BEHAVIOURS, Dialog, VoiceAssistant
 
 log = logging.getLogger(__name__)
 

@@ -16,17 +16,17 @@ import zlib
 import numpy as np
 import pytest
 
-from bench.calibration.procedures import ambient_conditions
-from bench.calibration.records import record_verdict
-from bench.calibration.runner import calibrate_dut
-from bench.acceptance.steps import acceptance_voice_setup, sequential_power, sequential_voice_trials
-from bench.checks.power import battery_emulation, sustained_power_verdicts
-from bench.checks.redundancy import bit_exact_check
-from bench.checks.weights import device_spot_check, load_manifest
-from bench.sla import SlaProfile, load_profile
-from bench.core.verdict import Outcome, Verdict
-from bench.sequential import SequentialPlan
-from drivers.runtime import RuntimeClient
+from phonebench.bench.procedures.calibration.procedures import ambient_conditions
+from phonebench.bench.procedures.calibration.records import record_verdict
+from phonebench.bench.procedures.calibration.runner import calibrate_dut
+from phonebench.bench.procedures.acceptance.steps import acceptance_voice_setup, sequential_power, sequential_voice_trials
+from phonebench.bench.checks.power import battery_emulation, sustained_power_verdicts
+from phonebench.bench.checks.redundancy import bit_exact_check
+from phonebench.bench.checks.weights import device_spot_check, load_manifest
+from phonebench.bench.specs.sla import SlaProfile, load_profile
+from phonebench.core.verdict import Outcome, Verdict
+from phonebench.bench.stats.sequential import SequentialPlan
+from phonebench.drivers.runtime import RuntimeClient
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.evidence("measured")]
 
@@ -110,7 +110,7 @@ def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
 @pytest.mark.acceptance(check="latency")
 def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record):
     """Voice trials, the fixture's calibrated delay subtracted, each within the limit; taken one
-    at a time until the sequential rule decides (bench.sequential.tolerance_rule): FAIL at the
+    at a time until the sequential rule decides (phonebench.bench.stats.sequential.tolerance_rule): FAIL at the
     first late answer, PASS early once a tolerance bound is within the limit, else the census of
     every planned trial decides."""
     entry = profile.get("acceptance_voice_latency_max")
@@ -137,7 +137,7 @@ def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record
 @pytest.mark.acceptance(check="power")
 def test_power_sanity(dut, supply, profile, record):
     """Sustained power over generate runs digitized at >= 5 kS/s, run after run until the
-    sequential t rule (bench.sequential.mean_rule) decides."""
+    sequential t rule (phonebench.bench.stats.sequential.mean_rule) decides."""
     entry = profile.get("acceptance_power_mean")
     battery_emulation(supply)
     plan = SequentialPlan(tuple(int(n) for n in entry.parameters.get("looks", [entry.min_runs])),

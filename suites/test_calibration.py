@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.calibration import procedures
-from bench.calibration.corrections import uncorrected
-from bench.calibration.records import record_verdict
+from phonebench.bench.procedures.calibration import procedures
+from phonebench.bench.procedures.calibration.corrections import uncorrected
+from phonebench.bench.procedures.calibration.records import record_verdict
 
 pytestmark = [pytest.mark.calibration, pytest.mark.evidence("measured")]
 

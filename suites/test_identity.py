@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.device_state import read_battery, read_thermal_status, read_thermal_zones
+from phonebench.bench.phone.device_state import read_battery, read_thermal_status, read_thermal_zones
 
 # What a phone says about itself (properties, thermal zones, battery): nothing independent.
 pytestmark = [pytest.mark.acceptance, pytest.mark.regression, pytest.mark.evidence("self-reported")]

@@ -4,7 +4,7 @@ An utterance fired from the audio source reaches scope channel 1 and the phone, 
 answer appears on channel 2; the power analyzer digitizes the same dialog; the probes on the
 back cover warm under load and cool at idle. The same code runs on the emulated station and on
 real instruments. The stimulus clip (suites/data/utterance.wav) is a 0.3 s synthetic voiced
-utterance (emulation.audio.synth_speech, seed 2024); a lab may replace it with a recording.
+utterance (phonebench.emulation.audio.synth_speech, seed 2024); a lab may replace it with a recording.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.onset import measure_latency
-from drivers.stimulus import read_wav
+from phonebench.bench.stats.onset import measure_latency
+from phonebench.drivers.stimulus import read_wav
 
 pytestmark = [pytest.mark.regression, pytest.mark.evidence("measured")]
 

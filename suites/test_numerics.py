@@ -7,14 +7,14 @@ import os
 
 import pytest
 
-from bench.adapters import apply_adapter, choose_adapter
-from bench.core.errors import UnsupportedCapability
-from bench.fingerprint import FingerprintReport, fingerprint, fingerprint_verdict, overflow_probes
-from bench.profiles import ProfileLibrary, load_library
-from bench.core.verdict import Outcome, Verdict
-from bench.references import find_reference, golden_folder
-from drivers.llamacpp import DEFAULT_DIR, LlamaCpp
-from drivers.runtime import RuntimeClient, RuntimeCommandFailed
+from phonebench.bench.phone.adapters import apply_adapter, choose_adapter
+from phonebench.core.errors import UnsupportedCapability
+from phonebench.bench.phone.fingerprint import FingerprintReport, fingerprint, fingerprint_verdict, overflow_probes
+from phonebench.bench.specs.profiles import ProfileLibrary, load_library
+from phonebench.core.verdict import Outcome, Verdict
+from phonebench.bench.specs.references import find_reference, golden_folder
+from phonebench.drivers.llamacpp import DEFAULT_DIR, LlamaCpp
+from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed
 
 # The bench's own computation: probe answers and tokens against references computed off the phone.
 pytestmark = [pytest.mark.matrix, pytest.mark.acceptance, pytest.mark.regression, pytest.mark.evidence("measured")]

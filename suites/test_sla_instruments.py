@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.checks import CheckResult
-from bench.checks import power as power_check
-from bench.checks import thermal as thermal_check
-from bench.checks import voice as voice_check
-from bench.sla import SlaProfile, load_profile
-from bench.core.verdict import Verdict
+from phonebench.bench.checks import CheckResult
+from phonebench.bench.checks import power as power_check
+from phonebench.bench.checks import thermal as thermal_check
+from phonebench.bench.checks import voice as voice_check
+from phonebench.bench.specs.sla import SlaProfile, load_profile
+from phonebench.core.verdict import Verdict
 
 pytestmark = pytest.mark.evidence("measured")  # the scope, the digitizer and the probes
 

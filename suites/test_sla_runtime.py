@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from bench.adapters import shipped_numerics
-from bench.checks import audit, counters, redundancy, thermal_trip, token_power, tokens, weights
-from bench.checks.targets import target, targets
-from bench.payloads import find_payload
-from bench.core.errors import UnsupportedCapability
-from bench.core.verdict import Evidence
-from bench.device_state import phone_clock
-from bench.core.station import StationConfig
-from drivers.runtime import RuntimeClient
+from phonebench.bench.phone.adapters import shipped_numerics
+from phonebench.bench.checks import audit, counters, redundancy, thermal_trip, token_power, tokens, weights
+from phonebench.bench.checks.targets import target, targets
+from phonebench.bench.specs.payloads import find_payload
+from phonebench.core.errors import UnsupportedCapability
+from phonebench.core.verdict import Evidence
+from phonebench.bench.phone.device_state import phone_clock
+from phonebench.core.station import StationConfig
+from phonebench.drivers.runtime import RuntimeClient
 
 COVER_CHANNELS = ("T1", "T2")  # the thermal fixture's back-cover probes (bench/checks/thermal.py)
 

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from drivers.adb_server import AdbServer
+from phonebench.drivers.adb_server import AdbServer
 
 CALL_TIMEOUT_S = 30
 
@@ -59,14 +59,14 @@ class EmulatedStation:
     def start(self, persona: str = "nominal", *, npu: str = "SM8650-ES",
               clock_world: Any = None, **spec: Any) -> tuple[Any, Any, Any]:
         """(emulated phone, its driver, a station clock: its own world's, or `clock_world`'s)."""
-        from drivers.adb import AdbPhone
-        from drivers.adb_server import ServerAdbPhone
-        from drivers.clock import ScpiClock
-        from emulation.adb_auth import AuthPolicy
-        from emulation.adbd import AdbDaemon
-        from emulation.device import EmulatedPhone
-        from emulation.instruments.clock import ClockServer
-        from emulation.npu_personas import phone_spec
+        from phonebench.drivers.adb import AdbPhone
+        from phonebench.drivers.adb_server import ServerAdbPhone
+        from phonebench.drivers.clock import ScpiClock
+        from phonebench.emulation.adb_auth import AuthPolicy
+        from phonebench.emulation.adbd import AdbDaemon
+        from phonebench.emulation.device import EmulatedPhone
+        from phonebench.emulation.instruments.clock import ClockServer
+        from phonebench.emulation.npu_personas import phone_spec
 
         emulated = EmulatedPhone(phone_spec(npu, f"EMU-{persona}", sla_persona=persona, **spec))
         daemon = AdbDaemon(emulated, auth=AuthPolicy(accept_any=True))

@@ -1,4 +1,4 @@
-"""An in-process Device (drivers.device protocol) over an EmulatedPhone: no ADB, same shell.
+"""An in-process Device (phonebench.drivers.device protocol) over an EmulatedPhone: no ADB, same shell.
 
 Output is merged like ADB shell v1 (stdout then stderr). Also a pytest plugin so the HIL
 numerics suite runs against in-process phones without the station:
@@ -16,12 +16,12 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from bench.core.station import DutConfig
-from bench.core.verdict import Verdict, compare
-from drivers.adb import timed_lines
-from drivers.device import ShellResult, TimedShellResult
-from emulation.device import EmulatedPhone
-from emulation.npu_personas import default_fleet, phone_spec
+from phonebench.core.station import DutConfig
+from phonebench.core.verdict import Verdict, compare
+from phonebench.drivers.adb import timed_lines
+from phonebench.drivers.device import ShellResult, TimedShellResult
+from phonebench.emulation.device import EmulatedPhone
+from phonebench.emulation.npu_personas import default_fleet, phone_spec
 
 PushHook = Callable[[str, bytes], bytes]
 
@@ -171,8 +171,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def emulated_supplies() -> Iterator[Callable[[PhoneDevice], Any]]:
     """attach(device) -> an N6705C driver on an emulated analyzer in that phone's world; every
     server and driver is closed at exit."""
-    from drivers.power import KeysightN6705C
-    from emulation.instruments.power_analyzer import PowerAnalyzerServer
+    from phonebench.drivers.power import KeysightN6705C
+    from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
 
     started: list[tuple[Any, Any]] = []
 
@@ -195,9 +195,9 @@ def emulated_supplies() -> Iterator[Callable[[PhoneDevice], Any]]:
 def emulated_shield_probes() -> Iterator[Callable[[PhoneDevice], Any]]:
     """attach(device) -> a ShieldProbe over a DAQ970A driver on an emulated DAQ970A in that phone's
     world, wired as a thermal lab does: T1, T2 on the cover, T4 (channel 105) on the SoC's shield."""
-    from bench.checks.thermal_trip import instrument_shield
-    from drivers.daq970a import KeysightDaq970a
-    from emulation.instruments.daq970a import Daq970aServer
+    from phonebench.bench.checks.thermal_trip import instrument_shield
+    from phonebench.drivers.daq970a import KeysightDaq970a
+    from phonebench.emulation.instruments.daq970a import Daq970aServer
 
     started: list[tuple[Any, Any]] = []
 

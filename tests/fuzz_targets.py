@@ -16,9 +16,9 @@ from typing import Any, Callable
 from adbutils import AdbError
 from hypothesis import strategies as st
 
-from bench.core.decoding import DecodeError, decode, parse_number
-from bench.core.errors import BenchError, ConfigError, DeviceError, InstrumentError, InvalidMeasurement
-from drivers.device import ShellResult
+from phonebench.core.decoding import DecodeError, decode, parse_number
+from phonebench.core.errors import BenchError, ConfigError, DeviceError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.device import ShellResult
 from instrument_helpers import ScriptedResource, ScriptedSerial
 
 _DIR = Path(tempfile.mkdtemp(prefix="phonebench-fuzz-"))
@@ -105,7 +105,7 @@ class Target:
 
 
 def _runtime_json_lines(text: str) -> None:
-    from drivers.runtime import parse_json_lines
+    from phonebench.drivers.runtime import parse_json_lines
 
     for obj in parse_json_lines(text):
         assert isinstance(obj, dict)
@@ -132,7 +132,7 @@ _IDENTITY = json.dumps({"contract": "1.2", "runtime_version": "x", "model": "m",
 
 
 def _runtime_answers(answer: Any) -> None:
-    from drivers.runtime import RuntimeClient
+    from phonebench.drivers.runtime import RuntimeClient
 
     line = json.dumps(answer, allow_nan=True) if not isinstance(answer, str) else answer
     for call in ("status", "adapter_status", "config_get"):
@@ -156,7 +156,7 @@ _EVERY_CAPABILITY = json.dumps({"contract": "1.2", "runtime_version": "x", "mode
 
 def _runtime_verbs(case: tuple[str, str, int]) -> None:
     """Every runtime verb on hostile output and exit codes (docs/runtime-contract.md)."""
-    from drivers.runtime import Probe, RuntimeClient
+    from phonebench.drivers.runtime import Probe, RuntimeClient
 
     verb, output, exit_code = case
     client = RuntimeClient(_Device(_EVERY_CAPABILITY))  # type: ignore[arg-type]
@@ -194,7 +194,7 @@ _RUNTIME_VERBS = st.tuples(st.sampled_from(["generate", "probe", "adapter instal
 
 
 def _fluke_1529(line: str) -> None:
-    from drivers.thermal_fluke import Fluke1529
+    from phonebench.drivers.thermal_fluke import Fluke1529
 
     wire = line.encode("utf-8", "surrogatepass")  # what the serial line carries: any bytes
     port = ScriptedSerial({"*IDN?": "HART SCIENTIFIC,1529,A3B417,1.60", "SYST:ERR?": '0,"No error"',
@@ -214,7 +214,7 @@ _FLUKE_1529_LINE = st.one_of(_hostile_text, st.lists(_numbers.map(str), min_size
 
 
 def _fluke_1521(answers: tuple[str, str]) -> None:
-    from drivers.thermal_fluke import Fluke1521
+    from phonebench.drivers.thermal_fluke import Fluke1521
 
     version, reading = answers
     wire = {"*ver": version.encode("utf-8", "surrogatepass"), "fetch?": reading.encode("utf-8", "surrogatepass")}
@@ -227,7 +227,7 @@ _FLUKE_1521 = st.tuples(st.one_of(st.just("ver.1521,1.10"), _hostile_text),
 
 
 def _daq970a_readings(answer: str) -> None:
-    from drivers.daq970a import KeysightDaq970a
+    from phonebench.drivers.daq970a import KeysightDaq970a
 
     daq = KeysightDaq970a.__new__(KeysightDaq970a)  # the parser alone: no instrument behind it
     daq.name, daq._scan, daq._sensors = "thermal keysight-daq970a at fuzz", [101, 102], "K"
@@ -242,7 +242,7 @@ _DAQ970A = st.one_of(st.lists(_DAQ_READING, min_size=1, max_size=3).map(",".join
 
 
 def _adb_devices(listing: str) -> None:
-    from drivers.adb_server import parse_devices, state_error
+    from phonebench.drivers.adb_server import parse_devices, state_error
 
     for serial, state in parse_devices(listing).items():
         assert isinstance(serial, str) and isinstance(state, str)
@@ -286,8 +286,8 @@ class _Conn:
 def _adb_streams(data: bytes) -> None:
     """What a phone sends back through the adb server: shell v2 packets, shell v1 output with
     the exit marker, sync STAT and LIST replies."""
-    from drivers.adb_server import _read_shell_v1, _SyncChannel
-    from drivers.shell_v2 import read_shell
+    from phonebench.drivers.adb_server import _read_shell_v1, _SyncChannel
+    from phonebench.drivers.shell_v2 import read_shell
 
     for call in (lambda: read_shell(_Conn(data), "true"),  # type: ignore[arg-type]
                  lambda: _read_shell_v1(_Conn(data), "true"),  # type: ignore[arg-type]
@@ -315,7 +315,7 @@ _ADB_STREAM = st.one_of(
 
 
 def _calibration_settings(data: bytes) -> None:
-    from bench.calibration.settings import load_settings
+    from phonebench.bench.procedures.calibration.settings import load_settings
 
     load_settings(_write("calibration.toml", data))
 
@@ -335,7 +335,7 @@ _RUNTIME_ANSWER = st.dictionaries(st.sampled_from(
 
 
 def _llamacpp(text: str) -> None:
-    from drivers.llamacpp import parse_bench_jsonl, parse_timings
+    from phonebench.drivers.llamacpp import parse_bench_jsonl, parse_timings
 
     parse_timings(text)
     parse_bench_jsonl(text)
@@ -347,20 +347,20 @@ def _scpi_number(text: str) -> None:
 
 
 def _scpi_query_float(text: str) -> None:
-    from drivers.visa import ScpiInstrument
+    from phonebench.drivers.visa import ScpiInstrument
 
     res = ScriptedResource({"*IDN?": "Fuzz,Model,1,1.0", "MEAS?": text})
     ScpiInstrument("TCPIP::fuzz::SOCKET", resource=res).query_float("MEAS?")
 
 
 def _scpi_idn(text: str) -> None:
-    from drivers.visa import parse_idn
+    from phonebench.drivers.visa import parse_idn
 
     parse_idn(text, "TCPIP::fuzz::SOCKET", "scope", "fuzz")
 
 
 def _scpi_block(data: bytes) -> None:
-    from drivers.visa import ScpiInstrument
+    from phonebench.drivers.visa import ScpiInstrument
 
     res = ScriptedResource({"*IDN?": "Fuzz,Model,1,1.0"})
     inst = ScpiInstrument("TCPIP::fuzz::SOCKET", resource=res)
@@ -369,7 +369,7 @@ def _scpi_block(data: bytes) -> None:
 
 
 def _preamble(text: str) -> None:
-    from drivers.scope import Preamble
+    from phonebench.drivers.scope import Preamble
 
     pre = Preamble.parse(text, "fuzz scope")
     assert pre.points > 0 and math.isfinite(pre.xincrement) and pre.xincrement > 0
@@ -379,7 +379,7 @@ _PREAMBLE = st.lists(_numbers.map(str), min_size=8, max_size=12).map(",".join)
 
 
 def _serial_probe(line: str) -> None:
-    from drivers.thermal_generic import GenericAsciiProbe
+    from phonebench.drivers.thermal_generic import GenericAsciiProbe
 
     port = ScriptedSerial({"*IDN?": "Fuzz,Probe,1,1.0", "CHAN?": "T1,T2,T3,T4,CJ"})
     probe = GenericAsciiProbe("fuzz://probe", port=port)
@@ -393,7 +393,7 @@ _PROBE_LINE = st.one_of(_hostile_text, st.lists(_numbers.map(str), min_size=1, m
 
 
 def _station(data: bytes) -> None:
-    from bench.core.station import load_station
+    from phonebench.core.station import load_station
 
     load_station(_write("station.toml", data))
 
@@ -409,7 +409,7 @@ _STATION = _toml_document({
 
 
 def _sla(data: bytes) -> None:
-    from bench.sla import load_profile
+    from phonebench.bench.specs.sla import load_profile
 
     load_profile(_write("sla/fuzz.toml", data))
 
@@ -423,7 +423,7 @@ _SLA = _toml_document({
 
 
 def _firmware(data: bytes) -> None:
-    from bench.profiles import load_library
+    from phonebench.bench.specs.profiles import load_library
 
     root = _DIR / "profiles"
     (root / "adapters").mkdir(parents=True, exist_ok=True)
@@ -438,7 +438,7 @@ _FIRMWARE = _toml_document({
 
 
 def _adapter(data: bytes) -> None:
-    from bench.profiles import load_adapter
+    from phonebench.bench.specs.profiles import load_adapter
 
     load_adapter(_write("adapters/tile8.json", data))
 
@@ -450,7 +450,7 @@ _ADAPTER = st.one_of(_json_values.map(lambda v: json.dumps(v, allow_nan=True)),
 
 
 def _signature(data: bytes) -> None:
-    from bench.core import signing
+    from phonebench.core import signing
 
     path = _write("signed/profile.toml", b"schema = 1\n")
     _write("signed/profile.toml.sig", data)
@@ -462,7 +462,7 @@ _SIG = st.one_of(st.tuples(st.sampled_from(["ed25519", "rsa", ""]), st.text(max_
 
 
 def _thermalservice(text: str) -> None:
-    from bench.device_state import parse_thermalservice
+    from phonebench.bench.phone.device_state import parse_thermalservice
 
     parse_thermalservice(text)
 
@@ -476,7 +476,7 @@ _THERMALSERVICE = st.one_of(_numbers.map(lambda n: f"Thermal Status: 1\nCurrent 
 
 
 def _battery(text: str) -> None:
-    from bench.device_state import read_battery, read_thermal_zones
+    from phonebench.bench.phone.device_state import read_battery, read_thermal_zones
 
     read_battery(_Device(text))  # type: ignore[arg-type]
     read_thermal_zones(_Device(text))  # type: ignore[arg-type]
@@ -488,7 +488,7 @@ _BATTERY = st.one_of(_hostile_text, st.lists(_numbers.map(str), min_size=0, max_
 
 
 def _matrix_csv(data: bytes) -> None:
-    from bench.matrix import load_matrix_file
+    from phonebench.bench.results.matrix import load_matrix_file
 
     load_matrix_file(_write("matrix.csv", data))
 
@@ -500,8 +500,8 @@ _MATRIX = st.one_of(_mutated_lines(["soc,microcode,fingerprint,rule", "{s},{s},{
 
 def _statistics(case: tuple[Any, str, str]) -> None:
     """Verdicts on whatever a check collected: empty, NaN, infinite, runs of any length."""
-    from bench.core import stats
-    from bench.core.verdict import Verdict
+    from phonebench.bench.stats import verdicts as stats
+    from phonebench.core.verdict import Verdict
 
     samples, comparator, independence = case
     common = dict(unit="ms", limit=1.0, comparator=comparator)

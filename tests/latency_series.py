@@ -1,6 +1,6 @@
 """Per-token latency series drawn from the emulated runtime's timing profiles, many at once.
 
-The same model as emulation.runtime_timing.TokenTimer.decode (log-time AR(1) jitter, a per-run
+The same model as phonebench.emulation.runtime_timing.TokenTimer.decode (log-time AR(1) jitter, a per-run
 level, stalls, GPU contention), vectorised over replications and runs so a Monte-Carlo coverage
 check draws 10^7 tokens in seconds. Shared by tests/test_stats.py and benchmarks/bench_coverage.py.
 """
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from emulation.runtime_timing import PROFILES, TimingProfile
+from phonebench.emulation.runtime_timing import PROFILES, TimingProfile
 
 # name -> (runtime timing profile, GPU busy fraction): nominal, jittery, and stall-heavy (the
 # contention-sensitive unit under a 80 % GPU load: 3 % stalls of 120 ms on top of the jitter).
@@ -55,7 +55,7 @@ def coverage(name: str, reps: int, runs: int, tokens: int = 15, confidence: floa
     """Share of `reps` seeded replications whose upper std bound covers the population std: the
     chi-square bound with the effective sample size (the old method), the studentized bootstrap
     alone, and the verdict's bound (the largest of those and the bulk + tail bound)."""
-    from bench.core import stats
+    from phonebench.bench.stats import verdicts as stats
 
     truth = population_std_ms(name, tokens=tokens)
     profile, gpu = DISTRIBUTIONS[name]

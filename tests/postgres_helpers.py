@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from bench.core.errors import BenchError
+from phonebench.core.errors import BenchError
 
 
 def postgres_bindir() -> Path | None:

@@ -8,10 +8,10 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
-from bench.calibration.runner import INSTRUMENT_PROCEDURES, calibrate_station
-from bench.calibration.settings import CalibrationSettings
-from bench.core.station import load_station
-from emulation.line import EmulatedLine
+from phonebench.bench.procedures.calibration.runner import INSTRUMENT_PROCEDURES, calibrate_station
+from phonebench.bench.procedures.calibration.settings import CalibrationSettings
+from phonebench.core.station import load_station
+from phonebench.emulation.line import EmulatedLine
 
 
 @contextlib.contextmanager

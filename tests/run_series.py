@@ -1,6 +1,6 @@
 """Latency series whose runs differ, designed to break run-level verdicts: each run has its own
 level, latencies drift together inside a run, tails are heavy, runs drift. Not the emulator's
-model: written to hurt the rules in bench/core/stats.py with independence "run".
+model: written to hurt the rules in bench/stats/verdicts.py with independence "run".
 
 Shared by tests/test_run_coverage.py (small, fast) and benchmarks/bench_run_coverage.py.
 """
@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from bench.core import stats
+from phonebench.bench.stats import verdicts as stats
 
 Generator = Callable[[np.random.Generator, int, int], np.ndarray]  # (rng, runs, tokens) -> (runs, tokens) ms
 

@@ -12,10 +12,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 KILLED_RUN = textwrap.dedent("""
     import sys, time
-    from bench.core.records import TestRecord
-    from bench.results import RunRecorder
-    from bench.store import StoreSink
-    from bench.core.verdict import compare
+    from phonebench.core.records import TestRecord
+    from phonebench.bench.results.run_record import RunRecorder
+    from phonebench.bench.store import StoreSink
+    from phonebench.core.verdict import compare
     url, folder = sys.argv[1], sys.argv[2]
     rec = RunRecorder(folder, {"name": "rack"}, run_id="killed", sinks=[StoreSink(url, folder)])
     rec.add_dut("bay1", {"name": "bay1", "serial": "S1", "soc_model": "SM8650", "microcode": "mc"})

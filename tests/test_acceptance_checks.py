@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from bench.core.paths import SOURCE_ROOT as REPO
-from bench.sla import load_profile
-from bench.core.verdict import Outcome
-from emulation.device import PhoneSpec
+from phonebench.core.paths import SOURCE_ROOT as REPO
+from phonebench.bench.specs.sla import load_profile
+from phonebench.core.verdict import Outcome
+from phonebench.emulation.device import PhoneSpec
 from tests.production_helpers import calibrate, line_station
 
 

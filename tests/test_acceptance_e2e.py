@@ -13,12 +13,12 @@ import time
 
 import pytest
 
-from bench.acceptance.attempts import KILLED_REASON, AttemptBook
-from bench.acceptance.runner import AcceptanceStation
-from bench.calibration.book import CalibrationBook
-from bench.core.paths import SOURCE_ROOT as REPO
-from bench.store import open_store
-from emulation.device import PhoneSpec
+from phonebench.bench.procedures.acceptance.attempts import KILLED_REASON, AttemptBook
+from phonebench.bench.procedures.acceptance.runner import AcceptanceStation
+from phonebench.bench.procedures.calibration.book import CalibrationBook
+from phonebench.core.paths import SOURCE_ROOT as REPO
+from phonebench.bench.store import open_store
+from phonebench.emulation.device import PhoneSpec
 from tests.production_helpers import calibrate, line_station
 
 
@@ -124,7 +124,7 @@ def test_an_instrument_lost_mid_test_is_incomplete(tmp_path):
 def test_a_power_cut_mid_run_leaves_the_unit_incomplete_with_its_finished_results(fixture):
     line, station_file, results, _ = fixture
     line.load(line.units[0])
-    bench = subprocess.Popen([sys.executable, "-m", "bench.cli", "accept", "--station", str(station_file),
+    bench = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "accept", "--station", str(station_file),
                               "--serial", "LN070001"], cwd=REPO, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.acceptance.display import big, operator_lines
-from bench.acceptance.judge import CHECKS, REQUIRED, RetestPolicy, judge, merge_retest
+from phonebench.bench.procedures.acceptance.display import big, operator_lines
+from phonebench.bench.procedures.acceptance.judge import CHECKS, REQUIRED, RetestPolicy, judge, merge_retest
 
 BY_CHECK = {check: f"suites/test_x.py::test_{check.replace('-', '_')}[fixture]" for check in CHECKS}
 
@@ -57,16 +57,16 @@ def test_a_failing_verdict_fails_the_unit_in_plain_words():
 
 def test_an_assertion_fails_the_unit_but_lost_equipment_makes_it_incomplete():
     assert judge(run(errored("identity", "AssertionError: no serial\nassert ''"))).outcome == "fail"
-    lost_phone = judge(run(errored("power", "bench.core.errors.DeviceDisconnected: fixture (127.0.0.1:5555): lost "
+    lost_phone = judge(run(errored("power", "phonebench.core.errors.DeviceDisconnected: fixture (127.0.0.1:5555): lost "
                                             "the connection during `sleep 1`")))
     assert lost_phone.outcome == "incomplete" and "DeviceDisconnected" in lost_phone.reason
-    lost_scope = judge(run(errored("latency", "bench.core.errors.InstrumentError: scope at TCPIP::x: no answer",
+    lost_scope = judge(run(errored("latency", "phonebench.core.errors.InstrumentError: scope at TCPIP::x: no answer",
                                    outcome="error")))
     assert lost_scope.outcome == "incomplete"
     bench_bug = judge(run(errored("weights", "KeyError: 'pages'")))
     assert bench_bug.outcome == "incomplete"  # the bench failed, not the unit: never judged, never passed
     # A failing verdict elsewhere does not hide that the attempt was incomplete.
-    both = judge(run(failing("adapter"), errored("power", "bench.core.errors.DeviceDisconnected: gone")))
+    both = judge(run(failing("adapter"), errored("power", "phonebench.core.errors.DeviceDisconnected: gone")))
     assert both.outcome == "incomplete" and both.failures[0].check == "power"
 
 
@@ -86,7 +86,7 @@ def test_retest_policy_retests_only_retestable_failures():
     assert sorted(noisy.retest_nodeids(policy)) == sorted([BY_CHECK["latency"], BY_CHECK["power"]])
     mixed = judge(run(failing("latency"), failing("weights")))
     assert mixed.retest_nodeids(policy) == []  # a corrupted page does not heal on a retest
-    assert judge(run(errored("power", "bench.core.errors.DeviceDisconnected: x"))).retest_nodeids(policy) == []
+    assert judge(run(errored("power", "phonebench.core.errors.DeviceDisconnected: x"))).retest_nodeids(policy) == []
     strict = RetestPolicy(retries=1, retestable=frozenset())
     assert noisy.retest_nodeids(strict) == []
     with pytest.raises(ValueError, match="unknown check"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bench.checks import CheckResult
-from bench.core.verdict import PlotHint, Verdict, compare
+from phonebench.bench.checks import CheckResult
+from phonebench.core.verdict import PlotHint, Verdict, compare
 import suites.test_acceptance as acceptance
 
 

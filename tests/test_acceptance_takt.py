@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.acceptance.takt import BUDGETS, SharedInstrument, budget_total
-from bench.acceptance.judge import CHECKS
-from bench.sequential import SequentialPlan, mean_rule, tolerance_factor, tolerance_rule
+from phonebench.bench.procedures.acceptance.takt import BUDGETS, SharedInstrument, budget_total
+from phonebench.bench.procedures.acceptance.judge import CHECKS
+from phonebench.bench.stats.sequential import SequentialPlan, mean_rule, tolerance_factor, tolerance_rule
 
 PLAN = SequentialPlan((5, 8), confidence=0.90)
 

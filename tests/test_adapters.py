@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.adapters import AdapterInstallFailed, AdapterRefused, apply_adapter, choose_adapter
-from bench.fingerprint import fingerprint
-from bench.profiles import load_library
+from phonebench.bench.phone.adapters import AdapterInstallFailed, AdapterRefused, apply_adapter, choose_adapter
+from phonebench.bench.phone.fingerprint import fingerprint
+from phonebench.bench.specs.profiles import load_library
 from device_double import make_device
-from drivers.runtime import RuntimeClient, RuntimeCommandFailed
-from emulation import runtime as emulated_runtime
-from emulation.npu_personas import PERSONAS
-from emulation.tinymodel import golden_tokens, prompt_tokens
+from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed
+from phonebench.emulation import runtime as emulated_runtime
+from phonebench.emulation.npu_personas import PERSONAS
+from phonebench.emulation.tinymodel import golden_tokens, prompt_tokens
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT = prompt_tokens(12, 1)

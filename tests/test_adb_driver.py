@@ -15,17 +15,17 @@ from adb_shell.adb_message import checksum as stock_checksum
 from adb_shell.auth.keygen import keygen
 from adb_shell.transport.tcp_transport import TcpTransport
 
-from bench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
+from phonebench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
                           DeviceUnreachable)
-from drivers.adb import AdbPhone, _split_marker, quote_command
-from drivers.adb_server import ServerAdbPhone, open_phone
-from drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport, fast_checksum
-from drivers.device import Device
-from drivers.recovery import DeviceBroken, RecoveryPolicy, reboot_and_wait, recover
-from emulation.adb_auth import AuthPolicy
-from emulation.adbd import AdbDaemon
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.shell import CommandResult, DaemonKilled
+from phonebench.drivers.adb import AdbPhone, _split_marker, quote_command
+from phonebench.drivers.adb_server import ServerAdbPhone, open_phone
+from phonebench.drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport, fast_checksum
+from phonebench.drivers.device import Device
+from phonebench.drivers.recovery import DeviceBroken, RecoveryPolicy, reboot_and_wait, recover
+from phonebench.emulation.adb_auth import AuthPolicy
+from phonebench.emulation.adbd import AdbDaemon
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.shell import CommandResult, DaemonKilled
 from tests.adb_helpers import private_adb_server
 
 WAIT_S = 30.0  # generous: a hang fails the test rather than blocking it; never asserted on
@@ -157,7 +157,7 @@ def test_output_after_the_marker_is_kept() -> None:
 
 
 def test_exit_status_of_a_command_that_exits(adb_phone, make, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="drivers.adb"):
+    with caplog.at_level(logging.WARNING, logger="phonebench.drivers.adb"):
         result = adb_phone.shell("echo bye; exit 3")
     if make.transport == "server":  # the shell protocol carries the shell's own exit status
         assert (result.output, result.exit_code) == ("bye\n", 3)
@@ -186,7 +186,7 @@ def test_output_stamped_as_it_arrives(adb_phone, phone: EmulatedPhone) -> None:
 
 def test_a_phone_without_the_shell_protocol_cannot_be_stamped_through_the_server(
         monkeypatch: pytest.MonkeyPatch, adb_server) -> None:
-    from emulation import adbd
+    from phonebench.emulation import adbd
 
     monkeypatch.setattr(adbd, "SUPPORTED_FEATURES", tuple(f for f in adbd.SUPPORTED_FEATURES if f != "shell_v2"))
     with AdbDaemon(EmulatedPhone(PhoneSpec(serial="EMU-OLD"))) as daemon:
@@ -348,7 +348,7 @@ def test_connect_retries_back_off_within_the_connect_timeout(keys: tuple[Path, P
                                                              retries: int, budget_s: float, sleeps: list[float],
                                                              attempts: int) -> None:
     fake = FakeTime()
-    monkeypatch.setattr("drivers.adb.time", fake)
+    monkeypatch.setattr("phonebench.drivers.adb.time", fake)
     dut = AdbPhone(f"127.0.0.1:{_closed_port()}", key_path=keys[0], retries=retries, connect_timeout_s=budget_s)
     with pytest.raises(DeviceUnreachable, match=f"{attempts} attempts in {budget_s:g} s"):
         dut.connect()
@@ -530,7 +530,7 @@ def test_fast_checksum_matches_adb_shell() -> None:
 def test_missing_default_key_is_generated(daemon: AdbDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    with caplog.at_level(logging.WARNING, logger="drivers.adb"):
+    with caplog.at_level(logging.WARNING, logger="phonebench.drivers.adb"):
         with AdbPhone(daemon.address) as dut:
             assert dut.run("echo hi") == "hi\n"
     key = tmp_path / ".android" / "adbkey"
@@ -573,7 +573,7 @@ def test_usb_address_constructs_and_fails_clearly_without_a_device(keys: tuple[P
 def test_stream_closed_by_the_device_mid_push_fails_at_once_not_at_the_timeout(direct_phone, monkeypatch):
     """Stock adb-shell ignores an unexpected CLSE and waits out its whole timeout; a sync service
     that dies mid-push (or a real adbd closing after FAIL) must end the wait at once."""
-    from emulation import adb_sync
+    from phonebench.emulation import adb_sync
 
     def broken(self, ident, spec):
         raise RuntimeError("sync service crashed")
@@ -637,7 +637,7 @@ def test_usb_serial_the_server_does_not_list_is_unreachable(adb_server) -> None:
 
 
 def test_server_address_comes_from_the_environment_as_adb_reads_it() -> None:
-    from drivers.adb_server import server_address
+    from phonebench.drivers.adb_server import server_address
 
     assert server_address({}) == ("127.0.0.1", 5037)
     assert server_address({"ANDROID_ADB_SERVER_PORT": "6001"}) == ("127.0.0.1", 6001)
@@ -685,7 +685,7 @@ class _ListingServer:
         pass
 
     def state(self, serial: str) -> str | None:
-        from drivers.adb_server import parse_devices
+        from phonebench.drivers.adb_server import parse_devices
 
         return parse_devices(f"other\tdevice\n{serial}\t{self.listing}\n").get(serial)
 
@@ -704,7 +704,7 @@ class _ListingServer:
 ])
 def test_server_states_are_reported_as_adb_reports_them(monkeypatch: pytest.MonkeyPatch, state: str,
                                                         error: type, said: str, advice: str) -> None:
-    monkeypatch.setattr("drivers.adb_server._POLL_S", 0.0)
+    monkeypatch.setattr("phonebench.drivers.adb_server._POLL_S", 0.0)
     for address in ("usb:R5CT1234", "10.0.0.20:5555"):
         dut = ServerAdbPhone(address, server=_ListingServer(state), name="bay1", retries=0,  # type: ignore[arg-type]
                              connect_timeout_s=0.2)

@@ -18,12 +18,12 @@ from adb_shell.adb_device import AdbDeviceTcp
 from adb_shell.auth.keygen import keygen
 from adb_shell.auth.sign_cryptography import CryptographySigner
 
-from bench.core.errors import ConfigError
-from emulation import adb_shell_v2
-from emulation.adb_auth import AuthPolicy, load_keys, parse_android_pubkey
-from emulation.adbd import MAX_DATA, SUPPORTED_FEATURES, AdbDaemon, checksum, device_banner
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.shell import CommandResult
+from phonebench.core.errors import ConfigError
+from phonebench.emulation import adb_shell_v2
+from phonebench.emulation.adb_auth import AuthPolicy, load_keys, parse_android_pubkey
+from phonebench.emulation.adbd import MAX_DATA, SUPPORTED_FEATURES, AdbDaemon, checksum, device_banner
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.shell import CommandResult
 
 WAIT_S = 10.0  # generous bound on any wait: a hang fails the test instead of blocking it
 

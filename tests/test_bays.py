@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.errors import ConfigError
-from bench.core.station import StationConfig, EmulatedConfig, load_station
+from phonebench.core.errors import ConfigError
+from phonebench.core.station import StationConfig, EmulatedConfig, load_station
 
 REPO = Path(__file__).resolve().parent.parent
 IDENTITY = str(REPO / "suites" / "test_identity.py")
@@ -112,8 +112,8 @@ def test_two_instruments_of_one_role_need_bays(tmp_path):
 
 
 def test_the_mainframe_routes_each_channel_to_its_bay_and_refuses_empty_slots():
-    from drivers.registry import open_instrument
-    from emulation.station import EmulatedStation
+    from phonebench.drivers.registry import open_instrument
+    from phonebench.emulation.station import EmulatedStation
 
     with EmulatedStation(EmulatedConfig(bays=2)) as emulated:
         station = emulated.merge_into(StationConfig(name="emulated", source=None))
@@ -134,9 +134,9 @@ def test_the_mainframe_routes_each_channel_to_its_bay_and_refuses_empty_slots():
 
 
 def test_a_bay_sees_only_its_channels_of_the_shared_probe_board():
-    from bench.backend import open_station
-    from drivers.registry import open_instrument
-    from drivers.bay_view import BayChannels
+    from phonebench.bench.station.backend import open_station
+    from phonebench.drivers.registry import open_instrument
+    from phonebench.drivers.bay_view import BayChannels
 
     with open_station(emulated=EmulatedConfig(bays=2)) as station:
         board = open_instrument("thermal", "generic-ascii", station.inventory["probes"].address)
@@ -161,7 +161,7 @@ def bench(tmp_path: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PHONEBENCH_STATION", None)
     env.pop("PHONEBENCH_DATABASE", None)
-    return subprocess.Popen([sys.executable, "-m", "bench.cli", "run", *args], cwd=tmp_path, env=env,
+    return subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", *args], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -187,7 +187,7 @@ def test_bays_run_at_once_into_one_run_and_a_faulty_bay_fails_alone(tmp_path):
     assert (run_dir / "report.html").exists()
     assert sorted(p.name for p in (tmp_path / "reports").iterdir() if p.name != "results.sqlite") == \
         sorted([data["run_id"], "latest"])  # one run folder
-    from bench.store import open_store
+    from phonebench.bench.store import open_store
 
     with open_store(tmp_path / "reports" / "results.sqlite") as store:
         runs = store.list_runs()
@@ -226,7 +226,7 @@ def test_bays_sharing_instruments_use_them_one_test_at_a_time(tmp_path):
     """Two bays of a hardware-style station file share one N6705C and one probe board (an
     emulated fleet serving both bays' workers): each use of a shared instrument (a connection,
     opened for one test) has it to itself; no other connection's commands come in between."""
-    from emulation.station import EmulatedStation
+    from phonebench.emulation.station import EmulatedStation
 
     with EmulatedStation(EmulatedConfig(bays=2)) as emulated:
         fleet = emulated.merge_into(StationConfig(name="emulated", source=None))

@@ -18,7 +18,7 @@ IDENTITY_SUITE = str(REPO / "suites" / "test_identity.py")
 def bench(tmp_path: Path, *args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, dict | None]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PHONEBENCH_STATION", None)
-    proc = subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=tmp_path, env=env,
+    proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=timeout)
     results = tmp_path / "reports" / "latest" / "results.json"
     return proc, (json.loads(results.read_text()) if results.exists() else None)

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from bench.calibration.book import CalibrationBook
-from bench.calibration.state import REFUSED_EXIT
-from bench.core.paths import SOURCE_ROOT as REPO
-from bench.store import open_store
+from phonebench.bench.procedures.calibration.book import CalibrationBook
+from phonebench.bench.procedures.calibration.state import REFUSED_EXIT
+from phonebench.core.paths import SOURCE_ROOT as REPO
+from phonebench.bench.store import open_store
 from tests.production_helpers import calibrate, line_station
 
 TEST = "suites/test_instruments.py::test_instrument_identifies_itself"

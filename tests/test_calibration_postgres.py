@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from bench.acceptance.attempts import AttemptBook
-from bench.calibration.book import CalibrationBook
-from bench.calibration.records import Criterion, Equipment, Reading, conclude
-from bench.calibration.state import CALIBRATED, FAILED, role_calibration
-from bench.store import open_store
+from phonebench.bench.procedures.acceptance.attempts import AttemptBook
+from phonebench.bench.procedures.calibration.book import CalibrationBook
+from phonebench.bench.procedures.calibration.records import Criterion, Equipment, Reading, conclude
+from phonebench.bench.procedures.calibration.state import CALIBRATED, FAILED, role_calibration
+from phonebench.bench.store import open_store
 from tests.postgres_helpers import ScratchPostgres, postgres_bindir
 
 

@@ -12,17 +12,17 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from bench.calibration import procedures
-from bench.calibration.book import CalibrationBook
-from bench.calibration.corrections import CorrectedScope, CorrectedSupply, CorrectedThermal, corrected
-from bench.calibration.dut import ripple_onset, skin_offset, unit_equipment
-from bench.calibration.fixture import OperatorFixture
+from phonebench.bench.procedures.calibration import procedures
+from phonebench.bench.procedures.calibration.book import CalibrationBook
+from phonebench.bench.procedures.calibration.corrections import CorrectedScope, CorrectedSupply, CorrectedThermal, corrected
+from phonebench.bench.procedures.calibration.dut import ripple_onset, skin_offset, unit_equipment
+from phonebench.bench.procedures.calibration.fixture import OperatorFixture
 from tests.production_helpers import EmulatedFixture
-from bench.calibration.procedures import Context
-from bench.calibration.records import Criterion, Equipment, Reading, conclude, record_verdict
-from bench.calibration.runner import calibrate_instruments, expand
-from bench.calibration.settings import CalibrationSettings, Limits, load_settings, parse_settings
-from bench.calibration.state import (
+from phonebench.bench.procedures.calibration.procedures import Context
+from phonebench.bench.procedures.calibration.records import Criterion, Equipment, Reading, conclude, record_verdict
+from phonebench.bench.procedures.calibration.runner import calibrate_instruments, expand
+from phonebench.bench.procedures.calibration.settings import CalibrationSettings, Limits, load_settings, parse_settings
+from phonebench.bench.procedures.calibration.state import (
     CALIBRATED,
     EXPIRED,
     FAILED,
@@ -32,20 +32,20 @@ from bench.calibration.state import (
     role_calibration,
     station_calibration,
 )
-from bench.core.errors import ConfigError
-from bench.identity import collect_identity
-from bench.store import open_store
-from bench.core.verdict import Outcome
-from drivers.power import KeysightN6705C
-from drivers.scope import KeysightInfiniiVision
-from drivers.stimulus import Keysight33500B
-from drivers.thermal_generic import GenericAsciiProbe
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.instruments.awg import AwgServer
-from emulation.instruments.power_analyzer import PowerAnalyzerServer
-from emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
-from emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
-from emulation.world import World
+from phonebench.core.errors import ConfigError
+from phonebench.bench.phone.identity import collect_identity
+from phonebench.bench.store import open_store
+from phonebench.core.verdict import Outcome
+from phonebench.drivers.power import KeysightN6705C
+from phonebench.drivers.scope import KeysightInfiniiVision
+from phonebench.drivers.stimulus import Keysight33500B
+from phonebench.drivers.thermal_generic import GenericAsciiProbe
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.instruments.awg import AwgServer
+from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+from phonebench.emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
+from phonebench.emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
+from phonebench.emulation.world import World
 from tests.device_double import PhoneDevice
 
 NOW = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -207,7 +207,7 @@ def test_supply_zero_and_an_out_of_tolerance_meter_stored_as_failed_and_not_appl
     equipment = Equipment.instrument(d["supply"].identity, "supply")
     record = book.save(procedures.supply_zero(d["supply"], ctx()))
     assert record.passed and record.adjustments["current_zero_a"] == pytest.approx(1.8e-3, abs=0.05e-3)
-    import emulation.instruments.power_analyzer as pa
+    import phonebench.emulation.instruments.power_analyzer as pa
 
     monkeypatch.setattr(pa, "CURRENT_ZERO_OFFSET_A", 12e-3)  # the meter drifted out of tolerance
     bad = book.save(procedures.supply_zero(d["supply"], ctx()))

@@ -1,4 +1,4 @@
-"""The claims table is data (bench/claims.toml) that docs/claims.md and the SLA profiles agree
+"""The claims table is data (bench/specs/claims.toml) that docs/claims.md and the SLA profiles agree
 with; the report and the summary open with a claims x phones grid that a person reads without
 `None`, with one spelling per unit, tolerances shown, and plots of what was judged."""
 from __future__ import annotations
@@ -10,23 +10,23 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.claims import NOT_MEASURED, claim_of, claims_grid, claims_markdown, load_claims
-from bench.core.records import TestRecord
-from bench.core.stats import value_verdict
-from bench.core.verdict import PlotHint, compare
-from bench.report import render_run
-from bench.report.claim_plot import claim_plot
-from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.report.plots import plot_samples
-from bench.results import RunRecorder
-from bench.summary import summary_lines
+from phonebench.bench.specs.claims import NOT_MEASURED, claim_of, claims_grid, claims_markdown, load_claims
+from phonebench.core.records import TestRecord
+from phonebench.bench.stats.verdicts import value_verdict
+from phonebench.core.verdict import PlotHint, compare
+from phonebench.bench.report import render_run
+from phonebench.bench.report.claim_plot import claim_plot
+from tests.report_example import ExampleDut, ExampleRun, write_example_run
+from phonebench.bench.report.plots import plot_samples
+from phonebench.bench.results.run_record import RunRecorder
+from phonebench.bench.results.summary import summary_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_docs_claims_table_is_generated_from_the_data():
     doc = (ROOT / "docs" / "claims.md").read_text(encoding="utf-8")
-    assert claims_markdown() in doc, "regenerate the table: python -m bench.claims"
+    assert claims_markdown() in doc, "regenerate the table: python -m phonebench.bench.specs.claims"
     assert [c.number for c in load_claims()] == list(range(1, 15))
 
 
@@ -151,7 +151,7 @@ def test_of_equal_outcomes_the_products_own_target_is_shown():
 
 
 def test_numpy_scalars_read_like_floats():
-    from bench import display
+    from phonebench.bench.results import display
 
     assert display.number(np.float32(0.25544029)) == "0.2554" and display.number(np.int64(3)) == "3"
 
@@ -159,7 +159,7 @@ def test_numpy_scalars_read_like_floats():
 def test_the_verbose_summary_lists_every_test(tmp_path):
     data = _run(tmp_path)
     assert "t.py::test_voice[bay1]" in "\n".join(summary_lines(data, verbose=True))
-    from bench.cli import build_parser
+    from phonebench.bench.cli import build_parser
 
     parser = build_parser()
     assert [parser.parse_args(a).verbose for a in (["run"], ["run", "-v"], ["-v", "run"])] == [0, 1, 1]

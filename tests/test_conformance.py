@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from emulation.instruments.conformance import Exchange, Step, check_step, implemented, load_tables, replay
-from emulation.instruments.registry import emulated_families
+from phonebench.emulation.instruments.conformance import Exchange, Step, check_step, implemented, load_tables, replay
+from phonebench.emulation.instruments.registry import emulated_families
 
 TABLES = load_tables(Path(__file__).parent / "data" / "conformance")
 CASES = [(table, dialogue) for table in TABLES for dialogue in table.dialogues]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from instrument_helpers import ScriptedResource
 
-from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from drivers.daq970a import KeysightDaq970a
-from drivers.thermal import ThermalProbe
-from emulation.instruments.daq970a import Daq970aServer
-from emulation.world import World
+from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.daq970a import KeysightDaq970a
+from phonebench.drivers.thermal import ThermalProbe
+from phonebench.emulation.instruments.daq970a import Daq970aServer
+from phonebench.emulation.world import World
 
 IDN = "Keysight Technologies,DAQ970A,MY58012345,A.03.02"
 CARD = "Keysight Technologies,DAQM901A,0,1.0"
@@ -125,8 +125,8 @@ def test_emulated_daq_is_strict(world, daq):
 
 
 def test_emulated_station_default_thermal_is_the_daq():
-    from bench.core.station import parse_station
-    from emulation.station import EmulatedStation
+    from phonebench.core.station import parse_station
+    from phonebench.emulation.station import EmulatedStation
 
     config = parse_station({"emulated": {"phone": [{"serial": "EMU-DAQ"}]}})
     with EmulatedStation(config.emulated) as station:

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from instrument_helpers import onset_s
 
-from drivers.registry import open_instrument
-from emulation.audio import synth_speech
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.instruments.awg import AwgServer
-from emulation.instruments.power_analyzer import PowerAnalyzerServer
-from emulation.instruments.scope import ScopeServer
-from emulation.instruments.thermal_probe import ThermalProbeServer
-from emulation.world import PHASE_POWER_W, World
+from phonebench.drivers.registry import open_instrument
+from phonebench.emulation.audio import synth_speech
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.instruments.awg import AwgServer
+from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+from phonebench.emulation.instruments.scope import ScopeServer
+from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
+from phonebench.emulation.world import PHASE_POWER_W, World
 
 COMBOS = {"keysight+generic": ("keysight", "generic", {"poll_s": 0}),
           "rigol+fluke": ("rigol", "fluke", {"poll_s": 0, "memory_depth": 600_000})}  # a two-channel depth

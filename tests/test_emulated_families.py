@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.errors import ConfigError
-from bench.core.station import EMULATED_FAMILIES, load_station
-from emulation.instruments.registry import emulated_families, make_server
-from emulation.world import World
+from phonebench.core.errors import ConfigError
+from phonebench.core.station import EMULATED_FAMILIES, load_station
+from phonebench.emulation.instruments.registry import emulated_families, make_server
+from phonebench.emulation.world import World
 
 
 def test_the_parser_and_the_factory_know_the_same_families():

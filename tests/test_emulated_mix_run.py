@@ -1,6 +1,6 @@
 """A lab with a Rigol scope and a Fluke 1529 readout rehearses on the emulated station: the
 instrument suite runs through `bench run` with those families and passes, reached by the drivers
-the lab would use (drivers.scope.RigolDS1000Z, drivers.thermal_fluke.Fluke1529)."""
+the lab would use (phonebench.drivers.scope.RigolDS1000Z, phonebench.drivers.thermal_fluke.Fluke1529)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -11,7 +11,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from bench.core.paths import SOURCE_ROOT
+from phonebench.core.paths import SOURCE_ROOT
 
 EXAMPLE = SOURCE_ROOT / "docs" / "example-lab"
 

@@ -16,10 +16,10 @@ import pytest
 from pyvisa import constants
 from pyvisa.errors import VisaIOError
 
-from bench.core import files, signing
-from bench.core.decoding import DecodeError, decode, parse_number, read_text
-from bench.core.errors import BenchError, ConfigError, DeviceError, InstrumentError, InvalidMeasurement
-from bench.core.files import UnsafePath, WriteFailed, check_name, confined, safe_name
+from phonebench.core import files, signing
+from phonebench.core.decoding import DecodeError, decode, parse_number, read_text
+from phonebench.core.errors import BenchError, ConfigError, DeviceError, InstrumentError, InvalidMeasurement
+from phonebench.core.files import UnsafePath, WriteFailed, check_name, confined, safe_name
 from instrument_helpers import ScriptedResource
 
 UTF16 = codecs.BOM_UTF16_LE + "name = 'x'\n".encode("utf-16-le")
@@ -28,23 +28,23 @@ BINARY = bytes(range(256)) * 4
 
 # --- bad files ----------------------------------------------------------------------------
 def _station(path: Path) -> Any:
-    from bench.core.station import load_station
+    from phonebench.core.station import load_station
     return load_station(path)
 
 
 def _sla(path: Path) -> Any:
-    from bench.sla import load_profile
+    from phonebench.bench.specs.sla import load_profile
     return load_profile(path)
 
 
 def _firmware(path: Path) -> Any:
-    from bench.profiles import load_library
+    from phonebench.bench.specs.profiles import load_library
     (path.parent / "adapters").mkdir(exist_ok=True)
     return load_library(path.parent, require_signatures=False)
 
 
 def _adapter(path: Path) -> Any:
-    from bench.profiles import load_adapter
+    from phonebench.bench.specs.profiles import load_adapter
     return load_adapter(path)
 
 
@@ -55,17 +55,17 @@ def _signature(path: Path) -> Any:
 
 
 def _matrix(path: Path) -> Any:
-    from bench.matrix import load_matrix_file
+    from phonebench.bench.results.matrix import load_matrix_file
     return load_matrix_file(path)
 
 
 def _calibration(path: Path) -> Any:
-    from bench.calibration.settings import load_settings
+    from phonebench.bench.procedures.calibration.settings import load_settings
     return load_settings(path)
 
 
 def _golden(path: Path) -> Any:
-    from bench.references import load_reference
+    from phonebench.bench.specs.references import load_reference
     return load_reference(path)
 
 
@@ -150,7 +150,7 @@ def test_bad_file_is_refused_naming_it(tmp_path: Path, loader: Callable[[Path], 
 
 
 def test_station_option_of_wrong_type_names_the_instrument() -> None:
-    from drivers.registry import open_instrument
+    from phonebench.drivers.registry import open_instrument
 
     with pytest.raises(ConfigError, match=r"scope keysight-infiniivision at TCPIP::x::5025::SOCKET: option "
                                           r"timeout_s = 'ten' is a str, expected float\n  hint: fix"):
@@ -158,7 +158,7 @@ def test_station_option_of_wrong_type_names_the_instrument() -> None:
 
 
 def test_station_option_bool_for_int_is_refused() -> None:
-    from drivers.registry import open_instrument
+    from phonebench.drivers.registry import open_instrument
 
     with pytest.raises(ConfigError, match="option channel = True is a bool, expected int"):
         open_instrument("supply", "keysight-n6705c", "TCPIP::x::5025::SOCKET", channel=True)
@@ -166,7 +166,7 @@ def test_station_option_bool_for_int_is_refused() -> None:
 
 # --- instrument faults ----------------------------------------------------------------------
 def _scpi(answers: dict[str, Any]) -> Any:
-    from drivers.visa import ScpiInstrument
+    from phonebench.drivers.visa import ScpiInstrument
 
     return ScpiInstrument("TCPIP::10.0.0.7::5025::SOCKET", resource=ScriptedResource(
         {"*IDN?": "Keysight,N6705C,MY1,1.0", **answers}))
@@ -194,7 +194,7 @@ def test_strict_number_reads_ieee_488_2_numbers(text: str, value: float) -> None
 
 @pytest.mark.parametrize("value", ["9.9E37", "9.91E37", "NaN", "nan", "inf"])
 def test_power_overload_and_nan_are_invalid_measurements(value: str) -> None:
-    from drivers.power import KeysightN6705C
+    from phonebench.drivers.power import KeysightN6705C
 
     res = ScriptedResource({"*IDN?": "Keysight,N6705C,MY1,1.0", "SYST:CHAN:MOD? (@1)": '"N6781A"',
                             "MEAS:VOLT? (@1)": value})
@@ -241,14 +241,14 @@ def test_late_answer_is_discarded_before_the_next_query() -> None:
 
 
 def test_preamble_with_nan_field_is_refused() -> None:
-    from drivers.scope import Preamble
+    from phonebench.drivers.scope import Preamble
 
     with pytest.raises(InstrumentError, match="scope1: waveform preamble has NaN, infinite or 9.9E37 fields"):
         Preamble.parse("0,0,1000,1,nan,0,0,0.01,0,128", "scope1")
 
 
 def test_idn_garbage_names_the_address() -> None:
-    from drivers.visa import parse_idn
+    from phonebench.drivers.visa import parse_idn
 
     with pytest.raises(InstrumentError, match=r"scope at TCPIP::x: \*IDN\? answered '\\x00\\x01'.*\n  hint: check"):
         parse_idn("\x00\x01", "TCPIP::x", "scope")
@@ -279,7 +279,7 @@ def _server(behaviour: Callable[[socket.socket], None]) -> tuple[str, threading.
 
 
 def _adb(address: str) -> Any:
-    from drivers.adb import AdbPhone
+    from phonebench.drivers.adb import AdbPhone
 
     return AdbPhone(address, connect_timeout_s=1.0, name="bay9")
 
@@ -287,7 +287,7 @@ def _adb(address: str) -> Any:
 def test_adb_nothing_listening_is_unreachable_naming_the_address() -> None:
     with socket.create_server(("127.0.0.1", 0)) as s:
         port = s.getsockname()[1]
-    from bench.core.errors import DeviceUnreachable
+    from phonebench.core.errors import DeviceUnreachable
 
     with pytest.raises(DeviceUnreachable, match=f"127.0.0.1:{port}.*cannot connect"):
         _adb(f"127.0.0.1:{port}").connect()
@@ -320,7 +320,7 @@ def test_safe_name_from_any_text(text: str, name: str) -> None:
 
 @pytest.mark.parametrize("run_id", ["../..", "/tmp/x", "a/b", ".", "..", "-rf", "a b", "x" * 121, ""])
 def test_run_id_that_is_not_a_plain_name_is_refused(tmp_path: Path, run_id: str) -> None:
-    from bench.results import RunRecorder
+    from phonebench.bench.results.run_record import RunRecorder
 
     with pytest.raises(UnsafePath, match=r"run id .* is not a plain name\n  hint: use letters"):
         RunRecorder(tmp_path / "reports", {"name": "s"}, run_id=run_id)
@@ -361,7 +361,7 @@ def test_lenient_decoding_keeps_the_rest_of_a_phone_answer(caplog: pytest.LogCap
 
 
 def test_huge_runtime_output_is_parsed_without_crash() -> None:
-    from drivers.runtime import parse_json_lines
+    from phonebench.drivers.runtime import parse_json_lines
 
     line = json.dumps({"t": 1.0, "blob": "x" * 5_000_000})
     noise = "\x00\xff" * 100_000
@@ -374,7 +374,7 @@ def test_read_text_refuses_a_folder(tmp_path: Path) -> None:
 
 
 def test_raw_data_names_from_test_ids_stay_in_the_run_folder(tmp_path: Path) -> None:
-    from bench.results import RunRecorder
+    from phonebench.bench.results.run_record import RunRecorder
 
     rec = RunRecorder(tmp_path, {"name": "s"}, run_id="r1")
     rel = rec.save_raw("../../escape::test[/etc]", "../../x", np.arange(3))

@@ -20,14 +20,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from bench.cli import main
-from bench.core import files
-from bench.core.exits import RESULTS_NOT_WRITTEN
-from bench.core.records import TestRecord
-from bench.core.verdict import compare
-from bench.results import RESCUE_ENV, RunIdTaken, RunRecorder, claim_run_dir
-from bench.store import StoreSink, open_store
-from bench.store import db
+from phonebench.bench.cli import main
+from phonebench.core import files
+from phonebench.core.exits import RESULTS_NOT_WRITTEN
+from phonebench.core.records import TestRecord
+from phonebench.core.verdict import compare
+from phonebench.bench.results.run_record import RESCUE_ENV, RunIdTaken, RunRecorder, claim_run_dir
+from phonebench.bench.store import StoreSink, open_store
+from phonebench.bench.store import db
 from store_helpers import run_and_kill
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ def _stored(url: str, run_id: str) -> list[str]:
 
 def _disk_full_after(monkeypatch: pytest.MonkeyPatch, good_writes: int, disk: Path) -> None:
     """Writes under `disk` fail with ENOSPC after `good_writes` succeeded (an LD_PRELOAD-free full disk)."""
-    import bench.results as results
+    import phonebench.bench.results.run_record as results
 
     real, calls = results.write_atomically, {"n": 0}
 
@@ -121,7 +121,7 @@ def test_disk_full_rescue_is_recoverable_with_store_import(tmp_path: Path, monke
 
 def test_no_folder_takes_the_record_it_is_logged_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         caplog: pytest.LogCaptureFixture) -> None:
-    import bench.results as results
+    import phonebench.bench.results.run_record as results
 
     rec = RunRecorder(tmp_path, {"name": "s"}, run_id="r3")
     monkeypatch.setattr(results, "write_atomically", lambda path, data: (_ for _ in ()).throw(
@@ -133,7 +133,7 @@ def test_no_folder_takes_the_record_it_is_logged_whole(tmp_path: Path, monkeypat
 
 def test_disk_full_raw_data_stops_the_run_naming_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
-    import bench.results as results
+    import phonebench.bench.results.run_record as results
 
     rec = RunRecorder(tmp_path, {"name": "s"}, run_id="r4")
     monkeypatch.setattr(results, "write_atomically", lambda path, data: (_ for _ in ()).throw(
@@ -176,7 +176,7 @@ def test_bench_run_on_a_full_tmpfs_stops_cleanly_and_keeps_every_test(small_tmpf
            "PHONEBENCH_DATABASE": f"sqlite:///{tmp_path / 'store.sqlite'}"}  # the run folder is what fills
     station = tmp_path / "one-phone.toml"  # one station, one recorder: the path that rescues what it measured
     station.write_text('[emulated]\n[[emulated.phone]]\nserial = "EMU0001"\nnpu_persona = "SM8650-MP"\n')
-    done = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--station", str(station), "--results-dir",
+    done = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--station", str(station), "--results-dir",
                            str(tmpfs), "--run-id", "full", "-q", "-k", "identity or numerics"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     out = done.stdout + done.stderr
@@ -337,11 +337,11 @@ def test_junit_xml_that_cannot_be_written_is_a_problem_not_a_traceback(tmp_path:
 # --- crash consistency ----------------------------------------------------------------------
 CHILD = textwrap.dedent("""
     import os, signal, sys
-    import bench.results as results
-    from bench.core.records import TestRecord
-    from bench.core.verdict import compare
-    from bench.store import StoreSink
-    from bench.store.store import Store
+    import phonebench.bench.results.run_record as results
+    from phonebench.core.records import TestRecord
+    from phonebench.core.verdict import compare
+    from phonebench.bench.store import StoreSink
+    from phonebench.bench.store.store import Store
     url, folder, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
     count = {"n": 0}
     def point():
@@ -398,12 +398,12 @@ def test_killed_at_random_points_results_json_and_store_agree_or_store_import_re
 
 @pytest.mark.slow
 def test_bench_run_with_a_corrupt_store_exits_9_naming_the_import(tmp_path: Path) -> None:
-    from bench.core.exits import STORE_BEHIND
+    from phonebench.core.exits import STORE_BEHIND
 
     bad = tmp_path / "corrupt.sqlite"
     bad.write_bytes(b"\x00garbage" * 64)
     env = {**os.environ, db.ENV_VAR: str(bad), files.MIN_FREE_ENV: "0"}
-    done = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--results-dir", str(tmp_path / "reports"),
+    done = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--results-dir", str(tmp_path / "reports"),
                            "--run-id", "r9", "-q", "-k", "identity"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == STORE_BEHIND, done.stdout + done.stderr

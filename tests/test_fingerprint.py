@@ -11,16 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.core.errors import UnsupportedCapability
-from bench.fingerprint import (INCONSISTENT, KNOWN, MISMATCH, UNKNOWN, fingerprint, fingerprint_verdict, fit,
+from phonebench.core.errors import UnsupportedCapability
+from phonebench.bench.phone.fingerprint import (INCONSISTENT, KNOWN, MISMATCH, UNKNOWN, fingerprint, fingerprint_verdict, fit,
                                predict, probe_plan)
-from bench.profiles import Signature, load_library
-from bench.core.verdict import Outcome
+from phonebench.bench.specs.profiles import Signature, load_library
+from phonebench.core.verdict import Outcome
 from device_double import WorldClock, make_device
-from drivers.runtime import ProbeResult, RuntimeClient
-from emulation.npu import Accumulator, dot_runs
-from emulation.npu_personas import PERSONAS
-from emulation.runtime import parse_vector
+from phonebench.drivers.runtime import ProbeResult, RuntimeClient
+from phonebench.emulation.npu import Accumulator, dot_runs
+from phonebench.emulation.npu_personas import PERSONAS
+from phonebench.emulation.runtime import parse_vector
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -138,7 +138,7 @@ def test_results_from_no_overflow_model_fit_nothing():
 
 
 def test_a_runtime_without_probe_is_unsupported(library, monkeypatch):
-    monkeypatch.setattr("emulation.runtime.CAPABILITIES", ["identity", "status", "generate"])
+    monkeypatch.setattr("phonebench.emulation.runtime.CAPABILITIES", ["identity", "status", "generate"])
     with pytest.raises(UnsupportedCapability, match="no `probe` capability"):
         fingerprint(make_device("SM8650-MP"), library)
 
@@ -152,7 +152,7 @@ def test_bench_fingerprint_command_on_an_emulated_station(tmp_path):
         for serial, persona in (("P1", "SM8650-ES"), ("P2", "SM8650-MP2"), ("P3", "MT6989-ES-RELABEL"))) +
         '[[emulated.phone]]\nserial = "P4"\nnpu_persona = "SM8650-ES-RELABEL"\nexpected_soc = "MT6989"\n')
     report_dir = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "bench.cli", "fingerprint", "--station", str(station), "--apply",
+    proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "fingerprint", "--station", str(station), "--apply",
                            "--report-dir", str(report_dir)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("P")}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.errors import InstrumentError
-from drivers.fixture import ScpiFixture
-from emulation.instruments.fixture import FixtureServer
-from emulation.world import World
+from phonebench.core.errors import InstrumentError
+from phonebench.drivers.fixture import ScpiFixture
+from phonebench.emulation.instruments.fixture import FixtureServer
+from phonebench.emulation.world import World
 
 
 @pytest.fixture

@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from drivers.power import KeysightN6705C
-from drivers.scope import KeysightInfiniiVision
-from drivers.stimulus import Keysight33500B
-from drivers.thermal_generic import GenericAsciiProbe
-from emulation.audio import synth_speech
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.instruments.awg import AwgServer
-from emulation.instruments.power_analyzer import CURRENT_ZERO_OFFSET_A, PowerAnalyzerServer
-from emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
-from emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
-from emulation.world import FRESH_CAPACITY_PCT, SLA_PERSONAS_WORLD, World
+from phonebench.drivers.power import KeysightN6705C
+from phonebench.drivers.scope import KeysightInfiniiVision
+from phonebench.drivers.stimulus import Keysight33500B
+from phonebench.drivers.thermal_generic import GenericAsciiProbe
+from phonebench.emulation.audio import synth_speech
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.instruments.awg import AwgServer
+from phonebench.emulation.instruments.power_analyzer import CURRENT_ZERO_OFFSET_A, PowerAnalyzerServer
+from phonebench.emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
+from phonebench.emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
+from phonebench.emulation.world import FRESH_CAPACITY_PCT, SLA_PERSONAS_WORLD, World
 
 CLIP = synth_speech(0.3, 16_000, np.random.default_rng(5))
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from bench.adapters import shipped_numerics
-from bench.checks import counters, redundancy, thermal_trip, tokens
-from bench.checks.targets import target, targets
-from bench.core.verdict import Outcome, Verdict
-from bench.fingerprint import fingerprint, fingerprint_verdict
-from bench.sla import SlaProfile, load_profile
-from drivers.runtime import RuntimeClient
+from phonebench.bench.phone.adapters import shipped_numerics
+from phonebench.bench.checks import counters, redundancy, thermal_trip, tokens
+from phonebench.bench.checks.targets import target, targets
+from phonebench.core.verdict import Outcome, Verdict
+from phonebench.bench.phone.fingerprint import fingerprint, fingerprint_verdict
+from phonebench.bench.specs.sla import SlaProfile, load_profile
+from phonebench.drivers.runtime import RuntimeClient
 from tests.adb_helpers import EmulatedStation, adb_key, adb_server, over_adb  # noqa: F401 - fixtures
 
 NPU = "SM8650-ES"
@@ -41,15 +41,15 @@ def _instrument(server_cls: Any, driver: Callable[[str], Any], world: Any) -> It
 
 
 def _supply(world: Any) -> Any:
-    from drivers.power import KeysightN6705C
-    from emulation.instruments.power_analyzer import PowerAnalyzerServer
+    from phonebench.drivers.power import KeysightN6705C
+    from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
 
     return _instrument(PowerAnalyzerServer, lambda address: KeysightN6705C(address, timeout_s=5), world)
 
 
 def _daq(world: Any) -> Any:
-    from drivers.daq970a import KeysightDaq970a
-    from emulation.instruments.daq970a import Daq970aServer
+    from phonebench.drivers.daq970a import KeysightDaq970a
+    from phonebench.emulation.instruments.daq970a import Daq970aServer
 
     return _instrument(Daq970aServer, lambda address: KeysightDaq970a(
         address, channels={"T1": 101, "T2": 102, "T3": 103, "T4": 105}), world)
@@ -148,8 +148,8 @@ def test_each_forger_is_caught_and_the_honest_phone_passes(over_adb, sla, forger
 
 def test_every_forger_is_a_station_persona():
     """`bench run --persona NAME` (and a station file's sla_persona / npu_persona) takes each."""
-    from emulation.npu_personas import PERSONAS as NPU_PERSONAS
-    from emulation.station import sla_personas
+    from phonebench.emulation.npu_personas import PERSONAS as NPU_PERSONAS
+    from phonebench.emulation.station import sla_personas
 
     forgers = {forger for _, forger, _, _ in CLASSES.values()}
     assert forgers - {"SM8650-ES-RELABEL"} <= sla_personas() and "SM8650-ES-RELABEL" in NPU_PERSONAS

@@ -8,12 +8,12 @@ import json
 import os
 from pathlib import Path
 
-from bench.cli import main
-from bench.core.records import TestRecord
-from bench.core.verdict import compare
-from bench.results import RECORDING_LOCK, RunRecorder, recorder_alive
-from bench.store import StoreSink, open_store
-from bench.store.heal import KILLED_NOTE, heal_killed_runs
+from phonebench.bench.cli import main
+from phonebench.core.records import TestRecord
+from phonebench.core.verdict import compare
+from phonebench.bench.results.run_record import RECORDING_LOCK, RunRecorder, recorder_alive
+from phonebench.bench.store import StoreSink, open_store
+from phonebench.bench.store.heal import KILLED_NOTE, heal_killed_runs
 
 
 def _recording(folder: Path, run_id: str, tests: int) -> RunRecorder:

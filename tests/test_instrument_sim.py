@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from drivers.registry import known_families, open_instrument
+from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.registry import known_families, open_instrument
 
 SIM = f"{Path(__file__).parent / 'data' / 'instruments_sim.yaml'}@sim"
 

@@ -1,5 +1,5 @@
 """Whole `bench run` processes killed at seeded points of the record's life (PHONEBENCH_KILL_AT,
-bench/core/killpoints.py: between tests, inside a verdict, inside the store's transaction, before
+core/killpoints.py: between tests, inside a verdict, inside the store's transaction, before
 and after each results.json write), each followed by the next `bench run`, which heals it; then
 `bench runs`. Every run's results.json and stored run end equal, with a final status, and
 nothing a killed run had recorded is missing."""
@@ -13,9 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.core.killpoints import ENV
-from bench.core.paths import SOURCE_ROOT
-from bench.store import open_store
+from phonebench.core.killpoints import ENV
+from phonebench.core.paths import SOURCE_ROOT
+from phonebench.bench.store import open_store
 
 WAIT_S = 900.0  # an upper bound for a loaded machine: a hang fails, nothing is timed
 TESTS = 4  # suites/test_identity.py on one phone
@@ -34,7 +34,7 @@ OTHER_POINTS = [f"verdict@{n}" for n in range(1, 9)] + ["raw@1", "raw@2"] + [f"s
 def bench(folder: Path, *args: str, kill_at: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != ENV}
     env.update(PYTHONPATH=str(SOURCE_ROOT), PHONEBENCH_MIN_FREE_MB="0", **({ENV: kill_at} if kill_at else {}))
-    return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=folder, env=env, stdin=subprocess.DEVNULL,
+    return subprocess.run([sys.executable, "-m", "phonebench.bench.cli", *args], cwd=folder, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=WAIT_S)
 
 

@@ -63,7 +63,7 @@ def lab(tmp_path_factory):
         try:
             start(str(BIN / "labgrid-coordinator"), "-l", coordinator, log="coordinator.log")
             for host in ("hostA", "hostB"):
-                start(sys.executable, "-m", "bench.cli", "lab", "emulate", "--bays", "1", "-o", f"{host}.yaml",
+                start(sys.executable, "-m", "phonebench.bench.cli", "lab", "emulate", "--bays", "1", "-o", f"{host}.yaml",
                       log=f"{host}-emulate.log")
             _wait_for(lambda: all((folder / f"{h}.yaml").exists() for h in ("hostA", "hostB")), 120, "emulated hosts")
             for host in ("hostA", "hostB"):
@@ -71,7 +71,7 @@ def lab(tmp_path_factory):
                       log=f"{host}-exporter.log")
             _wait_for(lambda: client("resources").stdout.count("PhonebenchPhone") == 2, 60, "both exporters")
             for host in ("hostA", "hostB"):
-                made = subprocess.run([sys.executable, "-m", "bench.cli", "lab", "places", "--exporter", host,
+                made = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "lab", "places", "--exporter", host,
                                        "--bay", "bay1", "--coordinator", coordinator], cwd=folder, env=env,
                                       capture_output=True, text=True, timeout=60)
                 assert made.returncode == 0, made.stdout + made.stderr
@@ -89,7 +89,7 @@ def lab(tmp_path_factory):
 
 
 def bench(lab, *args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bench.cli", "run", *args, "-q", IDENTITY], cwd=lab["folder"],
+    return subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", *args, "-q", IDENTITY], cwd=lab["folder"],
                             env=lab["env"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, **kw)
 
@@ -105,14 +105,14 @@ def test_two_benches_on_two_places_share_one_store(lab):
     assert first.returncode == 0, out1
     assert second.returncode == 0, out2
     assert owner(lab, "hostA-bay1") == "None" and owner(lab, "hostB-bay1") == "None"  # released
-    runs = subprocess.run([sys.executable, "-m", "bench.cli", "runs"], cwd=lab["folder"], env=lab["env"],
+    runs = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "runs"], cwd=lab["folder"], env=lab["env"],
                           capture_output=True, text=True, timeout=120)
     assert runs.returncode == 0, runs.stderr
     assert "hostA-bay1" in runs.stdout and "hostB-bay1" in runs.stdout  # both hosts' runs in the one store
 
 
 def test_places_by_pattern_run_one_bench_per_place(lab):
-    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "--places", "host*-bay1", "-q", IDENTITY],
+    proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--places", "host*-bay1", "-q", IDENTITY],
                             cwd=lab["folder"], env=lab["env"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     out = proc.communicate(timeout=600)[0]
@@ -164,7 +164,7 @@ def test_places_sharing_a_probe_board_take_turns_on_it(lab):
     0 s", naming a temporary station file already deleted), then both places run; every station
     file a message names still exists."""
     folder, env = lab["folder"], {**lab["env"], "PHONEBENCH_LOCK_DIR": str(lab["folder"] / "locks")}
-    emulator = subprocess.Popen([sys.executable, "-m", "bench.cli", "lab", "emulate", "--bays", "2", "-o", "hostC.yaml"],
+    emulator = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "lab", "emulate", "--bays", "2", "-o", "hostC.yaml"],
                                 cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     exporter = holder = None
     try:
@@ -176,16 +176,16 @@ def test_places_sharing_a_probe_board_take_turns_on_it(lab):
                                      "hostC.yaml"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
         _wait_for(lambda: lab["client"]("resources").stdout.count("PhonebenchPhone") == 4, 60, "hostC's bays")
-        made = subprocess.run([sys.executable, "-m", "bench.cli", "lab", "places", "--exporter", "hostC", "--bay", "bay1",
+        made = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "lab", "places", "--exporter", "hostC", "--bay", "bay1",
                                "--bay", "bay2", "--coordinator", lab["coordinator"]], cwd=folder, env=env,
                               capture_output=True, text=True, timeout=120)
         assert made.returncode == 0, made.stdout + made.stderr
-        holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom drivers.locks import acquire\n"
+        holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom phonebench.drivers.locks import acquire\n"
                                    f"acquire({probes.pop()!r}, 'another run')\nprint('held', flush=True)\n"
                                    "sys.stdin.read()"], cwd=folder, env=env, stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True)
         assert holder.stdout.readline().strip() == "held"
-        run = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "--places", "hostC-*", "--place-wait", "600",
+        run = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--places", "hostC-*", "--place-wait", "600",
                                 "-q", IDENTITY], cwd=folder, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         said = []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.station import load_station
+from phonebench.core.station import load_station
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES = REPO / "suites"
@@ -44,7 +44,7 @@ def emulated_station(tmp_path: Path):
     """`bench emulate` in its own process; yields the station file it writes."""
     wanted, live = tmp_path / "emulated.toml", tmp_path / "live.toml"
     wanted.write_text(TWO_PHONES)
-    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "emulate", "--station", str(wanted),
+    proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "emulate", "--station", str(wanted),
                              "--write-station", str(live)], cwd=tmp_path, env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -68,7 +68,7 @@ def test_the_written_station_file_is_a_bay_per_phone_reached_through_the_adb_ser
     clocks = [station.inventory[b.wiring["clock"].instrument] for b in station.bays]
     assert {c.family for c in clocks} == {"phonebench-clock"} and len({c.address for c in clocks}) == 2
     assert not any(i.shared for i in station.inventory.values())  # nothing shared unless the file says so
-    from bench.owner import open_configured
+    from phonebench.bench.station.owner import open_configured
 
     serials = set()
     for bay in station.bays:  # each bay's unit is an instrument of its own, with its own identity
@@ -83,7 +83,7 @@ def test_the_written_station_file_is_a_bay_per_phone_reached_through_the_adb_ser
 def test_every_phone_runs_the_instrument_and_the_token_claims_through_the_station_file(tmp_path, emulated_station):
     lab = tmp_path / "lab"
     lab.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "bench.cli", "run", "--station", str(emulated_station), "-q",
+    proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--station", str(emulated_station), "-q",
                            str(SUITES / "test_sla_instruments.py"), str(SUITES / "test_sla_runtime.py"),
                            "-k", "energy_per_dialog or first_token"],
                           cwd=lab, env=_env(), capture_output=True, text=True, timeout=1800)

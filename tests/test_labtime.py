@@ -5,10 +5,10 @@ import argparse
 
 import pytest
 
-from bench import labtime
-from bench.core.records import RunRecord, TestRecord
-from bench.core.verdict import Outcome, Verdict
-from bench.store import open_store
+from phonebench.bench.results import labtime
+from phonebench.core.records import RunRecord, TestRecord
+from phonebench.core.verdict import Outcome, Verdict
+from phonebench.bench.store import open_store
 
 
 def _verdict(name: str, claim: int, n: int) -> Verdict:
@@ -81,7 +81,7 @@ def test_store_keeps_lab_time_and_reads_it_back_as_rates_for_the_model(tmp_path)
 
 
 def test_plan_for_a_phone_the_store_has_never_seen_uses_the_defaults(tmp_path):
-    from bench.cli.plan import build_plan, plan_lines
+    from phonebench.bench.cli.plan import build_plan, plan_lines
 
     args = argparse.Namespace(suites=["suites/test_sla_runtime.py"], station=None, dut=["EMU0001"], marker=None,
                               keyword="first_token", sla_profile=None, jobs=None,
@@ -96,7 +96,7 @@ def test_plan_for_a_phone_the_store_has_never_seen_uses_the_defaults(tmp_path):
 
 
 def test_summary_shows_lab_time_per_test_phone_and_claim():
-    from bench.summary import summary_lines
+    from phonebench.bench.results.summary import summary_lines
 
     data = _run({"test_voice": 600.0, "test_std": 120.0}).to_dict()
     lines = summary_lines(data, verbose=True)  # passing tests are listed with -v

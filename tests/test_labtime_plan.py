@@ -19,7 +19,7 @@ def bench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PHONEBENCH_STATION", None)
     env.pop("PHONEBENCH_DATABASE", None)
-    return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "phonebench.bench.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
 
 

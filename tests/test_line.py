@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from bench.acceptance.attempts import AttemptBook
-from bench.acceptance.line import run_line, run_station
-from bench.acceptance.runner import AcceptanceStation
-from bench.line_report import render_line
-from bench.core.station import load_station
-from bench.store import open_store
-from emulation.line import EmulatedLine, plan_units
+from phonebench.bench.procedures.acceptance.attempts import AttemptBook
+from phonebench.bench.procedures.acceptance.line import run_line, run_station
+from phonebench.bench.procedures.acceptance.runner import AcceptanceStation
+from phonebench.bench.results.line_report import render_line
+from phonebench.core.station import load_station
+from phonebench.bench.store import open_store
+from phonebench.emulation.line import EmulatedLine, plan_units
 from tests.production_helpers import calibrate
 
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.errors import CommandFailed, UnsupportedCapability
-from drivers.device import ShellResult
-from drivers.llamacpp import LlamaCpp, LlamaCppOutputError, parse_bench_jsonl, parse_timings
+from phonebench.core.errors import CommandFailed, UnsupportedCapability
+from phonebench.drivers.device import ShellResult
+from phonebench.drivers.llamacpp import LlamaCpp, LlamaCppOutputError, parse_bench_jsonl, parse_timings
 
 DATA = Path(__file__).parent / "data"
 MODEL = "/data/local/tmp/models/m.gguf"

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.errors import UnsupportedCapability
-from drivers.adb import AdbPhone
-from drivers.llamacpp import LlamaCpp
-from emulation.adb_auth import AuthPolicy
-from emulation.adbd import AdbDaemon
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.llamacpp import DECODE_TOKENS_PER_S, MODEL_PATH, PROMPT_TOKENS_PER_S
+from phonebench.core.errors import UnsupportedCapability
+from phonebench.drivers.adb import AdbPhone
+from phonebench.drivers.llamacpp import LlamaCpp
+from phonebench.emulation.adb_auth import AuthPolicy
+from phonebench.emulation.adbd import AdbDaemon
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.llamacpp import DECODE_TOKENS_PER_S, MODEL_PATH, PROMPT_TOKENS_PER_S
 
 
 def _device(faults: list[str]):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from drivers.adb import AdbPhone
-from drivers.llamacpp import LlamaCpp
-from emulation.adbd import AdbDaemon
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.llamacpp import MODEL_PATH, TINY_MODEL, host_build
+from phonebench.drivers.adb import AdbPhone
+from phonebench.drivers.llamacpp import LlamaCpp
+from phonebench.emulation.adbd import AdbDaemon
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.llamacpp import MODEL_PATH, TINY_MODEL, host_build
 
 BUILD = host_build()
 pytestmark = pytest.mark.skipif(BUILD is None, reason="no llama.cpp build on this host (run `make llama`: it "
@@ -55,7 +55,7 @@ def test_real_build_refuses_a_missing_model(device):
 def test_tiny_model_carries_the_real_vocabulary(tmp_path):
     from gguf import GGUFReader
 
-    from emulation.llama_model import N_LAYER, write_tiny_model
+    from phonebench.emulation.llama_model import N_LAYER, write_tiny_model
 
     out = write_tiny_model(tmp_path / TINY_MODEL, VOCAB)
     fields = GGUFReader(out).fields

@@ -1,4 +1,4 @@
-"""Exclusive instrument access across bench processes (drivers.locks), and the drivers using it."""
+"""Exclusive instrument access across bench processes (phonebench.drivers.locks), and the drivers using it."""
 from __future__ import annotations
 
 import logging
@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import preflight
-from bench.calibration.settings import CalibrationSettings
-from bench.core.station import InstrumentConfig, StationConfig
-from drivers import locks
-from drivers.daq970a import KeysightDaq970a
-from drivers.thermal_generic import GenericAsciiProbe
-from emulation.instruments.daq970a import Daq970aServer
-from emulation.instruments.thermal_probe import ThermalProbeServer
-from emulation.world import World
+from phonebench.bench.procedures import preflight
+from phonebench.bench.procedures.calibration.settings import CalibrationSettings
+from phonebench.core.station import InstrumentConfig, StationConfig
+from phonebench.drivers import locks
+from phonebench.drivers.daq970a import KeysightDaq970a
+from phonebench.drivers.thermal_generic import GenericAsciiProbe
+from phonebench.emulation.instruments.daq970a import Daq970aServer
+from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
+from phonebench.emulation.world import World
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,7 +44,7 @@ class Holder:
 
 
 def hold(address: str) -> Holder:
-    return Holder(f"import sys\nfrom drivers.locks import acquire\nacquire({address!r}, 'the other run')")
+    return Holder(f"import sys\nfrom phonebench.drivers.locks import acquire\nacquire({address!r}, 'the other run')")
 
 
 def test_a_second_process_is_refused_with_the_holder_named():
@@ -65,7 +65,7 @@ def test_a_waiting_user_gets_the_instrument_when_the_holder_lets_go(caplog):
     holder = hold("/dev/ttyUSB0")
     got: list[locks.ResourceLock] = []
     waiter = threading.Thread(target=lambda: got.append(locks.acquire("/dev/ttyUSB0", "probe", wait_s=60)))
-    with caplog.at_level(logging.WARNING, logger="drivers.locks"):
+    with caplog.at_level(logging.WARNING, logger="phonebench.drivers.locks"):
         waiter.start()
         while waiter.is_alive() and not any("is in use by" in r.getMessage() for r in caplog.records):
             waiter.join(0.05)  # until the waiter has said whom it waits for
@@ -94,7 +94,7 @@ def test_lock_files_are_distinct_per_address(lock_folder):
 
 def test_serial_probe_open_is_exclusive_between_processes():
     with ThermalProbeServer(World(seed=2)) as server:
-        holder = Holder("import sys\nfrom drivers.thermal_generic import GenericAsciiProbe\n"
+        holder = Holder("import sys\nfrom phonebench.drivers.thermal_generic import GenericAsciiProbe\n"
                         f"probe = GenericAsciiProbe({server.address!r})")
         try:
             with pytest.raises(locks.InstrumentBusy, match=f"thermal generic-ascii at {server.address} is in use"):
@@ -110,7 +110,7 @@ def test_serial_probe_open_is_exclusive_between_processes():
 def test_visa_instrument_open_is_exclusive_and_preflight_names_the_holder(tmp_path, monkeypatch):
     monkeypatch.setenv(locks.ENV_WAIT, "0.2")
     with Daq970aServer(World(seed=2)) as server:
-        holder = Holder("import sys\nfrom drivers.daq970a import KeysightDaq970a\n"
+        holder = Holder("import sys\nfrom phonebench.drivers.daq970a import KeysightDaq970a\n"
                         f"daq = KeysightDaq970a({server.address!r})")
         try:
             with pytest.raises(locks.InstrumentBusy, match="in use by pid"):
@@ -133,7 +133,7 @@ def test_preflight_waits_for_a_shared_instrument_and_refuses_a_held_unshared_one
     monkeypatch.setenv(locks.ENV_WAIT, "600")  # a bound on a hung holder, never a measured time
     with ThermalProbeServer(World(seed=2)) as server:
         unshared = InstrumentConfig("thermal", "generic-ascii", server.address)
-        holder = Holder("import sys\nfrom drivers.thermal_generic import GenericAsciiProbe\n"
+        holder = Holder("import sys\nfrom phonebench.drivers.thermal_generic import GenericAsciiProbe\n"
                         f"probe = GenericAsciiProbe({server.address!r})")
         try:
             refused = preflight.check_instrument("thermal", unshared)
@@ -141,7 +141,7 @@ def test_preflight_waits_for_a_shared_instrument_and_refuses_a_held_unshared_one
             items: list[preflight.Item] = []
             shared = InstrumentConfig("thermal", "generic-ascii", server.address, shared=True)
             waiter = threading.Thread(target=lambda: items.append(preflight.check_instrument("thermal", shared)))
-            with caplog.at_level(logging.WARNING, logger="drivers.locks"):
+            with caplog.at_level(logging.WARNING, logger="phonebench.drivers.locks"):
                 waiter.start()
                 while waiter.is_alive() and not any("is in use by" in r.getMessage() for r in caplog.records):
                     waiter.join(0.05)  # until the preflight says whom it waits for

@@ -11,8 +11,8 @@ from unittest import mock
 
 import pytest
 
-import bench.cli as cli
-from bench.matrix import (
+import phonebench.bench.cli as cli
+from phonebench.bench.results.matrix import (
     MatrixError,
     assemble,
     build_matrix,
@@ -24,9 +24,9 @@ from bench.matrix import (
     to_html,
     to_markdown,
 )
-from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.store import open_store
-from bench.store.store import DutSighting, VerdictFact
+from tests.report_example import ExampleDut, ExampleRun, write_example_run
+from phonebench.bench.store import open_store
+from phonebench.bench.store.store import DutSighting, VerdictFact
 
 MP = ExampleDut()
 ES = ExampleDut(name="bay2", serial="EMU2", soc_manufacturer="MediaTek", soc_model="MT6989",
@@ -103,7 +103,7 @@ def test_a_run_without_a_fingerprint_stays_on_its_units_row():
 
 
 def test_the_numerics_suites_fingerprint_shape_is_read_too():
-    """bench.fingerprint records `npu_microcode_fingerprint` with the measured signature nested."""
+    """phonebench.bench.phone.fingerprint records `npu_microcode_fingerprint` with the measured signature nested."""
     sightings = [DutSighting("r1", None, "bay1", "S1", "Qualcomm SM8650", "mc-ES"),
                  DutSighting("r1", None, "bay2", "S2", "Qualcomm SM8650", "mc-MP")]
     facts = [VerdictFact("r1", None, "bay1", "npu_microcode_fingerprint", "pass", {
@@ -209,7 +209,7 @@ def test_against_bad_input_is_a_clear_error(tmp_path):
 
 
 def bench(*argv: str) -> int:
-    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["bench.cli.results"]):
+    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["phonebench.bench.cli.results"]):
         return cli.main(list(argv))
 
 
@@ -228,7 +228,7 @@ def test_cli_matrix_against_a_date_and_a_file(store, tmp_path, capsys):
 
 
 def test_csv_cells_that_look_like_formulas_are_inert_and_read_back_unchanged(tmp_path):
-    from bench.matrix import load_matrix_file
+    from phonebench.bench.results.matrix import load_matrix_file
 
     evil = '=HYPERLINK("http://x","click")'
     matrix = assemble([DutSighting("r1", None, "bay1", "S1", "SoC", evil)],
@@ -244,9 +244,9 @@ def test_csv_cells_that_look_like_formulas_are_inert_and_read_back_unchanged(tmp
 def test_a_relabelled_soc_never_enters_the_matrix_as_a_pass():
     """An MT6989 die saying it is an SM8650 with the SM8650's overflow rule: its fingerprint, timed
     on the station clock, is a mismatch, so its row is an anomaly of its own beside the honest one's."""
-    from bench.fingerprint import fingerprint, fingerprint_verdict
+    from phonebench.bench.phone.fingerprint import fingerprint, fingerprint_verdict
     from device_double import WorldClock, make_device
-    from drivers.runtime import RuntimeClient
+    from phonebench.drivers.runtime import RuntimeClient
 
     facts, sightings = [], []
     for bay, persona in (("bay1", "SM8650-ES"), ("bay2", "SM8650-ES-RELABEL")):

@@ -1,4 +1,4 @@
-"""bench.core.merkle: dm-verity layout, checked against veritysetup where it is installed."""
+"""phonebench.core.merkle: dm-verity layout, checked against veritysetup where it is installed."""
 from __future__ import annotations
 
 import hashlib
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.core import merkle
-from bench.core.merkle import (BLOCK_SIZE, IntegrityError, MerkleTree, VerityGeometry, build_tree,
+from phonebench.core import merkle
+from phonebench.core.merkle import (BLOCK_SIZE, IntegrityError, MerkleTree, VerityGeometry, build_tree,
                           check_hash_device, locate_corrupted, resend_range, spot_check, spot_check_local, verify)
 
 SALT = bytes.fromhex("5a" * 16 + "c3" * 16)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from emulation.npu import Accumulator, Int4Matrix, OverflowRule, RunVector, dot_runs, matmul, reduce_rows
+from phonebench.emulation.npu import Accumulator, Int4Matrix, OverflowRule, RunVector, dot_runs, matmul, reduce_rows
 
 RULES = list(OverflowRule)
 
@@ -143,7 +143,7 @@ def test_invalid_inputs_are_rejected():
 
 
 def test_persona_catalogue_covers_the_claim():
-    from emulation.npu_personas import PERSONAS
+    from phonebench.emulation.npu_personas import PERSONAS
 
     regular = [p for p in PERSONAS.values() if not p.note]
     socs = {p.soc.model: p.soc.vendor for p in regular}
@@ -164,8 +164,8 @@ def test_persona_catalogue_covers_the_claim():
 
 
 def test_phone_spec_and_default_fleet():
-    from bench.core.errors import ConfigError
-    from emulation.npu_personas import default_fleet, phone_spec
+    from phonebench.core.errors import ConfigError
+    from phonebench.emulation.npu_personas import default_fleet, phone_spec
 
     spec = phone_spec("MT6991-MP", "S1", seed=4)
     assert (spec.soc_manufacturer, spec.soc_model, spec.board_platform, spec.npu_persona, spec.seed) == \
@@ -174,7 +174,7 @@ def test_phone_spec_and_default_fleet():
     assert fleet[0] == "SM8650-MP" and {"SM8650-ES", "MT6989-MP", "MT6991-MP"} <= set(fleet)
     assert "SM8650-MP2" not in fleet  # an untrusted build streams tokens that are not the model's
     assert "MT6989-ES-RELABEL" not in fleet  # the default fleet is healthy: `make run` is green
-    from bench.core.station import load_station
+    from phonebench.core.station import load_station
 
     showcase = load_station(Path(__file__).resolve().parent / "data" / "stations" / "relabelled-fleet.toml")
     assert {p.npu_persona for p in showcase.emulated.phones} >= {"SM8650-MP2", "MT6989-ES-RELABEL", "SM8650-ES-RELABEL"}

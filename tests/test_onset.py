@@ -1,10 +1,10 @@
-"""bench.onset: onsets of synthetic scope waveforms with known truth."""
+"""phonebench.bench.stats.onset: onsets of synthetic scope waveforms with known truth."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bench.onset import OnsetDetector, OnsetStatus, measure_latency
+from phonebench.bench.stats.onset import OnsetDetector, OnsetStatus, measure_latency
 
 FS = 100_000.0  # 100 kS/s scope capture
 TOL = 0.4e-3  # onset accuracy: well under a millisecond for a ~400 ms latency

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from voice_truth import VOICE_PERSONAS, onset_errors
 
-from bench.checks.voice import VoiceSetup
-from bench.uncertainty import ANSWER_END_BIAS_S, ANSWER_END_SPREAD_S, ANSWER_ONSET_SPREAD_S
+from phonebench.bench.checks.voice import VoiceSetup
+from phonebench.bench.stats.uncertainty import ANSWER_END_BIAS_S, ANSWER_END_SPREAD_S, ANSWER_ONSET_SPREAD_S
 
 TRIALS = 60
 

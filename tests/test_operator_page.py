@@ -11,9 +11,9 @@ from typing import Iterator
 
 import pytest
 
-from bench.operator.app import OperatorStation, serve
-from bench.operator.fixture import EmulatedUnits, FixtureSpec
-from bench.core.paths import SOURCE_ROOT
+from phonebench.bench.operator.app import OperatorStation, serve
+from phonebench.bench.operator.fixture import EmulatedUnits, FixtureSpec
+from phonebench.core.paths import SOURCE_ROOT
 from tests.browser_helpers import needs_browser, start_browser
 
 pytestmark = needs_browser
@@ -50,7 +50,7 @@ def browser() -> Iterator[object]:
 
 def faulty(seed: int, want: bool) -> str:
     """A serial of the test line's units of `seed` that is (or is not) faulty."""
-    from emulation.line import plan_units
+    from phonebench.emulation.line import plan_units
 
     return next(u.serial for u in plan_units(3, 1, seed, ("no-redundancy",)) if bool(u.fault) == want)
 

@@ -1,10 +1,10 @@
-"""The operator page's state (bench.operator.shift) and the acceptance judge's words for it:
+"""The operator page's state (phonebench.bench.operator.shift) and the acceptance judge's words for it:
 Retest only where the retest policy allows, steps that never ran marked "not run", and a FAIL in
 words an operator acts on."""
 from __future__ import annotations
 
-from bench.acceptance.judge import judge
-from bench.operator.shift import Shift
+from phonebench.bench.procedures.acceptance.judge import judge
+from phonebench.bench.operator.shift import Shift
 
 RETESTABLE = frozenset({"latency", "power", "redundancy"})
 

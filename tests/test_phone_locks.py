@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.exits import PHONE_BUSY
-from drivers import locks
+from phonebench.core.exits import PHONE_BUSY
+from phonebench.drivers import locks
 from tests.adb_helpers import free_port, private_server_env
 from tests.lab_helpers import ONE_PHONE_STATION
 
@@ -67,7 +67,7 @@ def station(tmp_path, monkeypatch):
     (tmp_path / "emulated.toml").write_text(ONE_PHONE_STATION)
     (tmp_path / "test_holder.py").write_text(HOLDER)
     (tmp_path / "test_second.py").write_text(SECOND)
-    emulator = subprocess.Popen([sys.executable, "-m", "bench.cli", "emulate", "--station", "emulated.toml",
+    emulator = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "emulate", "--station", "emulated.toml",
                                  "--write-station", "live.toml"], cwd=tmp_path, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -6,10 +6,10 @@ import argparse
 import contextlib
 import os
 
-from bench.core.station import load_station
-from bench.lab import run as lab_run
-from bench.lab.resources import INSTRUMENT, PHONE
-from drivers.locks import ENV_WAIT
+from phonebench.core.station import load_station
+from phonebench.bench.lab import run as lab_run
+from phonebench.bench.lab.resources import INSTRUMENT, PHONE
+from phonebench.drivers.locks import ENV_WAIT
 
 RESOURCES = {
     "phone": {"cls": PHONE, "params": {"name": "phone1", "adb": "127.0.0.1:5555", "expected_serial": "EMU0001"}},

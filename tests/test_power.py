@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedResource, block
 
-from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from drivers.power import KeysightN6705C, PowerAnalyzer
-from emulation.instruments.power_analyzer import PowerAnalyzerServer
-from emulation.world import PHASE_POWER_W, World
+from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.power import KeysightN6705C, PowerAnalyzer
+from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+from phonebench.emulation.world import PHASE_POWER_W, World
 
 IDN = "Keysight Technologies,N6705C,MY56001234,D.03.04.1296"
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from bench import preflight
-from bench.calibration.records import Criterion, Reading, conclude, utcnow
-from bench.calibration.settings import CalibrationSettings
-from bench.calibration.station import instrument_equipment, open_book
-from bench.cli import main
-from bench.core.station import EmulatedConfig, EmulatedPhoneConfig, InstrumentConfig, StationConfig
-from emulation.station import EmulatedStation
+from phonebench.bench.procedures import preflight
+from phonebench.bench.procedures.calibration.records import Criterion, Reading, conclude, utcnow
+from phonebench.bench.procedures.calibration.settings import CalibrationSettings
+from phonebench.bench.procedures.calibration.station import instrument_equipment, open_book
+from phonebench.bench.cli import main
+from phonebench.core.station import EmulatedConfig, EmulatedPhoneConfig, InstrumentConfig, StationConfig
+from phonebench.emulation.station import EmulatedStation
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_a_missing_serial_device_is_named(station):
 
 
 def test_an_expired_calibration_is_a_problem(station, emulated):
-    from drivers.registry import open_instrument
+    from phonebench.drivers.registry import open_instrument
 
     cfg = station.instruments["thermal"]
     driver = open_instrument("thermal", cfg.family, cfg.address)
@@ -123,7 +123,7 @@ def test_usb_instruments_without_pyusb(station, monkeypatch):
 
 
 def test_usb_phone_behind_a_running_adb_server(monkeypatch):
-    from bench.core.station import DutConfig
+    from phonebench.core.station import DutConfig
 
     monkeypatch.setattr(preflight, "adb_server_running", lambda port=None: True)
     item = preflight.check_phone(None, DutConfig("bay2", "usb:R5CT5678"))

@@ -10,11 +10,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from bench.core import signing
-from bench.cli import main as bench_main
-from bench.core.errors import ConfigError
-from bench.profiles import DEFAULT_ROOT, Signature, load_library
-from emulation.npu_personas import PERSONAS
+from phonebench.core import signing
+from phonebench.bench.cli import main as bench_main
+from phonebench.core.errors import ConfigError
+from phonebench.bench.specs.profiles import DEFAULT_ROOT, Signature, load_library
+from phonebench.emulation.npu_personas import PERSONAS
 
 UNPROFILED = {"SM8650-MP2"}  # the build the library deliberately lacks
 

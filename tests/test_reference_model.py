@@ -1,12 +1,12 @@
-"""The bench's own reference model (bench/reference_model.py): the published model, computed
+"""The bench's own reference model (bench/specs/reference_model.py): the published model, computed
 independently of any phone, on prompts drawn per run; a replayed stream is not the model's."""
 from __future__ import annotations
 
-from bench.checks import tokens
-from bench.reference_model import fresh_cases, reference_for, reference_model
-from bench.references import find_reference
-from drivers.runtime import Generation
-from emulation import tinymodel
+from phonebench.bench.checks import tokens
+from phonebench.bench.specs.reference_model import fresh_cases, reference_for, reference_model
+from phonebench.bench.specs.references import find_reference
+from phonebench.drivers.runtime import Generation
+from phonebench.emulation import tinymodel
 
 
 def test_the_benchs_reference_model_is_the_published_model():

@@ -2,9 +2,9 @@
 repair payload the emulated station offers is the update its phones have installed."""
 from __future__ import annotations
 
-from bench.references import find_reference, golden_folder
-from emulation import tinymodel
-from emulation.weights import SALT, update_package
+from phonebench.bench.specs.references import find_reference, golden_folder
+from phonebench.emulation import tinymodel
+from phonebench.emulation.weights import SALT, update_package
 
 
 def test_shipped_golden_reference_matches_the_model_it_names():
@@ -17,7 +17,7 @@ def test_shipped_golden_reference_matches_the_model_it_names():
 
 
 def test_payload_is_found_by_root_not_by_name(tmp_path):
-    from bench.payloads import find_payload
+    from phonebench.bench.specs.payloads import find_payload
 
     pkg = update_package()
     (tmp_path / "release-7.bin").write_bytes(pkg.data)
@@ -33,7 +33,7 @@ def test_every_bench_module_has_a_layer():
     import-linter would leave it unchecked."""
     import tomllib
 
-    from bench.core.paths import SOURCE_ROOT
+    from phonebench.core.paths import SOURCE_ROOT
 
     config = tomllib.loads((SOURCE_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     layered = {name.strip() for contract in config if contract["type"] == "layers"

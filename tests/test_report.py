@@ -2,7 +2,7 @@
 limit and bound, one self-contained file, every device or instrument string escaped."""
 from __future__ import annotations
 
-from bench.store.sink import StoreSink
+from phonebench.bench.store.sink import StoreSink
 
 import json
 from html.parser import HTMLParser
@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.report import ReportError, render_html, render_run
-from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.core.records import TestRecord
-from bench.results import RunRecorder
-from bench.store import open_store
-from bench.core.verdict import Outcome, PlotHint, compare
+from phonebench.bench.report import ReportError, render_html, render_run
+from tests.report_example import ExampleDut, ExampleRun, write_example_run
+from phonebench.core.records import TestRecord
+from phonebench.bench.results.run_record import RunRecorder
+from phonebench.bench.store import open_store
+from phonebench.core.verdict import Outcome, PlotHint, compare
 
 XSS_DUT = "<script>alert(1)</script>"
 XSS_MICROCODE = 'mc "quoted" & <b>amp</b> \'single\''
@@ -151,7 +151,7 @@ def test_long_traces_are_thinned_but_keep_their_peaks(tmp_path):
     rec.finish()
     html = render_run(rec.run_dir).read_text()
     assert len(html) < 400_000
-    from bench.report.plots import _envelope
+    from phonebench.bench.report.plots import _envelope
     _, kept = _envelope(t, y)
     assert kept.max() == 9.75 and kept.size <= 2000
     y[1000:9000] = np.nan  # a gap in the recording (whole buckets of it) does not hide the spike either
@@ -193,7 +193,7 @@ def test_plot_texts_from_the_run_are_escaped(tmp_path):
 
 
 def test_axes_get_round_ticks_linear_and_log():
-    from bench.report.svg import Scale
+    from phonebench.bench.report.svg import Scale
 
     assert [v for v, _ in Scale(23.2, 42.5).ticks(5)] == [25, 30, 35, 40]
     assert [label for _, label in Scale(0.0, 1.02).ticks(5)] == ["0.00", "0.25", "0.50", "0.75", "1.00"]
@@ -203,7 +203,7 @@ def test_axes_get_round_ticks_linear_and_log():
 
 
 def test_a_gap_in_a_trace_breaks_its_line_and_a_log_axis_drops_what_it_cannot_show():
-    from bench.report.svg import Panel, Scale, Style
+    from phonebench.bench.report.svg import Panel, Scale, Style
 
     panel = Panel(0, 0, 100, 100, Scale(0, 4), Scale(1, 100, log=True))
     panel.line(np.arange(5.0), np.array([1.0, 10.0, np.nan, 10.0, 0.0]), Style("#000"))
@@ -215,7 +215,7 @@ def test_a_gap_in_a_trace_breaks_its_line_and_a_log_axis_drops_what_it_cannot_sh
 
 
 def test_the_legend_goes_to_the_corner_with_the_least_data():
-    from bench.report.svg import Panel, Scale, Style
+    from phonebench.bench.report.svg import Panel, Scale, Style
 
     panel = Panel(0, 0, 400, 200, Scale(0, 1), Scale(0, 1))
     x = np.linspace(0, 1, 200)

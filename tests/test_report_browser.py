@@ -10,10 +10,10 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from bench.core.paths import SOURCE_ROOT
-from bench.matrix import assemble, to_html
-from bench.report import render_run
-from bench.report.example import ExampleDut, ExampleRun, write_example_run
+from phonebench.core.paths import SOURCE_ROOT
+from phonebench.bench.results.matrix import assemble, to_html
+from phonebench.bench.report import render_run
+from tests.report_example import ExampleDut, ExampleRun, write_example_run
 from tests.browser_helpers import needs_browser, start_browser
 
 XSS_DUT = "<script>alert(1)</script>"
@@ -112,7 +112,7 @@ def test_hostile_device_strings_stay_text_in_the_browser(browser, report):
 
 
 def test_the_matrix_page_renders_with_highlighted_rows(browser, tmp_path):
-    from bench.store.store import DutSighting, VerdictFact
+    from phonebench.bench.store.store import DutSighting, VerdictFact
 
     sightings = [DutSighting("r1", None, "bay1", "S1", "Qualcomm SM8650", "mc-1"),
                  DutSighting("r1", None, "bay2", "S2", "Qualcomm SM8650", XSS_MICROCODE)]

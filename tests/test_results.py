@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 
-from bench.core.records import TestRecord
-from bench.results import RunRecorder
-from bench.core.verdict import Outcome, compare
+from phonebench.core.records import TestRecord
+from phonebench.bench.results.run_record import RunRecorder
+from phonebench.core.verdict import Outcome, compare
 
 
 def test_every_test_is_on_disk_before_the_next(tmp_path):
@@ -51,7 +51,7 @@ def test_disk_full_keeps_measuring_and_says_what_was_saved(tmp_path, monkeypatch
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("bench.core.files.tempfile.mkstemp", full)
+    monkeypatch.setattr("phonebench.core.files.tempfile.mkstemp", full)
     rec.add_test(TestRecord("t::b", None, "passed", 0.1))  # must not raise into the test run
     assert len(rec.data["tests"]) == 2
     monkeypatch.undo()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import run_series
-from bench.core import stats
+from phonebench.bench.stats import verdicts as stats
 
 
 @pytest.mark.parametrize("name", list(run_series.DISTRIBUTIONS))

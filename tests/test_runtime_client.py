@@ -5,14 +5,14 @@ import json
 
 import pytest
 
-from bench.core.errors import UnsupportedCapability
+from phonebench.core.errors import UnsupportedCapability
 from device_double import PhoneDevice, make_device
-from drivers.device import ShellResult
-from drivers.runtime import (Probe, RuntimeClient, RuntimeCommandFailed, RuntimeProtocolError, encode_dense,
+from phonebench.drivers.device import ShellResult
+from phonebench.drivers.runtime import (Probe, RuntimeClient, RuntimeCommandFailed, RuntimeProtocolError, encode_dense,
                              encode_runs, parse_json_lines)
-from emulation import tinymodel
-from emulation.npu import matmul
-from emulation.npu_personas import PERSONAS
+from phonebench.emulation import tinymodel
+from phonebench.emulation.npu import matmul
+from phonebench.emulation.npu_personas import PERSONAS
 
 
 class ScriptedDevice:

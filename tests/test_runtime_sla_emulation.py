@@ -11,23 +11,23 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from bench.checks.audit import canonical
-from bench.core.errors import UnsupportedCapability
-from bench.device_state import read_thermal_zones, zone_celsius
+from phonebench.bench.checks.audit import canonical
+from phonebench.core.errors import UnsupportedCapability
+from phonebench.bench.phone.device_state import read_thermal_zones, zone_celsius
 from device_double import PhoneDevice, make_device
-from drivers.device import ShellResult
-from drivers.gpuload import GpuLoad
-from drivers.runtime import Probe, RuntimeClient, RuntimeCommandFailed, RuntimeStatus
-from emulation import npu, tinymodel
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.npu_personas import PERSONAS
-from emulation.runtime import SLA_PERSONAS_RUNTIME, EmulatedRuntime
-from emulation.runtime_config import CONFIG_PATH, KEYS
-from emulation.runtime_counters import MAC_UNITS, MACS_PER_TOKEN
-from emulation.runtime_personas import runtime_persona
-from emulation.runtime_stream import EventStream
-from emulation.runtime_timing import PROFILES, Conditions, TokenTimer
-from emulation.weights import CRC_FILE, WEIGHT_FILE, update_package
+from phonebench.drivers.device import ShellResult
+from phonebench.drivers.gpuload import GpuLoad
+from phonebench.drivers.runtime import Probe, RuntimeClient, RuntimeCommandFailed, RuntimeStatus
+from phonebench.emulation import npu, tinymodel
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.npu_personas import PERSONAS
+from phonebench.emulation.runtime import SLA_PERSONAS_RUNTIME, EmulatedRuntime
+from phonebench.emulation.runtime_config import CONFIG_PATH, KEYS
+from phonebench.emulation.runtime_counters import MAC_UNITS, MACS_PER_TOKEN
+from phonebench.emulation.runtime_personas import runtime_persona
+from phonebench.emulation.runtime_stream import EventStream
+from phonebench.emulation.runtime_timing import PROFILES, Conditions, TokenTimer
+from phonebench.emulation.weights import CRC_FILE, WEIGHT_FILE, update_package
 
 
 @pytest.fixture

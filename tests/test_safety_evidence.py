@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from bench.checks import audit, redundancy, thermal_trip, weights
-from bench.checks.targets import target, targets
-from bench.core.verdict import Evidence, Outcome
-from bench.device_state import phone_clock
-from bench.sla import SlaProfile, load_profile
+from phonebench.bench.checks import audit, redundancy, thermal_trip, weights
+from phonebench.bench.checks.targets import target, targets
+from phonebench.core.verdict import Evidence, Outcome
+from phonebench.bench.phone.device_state import phone_clock
+from phonebench.bench.specs.sla import SlaProfile, load_profile
 from device_double import PhoneDevice, emulated_shield_probes, emulated_supplies, make_device
-from drivers.runtime import Probe, RuntimeClient
-from emulation.runtime_personas import PERSONAS
-from emulation.world import World
+from phonebench.drivers.runtime import Probe, RuntimeClient
+from phonebench.emulation.runtime_personas import PERSONAS
+from phonebench.emulation.world import World
 
 NPU = "SM8650-ES"
 AUDIT = ("audit_records_missing", "audit_field_errors", "audit_bad_signatures", "audit_content_leaks")
@@ -312,7 +312,7 @@ class _Item:
 def test_record_turns_a_reported_pass_into_info_centrally():
     """The identity suite's checks rest on @pytest.mark.evidence("self-reported") via record.check:
     shown and kept as INFO, a FAIL (the phone contradicting itself) stays a FAIL."""
-    from fixtures.plugin import Record
+    from phonebench.fixtures.plugin import Record
 
     record = Record(_Item("self-reported"), bench=None)  # type: ignore[arg-type]
     shown = record.check("identity_fields_missing", 0, "fields", 0, "==")

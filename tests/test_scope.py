@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedResource, block, onset_s
 
-from bench.core.errors import InstrumentError, InvalidMeasurement
-from drivers.scope import KeysightInfiniiVision, Oscilloscope, Preamble, RigolDS1000Z, Waveform
-from emulation import audio as audio_module
-from emulation.audio import synth_speech
-from emulation.instruments.scope import ScopeServer
-from emulation.world import World
+from phonebench.core.errors import InstrumentError, InvalidMeasurement
+from phonebench.drivers.scope import KeysightInfiniiVision, Oscilloscope, Preamble, RigolDS1000Z, Waveform
+from phonebench.emulation import audio as audio_module
+from phonebench.emulation.audio import synth_speech
+from phonebench.emulation.instruments.scope import ScopeServer
+from phonebench.emulation.world import World
 
 KEYSIGHT_IDN = "KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50.2021102830"
 RIGOL_IDN = "RIGOL TECHNOLOGIES,DS1104Z,DS1ZA201234567,00.04.04.SP4"

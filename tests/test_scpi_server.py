@@ -6,9 +6,9 @@ import socket
 import pytest
 from instrument_helpers import Hangup, RawPeer
 
-from bench.core.errors import InstrumentError
-from drivers.scope import KeysightInfiniiVision
-from emulation.instruments.scpi import (
+from phonebench.core.errors import InstrumentError
+from phonebench.drivers.scope import KeysightInfiniiVision
+from phonebench.emulation.instruments.scpi import (
     CommandTree,
     ScpiError,
     find_message_end,
@@ -17,7 +17,7 @@ from emulation.instruments.scpi import (
     short_form,
     split_units,
 )
-from emulation.instruments.server import InstrumentServer
+from phonebench.emulation.instruments.server import InstrumentServer
 
 
 def test_long_and_short_forms_match_the_same_command():

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
 
 
 @pytest.fixture

@@ -14,20 +14,20 @@ import numpy as np
 import pytest
 from device_double import PhoneDevice
 
-from bench.checks import power as power_check
-from bench.checks import thermal as thermal_check
-from bench.checks import voice as voice_check
-from bench.core.errors import ConfigError, InvalidMeasurement
-from bench.sla import load_profile
-from bench.core.verdict import Evidence, Outcome
-from drivers.registry import open_instrument
-from drivers.scope import Preamble, Waveform
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.instruments.awg import AwgServer
-from emulation.instruments.power_analyzer import PowerAnalyzerServer
-from emulation.instruments.scope import ScopeServer
-from emulation.instruments.thermal_probe import ThermalProbeServer
-from emulation.world import World
+from phonebench.bench.checks import power as power_check
+from phonebench.bench.checks import thermal as thermal_check
+from phonebench.bench.checks import voice as voice_check
+from phonebench.core.errors import ConfigError, InvalidMeasurement
+from phonebench.bench.specs.sla import load_profile
+from phonebench.core.verdict import Evidence, Outcome
+from phonebench.drivers.registry import open_instrument
+from phonebench.drivers.scope import Preamble, Waveform
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.instruments.awg import AwgServer
+from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+from phonebench.emulation.instruments.scope import ScopeServer
+from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
+from phonebench.emulation.world import World
 
 PROFILE = load_profile("default")
 

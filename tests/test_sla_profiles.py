@@ -1,4 +1,4 @@
-"""bench.sla: the default profile holds the product's targets; lab profiles extend it; bad ones say why."""
+"""phonebench.bench.specs.sla: the default profile holds the product's targets; lab profiles extend it; bad ones say why."""
 from __future__ import annotations
 
 import logging
@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.core.errors import ConfigError
-from bench.sla import PROFILE_DIR, available_profiles, load_profile
-from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.core.errors import ConfigError
+from phonebench.bench.specs.sla import PROFILE_DIR, available_profiles, load_profile
+from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 
 
 def _measured(standard: float) -> dict:
@@ -149,7 +149,7 @@ comparator = "<="
 limit = 30
 unit = "dBA"
 """)
-    with caplog.at_level(logging.WARNING, logger="bench.sla"):
+    with caplog.at_level(logging.WARNING, logger="phonebench.bench.specs.sla"):
         lab = load_profile(path)
     assert lab.name == "lab" and len(lab) == len(PRODUCT_TARGETS) + 1
     p99 = lab.get("voice_latency_p99")
@@ -166,7 +166,7 @@ unit = "dBA"
 
 def test_loosening_is_allowed_but_logged(tmp_path, caplog):
     path = write(tmp_path, "loose.toml", 'extends = "default"\n[metrics.voice_latency_p99]\nlimit = 500\n')
-    with caplog.at_level(logging.WARNING, logger="bench.sla"):
+    with caplog.at_level(logging.WARNING, logger="phonebench.bench.specs.sla"):
         loose = load_profile(path)
     assert loose.loosened == ("voice_latency_p99: limit 410 -> 500",)
     assert "loosens" in caplog.text
@@ -270,7 +270,7 @@ unit = "ms"
 
 
 def test_a_pass_on_weaker_evidence_than_required_is_inconclusive(tmp_path):
-    from bench.core.verdict import Evidence
+    from phonebench.core.verdict import Evidence
 
     entry = _entry_profile(tmp_path, 'evidence = "corroborated"')
     said = entry.evaluate([120.0, 130.0], evidence=Evidence.SELF_REPORTED)
@@ -289,7 +289,7 @@ def test_a_pass_on_weaker_evidence_than_required_is_inconclusive(tmp_path):
 
 
 def test_guarded_decision_needs_the_uncertainty_clear_of_the_limit(tmp_path):
-    from bench.core.verdict import Evidence, Uncertainty, UncertaintyComponent
+    from phonebench.core.verdict import Evidence, Uncertainty, UncertaintyComponent
 
     entry = _entry_profile(tmp_path, 'decision_rule = "guarded"\nevidence = "measured"')
     u = Uncertainty.combine([UncertaintyComponent("sample interval", 2.5), UncertaintyComponent("jitter", 0.0, "A")])
@@ -313,7 +313,7 @@ def test_evidence_and_rule_fields_are_validated(tmp_path):
 
 
 def test_a_verdict_round_trips_through_its_dict():
-    from bench.core.verdict import Evidence, PlotHint, Uncertainty, UncertaintyComponent
+    from phonebench.core.verdict import Evidence, PlotHint, Uncertainty, UncertaintyComponent
 
     v = Verdict("x", 1.5, "ms", Outcome.PASS, limit=2.0, evidence=Evidence.CORROBORATED, claim=3,
                 uncertainty=Uncertainty.combine([UncertaintyComponent("a", 0.1, "A")]),
@@ -324,7 +324,7 @@ def test_a_verdict_round_trips_through_its_dict():
 
 
 def test_a_check_whose_metric_the_profile_lacks_names_both(tmp_path):
-    from bench.checks import voice
+    from phonebench.bench.checks import voice
 
     lab = load_profile(write(tmp_path, "lab", '''
 name = "lab"

@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.adapters import shipped_numerics
-from bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
-from bench.checks.targets import check_targets, target, targets
-from bench.sla import SlaProfile, load_profile
-from bench.core.verdict import Evidence, Outcome, Verdict
-from bench.device_state import phone_clock
+from phonebench.bench.phone.adapters import shipped_numerics
+from phonebench.bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
+from phonebench.bench.checks.targets import check_targets, target, targets
+from phonebench.bench.specs.sla import SlaProfile, load_profile
+from phonebench.core.verdict import Evidence, Outcome, Verdict
+from phonebench.bench.phone.device_state import phone_clock
 from device_double import PhoneDevice, WorldClock, emulated_shield_probes, emulated_supplies, make_device
-from drivers.runtime import RuntimeClient
-from emulation.weights import WEIGHT_FILE, update_package
+from phonebench.drivers.runtime import RuntimeClient
+from phonebench.emulation.weights import WEIGHT_FILE, update_package
 from tests.adb_helpers import adb_key, adb_server, over_adb  # noqa: F401 - fixtures
 
 NPU = "SM8650-ES"  # a fast accumulator path: these tests are about the SLA behaviour, not numerics

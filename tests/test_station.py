@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.core.errors import ConfigError
-from bench.core.station import load_station
+from phonebench.core.errors import ConfigError
+from phonebench.core.station import load_station
 
 GOOD = """
 [station]

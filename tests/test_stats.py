@@ -1,4 +1,4 @@
-"""bench.core.stats: worked examples from the field notes, decisions, and honesty under autocorrelation."""
+"""phonebench.bench.stats.verdicts: worked examples from the field notes, decisions, and honesty under autocorrelation."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import pytest
 from scipy import signal
 from scipy import stats as sps
 
-from bench.core import stats
-from bench.core.verdict import Outcome
+from phonebench.bench.stats import verdicts as stats
+from phonebench.core.verdict import Outcome
 
 
 # --------------------------------------------------------------------------- worked examples
@@ -253,7 +253,7 @@ def test_vectorised_latency_generator_is_the_runtimes_timing_model():
     """The Monte-Carlo draws from the same process as the emulated runtime's TokenTimer."""
     from latency_series import DISTRIBUTIONS, population_std_ms
 
-    from emulation.runtime_timing import Conditions, TokenTimer
+    from phonebench.emulation.runtime_timing import Conditions, TokenTimer
 
     for name, (profile, gpu) in DISTRIBUTIONS.items():
         timer, cond = TokenTimer(profile, np.random.default_rng(3)), Conditions(gpu_busy=gpu)

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedResource
 
-from bench.core.errors import ConfigError, InstrumentError
-from drivers.stimulus import AudioStimulus, Keysight33500B, read_wav
-from emulation.audio import SPEAKER_TO_PHONE_M, SPEED_OF_SOUND_M_S, synth_speech
-from emulation.instruments.awg import AwgServer
-from emulation.world import World
+from phonebench.core.errors import ConfigError, InstrumentError
+from phonebench.drivers.stimulus import AudioStimulus, Keysight33500B, read_wav
+from phonebench.emulation.audio import SPEAKER_TO_PHONE_M, SPEED_OF_SOUND_M_S, synth_speech
+from phonebench.emulation.instruments.awg import AwgServer
+from phonebench.emulation.world import World
 
 IDN = "Keysight Technologies,33522B,MY57301234,4.03-1.19-2.00-52-00"
 CLIP = synth_speech(0.3, 16_000, np.random.default_rng(2))

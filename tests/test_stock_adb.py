@@ -16,9 +16,9 @@ from typing import Iterator
 
 import pytest
 
-from emulation.adb_auth import AuthPolicy
-from emulation.adbd import AdbDaemon
-from emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.adb_auth import AuthPolicy
+from phonebench.emulation.adbd import AdbDaemon
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
 
 pytestmark = pytest.mark.skipif(shutil.which("adb") is None,
                                 reason="stock adb client not on PATH (Debian: apt-get install adb)")

@@ -3,7 +3,7 @@ shown incomplete, the schema migrations matching the models, foreign/corrupt fil
 untouched, an unreachable or full store never costing the run its local files, and the CLI."""
 from __future__ import annotations
 
-from bench.store.sink import StoreSink
+from phonebench.bench.store.sink import StoreSink
 
 import errno
 import hashlib
@@ -20,15 +20,15 @@ from alembic.migration import MigrationContext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-import bench.cli as cli
-from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.core.records import TestRecord
-from bench.results import RunRecorder
-from bench.store import StoreError, StoreSink, open_store, resolve_database_url
-from bench.store.db import VERSION_TABLE, head_revision
-from bench.store.models import Base, DutUnit, InstrumentUnit, RawRef, RunDut, RunInstrument
-from bench.store.store import effective_status, utc
-from bench.core.verdict import compare
+import phonebench.bench.cli as cli
+from tests.report_example import ExampleDut, ExampleRun, write_example_run
+from phonebench.core.records import TestRecord
+from phonebench.bench.results.run_record import RunRecorder
+from phonebench.bench.store import StoreError, StoreSink, open_store, resolve_database_url
+from phonebench.bench.store.db import VERSION_TABLE, head_revision
+from phonebench.bench.store.models import Base, DutUnit, InstrumentUnit, RawRef, RunDut, RunInstrument
+from phonebench.bench.store.store import effective_status, utc
+from phonebench.core.verdict import compare
 from tests.store_helpers import run_and_kill
 
 
@@ -127,7 +127,7 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
 def test_downgraded_schema_is_migrated_back_on_open(tmp_path):
     from alembic import command
 
-    from bench.store.db import alembic_config
+    from phonebench.bench.store.db import alembic_config
 
     path = tmp_path / "r.sqlite"
     write_example_run(tmp_path, "r1", sinks=[StoreSink(open_store(path), tmp_path)])
@@ -304,7 +304,7 @@ def test_unsupported_and_malformed_urls_are_clear(tmp_path):
 
 # --- the command line -----------------------------------------------------------------------
 def bench(*argv: str) -> int:
-    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["bench.cli.results"]):
+    with mock.patch.object(cli, "SUBCOMMAND_MODULES", ["phonebench.bench.cli.results"]):
         return cli.main(list(argv))
 
 
@@ -364,8 +364,8 @@ def test_cli_refuses_a_corrupt_store_with_a_clear_message(tmp_path, capsys):
 
 
 def test_report_reports_disk_full(tmp_path, monkeypatch):
-    from bench.core import files
-    from bench.report import ReportError, render_run
+    from phonebench.core import files
+    from phonebench.bench.report import ReportError, render_run
 
     rec = write_example_run(tmp_path, "r1")
     render_run(rec.run_dir)
@@ -383,7 +383,7 @@ def test_report_reports_disk_full(tmp_path, monkeypatch):
 
 def test_every_verdict_field_has_a_measurement_column():
     """The store maps a verdict's fields by name: a new Verdict field needs a column and a migration."""
-    from bench.store.models import MEASUREMENT_FIELDS, Measurement
+    from phonebench.bench.store.models import MEASUREMENT_FIELDS, Measurement
 
     columns = {c.key for c in Measurement.__mapper__.column_attrs}
     assert set(MEASUREMENT_FIELDS) <= columns and {"detail", "description", "extra"} <= columns

@@ -3,7 +3,7 @@
 unix socket in a temporary folder."""
 from __future__ import annotations
 
-from bench.store.sink import StoreSink
+from phonebench.bench.store.sink import StoreSink
 
 import json
 import os
@@ -15,15 +15,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, text
 
-from bench.matrix import build_matrix
-from bench.report.example import ExampleDut, ExampleRun, write_example_run
-from bench.core.records import TestRecord
-from bench.results import RunRecorder
-from bench.store import StoreError, StoreSink, open_store
-from bench.store.db import VERSION_TABLE
-from bench.store.models import Base
+from phonebench.bench.results.matrix import build_matrix
+from tests.report_example import ExampleDut, ExampleRun, write_example_run
+from phonebench.core.records import TestRecord
+from phonebench.bench.results.run_record import RunRecorder
+from phonebench.bench.store import StoreError, StoreSink, open_store
+from phonebench.bench.store.db import VERSION_TABLE
+from phonebench.bench.store.models import Base
 from tests.postgres_helpers import ScratchPostgres, postgres_bindir
-from bench.core.verdict import compare
+from phonebench.core.verdict import compare
 from tests.store_helpers import run_and_kill
 
 

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from instrument_helpers import ScriptedSerial
 
-from bench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from drivers.thermal import ThermalProbe, invalid_reason
-from drivers.thermal_fluke import Fluke1521, Fluke1529
-from drivers.thermal_generic import GenericAsciiProbe
-from emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
-from emulation.world import World
+from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
+from phonebench.drivers.thermal import ThermalProbe, invalid_reason
+from phonebench.drivers.thermal_fluke import Fluke1521, Fluke1529
+from phonebench.drivers.thermal_generic import GenericAsciiProbe
+from phonebench.emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
+from phonebench.emulation.world import World
 
 GENERIC_IDN = "phonebench,TC4-MAX31855,TC4-000123,1.2.0"
 
@@ -321,8 +321,8 @@ def test_emulated_1521_handheld(world):
 # --- calibration never keeps a number that is not a temperature --------------------------------------
 
 def test_ambient_from_an_invalid_channel_is_an_error_not_a_record():
-    from bench.calibration.procedures import ambient_conditions
-    from bench.calibration.settings import CalibrationSettings
+    from phonebench.bench.procedures.calibration.procedures import ambient_conditions
+    from phonebench.bench.procedures.calibration.settings import CalibrationSettings
 
     probe, _ = generic({"READ?": "T1=25.0,T2=9.9E37,CJ=24.1"})
     settings = CalibrationSettings(ambient_channel="T2")
@@ -335,7 +335,7 @@ def test_ambient_from_an_invalid_channel_is_an_error_not_a_record():
 def test_a_record_never_carries_an_absurd_ambient():
     import datetime as dt
 
-    from bench.calibration.records import Equipment, conclude
+    from phonebench.bench.procedures.calibration.records import Equipment, conclude
 
     equipment = Equipment.fixture("bench-1")
     for value in (9.9e37, float("nan"), -500.0, 150.0):
@@ -347,9 +347,9 @@ def test_a_record_never_carries_an_absurd_ambient():
 
 
 def test_bench_calibrate_with_an_open_ambient_thermocouple_fails_and_stores_nothing(tmp_path, capsys):
-    from bench.calibration.station import open_book
-    from bench.cli import main
-    from emulation.instruments.daq970a import Daq970aServer
+    from phonebench.bench.procedures.calibration.station import open_book
+    from phonebench.bench.cli import main
+    from phonebench.emulation.instruments.daq970a import Daq970aServer
 
     with Daq970aServer(World(seed=3)) as server:
         server.set_probe_fault(103, "open")  # T3, the ambient channel

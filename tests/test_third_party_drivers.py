@@ -16,10 +16,10 @@ from pymeasure.instruments.agilent import Agilent33500  # noqa: E402
 from pymeasure.instruments.generic_types import SCPIMixin  # noqa: E402
 from pymeasure.instruments.keysight import KeysightDSOX1102G  # noqa: E402
 
-from emulation.instruments.awg import AwgServer  # noqa: E402
-from emulation.instruments.daq970a import Daq970aServer  # noqa: E402
-from emulation.instruments.scope import ScopeServer  # noqa: E402
-from emulation.world import World  # noqa: E402
+from phonebench.emulation.instruments.awg import AwgServer  # noqa: E402
+from phonebench.emulation.instruments.daq970a import Daq970aServer  # noqa: E402
+from phonebench.emulation.instruments.scope import ScopeServer  # noqa: E402
+from phonebench.emulation.world import World  # noqa: E402
 
 VISA = {"visa_library": "@py", "read_termination": "\n", "write_termination": "\n"}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emulation.npu import Accumulator, matmul
-from emulation.npu_personas import PERSONAS
-from emulation.tinymodel import ModelConfig, TinyModel, _rmsnorm, golden_tokens, prompt_tokens, shared_model
+from phonebench.emulation.npu import Accumulator, matmul
+from phonebench.emulation.npu_personas import PERSONAS
+from phonebench.emulation.tinymodel import ModelConfig, TinyModel, _rmsnorm, golden_tokens, prompt_tokens, shared_model
 
 PROMPT = prompt_tokens(12, 1)
 TOKENS = 24

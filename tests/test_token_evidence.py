@@ -16,23 +16,23 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.adapters import shipped_numerics
-from bench.checks import counters, token_power, tokens
-from bench.checks.targets import targets
-from bench.core.errors import InstrumentError, InvalidMeasurement
-from bench.core.verdict import Evidence, Outcome, Verdict
-from bench.sla import SlaProfile, load_profile
+from phonebench.bench.phone.adapters import shipped_numerics
+from phonebench.bench.checks import counters, token_power, tokens
+from phonebench.bench.checks.targets import targets
+from phonebench.core.errors import InstrumentError, InvalidMeasurement
+from phonebench.core.verdict import Evidence, Outcome, Verdict
+from phonebench.bench.specs.sla import SlaProfile, load_profile
 from device_double import PhoneDevice, WorldClock, make_device
-from drivers.clock import HostClock, ScpiClock
-from drivers import gpuload as gpuload_driver
-from drivers.gpuload import GpuLoad, read_gpu_busy
-from drivers.power import KeysightN6705C
-from drivers.runtime import RuntimeClient
-from emulation.device import EmulatedPhone
-from emulation.instruments.clock import ClockServer
-from emulation.instruments.power_analyzer import PowerAnalyzerServer
-from emulation.npu_personas import phone_spec
-from emulation.runtime_personas import PERSONAS
+from phonebench.drivers.clock import HostClock, ScpiClock
+from phonebench.drivers import gpuload as gpuload_driver
+from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
+from phonebench.drivers.power import KeysightN6705C
+from phonebench.drivers.runtime import RuntimeClient
+from phonebench.emulation.device import EmulatedPhone
+from phonebench.emulation.instruments.clock import ClockServer
+from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+from phonebench.emulation.npu_personas import phone_spec
+from phonebench.emulation.runtime_personas import PERSONAS
 from tests.adb_helpers import EmulatedStation, adb_key, adb_server, over_adb  # noqa: F401 - fixtures
 
 NPU = "SM8650-ES"

@@ -7,12 +7,12 @@ import dataclasses
 
 import pytest
 
-from bench.adapters import shipped_numerics
-from bench.checks import tokens
-from bench.core.verdict import Outcome
-from bench.sla import load_profile
+from phonebench.bench.phone.adapters import shipped_numerics
+from phonebench.bench.checks import tokens
+from phonebench.core.verdict import Outcome
+from phonebench.bench.specs.sla import load_profile
 from device_double import WorldClock, make_device
-from drivers.runtime import RuntimeClient
+from phonebench.drivers.runtime import RuntimeClient
 
 NPU = "SM8650-ES"
 
@@ -61,6 +61,6 @@ FORGERS = ("fabricated-first-token", "patched-kills", "faked-redundancy", "phant
 
 def test_every_forger_is_selectable_as_a_station_persona():
     """`bench run --persona NAME` takes any name the emulated station knows."""
-    from emulation.station import sla_personas
+    from phonebench.emulation.station import sla_personas
 
     assert set(FORGERS) <= sla_personas()

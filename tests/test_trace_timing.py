@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emulation.instruments import trace_timing
+from phonebench.emulation.instruments import trace_timing
 
 DT = 1e-6
 T = np.arange(100_000) * DT  # 100 ms

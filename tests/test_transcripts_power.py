@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from instrument_helpers import NO_ERROR, TranscriptResource, block, ok
 
-from drivers.power import KeysightN6705C
+from phonebench.drivers.power import KeysightN6705C
 
 IDN = "Keysight Technologies,N6705C,MY56001234,D.03.04.1296"
 OPENING = [("*IDN?", IDN), ("SYST:CHAN:MOD? (@1)", '"N6781A"')]
@@ -74,10 +74,10 @@ def test_digitizer_sweep_with_pretrigger_points_transcript():
 def test_digitizing_voltage_alone_switches_voltage_on_before_current_off():
     """The analyzer refuses a moment with nothing sensed: a voltage-only sweep (the ripple at the
     phone's terminals) must turn voltage on first."""
-    from emulation.instruments.power_analyzer import PowerAnalyzerServer
-    from emulation.world import World
+    from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+    from phonebench.emulation.world import World
 
-    from drivers.power import KeysightN6705C
+    from phonebench.drivers.power import KeysightN6705C
 
     server = PowerAnalyzerServer(World(seed=3))
     server.start()

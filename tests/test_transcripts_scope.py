@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from instrument_helpers import TranscriptResource, block, ok
 
-from bench.core.errors import InstrumentError
-from drivers.scope import KeysightInfiniiVision, RigolDS1000Z
+from phonebench.core.errors import InstrumentError
+from phonebench.drivers.scope import KeysightInfiniiVision, RigolDS1000Z
 
 KEYSIGHT_IDN = "KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50.2021102830"
 RIGOL_IDN = "RIGOL TECHNOLOGIES,DS1104Z,DS1ZA201234567,00.04.04.SP4"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from instrument_helpers import NO_ERROR_STEP, TranscriptResource, ok
 
-from drivers.stimulus import Keysight33500B
+from phonebench.drivers.stimulus import Keysight33500B
 
 IDN = "Keysight Technologies,33522B,MY57301234,4.03-1.19-2.00-52-00"
 

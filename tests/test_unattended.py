@@ -17,8 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.core.paths import SOURCE_ROOT
-from emulation.line import EmulatedLine
+from phonebench.core.paths import SOURCE_ROOT
+from phonebench.emulation.line import EmulatedLine
 
 WAIT_S = 600.0  # an upper bound for a loaded 2-core machine: a hang fails, nothing is timed
 
@@ -26,7 +26,7 @@ WAIT_S = 600.0  # an upper bound for a loaded 2-core machine: a hang fails, noth
 def bench(*args: str, cwd: Path, timeout: float = WAIT_S) -> subprocess.CompletedProcess:
     """`bench ARGS` as cron runs it: no terminal on stdin."""
     env = dict(os.environ, PYTHONPATH=str(SOURCE_ROOT))
-    return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+    return subprocess.run([sys.executable, "-m", "phonebench.bench.cli", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -99,7 +99,7 @@ def _gone(pid: int) -> bool:
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_line_serve_stopped_by_a_signal_ends_every_fixture_worker(tmp_path: Path, stop: signal.Signals) -> None:
     env = dict(os.environ, PYTHONPATH=str(SOURCE_ROOT))
-    serve = subprocess.Popen([sys.executable, "-m", "bench.cli", "line", "serve", "--port", "0", "--fixtures", "2",
+    serve = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "line", "serve", "--port", "0", "--fixtures", "2",
                               "--count", "2", "--faulty", "0", "--results-dir", str(tmp_path / "reports")],
                              cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)

@@ -1,4 +1,4 @@
-"""bench.uncertainty: the budgets name their components, calibration shrinks them, and a guarded
+"""phonebench.bench.stats.uncertainty: the budgets name their components, calibration shrinks them, and a guarded
 SLA entry turns a value within U of its limit into INCONCLUSIVE (the negative control)."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from bench import uncertainty as unc
-from bench.sla import load_profile
-from bench.summary import verdict_text
-from bench.core.verdict import Evidence, Outcome
+from phonebench.bench.stats import uncertainty as unc
+from phonebench.bench.specs.sla import load_profile
+from phonebench.bench.results.summary import verdict_text
+from phonebench.core.verdict import Evidence, Outcome
 
 
 def names(u) -> set[str]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
-from bench.core.exits import USAGE
+from phonebench.bench.cli import main
+from phonebench.core.exits import USAGE
 
 STATION = """[station]
 name = "two-phones"

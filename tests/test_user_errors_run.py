@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from bench.cli import main
-from bench.core.exits import NO_TESTS, USAGE
-from bench.core.paths import SOURCE_ROOT
+from phonebench.bench.cli import main
+from phonebench.core.exits import NO_TESTS, USAGE
+from phonebench.core.paths import SOURCE_ROOT
 
 
 def test_a_keyword_selecting_nothing_lists_the_tests(capsys, tmp_path, monkeypatch):

@@ -1,10 +1,10 @@
 """The takt meter counts waits on every phone driver, whatever its transport."""
 from __future__ import annotations
 
-from bench.waits import WaitMeter
-from drivers.adb import AdbPhone
-from drivers.adb_server import ServerAdbPhone
-from drivers.device import ShellCommands, ShellResult
+from phonebench.bench.station.waits import WaitMeter
+from phonebench.drivers.adb import AdbPhone
+from phonebench.drivers.adb_server import ServerAdbPhone
+from phonebench.drivers.device import ShellCommands, ShellResult
 
 
 class _LabPhone(ShellCommands):

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emulation.audio import AudioEvent, AudioScene, synth_speech
-from emulation.device import EmulatedPhone, PhoneSpec
-from emulation.thermal_model import NODES, ThermalModel
-from emulation.voice import VOICE_BEHAVIOURS
-from emulation.world import PHASE_POWER_W, World
+from phonebench.emulation.audio import AudioEvent, AudioScene, synth_speech
+from phonebench.emulation.device import EmulatedPhone, PhoneSpec
+from phonebench.emulation.thermal_model import NODES, ThermalModel
+from phonebench.emulation.voice import VOICE_BEHAVIOURS
+from phonebench.emulation.world import PHASE_POWER_W, World
 
 CLAIM_COVER_MAX_C = 41.7
 CLAIM_P99_S, CLAIM_STD_S, CLAIM_DIALOG_S = 0.410, 0.087, 3.8

@@ -3,7 +3,7 @@ ground truth (when the stimulus started, when the phone's speech started and fel
 
 Shared by tests/test_onset_truth.py and benchmarks/bench_onset.py. The bench side is exactly what
 a station runs (real drivers, the scope and the audio source as SCPI servers on loopback,
-`bench.checks.voice.analyse_trial`); only the truth is read from the world.
+`phonebench.bench.checks.voice.analyse_trial`); only the truth is read from the world.
 """
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.checks import voice as voice_check
-from drivers.registry import open_instrument
-from emulation.instruments.awg import AwgServer
-from emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
-from emulation.voice import VOICE_BEHAVIOURS
-from emulation.world import World
+from phonebench.bench.checks import voice as voice_check
+from phonebench.drivers.registry import open_instrument
+from phonebench.emulation.instruments.awg import AwgServer
+from phonebench.emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
+from phonebench.emulation.voice import VOICE_BEHAVIOURS
+from phonebench.emulation.world import World
 
 VOICE_PERSONAS = tuple(sorted(VOICE_BEHAVIOURS))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from dataclasses import fields, replace
 from typing import Any, Protocol
 
-from bench.core.verdict import PlotHint, Verdict
+from phonebench.core.verdict import PlotHint, Verdict
 
 PLOT_FIELDS = {f.name for f in fields(PlotHint)} - {"kind"}
 Tick = Callable[[int], Any]  # progress: called with the number of steps just done

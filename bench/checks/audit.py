@@ -35,11 +35,11 @@ import numpy as np
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from bench.checks import CheckResult, Tick, named, no_tick
-from bench.core.verdict import Evidence
-from bench.sla import SlaEntry
-from drivers.device import Device
-from drivers.runtime import Generation, RuntimeClient
+from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from phonebench.core.verdict import Evidence
+from phonebench.bench.specs.sla import SlaEntry
+from phonebench.drivers.device import Device
+from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
 

@@ -35,11 +35,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from bench.checks import CheckResult, Tick, named, no_tick
-from bench.checks.tokens import ClockDomainProblem, TokenRuns, measure_link, run_inferences
-from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
-from bench.sla import SlaEntry
-from drivers.runtime import RuntimeClient
+from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from phonebench.bench.checks.tokens import ClockDomainProblem, TokenRuns, measure_link, run_inferences
+from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.bench.specs.sla import SlaEntry
+from phonebench.drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)
 

@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.checks import CheckResult
-from bench.core.errors import ConfigError, InvalidMeasurement
-from bench.sla import SlaEntry, SlaProfile
-from bench.core import stats
-from bench.checks.voice import arm_stimulus
-from bench.core.verdict import Evidence, PlotHint, Verdict, compare
-from bench.uncertainty import calibration_of, power_budget
-from drivers.device import Device
-from drivers.power import PowerAnalyzer, Trace
-from drivers.runtime import RuntimeClient
-from drivers.stimulus import AudioStimulus
+from phonebench.bench.checks import CheckResult
+from phonebench.core.errors import ConfigError, InvalidMeasurement
+from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+from phonebench.bench.stats import verdicts as stats
+from phonebench.bench.checks.voice import arm_stimulus
+from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
+from phonebench.bench.stats.uncertainty import calibration_of, power_budget
+from phonebench.drivers.device import Device
+from phonebench.drivers.power import PowerAnalyzer, Trace
+from phonebench.drivers.runtime import RuntimeClient
+from phonebench.drivers.stimulus import AudioStimulus
 
 log = logging.getLogger(__name__)
 

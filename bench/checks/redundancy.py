@@ -44,14 +44,14 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sps
 
-from bench.checks import CheckResult, Tick, named, no_tick
-from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
-from bench.core.stats import clopper_pearson
-from bench.core.verdict import Evidence, Outcome, Verdict
-from drivers.device import Device
-from bench.sla import SlaEntry
-from drivers.power import PowerAnalyzer
-from drivers.runtime import Probe, ProbeResult, RuntimeClient, encode_runs
+from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from phonebench.bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
+from phonebench.bench.stats.verdicts import clopper_pearson
+from phonebench.core.verdict import Evidence, Outcome, Verdict
+from phonebench.drivers.device import Device
+from phonebench.bench.specs.sla import SlaEntry
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.runtime import Probe, ProbeResult, RuntimeClient, encode_runs
 
 log = logging.getLogger(__name__)
 

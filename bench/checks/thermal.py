@@ -25,16 +25,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from bench.checks import CheckResult
-from bench.checks.voice import arm_stimulus
-from bench.device_state import read_thermal_status
-from bench.core.errors import InvalidMeasurement
-from bench.sla import SlaProfile
-from bench.core.verdict import Evidence, PlotHint, Verdict, compare
-from bench.uncertainty import calibration_of, thermal_budget
-from drivers.device import Device
-from drivers.stimulus import AudioStimulus
-from drivers.thermal import ThermalProbe
+from phonebench.bench.checks import CheckResult
+from phonebench.bench.checks.voice import arm_stimulus
+from phonebench.bench.phone.device_state import read_thermal_status
+from phonebench.core.errors import InvalidMeasurement
+from phonebench.bench.specs.sla import SlaProfile
+from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
+from phonebench.bench.stats.uncertainty import calibration_of, thermal_budget
+from phonebench.drivers.device import Device
+from phonebench.drivers.stimulus import AudioStimulus
+from phonebench.drivers.thermal import ThermalProbe
 
 log = logging.getLogger(__name__)
 

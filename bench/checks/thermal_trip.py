@@ -9,7 +9,7 @@ of the NPU, CPU and skin thermal zones, and a status read (layers on the CPU, th
 new pid is a restarted, i.e. killed, runtime).
 
 - Trip temperature, taken by the bench: before the soak an approach phase runs short inferences
-  and reads the phone's NPU thermal zone itself (sysfs over the shell, bench/device_state.py)
+  and reads the phone's NPU thermal zone itself (sysfs over the shell, bench/phone/device_state.py)
   before and after each, sizing each call so the NPU rises about APPROACH_STEP_C per call. The
   call in which the runtime first migrates layers brackets the trip coarsely (a long call can
   peak between the bench's readings). The phone then rests until the NPU is REFINE_BELOW_C under
@@ -38,7 +38,7 @@ new pid is a restarted, i.e. killed, runtime).
   than before it (layers on the CPU decode slower); a reported migration the token rate does not
   show fails the trip verdict.
 - Long-dialog success, from what the host sees: a dialog succeeds only if its whole token stream is
-  the bench's reference output for its prompt and seed (drawn for this soak, bench.reference_model)
+  the bench's reference output for its prompt and seed (drawn for this soak, phonebench.bench.specs.reference_model)
   and arrived without a break the host observed (a gap between token arrivals longer than
   BREAK_FACTOR x the dialog's median gap and BREAK_MIN_S: a restarted runtime reloads its model for
   seconds). Exit status, done line and pid are the phone's word and only ever count against it.
@@ -60,12 +60,12 @@ from typing import Any
 
 import numpy as np
 
-from bench.checks import CheckResult, Tick, named, no_tick
-from bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
-from bench.device_state import read_thermal_zones, zone_celsius
-from bench.sla import SlaEntry
-from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
-from drivers.runtime import Generation, RuntimeClient
+from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from phonebench.bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
+from phonebench.bench.phone.device_state import read_thermal_zones, zone_celsius
+from phonebench.bench.specs.sla import SlaEntry
+from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ class ShieldCheck:
 
 
 def instrument_shield(probe: Any, channel: str, cover_channels: tuple[str, ...] = ("T1", "T2")) -> ShieldProbe:
-    """A ShieldProbe over a thermal instrument driver (drivers.thermal: `read()` -> ThermalReading):
+    """A ShieldProbe over a thermal instrument driver (phonebench.drivers.thermal: `read()` -> ThermalReading):
     `channel` is the one the station file names as the shield's (`shield_channel`)."""
     def scan() -> ShieldReading:
         reading = probe.read()

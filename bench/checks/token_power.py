@@ -19,13 +19,13 @@ import math
 
 import numpy as np
 
-from bench.checks import CheckResult, named
-from bench.checks.power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
-from bench.checks.tokens import CLOCK_RATE_RANGE, PROMPT_SEEDS, PROMPT_TOKENS, ClockDomainProblem, measure_link
-from bench.core.errors import InvalidMeasurement
-from bench.core.verdict import Evidence, Outcome, Verdict, compare
-from drivers.power import PowerAnalyzer
-from drivers.runtime import RuntimeClient
+from phonebench.bench.checks import CheckResult, named
+from phonebench.bench.checks.power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
+from phonebench.bench.checks.tokens import CLOCK_RATE_RANGE, PROMPT_SEEDS, PROMPT_TOKENS, ClockDomainProblem, measure_link
+from phonebench.core.errors import InvalidMeasurement
+from phonebench.core.verdict import Evidence, Outcome, Verdict, compare
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Token timing checks (claims 3, 4, 5): first token, per-token jitter, latency under GPU load.
 
 Latencies are what the host sees: the runtime's output is streamed over ADB and every line is
-stamped with the station clock as it arrives (drivers.clock; the host's monotonic clock on
+stamped with the station clock as it arrives (phonebench.drivers.clock; the host's monotonic clock on
 hardware, the world's clock on an emulated station). The runtime's own event timestamps are a
 report, checked against those arrivals (docs/evidence.md):
 
@@ -19,7 +19,7 @@ report, checked against those arrivals (docs/evidence.md):
   world) is a station error naming the clock: the verdict is INVALID, never the phone's FAIL.
 
 Tokens are checked, not only timed: every streamed token id is compared with the bench's own
-reference output for its prompt and seed (bench.reference_model), and a token that is not the
+reference output for its prompt and seed (phonebench.bench.specs.reference_model), and a token that is not the
 model's fails the verdict (wrong numerics, or fabricated output). The prompts and seeds are drawn afresh for each
 check (`PROMPT_CASES` of them, cycled) and recorded with the raw data, so a stream replayed from an
 earlier run is wrong. A model the bench has no reference for leaves the tokens unchecked: such a
@@ -51,16 +51,16 @@ from typing import Any
 
 import numpy as np
 
-from bench.checks import CheckResult, Tick, named, no_tick
-from bench.checks.power import battery_emulation
-from bench.core.errors import InvalidMeasurement
-from bench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
-from bench.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
-from bench.sla import SlaEntry
-from drivers.device import Device
-from drivers.gpuload import GpuLoad, read_gpu_busy
-from drivers.power import PowerAnalyzer
-from drivers.runtime import Generation, RuntimeClient
+from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from phonebench.bench.checks.power import battery_emulation
+from phonebench.core.errors import InvalidMeasurement
+from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.bench.specs.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
+from phonebench.bench.specs.sla import SlaEntry
+from phonebench.drivers.device import Device
+from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
 

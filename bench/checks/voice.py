@@ -22,16 +22,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from bench.checks import CheckResult
-from bench.core.paths import data_dir
-from bench.core import stats
-from bench.onset import Onset, OnsetDetector, OnsetStatus
-from bench.sla import SlaEntry, SlaProfile
-from bench.core.verdict import Evidence, PlotHint, Verdict
-from bench.uncertainty import calibration_of, voice_budget
-from drivers.device import Device
-from drivers.scope import Oscilloscope, Waveform
-from drivers.stimulus import AudioStimulus, read_wav
+from phonebench.bench.checks import CheckResult
+from phonebench.core.paths import data_dir
+from phonebench.bench.stats import verdicts as stats
+from phonebench.bench.stats.onset import Onset, OnsetDetector, OnsetStatus
+from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+from phonebench.core.verdict import Evidence, PlotHint, Verdict
+from phonebench.bench.stats.uncertainty import calibration_of, voice_budget
+from phonebench.drivers.device import Device
+from phonebench.drivers.scope import Oscilloscope, Waveform
+from phonebench.drivers.stimulus import AudioStimulus, read_wav
 
 log = logging.getLogger(__name__)
 

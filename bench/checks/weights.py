@@ -1,7 +1,7 @@
 """Weight store integrity (claims 11, 12): page read errors, the Merkle root, spot checks, repair.
 
 The update ships a manifest (root, salt, sizes) signed with the vendor's OTA key; the bench trusts
-the manifest only after checking that signature (bench.core.signing's trusted keys), and the on-device
+the manifest only after checking that signature (phonebench.core.signing's trusted keys), and the on-device
 hash device only after rebuilding its root.
 
 - Read errors (claim 11): the runtime's own CRC check of every page (`llmrt weights verify`) and
@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from bench.core import signing
-from bench.checks import CheckResult, Tick, named, no_tick
-from bench.core.errors import BenchError, InvalidMeasurement
-from bench.core.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
-from bench.core.verdict import Evidence, Outcome, Verdict
-from bench.sla import SlaEntry
-from drivers.device import Device
-from drivers.runtime import RuntimeClient, RuntimeCommandFailed
+from phonebench.core import signing
+from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from phonebench.core.errors import BenchError, InvalidMeasurement
+from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
+from phonebench.core.verdict import Evidence, Outcome, Verdict
+from phonebench.bench.specs.sla import SlaEntry
+from phonebench.drivers.device import Device
+from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed
 
 log = logging.getLogger(__name__)
 

@@ -7,15 +7,15 @@ import logging
 import sys
 from typing import Sequence
 
-from bench.core.errors import BenchError, UsageError
-from bench.core.exits import USAGE
-from bench.core.version import code_version
+from phonebench.core.errors import BenchError, UsageError
+from phonebench.core.exits import USAGE
+from phonebench.core.version import code_version
 
 log = logging.getLogger("bench")
 
 # Modules adding their own subcommands: each has register(subparsers).
-SUBCOMMAND_MODULES = ["bench.cli.run", "bench.cli.emulate", "bench.cli.numerics", "bench.cli.results", "bench.cli.line",
-                      "bench.cli.station", "bench.cli.plan", "bench.lab.cli"]
+SUBCOMMAND_MODULES = ["phonebench.bench.cli.run", "phonebench.bench.cli.emulate", "phonebench.bench.cli.numerics", "phonebench.bench.cli.results", "phonebench.bench.cli.line",
+                      "phonebench.bench.cli.station", "phonebench.bench.cli.plan", "phonebench.bench.lab.cli"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
-"""`python -m bench.cli`: the bench command."""
+"""`python -m phonebench.bench.cli`: the bench command."""
 import sys
 
-from bench.cli import main
+from phonebench.bench.cli import main
 
 sys.exit(main())

@@ -1,5 +1,5 @@
 """`bench run` on a station of several bays: one pytest worker process per bay, run at once,
-merged into one run (bench.aggregate).
+merged into one run (phonebench.bench.results.aggregate).
 
 Workers are processes, not threads: pytest keeps per-session state, and an emulated bay is CPU
 work in Python (its ADB daemon, runtime and physics), so processes are what spreads it over
@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.aggregate import BayOutcome, bay_folder, merge_bays
-from bench.core.errors import ConfigError
-from bench.core.station import StationConfig
-from drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
+from phonebench.bench.results.aggregate import BayOutcome, bay_folder, merge_bays
+from phonebench.core.errors import ConfigError
+from phonebench.core.station import StationConfig
+from phonebench.drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +59,13 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
         raise ConfigError(f"--jobs {jobs}: at least one bay must run at a time")
     pending, running, outcomes = list(bays), {}, {b: BayOutcome(b, None) for b in bays}
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a stopped bench stops its workers too
-    from bench.store.db import ENV_VAR, resolve_database_url
+    from phonebench.bench.store.db import ENV_VAR, resolve_database_url
 
     # The workers' calibration records and the merged run share the station's store (in the
     # environment, not on the command line: a PostgreSQL URL may carry a password).
     env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_VAR: resolve_database_url(database, run_dir.parent)}
     # A bay waits for a shared instrument while another bay's test uses it: as long as a test takes.
-    env.setdefault(LOCK_WAIT_ENV, str(SHARED_WAIT_S))  # drivers.locks reads it
+    env.setdefault(LOCK_WAIT_ENV, str(SHARED_WAIT_S))  # phonebench.drivers.locks reads it
     try:
         while pending or running:
             while pending and len(running) < jobs:
@@ -134,7 +134,7 @@ def _point_latest(run_dir: Path) -> None:
 
 def _store(run_dir: Path, data: dict[str, Any], database: str | None) -> str | None:
     """Store the merged run; None when the store has it all, else why not (results.json has all)."""
-    from bench.store import StoreError, StoreSink, resolve_database_url
+    from phonebench.bench.store import StoreError, StoreSink, resolve_database_url
 
     try:
         sink = StoreSink(resolve_database_url(database, run_dir.parent), run_dir.parent)
@@ -153,8 +153,8 @@ def _store(run_dir: Path, data: dict[str, Any], database: str | None) -> str | N
 
 
 def _render(run_dir: Path) -> None:
-    from bench.core.errors import BenchError
-    from bench.report import render_run
+    from phonebench.core.errors import BenchError
+    from phonebench.bench.report import render_run
 
     try:
         render_run(run_dir)

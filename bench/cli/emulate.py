@@ -8,10 +8,10 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from bench.backend import running_emulated
-from bench.core.files import write_atomically
-from bench.core.station import EMULATED_FAMILIES, EmulatedConfig, StationConfig, emulated_family, load_station
-from bench.core.station_writer import station_toml
+from phonebench.bench.station.backend import running_emulated
+from phonebench.core.files import write_atomically
+from phonebench.core.station import EMULATED_FAMILIES, EmulatedConfig, StationConfig, emulated_family, load_station
+from phonebench.core.station_writer import station_toml
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -7,10 +7,10 @@ import json
 import logging
 from pathlib import Path
 
-from bench.core import signing
-from bench.core.errors import BenchError
-from bench.core.files import confined, safe_name, write_atomically
-from bench.profiles import DEFAULT_ROOT, load_library
+from phonebench.core import signing
+from phonebench.core.errors import BenchError
+from phonebench.core.files import confined, safe_name, write_atomically
+from phonebench.bench.specs.profiles import DEFAULT_ROOT, load_library
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +64,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
-    from bench.adapters import apply_adapter, choose_adapter
-    from bench.fingerprint import fingerprint
-    from bench.results import new_run_id
-    from bench.backend import open_station
-    from bench.core.station import EmulatedConfig
-    from bench.owner import StationOwner
-    from drivers.runtime import RuntimeClient
+    from phonebench.bench.phone.adapters import apply_adapter, choose_adapter
+    from phonebench.bench.phone.fingerprint import fingerprint
+    from phonebench.bench.results.run_record import new_run_id
+    from phonebench.bench.station.backend import open_station
+    from phonebench.core.station import EmulatedConfig
+    from phonebench.bench.station.owner import StationOwner
+    from phonebench.drivers.runtime import RuntimeClient
 
     library = load_library(args.profiles, signing.trusted_keys(args.pubkey))
     rows, flagged = [], 0

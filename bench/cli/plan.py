@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bench import labtime
-from bench.cli.run import DEFAULT_SUITES
-from bench.core.errors import ConfigError
+from phonebench.bench.results import labtime
+from phonebench.bench.cli.run import DEFAULT_SUITES
+from phonebench.core.errors import ConfigError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,10 +76,10 @@ def _missing_sqlite(url: str) -> bool:
 
 
 def build_plan(args: argparse.Namespace) -> dict[str, Any]:
-    from bench.cli.results import database_url
-    from bench.core.station import load_station
-    from bench.sla import load_profile
-    from bench.store import open_store
+    from phonebench.bench.cli.results import database_url
+    from phonebench.core.station import load_station
+    from phonebench.bench.specs.sla import load_profile
+    from phonebench.bench.store import open_store
 
     station = load_station(args.station) if args.station else None
     profile_name = args.sla_profile or (station.sla_profile if station else "default")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.core.errors import BenchError
+from phonebench.core.errors import BenchError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,21 +49,21 @@ def _results_dir(args: argparse.Namespace) -> Path:
     if args.results_dir:
         return Path(args.results_dir)
     if args.station:
-        from bench.core.station import load_station
+        from phonebench.core.station import load_station
 
         return load_station(args.station).results_dir
     return Path("reports")
 
 
 def database_url(args: argparse.Namespace) -> str:
-    from bench.store import resolve_database_url
-    from bench.store.db import to_url
+    from phonebench.bench.store import resolve_database_url
+    from phonebench.bench.store.db import to_url
 
     if args.database:
         return to_url(args.database)
     configured, results_dir = None, Path(args.results_dir or "reports")
     if args.station:
-        from bench.core.station import load_station
+        from phonebench.core.station import load_station
 
         station = load_station(args.station)
         configured = getattr(station, "database", None)
@@ -87,7 +87,7 @@ def _sqlite_path(url: str) -> Path | None:
 def _open(args: argparse.Namespace, *, reading: bool = True) -> Any:
     """The results store. A given --database whose folder does not exist is an error (a typo must
     not become a new empty store); a command that only reads never creates one (nor ./reports)."""
-    from bench.store import open_store
+    from phonebench.bench.store import open_store
 
     url = database_url(args)
     path = _sqlite_path(url)
@@ -101,7 +101,7 @@ def _open(args: argparse.Namespace, *, reading: bool = True) -> Any:
 
 
 def runs(args: argparse.Namespace) -> int:
-    from bench.store.heal import heal_killed_runs
+    from phonebench.bench.store.heal import heal_killed_runs
 
     try:
         store_cm = _open(args)
@@ -131,12 +131,12 @@ def runs(args: argparse.Namespace) -> int:
 def heal_before_run(results_dir: Path, station_file: str | None) -> None:
     """`bench run`: before anything else, heal the runs a killed bench left (docs/faults.md) and
     say so. A store that cannot be opened is the run's own sink's to report."""
-    from bench.store import StoreError, open_store, resolve_database_url
-    from bench.store.heal import heal_killed_runs
+    from phonebench.bench.store import StoreError, open_store, resolve_database_url
+    from phonebench.bench.store.heal import heal_killed_runs
 
     configured = None
     if station_file:
-        from bench.core.station import load_station
+        from phonebench.core.station import load_station
 
         configured = load_station(station_file).database
     try:
@@ -149,7 +149,7 @@ def heal_before_run(results_dir: Path, station_file: str | None) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
-    from bench.report import render_data, render_run
+    from phonebench.bench.report import render_data, render_run
 
     folder = Path(args.run)
     if (folder / "results.json").is_file():
@@ -171,7 +171,7 @@ def report(args: argparse.Namespace) -> int:
 
 
 def matrix(args: argparse.Namespace) -> int:
-    from bench import matrix as mx
+    from phonebench.bench.results import matrix as mx
 
     fmt = args.format or (Path(args.output).suffix.lstrip(".").replace("markdown", "md") if args.output else "md")
     if fmt not in mx.FORMATS:
@@ -191,7 +191,7 @@ def matrix(args: argparse.Namespace) -> int:
         mx.compare(current, earlier_rows, args.against)
     text = mx.FORMATS[fmt](current)
     if args.output:
-        from bench.report.render import write_atomically
+        from phonebench.bench.report.render import write_atomically
 
         write_atomically(Path(args.output), text)
         print(f"{args.output}: {len(current.rows)} rows"

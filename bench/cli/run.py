@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from bench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
-from bench.core.paths import data_dir
-from bench.core.errors import ConfigError
-from bench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
-from bench.cli.selection import Inventory
-from bench.summary import print_summary
-from fixtures.plugin import roles_needed
-from fixtures.session import BENCH
+from phonebench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
+from phonebench.core.paths import data_dir
+from phonebench.core.errors import ConfigError
+from phonebench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
+from phonebench.bench.station.selection import Inventory
+from phonebench.bench.results.summary import print_summary
+from phonebench.fixtures.plugin import roles_needed
+from phonebench.fixtures.session import BENCH
 
 DEFAULT_SUITES = data_dir("suites")
 NEXT_STEP = "next: open the report (claims first); `bench runs` lists the stored runs, `bench run -v` prints every verdict"
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the summary lists every test and verdict (and more logging, as `bench -v`)")
     p.add_argument("--no-preflight", action="store_true",
                    help="skip the station preflight (bench station check) before the tests")
-    from bench.lab.run import add_place_args
+    from phonebench.bench.lab.run import add_place_args
 
     add_place_args(p)
     p.set_defaults(func=run)
@@ -49,7 +49,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
     p.add_argument("--results-dir", help="where the run folder goes (default: the station's, ./reports)")
     p.add_argument("--run-id", help="name of the run folder (a plain name; an id already used is refused)")
-    from bench.backend import emulated_choices
+    from phonebench.bench.station.backend import emulated_choices
 
     personas, faults = emulated_choices()
     p.add_argument("--persona", metavar="NAME",
@@ -104,14 +104,14 @@ class _SessionGrab:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the suites; exit codes in docs/faults.md (pytest's, plus 8 and 9 from bench.core.exits)."""
+    """Run the suites; exit codes in docs/faults.md (pytest's, plus 8 and 9 from phonebench.core.exits)."""
     if getattr(args, "place", None) or getattr(args, "places", None):
-        from bench.lab.run import run_on_places
+        from phonebench.bench.lab.run import run_on_places
 
         return run_on_places(args, run)
-    from bench.cli.selection import check_selection
-    from bench.core.files import check_free_space
-    from bench.results import claim_run_dir
+    from phonebench.bench.station.selection import check_selection
+    from phonebench.core.files import check_free_space
+    from phonebench.bench.results.run_record import claim_run_dir
 
     check_selection(args)  # an unknown DUT, bay, persona or fault: one line, exit 4, no run folder
     emulated = _emulated_station(args)
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         code = _run_on_station(args, run_dir)
         _release(run_dir)
         return code
-    from bench.backend import launch_emulated
+    from phonebench.bench.station.backend import launch_emulated
 
     run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
     _heal(folder, args.station)
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _heal(folder: Path, station_file: str | None) -> None:
     """A run killed earlier: marked incomplete, the store level with its record (docs/faults.md)."""
-    from bench.cli.results import heal_before_run
+    from phonebench.bench.cli.results import heal_before_run
 
     heal_before_run(folder, station_file)
 
@@ -148,7 +148,7 @@ def _heal(folder: Path, station_file: str | None) -> None:
 def _emulated_station(args: argparse.Namespace) -> StationConfig | None:
     """The emulated station this run starts (none given, --bays, or a file with [emulated]), with
     --persona and --fault given to its phones; None for a station of hardware."""
-    from bench.backend import validate_emulated, with_behaviour
+    from phonebench.bench.station.backend import validate_emulated, with_behaviour
 
     if getattr(args, "bays", None):
         if args.station:
@@ -176,7 +176,7 @@ def _bays_preflight(args: argparse.Namespace) -> bool:
     start (a station of one bay is checked after collection, for what the selected tests need)."""
     if args.no_preflight:
         return True
-    from bench.preflight import gate
+    from phonebench.bench.procedures.preflight import gate
 
     go, lines = gate(args.station)
     if lines:
@@ -191,7 +191,7 @@ def _run_on_station(args: argparse.Namespace, run_dir: Path) -> int:
         return run_parallel_bays(args, station, run_dir)
     preflight = None
     if not args.no_preflight:  # after collection: the instruments the selected tests need
-        from bench.preflight import PreflightGate
+        from phonebench.bench.procedures.preflight import PreflightGate
 
         preflight = PreflightGate(args.station, lambda item: roles_needed(item, list(item.fixturenames)))
     grab, inventory = _SessionGrab(), Inventory()
@@ -288,9 +288,9 @@ def _results_not_written(recorder: Any) -> int:
     return RESULTS_NOT_WRITTEN
 
 
-# --- several bays at once (bench/cli/bays.py, bench/aggregate.py) -----------------------------------
+# --- several bays at once (bench/cli/bays.py, bench/results/aggregate.py) -----------------------------------
 def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir: Path) -> int:
-    from bench.cli.bays import run_bays, selected_bays
+    from phonebench.bench.cli.bays import run_bays, selected_bays
 
     dut_names = {b.name: list(b.duts) for b in station.bays}
     bays = selected_bays(station, args, dut_names)

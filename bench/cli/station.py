@@ -1,4 +1,4 @@
-"""`bench station check`: the station preflight (bench.preflight) — every phone and instrument
+"""`bench station check`: the station preflight (phonebench.bench.procedures.preflight) — every phone and instrument
 reached, identified, its calibration state shown; exit 1 with a list of what to fix."""
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def station_check(args: argparse.Namespace) -> int:
-    from bench.calibration.settings import load_settings
-    from bench.preflight import preflight_file
+    from phonebench.bench.procedures.calibration.settings import load_settings
+    from phonebench.bench.procedures.preflight import preflight_file
 
     report = preflight_file(args.station, load_settings(args.calibration_config), phones=not args.no_phones,
                             connect_timeout_s=args.connect_timeout)

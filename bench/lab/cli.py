@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from bench.lab.places import ENV_COORDINATOR, Lab
-from bench.lab.resources import write_exporter_config
+from phonebench.bench.lab.places import ENV_COORDINATOR, Lab
+from phonebench.bench.lab.resources import write_exporter_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def export_cmd(args: argparse.Namespace) -> int:
-    from bench.core.station import load_station
+    from phonebench.core.station import load_station
 
     path = write_exporter_config(load_station(args.station), Path(args.output))
     print(f"wrote {path}: run `labgrid-exporter -c COORDINATOR --name HOST {path}`")
@@ -37,8 +37,8 @@ def export_cmd(args: argparse.Namespace) -> int:
 
 
 def emulate_cmd(args: argparse.Namespace) -> int:
-    from bench.backend import open_station
-    from bench.core.station import EmulatedConfig
+    from phonebench.bench.station.backend import open_station
+    from phonebench.core.station import EmulatedConfig
 
     with open_station(emulated=EmulatedConfig(bays=args.bays)) as station:
         path = write_exporter_config(station, Path(args.output))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.core.errors import BenchError, ConfigError
+from phonebench.core.errors import BenchError, ConfigError
 
 log = logging.getLogger(__name__)
 

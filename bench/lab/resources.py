@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.core.errors import ConfigError
-from bench.core.station import StationConfig
+from phonebench.core.errors import ConfigError
+from phonebench.core.station import StationConfig
 
 PHONE, INSTRUMENT = "PhonebenchPhone", "PhonebenchInstrument"
 

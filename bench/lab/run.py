@@ -10,11 +10,11 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bench.core.errors import ConfigError
-from bench.core.files import safe_name, write_atomically
-from drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
-from bench.lab.places import DEFAULT_WAIT_S, ENV_COORDINATOR, Lab
-from bench.lab.resources import station_toml
+from phonebench.core.errors import ConfigError
+from phonebench.core.files import safe_name, write_atomically
+from phonebench.drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
+from phonebench.bench.lab.places import DEFAULT_WAIT_S, ENV_COORDINATOR, Lab
+from phonebench.bench.lab.resources import station_toml
 
 
 def add_place_args(p: argparse.ArgumentParser) -> None:
@@ -61,7 +61,7 @@ def place_station_file(results_dir: Path, place: str, text: str) -> Path:
 @contextlib.contextmanager
 def _lock_wait(seconds: float) -> Iterator[None]:
     """Places sharing an instrument (a probe board, a mainframe) take turns on it: its lock is
-    waited for as long as a place is (drivers.locks reads the wait from the environment, as the
+    waited for as long as a place is (phonebench.drivers.locks reads the wait from the environment, as the
     bays of `bench run` do), unless the lab set its own."""
     if os.environ.get(LOCK_WAIT_ENV):
         yield
@@ -82,7 +82,7 @@ def _each_place(args: argparse.Namespace, lab: Lab) -> int:
     places = lab.places(args.places)
     if not places:
         raise ConfigError(f"--places {args.places!r} matches no place on {args.coordinator}")
-    procs = {place: subprocess.Popen([sys.executable, "-m", "bench.cli", "run", *_child_args(args), "--place", place])
+    procs = {place: subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", *_child_args(args), "--place", place])
              for place in places}
     codes = {place: proc.wait() for place, proc in procs.items()}
     for place, code in codes.items():

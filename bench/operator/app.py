@@ -15,8 +15,8 @@ from typing import Any
 
 from flask import Flask, abort, g, jsonify, render_template, request
 
-from bench.operator.fixture import FixtureSpec, start_fixture
-from bench.operator.shift import Shift
+from phonebench.bench.operator.fixture import FixtureSpec, start_fixture
+from phonebench.bench.operator.shift import Shift
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class OperatorStation:
 
 
 def _default_retestable() -> frozenset[str]:
-    from bench.acceptance.judge import RetestPolicy
+    from phonebench.bench.procedures.acceptance.judge import RetestPolicy
 
     return RetestPolicy().retestable
 

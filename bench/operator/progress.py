@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bench.acceptance.judge import CHECKS
+from phonebench.bench.procedures.acceptance.judge import CHECKS
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -23,7 +23,7 @@ class ProgressReporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from fixtures.plugin import acceptance_check
+        from phonebench.fixtures.plugin import acceptance_check
 
         steps: list[str] = []
         self._failed.clear()

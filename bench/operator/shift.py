@@ -49,7 +49,7 @@ class UnitRow:
 class Shift:
     def __init__(self, fixtures: list[str], retries: int, retestable: frozenset[str]) -> None:
         self.started = time.time()
-        self.retries, self.retestable = retries, retestable  # the retest policy (bench.acceptance.judge)
+        self.retries, self.retestable = retries, retestable  # the retest policy (phonebench.bench.procedures.acceptance.judge)
         self.fixtures = {name: FixtureState(name) for name in fixtures}
         self.units: deque[UnitRow] = deque(maxlen=200)
         self._lock = threading.Lock()

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bench import display
-from bench.report.svg import CYCLE, Panel, Scale, Style, drawing, span
+from phonebench.bench.results import display
+from phonebench.bench.report.svg import CYCLE, Panel, Scale, Style, drawing, span
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class RawDataProblem(Exception):
 
 
 def _hint(verdict: dict[str, Any]) -> dict[str, Any]:
-    """The verdict's plot hint (bench.core.verdict.PlotHint as a dict), unset fields left out."""
+    """The verdict's plot hint (phonebench.core.verdict.PlotHint as a dict), unset fields left out."""
     return {k: v for k, v in (verdict.get("plot") or {}).items() if v is not None}
 
 

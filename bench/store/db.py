@@ -15,7 +15,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from bench.core.errors import BenchError
+from phonebench.core.errors import BenchError
 
 log = logging.getLogger(__name__)
 

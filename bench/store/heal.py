@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.core.files import WriteFailed, write_atomically
-from bench.results import RECORDING_LOCK, recorder_alive
-from bench.store.db import StoreError
-from bench.store.importer import read_results
+from phonebench.core.files import WriteFailed, write_atomically
+from phonebench.bench.results.run_record import RECORDING_LOCK, recorder_alive
+from phonebench.bench.store.db import StoreError
+from phonebench.bench.store.importer import read_results
 
 log = logging.getLogger(__name__)
 

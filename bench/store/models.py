@@ -14,8 +14,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import DateTime
 
-from bench.core.records import TestRecord
-from bench.core.verdict import VERDICT_FIELDS
+from phonebench.core.records import TestRecord
+from phonebench.core.verdict import VERDICT_FIELDS
 
 # JSONB on PostgreSQL (indexable, compact), JSON text elsewhere.
 Json = JSON().with_variant(JSONB(), "postgresql")

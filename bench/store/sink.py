@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.store.db import StoreError, describe
+from phonebench.bench.store.db import StoreError, describe
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ RETRY_AFTER_S = 60.0  # an unreachable database is not retried on every test (ea
 
 
 class StoreSink:
-    """bench.results.ResultSink writing to the results store.
+    """phonebench.bench.results.run_record.ResultSink writing to the results store.
 
     `target` is an open Store, or a URL/path opened on the first event, so an unreachable
     database fails the sink (the recorder logs it and keeps results.json) and never the run.
@@ -35,7 +35,7 @@ class StoreSink:
         self._claimed = False
         self.refused: StoreError | None = None  # the run id is another run's in the store
         self.stored_tests = 0
-        self.healed: list[Any] | None = None  # killed runs healed when this one started (bench.store.heal)
+        self.healed: list[Any] | None = None  # killed runs healed when this one started (phonebench.bench.store.heal)
 
     def run_updated(self, data: dict[str, Any], event: str, payload: Any) -> None:
         if self.refused is not None:
@@ -61,7 +61,7 @@ class StoreSink:
 
     def _heal(self, store: Any) -> None:
         """Before this run's first record: heal the runs a killed bench left in this store."""
-        from bench.store.heal import heal_killed_runs
+        from phonebench.bench.store.heal import heal_killed_runs
 
         try:
             self.healed = heal_killed_runs(store, self.results_dir)
@@ -93,7 +93,7 @@ class StoreSink:
             raise StoreError(f"results store still unavailable (not retried for {self.retry_after_s:.0f} s): "
                              f"{self._down_error}")
         if self._store is None:
-            from bench.store.store import open_store
+            from phonebench.bench.store.store import open_store
 
             try:
                 self._store = open_store(self._target)

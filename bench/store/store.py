@@ -15,12 +15,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from bench.core.killpoints import kill_point
-from bench.core.records import TestRecord
-from bench.core.verdict import VERDICT_FIELDS
-from bench.matrix import FINGERPRINT_NAMES
-from bench.store import db
-from bench.store.models import (
+from phonebench.core.killpoints import kill_point
+from phonebench.core.records import TestRecord
+from phonebench.core.verdict import VERDICT_FIELDS
+from phonebench.bench.results.matrix import FINGERPRINT_NAMES
+from phonebench.bench.store import db
+from phonebench.bench.store.models import (
     DutUnit,
     InstrumentUnit,
     MEASUREMENT_FIELDS,
@@ -389,7 +389,7 @@ class Store:
 
     def import_folder(self, folder: str | Path) -> list[SyncResult]:
         """Import a run folder (with results.json), or every run folder inside a folder."""
-        from bench.store.importer import import_folder
+        from phonebench.bench.store.importer import import_folder
 
         return import_folder(self, Path(folder))
 
@@ -498,7 +498,7 @@ def _soc(manufacturer: str | None, model: str | None) -> str:
 
 
 def _run_record(run: Run) -> dict[str, Any]:
-    from bench.core.records import SCHEMA
+    from phonebench.core.records import SCHEMA
 
     return {
         "schema": SCHEMA, "run_id": run.run_id,

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from emulation.instruments.scpi import (
+from phonebench.emulation.instruments.scpi import (
     HEADER_SUFFIX,
     ILLEGAL_VALUE,
     OUT_OF_RANGE,
@@ -48,8 +48,8 @@ from emulation.instruments.scpi import (
     ScpiError,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer, Kind, enumerated, fixed, numeric, on_off
-from emulation.world import World
+from phonebench.emulation.instruments.server import InstrumentServer, Kind, enumerated, fixed, numeric, on_off
+from phonebench.emulation.world import World
 
 log = logging.getLogger(__name__)
 

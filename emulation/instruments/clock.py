@@ -2,7 +2,7 @@
 
 The emulated world runs on simulated time, faster than real time, so the host's clock tells
 nothing about when something happened in it. This server is the station clock of an emulated
-station (drivers.clock.ScpiClock, family `phonebench-clock`):
+station (phonebench.drivers.clock.ScpiClock, family `phonebench-clock`):
 
     *IDN?               -> phonebench,TS-1,TS-000001,1.0
     :TIME:MONotonic?    -> the world's time in seconds, e.g. 1800000012.345678
@@ -13,9 +13,9 @@ Reading the time never advances it. Anything else is answered like a SCPI instru
 """
 from __future__ import annotations
 
-from emulation.instruments.scpi import Call
-from emulation.instruments.server import InstrumentServer
-from emulation.world import World
+from phonebench.emulation.instruments.scpi import Call
+from phonebench.emulation.instruments.server import InstrumentServer
+from phonebench.emulation.world import World
 
 IDN = "phonebench,TS-1,TS-000001,1.0"
 RESOLUTION_S = 1e-6

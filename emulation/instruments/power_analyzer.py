@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from emulation.instruments.scpi import (
+from phonebench.emulation.instruments.scpi import (
     HARDWARE_MISSING,
     ILLEGAL_VALUE,
     OUT_OF_RANGE,
@@ -34,8 +34,8 @@ from emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from emulation.instruments.server import InstrumentServer, enumerated, fixed, numeric, on_off
-from emulation.world import World
+from phonebench.emulation.instruments.server import InstrumentServer, enumerated, fixed, numeric, on_off
+from phonebench.emulation.world import World
 
 log = logging.getLogger(__name__)
 

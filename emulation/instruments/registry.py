@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bench.core.errors import ConfigError
-from emulation.instruments.awg import AwgServer
-from emulation.instruments.clock import ClockServer
-from emulation.instruments.daq970a import Daq970aServer
-from emulation.instruments.fixture import FixtureServer
-from emulation.instruments.power_analyzer import PowerAnalyzerServer
-from emulation.instruments.scope import ScopeServer
-from emulation.instruments.server import InstrumentServer
-from emulation.instruments.thermal_probe import ThermalProbeServer
-from emulation.world import World
+from phonebench.core.errors import ConfigError
+from phonebench.emulation.instruments.awg import AwgServer
+from phonebench.emulation.instruments.clock import ClockServer
+from phonebench.emulation.instruments.daq970a import Daq970aServer
+from phonebench.emulation.instruments.fixture import FixtureServer
+from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
+from phonebench.emulation.instruments.scope import ScopeServer
+from phonebench.emulation.instruments.server import InstrumentServer
+from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
+from phonebench.emulation.world import World
 
 Factory = Callable[[World], InstrumentServer]
 

@@ -1,4 +1,4 @@
-"""Alembic environment for the results store. bench.store.db runs migrations programmatically,
+"""Alembic environment for the results store. phonebench.bench.store.db runs migrations programmatically,
 passing its open connection in config.attributes["connection"]; the `alembic` command line (see
 docs/results.md) gets the URL from PHONEBENCH_DATABASE instead."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 from alembic import context
 from sqlalchemy import create_engine
 
-from bench.store.models import Base
+from phonebench.bench.store.models import Base
 
 VERSION_TABLE = "phonebench_schema"
 
@@ -24,7 +24,7 @@ connection = context.config.attributes.get("connection")
 if connection is not None:
     _run(connection)
 else:
-    from bench.store.db import engine_url
+    from phonebench.bench.store.db import engine_url
 
     url = os.environ.get("PHONEBENCH_DATABASE") or context.config.get_main_option("sqlalchemy.url")
     if not url:

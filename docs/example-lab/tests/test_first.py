@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.checks.power import battery_emulation
-from bench.core.verdict import Evidence, PlotHint
+from phonebench.bench.checks.power import battery_emulation
+from phonebench.core.verdict import Evidence, PlotHint
 
 
 @pytest.mark.evidence("reported")  # what the phone says about itself: never more than its word

@@ -1,0 +1,1 @@
+"""What the phone is: identity, device state, NPU fingerprint, overflow adapters."""

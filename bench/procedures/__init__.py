@@ -1,0 +1,1 @@
+"""Procedures over a station: preflight, calibration, production acceptance."""

@@ -1,0 +1,14 @@
+"""Production-line acceptance (issue 7): `bench accept` runs the acceptance profile on one
+scanned unit, judges it PASS / FAIL / INCOMPLETE with the failing check in plain words, retests
+what the policy allows and stores every attempt.
+
+Modules: runner (AcceptanceStation.accept), judge (checks, outcome, retest policy), attempts
+(the attempts in the results store), display (what the operator sees).
+"""
+from phonebench.bench.procedures.acceptance.attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook, AttemptRecord
+from phonebench.bench.procedures.acceptance.judge import CHECKS, REQUIRED, Judgement, RetestPolicy, judge
+from phonebench.bench.procedures.acceptance.runner import EXIT_CODES, AcceptanceStation, AttemptResult, UnitResult
+
+__all__ = ["CHECKS", "EXIT_CODES", "FAIL", "INCOMPLETE", "PASS", "REFUSED", "REQUIRED", "WRONG_UNIT",
+           "AcceptanceStation", "AttemptBook", "AttemptRecord", "AttemptResult", "Judgement", "RetestPolicy",
+           "UnitResult", "judge"]

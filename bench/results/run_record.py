@@ -1,0 +1,289 @@
+"""A run's record on disk: reports/<run-id>/results.json, rewritten atomically after every test,
+so a crash or a kill loses nothing already measured; raw data files beside it. A disk that
+refuses the record stops the run and the whole record is rescued elsewhere (docs/faults.md)."""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import io
+import json
+import logging
+import os
+import secrets
+import tempfile
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from phonebench.core import files
+from phonebench.core.errors import BenchError
+from phonebench.core.killpoints import kill_point
+from phonebench.core.files import WriteFailed, check_name, confined, safe_name, write_atomically
+from phonebench.core.version import code_version
+from phonebench.core.records import RunRecord, TestRecord
+
+log = logging.getLogger(__name__)
+
+RESCUE_ENV = "PHONEBENCH_RESCUE_DIR"  # where a record that its run folder refused goes first
+RECORDING_LOCK = ".recording.lock"  # locked (flock) by the process recording into the run folder
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - no flock (Windows): killed runs are told by their pid alone
+    fcntl = None  # type: ignore[assignment]
+
+
+def new_run_id() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+class RunIdTaken(BenchError):
+    """A run folder with that id already holds a run: ids are never reused (records would mix)."""
+
+
+def claim_run_dir(results_dir: Path, run_id: str | None, reuse_empty: bool = True) -> Path:
+    """Create this run's folder, refusing a run id that is not a plain name or already has a folder
+    with results in it; a generated id that collides is generated again.
+
+    reuse_empty=True takes over a folder without results.json (made by `bench run` or the
+    acceptance runner for this very run); `bench run` itself claims with False, so of two runs
+    started with one id exactly one gets the folder. The folder is absolute and resolved: a relative
+    results folder (a lab's `pytest --station station.toml`) must not make raw-data paths, the
+    store's run_dir or messages depend on the working directory later."""
+    results_dir = Path(results_dir).resolve()
+    if run_id is not None:
+        check_name(run_id, "run id")
+        run_dir = confined(results_dir, run_id)
+        try:
+            return files.make_folder(run_dir, exclusive=True)
+        except FileExistsError:
+            if not reuse_empty or (run_dir / "results.json").exists() or not run_dir.is_dir():
+                raise RunIdTaken(f"run id {run_id!r} is already used: {run_dir} holds a run",
+                                 hint="choose another --run-id, or omit it for a new one") from None
+            return run_dir  # claimed, still empty: made by `bench run` for this very run
+    for _ in range(100):
+        try:
+            return files.make_folder(results_dir / new_run_id(), exclusive=True)
+        except FileExistsError:
+            continue
+    raise RunIdTaken(f"{results_dir}: no free run id after 100 tries")  # pragma: no cover
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class ResultSink(Protocol):
+    """Somewhere else a run's record goes as it grows (e.g. the results database)."""
+
+    def run_updated(self, data: dict[str, Any], event: str, payload: Any) -> None:
+        """Called after each change; event is start, dut, instrument, test or finish."""
+
+
+class RunRecorder:
+    """Owns one run folder. Everything recorded is on disk before the next test starts.
+
+    When results.json cannot be written (disk full, read-only folder) the record stays whole in
+    memory and in the sinks, `write_failed` says why (the plugin then stops the run after the
+    current test), and finish() rescues the whole record to another folder (`rescued_to`).
+    """
+
+    def __init__(self, results_dir: Path, station: dict[str, Any], run_id: str | None = None,
+                 sinks: list[ResultSink] | None = None) -> None:
+        self.sinks = list(sinks or [])
+        self.sink_errors: list[str] = []
+        self.write_errors: list[str] = []
+        self.write_failed: WriteFailed | None = None
+        self.rescued_to: Path | None = None
+        self._tests_on_disk = 0
+        self.results_dir = Path(results_dir).resolve()
+        self.run_dir = claim_run_dir(self.results_dir, run_id)
+        self.run_id = self.run_dir.name
+        self._lock = _hold_recording_lock(self.run_dir)  # before results.json exists: a kill frees it
+        self.record = RunRecord(run_id=self.run_id, started=_now(), station=station, code_version=code_version())
+        self.data: dict[str, Any] = self.record.to_dict()  # the record as written, for sinks and readers
+        self._write("start", None)
+        self._point_latest()
+
+    @property
+    def results_path(self) -> Path:
+        return self.run_dir / "results.json"
+
+    @property
+    def tests_on_disk(self) -> int:
+        """Tests in the last complete results.json written."""
+        return self._tests_on_disk
+
+    def add_dut(self, name: str, identity: dict[str, Any]) -> None:
+        self.record.duts[name] = identity
+        self._write("dut", name)
+
+    def add_instrument(self, role: str, record: dict[str, Any]) -> None:
+        self.record.instruments[role] = record
+        self._write("instrument", role)
+
+    def add_test(self, record: TestRecord) -> None:
+        self.record.tests.append(record)
+        self._write("test", record.to_dict())
+
+    def save_raw(self, test_slug: str, name: str, data: Any) -> str:
+        """Save raw data (numpy arrays -> .npz, anything else -> .json); returns the relative path.
+
+        Raises WriteFailed (and stops the run after this test) when the disk refuses it."""
+        folder = confined(self.run_dir, "raw", safe_name(test_slug))
+        arrays = data if isinstance(data, dict) and data and all(isinstance(v, np.ndarray) for v in data.values()) \
+            else {"data": data} if isinstance(data, np.ndarray) else None
+        if arrays is not None:
+            path, buffer = folder / f"{safe_name(name)}.npz", io.BytesIO()
+            np.savez_compressed(buffer, **arrays)
+            payload: str | bytes = buffer.getvalue()
+        else:
+            path, payload = folder / f"{safe_name(name)}.json", json.dumps(data, indent=1, default=_json_default)
+        try:
+            write_atomically(path, payload)
+        except WriteFailed as exc:
+            self._failed(exc)
+            raise
+        kill_point("raw")
+        return str(path.relative_to(self.run_dir))
+
+    def note_problem(self, message: str) -> None:
+        """A file of the run folder (junit.xml, a report) that could not be written."""
+        if message not in self.write_errors:
+            self.write_errors.append(message)
+
+    def finish(self, status: str = "complete", reason: str | None = None) -> None:
+        """Close the record; `reason` says why a run is incomplete (its session failed) and is kept
+        with the run's problems."""
+        self.record.status = "incomplete" if self.write_failed is not None and status == "complete" else status
+        self.record.finished = _now()
+        self.record.problems = list(dict.fromkeys(self.write_errors + self.sink_errors + ([reason] if reason else [])))
+        if not self._write("finish", status):
+            self.rescued_to = self._rescue()
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                (self.run_dir / RECORDING_LOCK).unlink()
+            os.close(self._lock)
+            self._lock = None
+
+    def _write(self, event: str, payload: Any) -> bool:
+        """Write results.json, then update the sinks; False if results.json could not be written."""
+        self.data = self.record.to_dict()
+        written = True
+        kill_point(f"write:{event}")
+        try:
+            self._write_file()
+        except WriteFailed as exc:  # e.g. disk full: keep the record in memory and the sinks; the run stops
+            self._failed(exc)
+            written = False
+        else:
+            self._tests_on_disk = len(self.data["tests"])
+        on_disk = "results.json is complete" if self._tests_on_disk == len(self.data["tests"]) else \
+            f"results.json has {self._tests_on_disk} of {len(self.data['tests'])} tests"
+        kill_point(f"written:{event}")
+        for sink in self.sinks:
+            try:
+                sink.run_updated(self.data, event, payload)
+            except Exception as exc:  # a sink failing must not lose the local record
+                message = f"{type(sink).__name__}: {exc}"
+                log.error("results sink failed on %s: %s (%s)", event, message, on_disk)
+                self.sink_errors.append(message)
+        kill_point(f"stored:{event}")
+        return written
+
+    def _failed(self, exc: WriteFailed) -> None:
+        first = str(exc).splitlines()[0]
+        if first not in self.write_errors:
+            log.error("%s; the last complete results.json has %d of %d tests; the run stops after this test",
+                      first, self._tests_on_disk, len(self.record.tests))
+            self.write_errors.append(first)
+        if self.write_failed is None:
+            self.write_failed = exc
+
+    def _write_file(self) -> None:
+        write_atomically(self.results_path, json.dumps(self.data, indent=1, default=_json_default))
+
+    def _rescue(self) -> Path | None:
+        """The whole record to the first folder that takes it; logged as the last resort."""
+        text = json.dumps(self.data, indent=1, default=_json_default)
+        name = f"phonebench-{self.run_id}-results.json"
+        folders = [Path(os.environ[RESCUE_ENV])] if os.environ.get(RESCUE_ENV) else []
+        folders += [Path(tempfile.gettempdir()), Path.home()]
+        for folder in folders:
+            path = folder / name
+            try:
+                write_atomically(path, text)
+            except (WriteFailed, OSError):
+                continue
+            log.error("the whole record of run %s (%d tests) was written to %s: copy it to %s once there is "
+                      "room, then `bench store-import %s`", self.run_id, len(self.record.tests), path,
+                      self.results_path, self.run_dir)
+            return path
+        log.critical("no folder takes the record of run %s; here it is whole:\n%s", self.run_id, text)
+        return None
+
+    def _point_latest(self) -> None:
+        latest = self.results_dir / "latest"
+        try:
+            if latest.is_symlink() or latest.exists():
+                latest.unlink()
+            latest.symlink_to(self.run_id, target_is_directory=True)
+        except OSError as exc:  # e.g. a filesystem without symlinks: the run folder is still complete
+            log.warning("could not update %s: %s", latest, exc)
+
+
+def _hold_recording_lock(run_dir: Path) -> int | None:
+    """Lock the run folder's RECORDING_LOCK for as long as this process records into it; the
+    system frees it when the process dies, however it dies."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(run_dir / RECORDING_LOCK, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        log.warning("%s: no recording lock (%s): a kill of this run is then told by its process id", run_dir, exc)
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        log.warning("%s: recording lock not taken (%s)", run_dir, exc)
+        return None
+    return fd
+
+
+def recorder_alive(run_dir: Path) -> bool | None:
+    """Whether a process records into run_dir now (its recording lock is held); None when the
+    folder has no lock to tell (a finished run, a bench before the lock, no flock)."""
+    path = Path(run_dir) / RECORDING_LOCK
+    if fcntl is None or not path.is_file():
+        return None
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing drops the test lock, if it was taken
+    return False
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    raise TypeError(f"cannot store {type(obj).__name__} in results.json")

@@ -1,0 +1,132 @@
+"""The product's claims as data (bench/specs/claims.toml) and the claims x phones grid that opens the
+report and the terminal summary: per claim and phone the worst outcome, the verdict that decided
+it, the weakest evidence it rests on and the lab time spent. docs/claims.md's table is generated
+from the same data (`python -m phonebench.bench.specs.claims`)."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from phonebench.core.verdict import severity_of
+
+NOT_MEASURED = "not measured"
+EVIDENCE_STRENGTH = {"measured": 2, "corroborated": 1, "self-reported": 0}  # weakest decides what a cell rests on
+
+
+@dataclass(frozen=True)
+class Claim:
+    number: int
+    name: str
+    target: str
+    how: str
+    metrics: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def load_claims() -> tuple[Claim, ...]:
+    """The claims table, in row order."""
+    text = (resources.files("bench") / "claims.toml").read_text(encoding="utf-8")
+    rows = tomllib.loads(text)["claim"]
+    return tuple(Claim(int(r["number"]), str(r["name"]), str(r["target"]), str(r["how"]), tuple(r["metrics"]))
+                 for r in rows)
+
+
+def claim_of(v: dict[str, Any], claims: tuple[Claim, ...] | None = None) -> int | None:
+    """The claim a verdict speaks to: its own `claim` field, else the table's metric lists."""
+    if isinstance(v.get("claim"), int):
+        return v["claim"]
+    names = {v.get("metric"), v.get("name"), str(v.get("name") or "").replace(".", "_")}
+    return next((c.number for c in claims or load_claims() if names & set(c.metrics)), None)
+
+
+def claims_markdown(claims: tuple[Claim, ...] | None = None) -> str:
+    """The table of docs/claims.md."""
+    lines = ["| # | Claim | Target | How the bench judges it |", "|---|---|---|---|"]
+    lines += [f"| {c.number} | {c.name} | {c.target} | {c.how} |" for c in claims or load_claims()]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Cell:
+    """One claim on one phone."""
+
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    tests: dict[str, dict[str, Any]] = field(default_factory=dict)  # nodeid -> test record
+    order: tuple[str, ...] = ()  # the claim's metrics, the product's own first: shown first among equals
+
+    @property
+    def outcome(self) -> str:
+        if not self.verdicts:
+            return NOT_MEASURED
+        return self.decisive["outcome"]
+
+    @property
+    def decisive(self) -> dict[str, Any]:
+        """The verdict that decided the cell: the worst; of equals the one earliest in the claim's
+        metrics (the product's own target before an acceptance or plausibility check)."""
+        def rank(v: dict[str, Any]) -> int:
+            names = (v.get("metric"), v.get("name"))
+            return next((i for i, m in enumerate(self.order) if m in names), len(self.order))
+
+        return max(self.verdicts, key=lambda v: (severity_of(v["outcome"]), -rank(v)), default={})
+
+    @property
+    def evidence(self) -> str:
+        kinds = [v.get("evidence") for v in self.verdicts]
+        if not kinds:
+            return ""
+        if None in kinds:
+            return "evidence unstated"
+        return min(kinds, key=lambda k: EVIDENCE_STRENGTH.get(k, -1))
+
+    @property
+    def lab_time_s(self) -> float | None:
+        """Station-clock lab time of the tests behind the cell, when the records carry it."""
+        times = [t["lab_time_s"] for t in self.tests.values() if isinstance(t.get("lab_time_s"), (int, float))]
+        return sum(times) if times else None
+
+
+@dataclass
+class ClaimRow:
+    claim: Claim
+    cells: dict[str, Cell]  # phone -> cell
+
+    @property
+    def measured(self) -> bool:
+        return any(c.verdicts for c in self.cells.values())
+
+
+@dataclass
+class ClaimsGrid:
+    phones: list[str]
+    rows: list[ClaimRow]
+    unclaimed: int = 0  # verdicts that speak to no claim (identity, instrument checks): in the tables below
+
+
+def claims_grid(data: dict[str, Any]) -> ClaimsGrid:
+    """The claims x phones grid of a results.json-shaped record."""
+    claims = load_claims()
+    phones = list(data.get("duts") or {})
+    for test in data.get("tests", []):
+        if test.get("dut") and test["dut"] not in phones:
+            phones.append(test["dut"])
+    rows = {c.number: ClaimRow(c, {p: Cell(order=c.metrics) for p in phones}) for c in claims}
+    unclaimed = 0
+    for test in data.get("tests", []):
+        phone = test.get("dut")
+        for v in test.get("verdicts", []):
+            number = claim_of(v, claims)
+            if number not in rows or phone is None:
+                unclaimed += 1
+                continue
+            cell = rows[number].cells[phone]
+            cell.verdicts.append(v)
+            cell.tests[test["nodeid"]] = test
+    return ClaimsGrid(phones, list(rows.values()), unclaimed)
+
+
+if __name__ == "__main__":
+    print(claims_markdown(), end="")

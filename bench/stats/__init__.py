@@ -1,0 +1,1 @@
+"""Statistics and decisions: confidence bounds, uncertainty budgets, sequential looks, onsets."""

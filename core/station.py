@@ -1,0 +1,433 @@
+"""Station files (TOML): which DUTs and instruments a bench station has, how they are wired into
+bays, and where results go.
+
+This module only reads and validates the file format (docs/station-file.md). Opening a station
+(starting the embedded emulated one when the file asks for it, or no file is given) is
+phonebench.bench.station.backend's job.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from phonebench.core.decoding import read_text
+from phonebench.core.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+# clock: default host (drivers/clock.py); fixture: the fixture's controller, else an operator does its steps
+INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock", "fixture")
+ADB_TRANSPORTS = ("server", "direct")
+MAX_EMULATED_BAYS = 4  # the emulated N6705C mainframe has four module slots
+
+
+@dataclass
+class DutConfig:
+    name: str
+    address: str  # "host:port" for ADB over TCP, "usb:SERIAL" for USB
+    key: str | None = None  # ADB RSA private key path; None = ~/.android/adbkey
+    expected_serial: str | None = None
+    transport: str = "server"  # "server": the host's adb server; "direct": adb-shell, no server
+    recovery_timeout_s: float | None = None  # how long a lost or rebooted phone gets to come back
+    expected_soc: str | None = None  # inventory: the SoC the lab put in this position (e.g. "SM8650")
+    shield_channel: str | None = None  # the thermal instrument's channel taped to the SoC's shield (e.g. "T4")
+
+
+@dataclass
+class InstrumentConfig:
+    role: str
+    family: str
+    address: str  # VISA resource string or serial URL
+    attached_to: str | None = None  # the DUT this instrument is wired to (default: the first)
+    options: dict[str, Any] = field(default_factory=dict)
+    name: str = ""  # the station's name for it ([instruments.NAME]); a legacy file's is the role
+    channel: str | None = None  # the bay's channel of a multi-channel instrument ("1" for @1)
+    shared: bool = False  # wired to more than one bay: used under a lock, one bay at a time
+
+
+@dataclass(frozen=True)
+class InstrumentRef:
+    """A bay's wiring to one instrument: `supply = "n6705c@2"` is instrument n6705c, channel 2."""
+
+    instrument: str
+    channel: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> InstrumentRef:
+        name, sep, channel = text.partition("@")
+        return cls(name.strip(), channel.strip() if sep else None)
+
+    def __str__(self) -> str:
+        return self.instrument if self.channel is None else f"{self.instrument}@{self.channel}"
+
+
+@dataclass
+class BayConfig:
+    """One test position: its phone(s) and the instrument channels wired to it."""
+
+    name: str
+    duts: list[str]
+    wiring: dict[str, InstrumentRef] = field(default_factory=dict)  # role -> instrument[@channel]
+
+
+@dataclass
+class EmulatedPhoneConfig:
+    serial: str
+    npu_persona: str | None = None
+    sla_persona: str = "nominal"
+    faults: list[str] = field(default_factory=list)
+    seed: int = 0
+    expected_soc: str | None = None  # what the lab's inventory says is in the bay (the DUT's expected_soc)
+
+
+@dataclass
+class EmulatedConfig:
+    phones: list[EmulatedPhoneConfig] = field(default_factory=list)  # empty = the default fleet
+    instruments: bool = True
+    bays: int = 0  # 0: a bay per phone, each with its own instruments; N: the shared rack of N bays
+    # "any": the phones trust every host; "prompt": a new key gets the first-connection dialogue
+    # (accepted); "none" skips AUTH; "listed" needs allowed_keys
+    auth: str = "any"
+    allowed_keys: list[str] = field(default_factory=list)
+    transport: str = "server"  # how the bench reaches the phones: the adb server, as on hardware
+    # Role -> emulated family (`scope = "rigol-ds1000z"`); a role not named gets its default.
+    families: dict[str, str] = field(default_factory=dict)
+
+
+# The families the emulated station can build per role (emulation/instruments/registry.py builds them).
+EMULATED_FAMILIES = {"scope": ("keysight-infiniivision", "rigol-ds1000z"), "supply": ("keysight-n6705c",),
+                     "thermal": ("keysight-daq970a", "fluke-1529", "fluke-1521", "generic-ascii"),
+                     "stimulus": ("keysight-33500b",)}
+
+
+def emulated_family(role: str, family: str, origin: str = "[emulated]") -> str:
+    """`family` if the emulated station can build it for `role`; a ConfigError naming the valid ones otherwise."""
+    if role not in EMULATED_FAMILIES:
+        raise ConfigError(f"{origin}: no emulated instrument role {role!r}",
+                          hint=f"roles: {', '.join(EMULATED_FAMILIES)}")
+    if family not in EMULATED_FAMILIES[role]:
+        raise ConfigError(f"{origin}: {family!r} is not an emulated {role} family",
+                          hint=f"emulated {role} families: {', '.join(EMULATED_FAMILIES[role])}")
+    return family
+
+
+@dataclass
+class StationConfig:
+    name: str
+    source: Path | None  # the station file, None for the embedded emulated station
+    results_dir: Path = Path("reports")
+    sla_profile: str = "default"
+    location: str = ""
+    database: str | None = None  # results store URL; None = <results_dir>/results.sqlite
+    payloads: Path | None = None  # folder of OTA weight payloads (the repair check re-sends pages from them)
+    duts: list[DutConfig] = field(default_factory=list)
+    instruments: dict[str, InstrumentConfig] = field(default_factory=dict)
+    emulated: EmulatedConfig | None = None
+    # Bays: a legacy file (no [[bay]]) is one bay holding every DUT and instrument. `instruments`
+    # above is by role for the bay this config is narrowed to (for_bay); `inventory` by name.
+    bays: list[BayConfig] = field(default_factory=list)
+    inventory: dict[str, InstrumentConfig] = field(default_factory=dict)
+    bay: str | None = None  # the bay this config is narrowed to (None: the whole station)
+
+    def dut(self, name: str) -> DutConfig:
+        for dut in self.duts:
+            if dut.name == name:
+                return dut
+        raise ConfigError(f"station {self.name!r}: no DUT named {name!r}",
+                          hint=f"known DUTs: {', '.join(d.name for d in self.duts) or 'none'}")
+
+    def instrument_dut(self, role: str) -> str | None:
+        inst = self.instruments.get(role)
+        if inst is None:
+            return None
+        return inst.attached_to or (self.duts[0].name if self.duts else None)
+
+    def bay_names(self) -> list[str]:
+        if self.bays:
+            return [b.name for b in self.bays]
+        if self.emulated is not None and self.emulated.bays:
+            return emulated_bay_names(self.emulated.bays)
+        return [LEGACY_BAY]
+
+    @property
+    def multi_bay(self) -> bool:
+        return len(self.bay_names()) > 1
+
+    def for_bay(self, name: str) -> StationConfig:
+        """This station as one bay sees it: its DUTs, and its instruments by role with the channel
+        in the driver's options (a supply's channel is the driver's `channel=`)."""
+        bay = next((b for b in self.bays if b.name == name), None)
+        if bay is None:
+            raise ConfigError(f"station {self.name!r}: no bay named {name!r}",
+                              hint=f"bays: {', '.join(self.bay_names())}")
+        instruments = {}
+        for role, ref in bay.wiring.items():
+            base = self.inventory[ref.instrument]
+            options = dict(base.options)
+            if ref.channel is not None and role == "supply":
+                options["channel"] = int(ref.channel)
+            instruments[role] = replace(base, role=role, options=options, channel=ref.channel,
+                                        attached_to=base.attached_to or bay.duts[0])
+        return replace(self, duts=[self.dut(n) for n in bay.duts], instruments=instruments, bays=[bay], bay=name)
+
+
+LEGACY_BAY = "bay"  # the one bay of a station file without [[bay]] tables
+
+
+def emulated_bay_names(count: int) -> list[str]:
+    return [f"bay{i}" for i in range(1, count + 1)]
+
+
+# --- parsing --------------------------------------------------------------------------------
+class _Reader:
+    """Typed access to one TOML table; every error names the file, the key and what was expected."""
+
+    def __init__(self, path: str, table: dict[str, Any], where: str) -> None:
+        self.path, self.table, self.where = path, table, where
+
+    def _err(self, key: str, expected: str, got: Any = None) -> ConfigError:
+        got_text = "" if got is None else f", got {type(got).__name__} {got!r}"
+        return ConfigError(f"{self.path}: {self.where}{key}: expected {expected}{got_text}",
+                           hint="see docs/station-file.md for the station file format")
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., expected: str = "") -> Any:
+        if key not in self.table:
+            if default is ...:
+                raise ConfigError(f"{self.path}: {self.where}{key}: missing (required)",
+                                  hint="see docs/station-file.md for the station file format")
+            return default
+        value = self.table[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise self._err(key, expected or names, value)
+        return value
+
+    def check_unknown(self, known: set[str]) -> None:
+        for key in self.table:
+            if key not in known:
+                raise ConfigError(f"{self.path}: {self.where}{key}: unknown key",
+                                  hint=f"known keys here: {', '.join(sorted(known))}")
+
+
+def load_station(path: str | Path) -> StationConfig:
+    """Parse and validate a station file; raises ConfigError naming file, key and expectation."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"station file {path} does not exist",
+                          hint="pass --station with an existing file, or omit it to use the emulated station")
+    text = read_text(path, "station file", hint="a station file is UTF-8 TOML (docs/station-file.md)")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}", hint="check quoting and brackets on that line") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: TOML nested too deeply to be a station file",
+                          hint="see docs/station-file.md for the station file format") from None
+    return parse_station(data, str(path), source=path)
+
+
+def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path | None = None) -> StationConfig:
+    top = _Reader(origin, data, "")
+    top.check_unknown({"station", "dut", "instruments", "bay", "emulated"})
+    st = _Reader(origin, top.get("station", dict, {}), "[station].")
+    st.check_unknown({"name", "results_dir", "sla_profile", "location", "database", "payloads"})
+    base = source.parent if source else Path.cwd()
+    results = Path(st.get("results_dir", str, "reports"))
+    config = StationConfig(
+        name=st.get("name", str, socket.gethostname()),
+        source=source,
+        results_dir=results if results.is_absolute() else (base / results),
+        sla_profile=st.get("sla_profile", str, "default"),
+        location=st.get("location", str, ""),
+        database=_database_url(st.get("database", str, None), base),
+        payloads=_relative_to(st.get("payloads", str, None), base),
+    )
+    for index, table in enumerate(top.get("dut", list, [], expected="an array of [[dut]] tables")):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{origin}: dut[{index}]: expected a [[dut]] table")
+        config.duts.append(_parse_dut(_Reader(origin, table, f"[[dut]] #{index + 1}."), base))
+    names = [d.name for d in config.duts]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{origin}: [[dut]]: duplicate DUT names {sorted(n for n in set(names) if names.count(n) > 1)}",
+                          hint="give every DUT a unique name")
+    for name, table in top.get("instruments", dict, {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{origin}: [instruments.{name}]: expected a table")
+        config.inventory[name] = _parse_instrument(_Reader(origin, table, f"[instruments.{name}]."), name, names)
+    bay_tables = top.get("bay", list, [], expected="an array of [[bay]] tables")
+    if bay_tables:
+        config.bays = _parse_bays(origin, bay_tables, config)
+    else:
+        _legacy_bay(origin, config)
+    if "emulated" in data:
+        config.emulated = _parse_emulated(_Reader(origin, top.get("emulated", dict), "[emulated]."))
+    elif not config.duts:
+        raise ConfigError(f"{origin}: no [[dut]] and no [emulated] table",
+                          hint="add a [[dut]] with adb = \"host:port\", or an [emulated] table")
+    if bay_tables and len(config.bays) == 1:  # a station of one bay is that bay's view
+        return config.for_bay(config.bays[0].name)
+    return config
+
+
+def _relative_to(path: str | None, base: Path) -> Path | None:
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def _database_url(url: str | None, base: Path) -> str | None:
+    """A relative SQLite path is relative to the station file, like results_dir."""
+    prefix = "sqlite:///"
+    if url and url.startswith(prefix) and not url[len(prefix):].startswith("/"):
+        return prefix + str(base / url[len(prefix):])
+    return url
+
+
+def _parse_dut(r: _Reader, base: Path) -> DutConfig:
+    r.check_unknown({"name", "adb", "usb", "key", "expected_serial", "transport", "recovery_timeout_s",
+                     "expected_soc", "shield_channel"})
+    name = r.get("name", str)
+    adb, usb = r.get("adb", str, None), r.get("usb", str, None)
+    if (adb is None) == (usb is None):
+        raise ConfigError(f"{r.path}: {r.where}: give exactly one of adb = \"host:port\" or usb = \"SERIAL\"")
+    if adb is not None:
+        host, _, port = adb.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise r._err("adb", 'a "host:port" address such as "192.168.1.20:5555"', adb)
+        address = adb
+    else:
+        address = f"usb:{usb}"
+    key = r.get("key", str, None)
+    if key is not None:
+        key_path = Path(key).expanduser()
+        key = str(key_path if key_path.is_absolute() else base / key_path)
+    transport = r.get("transport", str, "server")
+    if transport not in ADB_TRANSPORTS:
+        raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
+    recovery = r.get("recovery_timeout_s", (int, float), None)
+    if recovery is not None and not recovery > 0:
+        raise r._err("recovery_timeout_s", "seconds > 0", recovery)
+    return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None),
+                     transport=transport, recovery_timeout_s=None if recovery is None else float(recovery),
+                     expected_soc=r.get("expected_soc", str, None), shield_channel=r.get("shield_channel", str, None))
+
+
+def _parse_instrument(r: _Reader, name: str, dut_names: list[str]) -> InstrumentConfig:
+    r.check_unknown({"role", "family", "address", "attached_to", "options", "shared"})
+    # [instruments.supply] names its role; any other name says it: role = "supply"
+    if "role" not in r.table and name not in INSTRUMENT_ROLES:
+        raise ConfigError(f"{r.path}: [instruments.{name}]: unknown instrument role",
+                          hint=f"roles: {', '.join(INSTRUMENT_ROLES)}; a named instrument says its role: "
+                               'role = "supply"')
+    role = r.get("role", str, name)
+    if role not in INSTRUMENT_ROLES:
+        raise r._err("role", f"one of {', '.join(INSTRUMENT_ROLES)}", role)
+    attached = r.get("attached_to", str, None)
+    if attached is not None and dut_names and attached not in dut_names:
+        raise r._err("attached_to", f"one of the DUT names {dut_names}", attached)
+    return InstrumentConfig(role=role, family=r.get("family", str), address=r.get("address", str),
+                            attached_to=attached, options=r.get("options", dict, {}), name=name,
+                            shared=r.get("shared", bool, False))  # also used by bays of other stations
+
+
+def _legacy_bay(origin: str, config: StationConfig) -> None:
+    """No [[bay]]: one bay with every DUT; each role names at most one instrument."""
+    for name, inst in config.inventory.items():
+        if inst.role in config.instruments:
+            raise ConfigError(f"{origin}: [instruments.{name}]: a second {inst.role} without [[bay]] tables",
+                              hint="several instruments of one role need [[bay]] tables saying which bay "
+                                   "each is wired to (docs/station-file.md)")
+        config.instruments[inst.role] = inst
+    if config.duts:
+        config.bays = [BayConfig(LEGACY_BAY, [d.name for d in config.duts],
+                                 {role: InstrumentRef(inst.name) for role, inst in config.instruments.items()})]
+
+
+def _parse_bays(origin: str, tables: list[Any], config: StationConfig) -> list[BayConfig]:
+    dut_names = [d.name for d in config.duts]
+    bays: list[BayConfig] = []
+    users: dict[str, list[tuple[str, InstrumentRef]]] = {}  # instrument -> (bay, ref) wired to it
+    for index, table in enumerate(tables):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{origin}: bay[{index}]: expected a [[bay]] table")
+        r = _Reader(origin, table, f"[[bay]] #{index + 1}.")
+        r.check_unknown({"name", "dut", *INSTRUMENT_ROLES})
+        name = r.get("name", str)
+        dut = r.get("dut", str, name)
+        if dut not in dut_names:
+            raise r._err("dut", f"one of the DUT names {dut_names}", dut)
+        if any(dut in b.duts for b in bays):
+            raise r._err("dut", "a DUT no other bay holds (a phone sits in one bay)", dut)
+        wiring = {}
+        for role in INSTRUMENT_ROLES:
+            text = r.get(role, str, None, expected='"instrument" or "instrument@channel"')
+            if text is None:
+                continue
+            ref = InstrumentRef.parse(text)
+            inst = config.inventory.get(ref.instrument)
+            if inst is None:
+                raise r._err(role, f"an instrument of [instruments.*] ({', '.join(config.inventory) or 'none'})", text)
+            if inst.role != role:
+                raise r._err(role, f"a {role}; {ref.instrument} is a {inst.role}", text)
+            if role == "supply" and ref.channel is not None and not (ref.channel.isdigit() and 1 <= int(ref.channel) <= 4):
+                raise r._err(role, 'a supply channel @1 to @4 (the mainframe\'s slot)', text)
+            wiring[role] = ref
+            users.setdefault(ref.instrument, []).append((name, ref))
+        bays.append(BayConfig(name, [dut], wiring))
+    names = [b.name for b in bays]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{origin}: [[bay]]: duplicate bay names {sorted(n for n in set(names) if names.count(n) > 1)}",
+                          hint="give every bay a unique name")
+    for instrument, wired in users.items():
+        taken = [str(ref) for _, ref in wired]
+        if len(set(taken)) != len(taken) and any(ref.channel is not None for _, ref in wired):
+            raise ConfigError(f"{origin}: [[bay]]: channel {next(t for t in taken if taken.count(t) > 1)} is "
+                              f"wired to more than one bay", hint="each bay has its own channel of a shared instrument")
+        if len(wired) > 1:
+            config.inventory[instrument] = replace(config.inventory[instrument], shared=True)
+    return bays
+
+
+def _parse_emulated(r: _Reader) -> EmulatedConfig:
+    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport", *EMULATED_FAMILIES})
+    auth = r.get("auth", str, "any")
+    if auth not in ("any", "prompt", "none", "listed"):
+        raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
+    bays = r.get("bays", int, 0)
+    if not 0 <= bays <= MAX_EMULATED_BAYS:
+        raise r._err("bays", f"0 (a bay per phone) to {MAX_EMULATED_BAYS} (the shared rack)", bays)
+    transport = r.get("transport", str, "server")
+    if transport not in ADB_TRANSPORTS:
+        raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
+    families = {role: emulated_family(role, r.get(role, str), f"{r.path}: {r.where}{role}")
+                for role in EMULATED_FAMILIES if role in r.table}
+    config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth, bays=bays,
+                            allowed_keys=_strings(r, "allowed_keys"), transport=transport, families=families)
+    for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",
+                              hint="see docs/station-file.md for the station file format")
+        p = _Reader(r.path, table, f"[[emulated.phone]] #{index + 1}.")
+        p.check_unknown({"serial", "npu_persona", "sla_persona", "faults", "seed", "expected_soc"})
+        config.phones.append(EmulatedPhoneConfig(
+            serial=p.get("serial", str), npu_persona=p.get("npu_persona", str, None),
+            sla_persona=p.get("sla_persona", str, "nominal"), faults=_strings(p, "faults"),
+            seed=p.get("seed", int, index), expected_soc=p.get("expected_soc", str, None)))
+    return config
+
+
+def _strings(r: _Reader, key: str) -> list[str]:
+    values = r.get(key, list, [], expected="an array of strings")
+    if not all(isinstance(v, str) for v in values):
+        raise r._err(key, "an array of strings", values)
+    return list(values)

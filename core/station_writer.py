@@ -1,0 +1,87 @@
+"""Station files written by the bench: the addresses of a running station (what `bench emulate
+--write-station` hands to `bench run --station`), and an `[emulated]` table for a station to be
+started. The format is docs/station-file.md; `load_station` reads back what is written here.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from phonebench.core.station import LEGACY_BAY, EmulatedConfig, StationConfig
+
+_q = json.dumps  # a JSON string is a valid TOML basic string
+
+
+def _toml_value(value: Any) -> str:
+    """An inline TOML value for a driver option: strings, numbers, booleans, arrays, tables."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_q(str(k))} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return _q(str(value))
+
+
+def _station_table(config: StationConfig) -> list[str]:
+    lines = ["[station]", f"name = {_q(config.name)}", f"sla_profile = {_q(config.sla_profile)}",
+             f"results_dir = {_q(str(Path(config.results_dir).resolve()))}"]
+    if config.location:
+        lines.append(f"location = {_q(config.location)}")
+    if config.database:
+        lines.append(f"database = {_q(config.database)}")
+    if config.payloads:
+        lines.append(f"payloads = {_q(str(config.payloads))}")
+    return lines + [""]
+
+
+def station_toml(config: StationConfig, comment: str) -> str:
+    """A station file that reaches this station's DUTs and instruments, bay by bay."""
+    lines = [f"# {line}" for line in comment.splitlines()] + _station_table(config)
+    for dut in config.duts:
+        lines += ["[[dut]]", f"name = {_q(dut.name)}", f"adb = {_q(dut.address)}", f"transport = {_q(dut.transport)}"]
+        if dut.expected_serial:
+            lines.append(f"expected_serial = {_q(dut.expected_serial)}")
+        if dut.recovery_timeout_s is not None:
+            lines.append(f"recovery_timeout_s = {dut.recovery_timeout_s:g}")
+        if dut.expected_soc:
+            lines.append(f"expected_soc = {_q(dut.expected_soc)}")
+        if dut.shield_channel:
+            lines.append(f"shield_channel = {_q(dut.shield_channel)}")
+        lines.append("")
+    for name, inst in config.inventory.items():
+        lines += [f"[instruments.{_q(name)}]", f"role = {_q(inst.role)}", f"family = {_q(inst.family)}",
+                  f"address = {_q(inst.address)}"]
+        if inst.shared:
+            lines.append("shared = true")
+        if inst.options:  # the wiring the driver needs (a DAQ970A's channel map)
+            lines.append(f"options = {_toml_value(inst.options)}")
+        lines.append("")
+    for bay in config.bays:
+        if bay.name == LEGACY_BAY and len(config.bays) == 1:
+            break  # one bay of everything: the legacy form says it without [[bay]]
+        lines += ["[[bay]]", f"name = {_q(bay.name)}", f"dut = {_q(bay.duts[0])}"]
+        lines += [f"{role} = {_q(str(ref))}" for role, ref in bay.wiring.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> str:
+    """A station file with an [emulated] table: the station `bench emulate` starts."""
+    lines = ["# The emulated station to start (written by the bench for `bench emulate`)."] + _station_table(config)
+    lines += ["[emulated]", f"instruments = {str(emulated.instruments).lower()}", f"bays = {emulated.bays}",
+              f"auth = {_q(emulated.auth)}", f"transport = {_q(emulated.transport)}",
+              f"allowed_keys = {_q(list(emulated.allowed_keys))}",
+              *(f"{role} = {_q(family)}" for role, family in emulated.families.items()), ""]
+    for phone in emulated.phones:
+        lines += ["[[emulated.phone]]", f"serial = {_q(phone.serial)}", f"seed = {phone.seed}",
+                  f"sla_persona = {_q(phone.sla_persona)}", f"faults = {_q(list(phone.faults))}"]
+        if phone.npu_persona:
+            lines.append(f"npu_persona = {_q(phone.npu_persona)}")
+        if phone.expected_soc:
+            lines.append(f"expected_soc = {_q(phone.expected_soc)}")
+        lines.append("")
+    return "\n".join(lines)
