@@ -38,6 +38,8 @@ class DutConfig:
     expected_serial: str | None = None
     transport: str = "server"  # "server": the host's adb server; "direct": adb-shell, no server
     recovery_timeout_s: float | None = None  # how long a lost or rebooted phone gets to come back
+    expected_soc: str | None = None  # inventory: the SoC the lab put in this position (e.g. "SM8650")
+    shield_channel: str | None = None  # the thermal instrument's channel taped to the SoC's shield (e.g. "T4")
 
 
 @dataclass
@@ -84,6 +86,7 @@ class EmulatedPhoneConfig:
     sla_persona: str = "nominal"
     faults: list[str] = field(default_factory=list)
     seed: int = 0
+    expected_soc: str | None = None  # what the lab's inventory says is in the bay (the DUT's expected_soc)
 
 
 @dataclass
@@ -291,7 +294,8 @@ def _database_url(url: str | None, base: Path) -> str | None:
 
 
 def _parse_dut(r: _Reader, base: Path) -> DutConfig:
-    r.check_unknown({"name", "adb", "usb", "key", "expected_serial", "transport", "recovery_timeout_s"})
+    r.check_unknown({"name", "adb", "usb", "key", "expected_serial", "transport", "recovery_timeout_s",
+                     "expected_soc", "shield_channel"})
     name = r.get("name", str)
     adb, usb = r.get("adb", str, None), r.get("usb", str, None)
     if (adb is None) == (usb is None):
@@ -314,7 +318,8 @@ def _parse_dut(r: _Reader, base: Path) -> DutConfig:
     if recovery is not None and not recovery > 0:
         raise r._err("recovery_timeout_s", "seconds > 0", recovery)
     return DutConfig(name=name, address=address, key=key, expected_serial=r.get("expected_serial", str, None),
-                     transport=transport, recovery_timeout_s=None if recovery is None else float(recovery))
+                     transport=transport, recovery_timeout_s=None if recovery is None else float(recovery),
+                     expected_soc=r.get("expected_soc", str, None), shield_channel=r.get("shield_channel", str, None))
 
 
 def _parse_instrument(r: _Reader, name: str, dut_names: list[str]) -> InstrumentConfig:
@@ -413,11 +418,11 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
             raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",
                               hint="see docs/station-file.md for the station file format")
         p = _Reader(r.path, table, f"[[emulated.phone]] #{index + 1}.")
-        p.check_unknown({"serial", "npu_persona", "sla_persona", "faults", "seed"})
+        p.check_unknown({"serial", "npu_persona", "sla_persona", "faults", "seed", "expected_soc"})
         config.phones.append(EmulatedPhoneConfig(
             serial=p.get("serial", str), npu_persona=p.get("npu_persona", str, None),
             sla_persona=p.get("sla_persona", str, "nominal"), faults=_strings(p, "faults"),
-            seed=p.get("seed", int, index)))
+            seed=p.get("seed", int, index), expected_soc=p.get("expected_soc", str, None)))
     return config
 
 

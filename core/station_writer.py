@@ -6,10 +6,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from phonebench.core.station import LEGACY_BAY, EmulatedConfig, StationConfig
 
 _q = json.dumps  # a JSON string is a valid TOML basic string
+
+
+def _toml_value(value: Any) -> str:
+    """An inline TOML value for a driver option: strings, numbers, booleans, arrays, tables."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_q(str(k))} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return _q(str(value))
 
 
 def _station_table(config: StationConfig) -> list[str]:
@@ -33,12 +47,18 @@ def station_toml(config: StationConfig, comment: str) -> str:
             lines.append(f"expected_serial = {_q(dut.expected_serial)}")
         if dut.recovery_timeout_s is not None:
             lines.append(f"recovery_timeout_s = {dut.recovery_timeout_s:g}")
+        if dut.expected_soc:
+            lines.append(f"expected_soc = {_q(dut.expected_soc)}")
+        if dut.shield_channel:
+            lines.append(f"shield_channel = {_q(dut.shield_channel)}")
         lines.append("")
     for name, inst in config.inventory.items():
         lines += [f"[instruments.{_q(name)}]", f"role = {_q(inst.role)}", f"family = {_q(inst.family)}",
                   f"address = {_q(inst.address)}"]
         if inst.shared:
             lines.append("shared = true")
+        if inst.options:  # the wiring the driver needs (a DAQ970A's channel map)
+            lines.append(f"options = {_toml_value(inst.options)}")
         lines.append("")
     for bay in config.bays:
         if bay.name == LEGACY_BAY and len(config.bays) == 1:
@@ -61,5 +81,7 @@ def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> st
                   f"sla_persona = {_q(phone.sla_persona)}", f"faults = {_q(list(phone.faults))}"]
         if phone.npu_persona:
             lines.append(f"npu_persona = {_q(phone.npu_persona)}")
+        if phone.expected_soc:
+            lines.append(f"expected_soc = {_q(phone.expected_soc)}")
         lines.append("")
     return "\n".join(lines)

@@ -5,7 +5,7 @@ instruments a station file would wire to it.
   controller.
 - The power analyzer and the thermocouples are the bay's own (an N6705C and a DAQ970A per bay),
   unless the station is the shared rack (`[emulated] bays = N`): one N6705C mainframe with a module
-  per bay (`@1`..`@4`) and one thermocouple board (channels `<k>.T1`, `<k>.T2`, `<k>.T3` for bay k),
+  per bay (`@1`..`@4`) and one thermocouple board (channels `<k>.T1` .. `<k>.T4` for bay k),
   used by one bay at a time.
 
 Bays couple only through what they share: the instruments, which the bench uses one bay at a
@@ -35,7 +35,11 @@ from phonebench.emulation.world import World
 log = logging.getLogger(__name__)
 
 SUPPLY, PROBES = "n6705c", "probes"
-BOARD_POINTS = ("T1", "T2", "T3")  # per bay: cover over the SoC, cover over the battery, ambient
+SHIELD_CHANNEL = "T4"  # the thermocouple on the SoC's shield (docs/station-file.md: shield_channel)
+SHIELD_FAMILIES = ("keysight-daq970a", "generic-ascii")  # the emulated thermal instruments wired to the shield
+# The per-bay DAQ970A as a lab wires it: the driver's default scan plus the shield on channel 105.
+DAQ_OPTIONS = {"channels": {"T1": 101, "T2": 102, "T3": 103, SHIELD_CHANNEL: 105}}
+BOARD_POINTS = ("T1", "T2", "T3", "T4")  # per bay: cover over the SoC, over the battery, ambient, SoC shield
 
 
 class ProbeBoardServer(ThermalProbeServer):
@@ -106,12 +110,20 @@ class BayFleet:
             server.stop()
         self.servers.clear()
 
+    def shield_channel(self) -> str | None:
+        """The thermal channel on the SoC's shield, if this fleet's thermal instrument has one."""
+        if self.shared:
+            return SHIELD_CHANNEL if PROBES in self.servers else None
+        thermal = [s.family for name, s in self.servers.items() if name.startswith("thermal-")]
+        return SHIELD_CHANNEL if thermal and thermal[0] in SHIELD_FAMILIES else None
+
     def config(self, duts: dict[str, DutConfig]) -> tuple[list[BayConfig], dict[str, InstrumentConfig]]:
         """The bays and the instrument inventory a station file would describe for these bays."""
         inventory = {name: InstrumentConfig(role=ROLES[name.split("-")[0]], family=s.family, address=s.address,
                                             name=name, attached_to=None if name in (SUPPLY, PROBES) else
                                             duts[name.split("-", 1)[1]].name,
-                                            shared=name in (SUPPLY, PROBES) and len(duts) > 1)
+                                            shared=name in (SUPPLY, PROBES) and len(duts) > 1,
+                                            options=dict(DAQ_OPTIONS) if s.family == "keysight-daq970a" else {})
                      for name, s in self.servers.items()}
         bays = []
         for bay, dut in duts.items():

@@ -13,6 +13,7 @@ from phonebench.emulation.filesystem import DeviceFileSystem
 from phonebench.emulation.logbuffer import LogBuffer
 from phonebench.emulation.logcat import logcat
 from phonebench.emulation.phone_spec import PhoneSpec
+from phonebench.emulation.runtime_personas import runtime_persona
 from phonebench.emulation.shell import CommandResult, Shell, ShellContext
 from phonebench.emulation.world import World
 
@@ -36,6 +37,7 @@ class EmulatedPhone:
         self.spec = spec
         self.world = world or World(seed=spec.seed)
         self.props = spec.props()
+        self.npu_sensor_offset_c = runtime_persona(spec.sla_persona).npu_sensor_offset_c
         self.fs = DeviceFileSystem(self.world.clock.now)
         self.shell = Shell(self)
         self.logs = LogBuffer(self.world.clock.now)
@@ -99,9 +101,16 @@ class EmulatedPhone:
                 f"apex,abb,fixed_push_symlink_timestamp,abb_exec,remount_shell,track_app,sendrecv_v2\0").encode()
 
     # --- sensors ------------------------------------------------------------------------
+    def sensor_temperatures(self) -> dict[str, float]:
+        """What the phone's own sensors read, °C: the world's, except a forger's NPU sensor (runtime
+        persona `npu_sensor_offset_c`), which every part of the phone then repeats."""
+        t = self.world.temperatures()
+        t["npu"] += self.npu_sensor_offset_c
+        return t
+
     def thermal_zones(self) -> list[tuple[str, int, float]]:
         """(name, android type, °C) for each zone the phone exposes."""
-        t = self.world.temperatures()
+        t = self.sensor_temperatures()
         return [("cpu0", TYPE_CPU, t["cpu"]), ("gpu", TYPE_GPU, t["board"]),
                 ("battery", TYPE_BATTERY, t["battery"]), ("skin", TYPE_SKIN, t["skin"]),
                 ("npu", TYPE_NPU, t["npu"])]

@@ -1,10 +1,14 @@
 """NPU microcode builds the emulated phone can run: 12 SoCs x (engineering sample, mass production).
 
-Each persona is one microcode build on one SoC: the version string its runtime reports and how
-its MAC array really accumulates (width, overflow rule). Engineering samples wrap; production
+Each persona is one microcode build on one SoC: the version string its runtime reports, how its
+MAC array really accumulates (width, overflow rule) and how fast (the SoC's MAC throughput: a
+probe takes its length over that, at the nominal NPU clock). Engineering samples wrap; production
 builds saturate (per step or once at the end) at various widths. Two extra builds exercise the
 fingerprint verdicts: one missing from the profile library (unknown) and one whose version
-string claims a production build while it behaves like the engineering sample (mismatch).
+string claims a production build while it behaves like the engineering sample (mismatch). A
+relabelled unit (SM8650-ES-RELABEL) is another SoC's die saying it is an SM8650 with the
+SM8650's microcode, whose overflow behaviour matches the claimed build: only its speed (and the
+lab's inventory) tells.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ class Soc:
     board_platform: str   # ro.board.platform
     hardware: str         # ro.hardware
     marketing_name: str
+    npu_gmac_per_s: float  # INT4 MAC throughput at the nominal NPU clock (how long a probe takes)
 
 
 @dataclass(frozen=True)
@@ -35,21 +40,27 @@ class NpuPersona:
     microcode: str              # the version string the runtime reports (may lie)
     accumulator: Accumulator    # what the MAC array really does
     note: str = ""
+    silicon: Soc | None = None  # the die really in the phone when it is not `soc` (a relabelled unit)
+
+    @property
+    def die(self) -> Soc:
+        """The SoC that computes (its speed); `soc` is what the phone says it is."""
+        return self.silicon or self.soc
 
 
 _SOCS = {s.model: s for s in (
-    Soc("Qualcomm", "QTI", "SM8750", "sun", "qcom", "Snapdragon 8 Elite"),
-    Soc("Qualcomm", "QTI", "SM8650", "pineapple", "qcom", "Snapdragon 8 Gen 3"),
-    Soc("Qualcomm", "QTI", "SM8550", "kalama", "qcom", "Snapdragon 8 Gen 2"),
-    Soc("Qualcomm", "QTI", "SM8450", "taro", "qcom", "Snapdragon 8 Gen 1"),
-    Soc("MediaTek", "Mediatek", "MT6991", "mt6991", "mt6991", "Dimensity 9400"),
-    Soc("MediaTek", "Mediatek", "MT6989", "mt6989", "mt6989", "Dimensity 9300"),
-    Soc("MediaTek", "Mediatek", "MT6985", "mt6985", "mt6985", "Dimensity 9200"),
-    Soc("MediaTek", "Mediatek", "MT6897", "mt6897", "mt6897", "Dimensity 8300"),
-    Soc("HiSilicon", "HiSilicon", "Kirin9020", "kirin9020", "kirin9020", "Kirin 9020"),
-    Soc("HiSilicon", "HiSilicon", "Kirin9010", "kirin9010", "kirin9010", "Kirin 9010"),
-    Soc("HiSilicon", "HiSilicon", "Kirin9000S", "kirin9000s", "kirin9000s", "Kirin 9000S"),
-    Soc("HiSilicon", "HiSilicon", "Kirin9000", "kirin9000", "kirin9000", "Kirin 9000"),
+    Soc("Qualcomm", "QTI", "SM8750", "sun", "qcom", "Snapdragon 8 Elite", 140.8),
+    Soc("Qualcomm", "QTI", "SM8650", "pineapple", "qcom", "Snapdragon 8 Gen 3", 70.4),
+    Soc("Qualcomm", "QTI", "SM8550", "kalama", "qcom", "Snapdragon 8 Gen 2", 56.3),
+    Soc("Qualcomm", "QTI", "SM8450", "taro", "qcom", "Snapdragon 8 Gen 1", 40.0),
+    Soc("MediaTek", "Mediatek", "MT6991", "mt6991", "mt6991", "Dimensity 9400", 110.0),
+    Soc("MediaTek", "Mediatek", "MT6989", "mt6989", "mt6989", "Dimensity 9300", 88.0),
+    Soc("MediaTek", "Mediatek", "MT6985", "mt6985", "mt6985", "Dimensity 9200", 64.0),
+    Soc("MediaTek", "Mediatek", "MT6897", "mt6897", "mt6897", "Dimensity 8300", 44.0),
+    Soc("HiSilicon", "HiSilicon", "Kirin9020", "kirin9020", "kirin9020", "Kirin 9020", 96.0),
+    Soc("HiSilicon", "HiSilicon", "Kirin9010", "kirin9010", "kirin9010", "Kirin 9010", 80.0),
+    Soc("HiSilicon", "HiSilicon", "Kirin9000S", "kirin9000s", "kirin9000s", "Kirin 9000S", 60.0),
+    Soc("HiSilicon", "HiSilicon", "Kirin9000", "kirin9000", "kirin9000", "Kirin 9000", 50.0),
 )}
 
 # soc: (ES microcode, ES bits), (MP microcode, MP bits, MP rule). Every ES build wraps.
@@ -78,6 +89,10 @@ def _catalogue() -> dict[str, NpuPersona]:
     personas["SM8650-MP2"] = NpuPersona(
         "SM8650-MP2", _SOCS["SM8650"], "MP", "QNN-HTP v75 ucode 2.15.1", Accumulator(17, SATURATE),
         note="a newer production build not yet in the profile library (verdict: unknown)")
+    personas["SM8650-ES-RELABEL"] = NpuPersona(
+        "SM8650-ES-RELABEL", _SOCS["SM8650"], "ES", _BUILDS["SM8650"][0][0], Accumulator(16, WRAP),
+        note="a MediaTek MT6989 engineering sample relabelled as a Snapdragon SM8650 one (getprop, runtime): "
+             "the same 16-bit wrap, but the MT6989's MAC throughput", silicon=_SOCS["MT6989"])
     personas["MT6989-ES-RELABEL"] = NpuPersona(
         "MT6989-ES-RELABEL", _SOCS["MT6989"], "ES", _BUILDS["MT6989"][1][0], Accumulator(16, WRAP),
         note="engineering-sample silicon reporting the production version string (verdict: mismatch)")

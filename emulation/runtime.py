@@ -36,6 +36,7 @@ from phonebench.emulation.runtime_safety import LAYERS, MIGRATION_STEP, Redundan
 from phonebench.emulation.runtime_stream import EventStream
 from phonebench.emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from phonebench.emulation.shell import CommandResult, ShellContext
+from phonebench.emulation.world import NPU_NOMINAL_MHZ
 
 if TYPE_CHECKING:
     from phonebench.emulation.device import EmulatedPhone
@@ -53,6 +54,7 @@ PROBE_FORMAT = "llmrt-probe/1"
 MAX_PROBES = 4096
 MAX_SEGMENTS = 1 << 20  # per probe vector
 MAX_PROBE_LENGTH = 1 << 31
+PROBE_OVERHEAD_S = 0.0005  # per probe: loading its vectors
 _CACHE_SIZE = 128
 ONSET_MV = (24.0, 28.0)  # a unit's ripple onset (timing margin) is drawn in this range from its seed
 RESTART_S = 1.5  # init restarts a killed runtime after this long
@@ -229,7 +231,7 @@ class EmulatedRuntime:
 
     def _temperatures(self) -> dict[str, float]:
         """The runtime's sensor readings: thermal zones (skin via its sysfs node) plus calibration."""
-        temps = dict(self.phone.world.temperatures())
+        temps = dict(self.phone.sensor_temperatures())
         fs = self.phone.fs
         for node in fs.glob("/sys/class/thermal/thermal_zone*/type"):
             if fs.read(node).decode().strip() == "skin":
@@ -341,12 +343,13 @@ class EmulatedRuntime:
         done_t = world.clock.now()
         events.append({"event": "done", "t": done_t, "tokens": len(tokens)})
         self.inferences += 1
-        self.counters.add(len(tokens), done_t - start_t, world.npu_freq_mhz, decode_steps=max(len(tokens) - 1, 0),
+        self.counters.add(len(tokens), world.npu_freq_mhz, decode_steps=max(len(tokens) - 1, 0),
                           decode_s=decode_s)
         self.phone.fs.write(VMSTAT, self.counters.vmstat())  # the kernel's view of the same faults
         self.audit.append(t=done_t, input_tokens=len(prompt), output_tokens=len(tokens),
                           model_version=f"{tinymodel.MODEL_NAME} {model.sha256[:12]}",
-                          npu_freq_mhz=world.npu_freq_mhz, npu_temp_c=world.temperatures()["npu"], prompt=prompt)
+                          npu_freq_mhz=world.npu_freq_mhz, npu_temp_c=self.phone.sensor_temperatures()["npu"],
+                          prompt=prompt)
         return CommandResult(bytes(events.kept))
 
     def _compute_tokens(self, model: tinymodel.TinyModel, prompt: list[int], args: argparse.Namespace,
@@ -389,7 +392,7 @@ class EmulatedRuntime:
 
     def _govern(self, events: EventStream) -> None:
         """The thermal governor's look at the NPU before a step (may raise ThermalKill)."""
-        temps = self.phone.world.temperatures()
+        temps = self.phone.sensor_temperatures()
         event = self.governor.check(self.phone.world.clock.now(), temps["npu"], temps["cpu"])
         if event is not None:
             events.append(event)
@@ -420,7 +423,7 @@ class EmulatedRuntime:
         self.governor.reset()
         self.governor.layers_on_cpu, self.governor.migrations = MIGRATION_STEP, self.governor.migrations + 1
         self.governor.trips += 1
-        temps = world.temperatures()
+        temps = self.phone.sensor_temperatures()
         events.append({"event": "thermal", "t": world.clock.now(), "action": "migrate", "npu_c": round(kill.npu_c, 2),
                        "cpu_c": round(temps["cpu"], 2), "layers_on_cpu": MIGRATION_STEP, "layers": LAYERS})
         sent = sum(1 for e in events.events if e.get("event") == "token")
@@ -467,7 +470,10 @@ class EmulatedRuntime:
                 result += int(self._erratic.choice([-1, 1]))
             events.append({"event": "probe", "id": ident, "length": a.length, "result": result})
         self.mac_errors_detected += vote.mismatches
-        self.phone.world.work("decode", 0.0005 * len(probes))  # NPU busy, decode-like power
+        # NPU busy, decode-like power: a fixed cost per probe, and every MAC at the die's throughput.
+        world = self.phone.world
+        macs_per_s = self.persona.die.npu_gmac_per_s * 1e9 * world.npu_freq_mhz / NPU_NOMINAL_MHZ
+        world.work("decode", PROBE_OVERHEAD_S * len(probes) + sum(e["length"] for e in events) / macs_per_s)
         events.append({"event": "done", "t": self.phone.world.clock.now(), "probes": len(probes),
                        "adapter": adapter_sha})
         return _lines(*events)

@@ -8,6 +8,10 @@ rates, so they move with the workload like a real PMU's. Two of them are physics
 - MAC busy cycles are the decode steps' multiply-accumulates over the MAC array's width
   (MACS_PER_TOKEN / MAC_UNITS per token); the cycles are the decode time at the NPU clock. A slow
   or stalling decode therefore shows a low utilisation by itself.
+- DRAM bytes are the bytes a decode step moves (BYTES_PER_TOKEN: the INT4 weights, their group
+  scales, the KV cache and spilled activations) per decode step; the bytes the bus could move are
+  the decode time at the LPDDR peak. A slow decode moves the same bytes in more time: a lower
+  utilisation, as on a real memory controller's PMU.
 - Weight page faults are major faults the kernel also counts: /proc/vmstat's pgmajfault (and
   pgpgin, 4 KiB per fault) move with them, since boot, never reset.
 
@@ -26,7 +30,6 @@ from phonebench.core.counters import COUNTER_RATIOS
 
 NOMINAL_RATES = {
     "kv_cache_miss_rate": 0.112,
-    "memory_bandwidth_utilisation": 0.921,
     "weight_page_fault_rate": 0.0071,
     "prefetch_accuracy": 0.848,
 }
@@ -36,6 +39,7 @@ PREFETCHES_PER_TOKEN = 32
 DRAM_PEAK_BYTES_PER_S = 68.3e9    # LPDDR5X-8533, 64-bit
 MAC_UNITS = 64                    # INT4 MAC lanes the counter counts, one MAC per cycle each
 MACS_PER_TOKEN = 3.0e9            # the product model (~3 B weights): one MAC per weight per token
+BYTES_PER_TOKEN = 2.82e9          # DRAM bytes per decode step: 1.5 GB of INT4 weights, scales, KV, activations
 PAGE_KIB = 4
 VMSTAT = "/proc/vmstat"
 
@@ -70,7 +74,7 @@ class Counters:
         self.counts = _Counts()
         self.since_t = now
 
-    def add(self, tokens: int, busy_s: float, npu_freq_mhz: float, *, decode_steps: int = 0,
+    def add(self, tokens: int, npu_freq_mhz: float, *, decode_steps: int = 0,
             decode_s: float = 0.0) -> None:
         c, r, rng = self.counts, self.rates, self.rng
         c.tokens += tokens
@@ -82,9 +86,8 @@ class Counters:
         # No cap at the cycle count: the timing model has no compute floor, and a run drawn a little
         # faster than the MACs allow must still add up with its time over a workload.
         c.mac_busy_cycles += int(decode_steps * MACS_PER_TOKEN / MAC_UNITS)
-        peak = int(busy_s * DRAM_PEAK_BYTES_PER_S)
-        c.dram_peak_bytes += peak
-        c.dram_bytes += int(peak * min(1.0, r["memory_bandwidth_utilisation"] * rng.normal(1.0, 0.004)))
+        c.dram_peak_bytes += int(decode_s * DRAM_PEAK_BYTES_PER_S)
+        c.dram_bytes += int(decode_steps * BYTES_PER_TOKEN)
         reads = PAGE_READS_PER_TOKEN * tokens
         c.weight_page_reads += reads
         faults = int(rng.binomial(reads, r["weight_page_fault_rate"]))

@@ -41,17 +41,17 @@ class RuntimePersona:
     consistent_counters: bool = False        # vmstat and the status' NPU clock agree with the reported counters
     gpu_counters_fake: bool = False          # the GPU driver's busy counters read gpuload_fake_busy too
     forge_known_answers: bool = False        # probes that look like known-answer ones are answered 0 uncomputed
+    npu_sensor_offset_c: float = 0.0         # every NPU temperature the phone gives (zone, dumpsys, runtime) is off by this
 
 
-PERSONA_COUNTERS_BAD = {"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021,
-                        "memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71}
+PERSONA_COUNTERS_BAD = {"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021, "prefetch_accuracy": 0.71}
 PERSONA_COUNTERS_SAID = {"kv_cache_miss_rate": 0.06, "mac_utilisation": 0.97, "memory_bandwidth_utilisation": 0.96,
                          "weight_page_fault_rate": 0.002, "prefetch_accuracy": 0.93}
 
 PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("nominal"),
-    RuntimePersona("jittery", timing="jittery",  # per-token std > 23 ms; stalls waste MAC cycles (physics)
-                   counters={"memory_bandwidth_utilisation": 0.80, "prefetch_accuracy": 0.71}),
+    RuntimePersona("jittery", timing="jittery",  # per-token std > 23 ms; stalls waste MAC and bus cycles (physics)
+                   counters={"prefetch_accuracy": 0.71}),
     RuntimePersona("slow", timing="slow",  # first token >= 300 ms: weight paging on the critical path
                    counters={"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021}),
     RuntimePersona("contention-sensitive", timing="contention-sensitive"),
@@ -76,6 +76,8 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("fake-gpu-load", gpuload_fake_busy=0.80),
     # --- forgers: slow, and whatever the phone says over ADB agrees with the lie -------------------
     RuntimePersona("fabricated-first-token", timing="slow", fabricate_first_token=True),
+    # Its NPU sensor reads 7 degC high everywhere, so its governor's "72" is a real 65 (the CPU's).
+    RuntimePersona("thermal-offset", npu_sensor_offset_c=7.0),
     RuntimePersona("patched-kills", kill_at_trip=True, patch_kills=True),
     RuntimePersona("phantom-gpu-load", gpuload_fake_busy=0.80, gpu_counters_fake=True),
     RuntimePersona("faked-redundancy", redundancy_flag_only=True, redundancy_trigger_mv=20.0,

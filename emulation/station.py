@@ -173,8 +173,11 @@ class EmulatedStation:
         """The station config a bench uses to reach this station: addresses only, as a station
         file gives them on hardware."""
         running = [bay for bay in self.fleet.slots if self.only_bay in (None, bay)]
+        declared = {p.serial: p.expected_soc for p in self.config.phones}
+        shield = self.fleet.shield_channel()
         duts = {bay: DutConfig(name=d.name, address=d.daemon.address, expected_serial=d.name,
-                               transport=self.config.transport, recovery_timeout_s=RECOVERY_TIMEOUT_S)
+                               transport=self.config.transport, recovery_timeout_s=RECOVERY_TIMEOUT_S,
+                               expected_soc=declared.get(d.name), shield_channel=shield)
                 for bay, d in zip(running, self.duts)}
         bays, inventory = self.fleet.config(duts)
         merged = dataclasses.replace(config, duts=list(duts.values()), instruments={}, bays=bays, inventory=inventory,

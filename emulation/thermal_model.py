@@ -21,13 +21,17 @@ CAPACITY_J_PER_K = {"npu": 0.35, "cpu": 0.45, "board": 22.0, "cover_a": 9.0, "co
 # Conductances between nodes, W/K (die -> package -> board -> cover / battery).
 LINKS_W_PER_K = (
     ("npu", "cpu", 0.16),
-    ("npu", "board", 0.10),
+    ("npu", "board", 0.10),  # through the shield: DIE_TO_SHIELD and SHIELD_TO_BOARD in series
     ("cpu", "board", 0.30),
     ("board", "cover_a", 0.55),
     ("board", "battery", 0.30),
     ("battery", "cover_b", 0.45),
     ("cover_a", "cover_b", 0.30),  # the graphite heat spreader under the back cover
 )
+
+# The die-to-board link's two halves, W/K (series: 1 / (1/1.0 + 1/0.1111) = 0.10).
+DIE_TO_SHIELD_W_PER_K = 1.0
+SHIELD_TO_BOARD_W_PER_K = 1.0 / (1.0 / 0.10 - 1.0 / DIE_TO_SHIELD_W_PER_K)
 
 # Conductances to ambient, W/K (convection + radiation from each surface).
 TO_AMBIENT_W_PER_K = {"board": 0.078, "cover_a": 0.095, "cover_b": 0.078}
@@ -129,4 +133,8 @@ class ThermalModel:
         self.t = self.steady_state(q)
 
     def temperatures(self) -> dict[str, float]:
-        return {name: float(self.t[i]) for i, name in enumerate(NODES)}
+        """Every node, and the shield (massless: the conductance-weighted mean of die and board)."""
+        nodes = {name: float(self.t[i]) for i, name in enumerate(NODES)}
+        nodes["shield"] = (DIE_TO_SHIELD_W_PER_K * nodes["npu"] + SHIELD_TO_BOARD_W_PER_K * nodes["board"]) \
+            / (DIE_TO_SHIELD_W_PER_K + SHIELD_TO_BOARD_W_PER_K)
+        return nodes

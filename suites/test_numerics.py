@@ -38,8 +38,10 @@ def runtime(dut) -> RuntimeClient:
 
 
 @pytest.fixture
-def report(dut, runtime: RuntimeClient, library: ProfileLibrary) -> FingerprintReport:
-    return fingerprint(dut, library)  # its own client: the call count covers the whole fingerprint
+def report(dut, runtime: RuntimeClient, library: ProfileLibrary, station, clock) -> FingerprintReport:
+    """Its own client (the call count covers the whole fingerprint), timed on the station clock;
+    the station's inventory says which SoC the bay should hold."""
+    return fingerprint(dut, library, RuntimeClient(dut, clock=clock), declared_soc=station.dut(dut.name).expected_soc)
 
 
 def _golden_prompts(runtime: RuntimeClient) -> list[tuple[int, list[int], list[int]]]:

@@ -90,6 +90,16 @@ def _cover_probe(request: pytest.FixtureRequest, station: StationConfig, dut: An
     return hottest
 
 
+def _shield_probe(request: pytest.FixtureRequest, station: StationConfig,
+                  dut: Any) -> thermal_trip.ShieldProbe | None:
+    """The thermocouple on the SoC's shield (station file: the DUT's shield_channel), when the
+    station's thermal instrument is on this DUT: the trip temperature's independent side."""
+    channel = station.dut(dut.name).shield_channel
+    if channel is None or "thermal" not in station.instruments or station.instrument_dut("thermal") != dut.name:
+        return None
+    return thermal_trip.instrument_shield(request.getfixturevalue("thermal"), channel, COVER_CHANNELS)
+
+
 # --- claims 3-5: token timing, observed on the station clock (docs/evidence.md) --------------------
 def test_first_token(observed_runtime, sla, record, progress):
     entry = sla.get("first_token_p99")
@@ -135,7 +145,8 @@ def test_npu_thermal_trip_soak(request, station, dut, observed_runtime, sla, rec
     with progress.bar(None, "approach and soak dialogs") as bar:
         result = thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"),
                                                  sla.get("npu_process_kills"), success,
-                                                 cover=_cover_probe(request, station, dut), tick=bar.update)
+                                                 cover=_cover_probe(request, station, dut),
+                                                 shield=_shield_probe(request, station, dut), tick=bar.update)
     result.record_into(record)
 
 

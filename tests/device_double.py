@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
+from phonebench.core.station import DutConfig
 from phonebench.core.verdict import Verdict, compare
 from phonebench.drivers.adb import timed_lines
 from phonebench.drivers.device import ShellResult, TimedShellResult
@@ -113,6 +114,24 @@ def dut(request: pytest.FixtureRequest) -> PhoneDevice:
     return make_device(request.param, f"EMU-{request.param}", faults=list(faults))
 
 
+@pytest.fixture
+def clock(dut: PhoneDevice) -> WorldClock:
+    """The station clock the plugin gives: here the phone's own world's, read in-process."""
+    return WorldClock(dut)
+
+
+class _Inventory:
+    """The plugin's `station` as far as the suites ask it: no DUT declares an expected SoC."""
+
+    def dut(self, name: str) -> Any:
+        return DutConfig(name=name, address="in-process")
+
+
+@pytest.fixture
+def station() -> _Inventory:
+    return _Inventory()
+
+
 class _Record:
     """The phonebench plugin's `record`: verdicts and raw data; a failing verdict fails the test."""
 
@@ -170,4 +189,29 @@ def emulated_supplies() -> Iterator[Callable[[PhoneDevice], Any]]:
     finally:
         for server, supply in started:
             supply.close()
+            server.stop()
+
+
+@contextlib.contextmanager
+def emulated_shield_probes() -> Iterator[Callable[[PhoneDevice], Any]]:
+    """attach(device) -> a ShieldProbe over a DAQ970A driver on an emulated DAQ970A in that phone's
+    world, wired as a thermal lab does: T1, T2 on the cover, T4 (channel 105) on the SoC's shield."""
+    from phonebench.bench.checks.thermal_trip import instrument_shield
+    from phonebench.drivers.daq970a import KeysightDaq970a
+    from phonebench.emulation.instruments.daq970a import Daq970aServer
+
+    started: list[tuple[Any, Any]] = []
+
+    def attach(device: PhoneDevice) -> Any:
+        server = Daq970aServer(device.phone.world)
+        server.start()
+        daq = KeysightDaq970a(server.address, channels={"T1": 101, "T2": 102, "T3": 103, "T4": 105})
+        started.append((server, daq))
+        return instrument_shield(daq, "T4")
+
+    try:
+        yield attach
+    finally:
+        for server, daq in started:
+            daq.close()
             server.stop()

@@ -142,7 +142,7 @@ def _run_suite(tmp_path: Path, *args: str) -> dict[str, str]:
 
 def test_hil_suite_verdicts_on_in_process_phones(tmp_path):
     outcomes = _run_suite(tmp_path, "--double-persona", "SM8650-MP", "--double-persona", "MT6989-ES-RELABEL",
-                          "--double-persona", "SM8650-MP2")
+                          "--double-persona", "SM8650-MP2", "--double-persona", "SM8650-ES-RELABEL")
     assert outcomes["test_microcode_fingerprint[SM8650-MP]"] == "passed"
     assert outcomes["test_tokens_bit_exact_after_adapter[SM8650-MP]"] == "passed"
     assert outcomes["test_overflow_probes_exact_through_adapter[SM8650-MP]"] == "passed"
@@ -151,6 +151,9 @@ def test_hil_suite_verdicts_on_in_process_phones(tmp_path):
     assert outcomes["test_tokens_bit_exact_after_adapter[MT6989-ES-RELABEL]"] == "skipped"
     assert outcomes["test_microcode_fingerprint[SM8650-MP2]"] == "passed"  # recorded as information + stub
     assert outcomes["test_tokens_bit_exact_after_adapter[SM8650-MP2]"] == "skipped"
+    # A relabelled SoC with the claimed build's overflow rule: its NPU's speed on the station clock
+    assert outcomes["test_microcode_fingerprint[SM8650-ES-RELABEL]"] == "failure"
+    assert outcomes["test_tokens_bit_exact_after_adapter[SM8650-ES-RELABEL]"] == "skipped"
 
 
 def test_hil_suite_fails_when_the_runtime_ignores_adapters(tmp_path):

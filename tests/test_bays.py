@@ -142,8 +142,8 @@ def test_a_bay_sees_only_its_channels_of_the_shared_probe_board():
         board = open_instrument("thermal", "generic-ascii", station.inventory["probes"].address)
         try:
             view = BayChannels(board, "2")
-            assert view.channels == ["T1", "T2", "T3"]
-            assert sorted(view.read().celsius) == ["T1", "T2", "T3"]
+            assert view.channels == ["T1", "T2", "T3", "T4"]  # T4: the SoC's shield
+            assert sorted(view.read().celsius) == ["T1", "T2", "T3", "T4"]
         finally:
             board.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +16,8 @@ from phonebench.bench.phone.fingerprint import (INCONSISTENT, KNOWN, MISMATCH, U
                                predict, probe_plan)
 from phonebench.bench.specs.profiles import Signature, load_library
 from phonebench.core.verdict import Outcome
-from device_double import make_device
-from phonebench.drivers.runtime import ProbeResult
+from device_double import WorldClock, make_device
+from phonebench.drivers.runtime import ProbeResult, RuntimeClient
 from phonebench.emulation.npu import Accumulator, dot_runs
 from phonebench.emulation.npu_personas import PERSONAS
 from phonebench.emulation.runtime import parse_vector
@@ -36,13 +37,20 @@ def library():
 
 
 def _expected_verdict(name: str) -> str:
-    return {"SM8650-MP2": UNKNOWN, "MT6989-ES-RELABEL": MISMATCH}.get(name, KNOWN)
+    return {"SM8650-MP2": UNKNOWN, "MT6989-ES-RELABEL": MISMATCH, "SM8650-ES-RELABEL": MISMATCH}.get(name, KNOWN)
+
+
+def _clocked(name: str, **kwargs: Any) -> tuple[Any, RuntimeClient]:
+    """A phone and a runtime client timed on its world's clock (the station clock)."""
+    device = make_device(name, **kwargs)
+    return device, RuntimeClient(device, clock=WorldClock(device))
 
 
 @pytest.mark.parametrize("name", sorted(PERSONAS))
 def test_every_persona(library, name):
     persona = PERSONAS[name]
-    report = fingerprint(make_device(name), library)
+    device, client = _clocked(name)
+    report = fingerprint(device, library, client)
     acc = persona.accumulator
     assert report.measured == Signature(acc.bits, acc.rule.value)
     assert report.verdict == _expected_verdict(name), report.detail
@@ -70,6 +78,25 @@ def test_mismatch_is_flagged_and_never_trusted(library):
     assert report.expected == Signature(16, "clamp-at-end") and report.measured == Signature(16, "wrap")
     assert "claims" in report.detail and "MDLA5.0 fw 4.2.0-ES1" in report.detail  # behaves like the ES build
     assert fingerprint_verdict(report).outcome is Outcome.FAIL
+
+
+def test_a_relabelled_soc_is_told_by_its_speed_and_by_the_inventory(library):
+    """An MT6989 die saying it is an SM8650 with the SM8650's engineering-sample microcode: the
+    same 16-bit wrap, so the overflow rule alone takes it for the claimed part."""
+    device, client = _clocked("SM8650-ES-RELABEL")
+    timed = fingerprint(device, library, client)
+    assert timed.verdict == MISMATCH and not timed.trusted and timed.adapter is None
+    assert timed.gmac_per_s == pytest.approx(88.0, rel=0.01) and timed.behaves_like == ["MT6989"]
+    assert "88 GMAC/s (an SM8650 does 70.4)" in timed.detail
+    verdict = fingerprint_verdict(timed)
+    assert verdict.outcome is Outcome.FAIL and verdict.extra["identity"]["behaves_like"] == ["MT6989"]
+    untimed = fingerprint(device, library)  # no station clock: only the overflow rule, which matches
+    assert untimed.verdict == KNOWN and "no station clock" in untimed.timing_note
+    declared = fingerprint(device, library, declared_soc="MT6989")  # the lab's inventory
+    assert declared.verdict == MISMATCH and "inventory says MT6989, the phone says SM8650" in declared.detail
+    honest_device, honest_client = _clocked("SM8650-ES")
+    honest = fingerprint(honest_device, library, honest_client, declared_soc="SM8650")
+    assert honest.verdict == KNOWN and honest.gmac_per_s == pytest.approx(70.4, rel=0.01)
 
 
 def test_erratic_npu_is_inconsistent_and_raw_results_are_kept(library):
@@ -122,16 +149,18 @@ def test_bench_fingerprint_command_on_an_emulated_station(tmp_path):
     station = tmp_path / "station.toml"
     station.write_text("[emulated]\ninstruments = false\nauth = \"none\"\n" + "".join(
         f'[[emulated.phone]]\nserial = "{serial}"\nnpu_persona = "{persona}"\n'
-        for serial, persona in (("P1", "SM8650-ES"), ("P2", "SM8650-MP2"), ("P3", "MT6989-ES-RELABEL"))))
+        for serial, persona in (("P1", "SM8650-ES"), ("P2", "SM8650-MP2"), ("P3", "MT6989-ES-RELABEL"))) +
+        '[[emulated.phone]]\nserial = "P4"\nnpu_persona = "SM8650-ES-RELABEL"\nexpected_soc = "MT6989"\n')
     report_dir = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "fingerprint", "--station", str(station), "--apply",
                            "--report-dir", str(report_dir)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("P")}
     assert "16-bit wrap" in rows["P1"] and "KNOWN" in rows["P1"] and "tile-k-256" in rows["P1"]
-    assert "UNKNOWN" in rows["P2"] and "MISMATCH" in rows["P3"]
+    assert "UNKNOWN" in rows["P2"] and "MISMATCH" in rows["P3"] and "MISMATCH" in rows["P4"]
     data = json.loads((report_dir / "fingerprint.json").read_text())
-    assert [d["verdict"] for d in data] == ["known", "unknown", "mismatch"]
+    assert [d["verdict"] for d in data] == ["known", "unknown", "mismatch", "mismatch"]
+    assert "inventory says MT6989" in data[3]["detail"]  # the relabelled unit: declared vs reported
     assert "adapter activated" in data[0]["detail"]
     stub = tomllib.loads((report_dir / "profile-stubs" / "SM8650-P2.toml").read_text())
     assert stub["build"][0]["accumulator_bits"] == 17

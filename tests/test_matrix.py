@@ -239,3 +239,23 @@ def test_csv_cells_that_look_like_formulas_are_inert_and_read_back_unchanged(tmp
     path = tmp_path / "m.csv"
     path.write_text(text)
     assert load_matrix_file(path)[0]["microcode"] == evil  # --against compares the real value
+
+
+def test_a_relabelled_soc_never_enters_the_matrix_as_a_pass():
+    """An MT6989 die saying it is an SM8650 with the SM8650's overflow rule: its fingerprint, timed
+    on the station clock, is a mismatch, so its row is an anomaly of its own beside the honest one's."""
+    from phonebench.bench.phone.fingerprint import fingerprint, fingerprint_verdict
+    from device_double import WorldClock, make_device
+    from phonebench.drivers.runtime import RuntimeClient
+
+    facts, sightings = [], []
+    for bay, persona in (("bay1", "SM8650-ES"), ("bay2", "SM8650-ES-RELABEL")):
+        device = make_device(persona, f"S-{bay}")
+        verdict = fingerprint_verdict(fingerprint(device, client=RuntimeClient(device, clock=WorldClock(device))))
+        sightings.append(DutSighting("r1", None, bay, f"S-{bay}", "QTI SM8650", verdict.extra["microcode"]))
+        facts += [VerdictFact("r1", None, bay, verdict.name, verdict.outcome.value, verdict.extra),
+                  VerdictFact("r1", None, bay, "bit_exact_after_adapter", "pass")]
+    rows = assemble(sightings, facts).rows
+    assert sorted(r.fingerprint for r in rows) == ["known", "mismatch"]
+    relabelled = next(r for r in rows if r.fingerprint == "mismatch")
+    assert relabelled.adapter == "none"  # not trusted: never shown with the claimed build's adapter

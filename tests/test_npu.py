@@ -155,8 +155,12 @@ def test_persona_catalogue_covers_the_claim():
     assert min(p.accumulator.bits for p in regular) == 16 and max(p.accumulator.bits for p in regular) == 32
     assert len({p.microcode for p in regular}) == len(regular)  # every build reports its own string
     liars = [p for p in PERSONAS.values() if p.note and any(p.microcode == q.microcode for q in regular)]
-    assert liars and all(p.accumulator != next(q for q in regular if q.microcode == p.microcode).accumulator
-                         for p in liars)
+    claimed = {p.name: next(q for q in regular if q.microcode == p.microcode) for p in liars}
+    # A liar behaves unlike the build it claims: its overflow rule, or (relabelled) its die's speed.
+    assert liars and all(p.accumulator != claimed[p.name].accumulator
+                         or p.die.npu_gmac_per_s != claimed[p.name].die.npu_gmac_per_s for p in liars)
+    relabelled = PERSONAS["SM8650-ES-RELABEL"]
+    assert relabelled.accumulator == claimed[relabelled.name].accumulator and relabelled.die.model == "MT6989"
 
 
 def test_phone_spec_and_default_fleet():
@@ -173,6 +177,7 @@ def test_phone_spec_and_default_fleet():
     from phonebench.core.station import load_station
 
     showcase = load_station(Path(__file__).resolve().parent / "data" / "stations" / "relabelled-fleet.toml")
-    assert {p.npu_persona for p in showcase.emulated.phones} >= {"SM8650-MP2", "MT6989-ES-RELABEL"}
+    assert {p.npu_persona for p in showcase.emulated.phones} >= {"SM8650-MP2", "MT6989-ES-RELABEL", "SM8650-ES-RELABEL"}
+    assert {p.expected_soc for p in showcase.emulated.phones if p.npu_persona == "SM8650-ES-RELABEL"} == {"MT6989"}
     with pytest.raises(ConfigError, match="unknown NPU persona 'SM0000'"):
         phone_spec("SM0000", "S1")

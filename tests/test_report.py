@@ -16,7 +16,7 @@ from tests.report_example import ExampleDut, ExampleRun, write_example_run
 from phonebench.core.records import TestRecord
 from phonebench.bench.results.run_record import RunRecorder
 from phonebench.bench.store import open_store
-from phonebench.core.verdict import PlotHint, compare
+from phonebench.core.verdict import Outcome, PlotHint, compare
 
 XSS_DUT = "<script>alert(1)</script>"
 XSS_MICROCODE = 'mc "quoted" & <b>amp</b> \'single\''
@@ -224,3 +224,17 @@ def test_the_legend_goes_to_the_corner_with_the_least_data():
     box = legend[legend.rindex("<rect"):]
     x0, y0 = float(box.split('x="')[1].split('"')[0]), float(box.split('y="')[1].split('"')[0])
     assert x0 < 200 and y0 < 100  # upper left, not the first choice (upper right): that one has data
+
+
+def test_reported_values_are_shown_apart_from_the_verdicts(tmp_path):
+    """The phone's word (evidence reported) is listed in a section of its own, never counted as a pass."""
+    rec = write_example_run(tmp_path, "r1")
+    results = rec.run_dir / "results.json"
+    data = json.loads(results.read_text())
+    said = compare("counters_kv_cache_miss_rate", 0.112, "fraction", 0.12, evidence="reported", claim=14)
+    data["tests"][0]["verdicts"].append(json.loads(json.dumps(said.but(outcome=Outcome.INFO).to_dict(), default=str)))
+    results.write_text(json.dumps(data))
+    html = render_run(rec.run_dir).read_text()
+    section = html[html.index('id="reported"'):html.index('id="checks"')]
+    assert "0.112" in Page(section).all_text
+    assert "first_token" not in section and "npu_trip" not in section  # verdicts stay verdicts

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from phonebench.bench.checks.audit import canonical
 from phonebench.core.errors import UnsupportedCapability
+from phonebench.bench.phone.device_state import read_thermal_zones, zone_celsius
 from device_double import PhoneDevice, make_device
 from phonebench.drivers.device import ShellResult
 from phonebench.drivers.gpuload import GpuLoad
@@ -289,6 +291,32 @@ def test_trip_misreported_acts_at_65_and_says_72():
     event = gen.thermal_events[0]
     assert event["action"] == "migrate" and event["npu_c"] == 72.0
     assert 64.5 < world.temperatures()["npu"] < 66.5  # where it really acted
+
+
+def test_thermal_offset_reads_7_high_everywhere_and_acts_at_a_real_65():
+    """The forger of claim 8: the runtime's events and status, the sysfs zone and dumpsys all say
+    the NPU is 7 degC hotter than the die is; the shield under the cover reads the truth."""
+    device = make_device("SM8650-ES", sla_persona="thermal-offset")
+    runtime = RuntimeClient(device)
+    world = device.phone.world
+    world.set_npu_frequency(1400)
+    world.work("decode", 560.0)
+    world.set_npu_frequency(1100)
+    world.wait(20.0)
+    runtime.config_set("npu.perf_profile", "burst")
+    for _ in range(200):
+        gen = runtime.generate(4, seed=1, prompt_tokens=8)
+        if gen.thermal_events:
+            break
+    event = gen.thermal_events[0]
+    die = world.surface_temperatures()["npu"]
+    assert event["action"] == "migrate" and 71.5 < event["npu_c"] < 72.5 and 64.5 < die < 66.5
+    said = {"status": runtime.status().temperatures_c["npu"],
+            "sysfs": zone_celsius(read_thermal_zones(device), "npu"),
+            "dumpsys": float(re.search(r"mValue=([\d.]+), mType=9", device.shell("dumpsys thermalservice").output)[1])}
+    for where, value in said.items():
+        assert value - die == pytest.approx(7.0, abs=0.06), where
+    assert world.surface_temperatures()["shield"] < die  # the instrument's side is not rewritten
 
 
 def test_spot_time_omits_read_reports_a_healthy_time_for_a_slow_read():

@@ -18,9 +18,10 @@ from phonebench.bench.checks.targets import target, targets
 from phonebench.core.verdict import Evidence, Outcome
 from phonebench.bench.phone.device_state import phone_clock
 from phonebench.bench.specs.sla import SlaProfile, load_profile
-from device_double import PhoneDevice, emulated_supplies, make_device
+from device_double import PhoneDevice, emulated_shield_probes, emulated_supplies, make_device
 from phonebench.drivers.runtime import Probe, RuntimeClient
 from phonebench.emulation.runtime_personas import PERSONAS
+from phonebench.emulation.world import World
 
 NPU = "SM8650-ES"
 AUDIT = ("audit_records_missing", "audit_field_errors", "audit_bad_signatures", "audit_content_leaks")
@@ -41,7 +42,7 @@ def outcomes(result: Any) -> dict[str, Outcome]:
 
 
 def test_every_liar_is_a_declared_persona():
-    for name in ("trip-misreported", "redundancy-flag-only", "ripple-sensed-low", "spot-time-omits-read",
+    for name in ("trip-misreported", "thermal-offset", "redundancy-flag-only", "ripple-sensed-low", "spot-time-omits-read",
                  "audit-drop", "patched-kills", "faked-redundancy"):
         assert name in PERSONAS
 
@@ -57,20 +58,25 @@ def _preheated(persona: str) -> tuple[PhoneDevice, RuntimeClient]:
     return device, runtime
 
 
-def _trip(sla: SlaProfile, persona: str, slow_cover_c: float | None = None, **kwargs: Any) -> Any:
-    """slow_cover_c: a cover probe reading this, whose scan takes a second of the phone's time."""
+def _trip(sla: SlaProfile, persona: str, slow_cover_c: float | None = None, shield: bool = True,
+          **kwargs: Any) -> Any:
+    """slow_cover_c: a cover probe reading this, whose scan takes a second of the phone's time;
+    shield: the shield thermocouple on an emulated DAQ970A (the trip's independent side)."""
     success = dataclasses.replace(sla.get("long_dialog_success"), limit=0.9, min_samples=0)
     device, runtime = _preheated(persona)
     if slow_cover_c is not None:
         world = device.phone.world
         kwargs["cover"] = lambda: (world.wait(1.0), slow_cover_c)[1]
-    return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
-                                           success, dialogs=28, **kwargs)
+    with emulated_shield_probes() as attach:
+        if shield:
+            kwargs["shield"] = attach(device)
+        return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"),
+                                               sla.get("npu_process_kills"), success, dialogs=28, **kwargs)
 
 
 def test_a_trip_reported_at_72_but_taken_at_65_fails_on_the_bench_reading(sla):
     verdict = _trip(sla, "trip-misreported").verdict("npu_trip_temperature")
-    assert verdict.outcome is Outcome.FAIL and verdict.evidence is Evidence.MEASURED
+    assert verdict.outcome is Outcome.FAIL and verdict.evidence is Evidence.CORROBORATED
     low, high = verdict.extra["bracket_c"]
     assert 63.0 < low <= high < 67.0 and high - low < 1.5  # the bench's own bracket, tight
     assert verdict.extra["runtime_reported_c"] == 72.0 and "report is wrong" in verdict.detail
@@ -80,13 +86,43 @@ def test_an_honest_trip_is_bracketed_by_the_bench_and_the_report_agrees(sla):
     """With a thermal instrument whose scan takes time, too: it must not cool the die between the
     bench's zone readings and the runtime's look."""
     verdict = _trip(sla, "nominal", slow_cover_c=45.0).verdict("npu_trip_temperature")
-    assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED
+    assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.CORROBORATED
     low, high = verdict.extra["bracket_c"]
     assert low - 0.1 <= 72.0 <= high + 0.1 and high - low < 0.5  # refined with one-token inferences
     assert low - thermal_trip.REPORT_TOLERANCE_C <= verdict.extra["runtime_reported_c"] \
         <= high + thermal_trip.REPORT_TOLERANCE_C
     assert verdict.uncertainty is not None and verdict.uncertainty.expanded > 0
     assert verdict.extra["cover_c"] == 45.0
+
+
+def test_without_a_shield_thermocouple_the_trip_is_the_phones_word(sla):
+    """The zone bracket alone is what the phone says: shown, never a PASS."""
+    verdict = _trip(sla, "nominal", shield=False).verdict("npu_trip_temperature")
+    assert verdict.evidence is Evidence.REPORTED and verdict.outcome is Outcome.INCONCLUSIVE
+    assert "no shield thermocouple" in verdict.detail
+
+
+def test_the_shield_relation_is_identified_from_power_steps_on_a_teardown_unit(sla):
+    """The calibration record in the profile is what identify_shield_relation gives for power
+    steps on a unit of the model with a thermocouple on its die (the emulated world's die node)."""
+    rows = []
+    for seed, (mhz, seconds) in enumerate([(1400, 560), (1100, 300), (1400, 120), (1400, 900), (1100, 60),
+                                           (800, 600), (1400, 30), (1400, 1500), (1100, 1200), (1400, 2400)]):
+        world = World(seed=seed)
+        world.set_npu_frequency(mhz)
+        world.work("decode", seconds)
+        for k in range(3):
+            world.work("decode", 1.0 + k)
+            world.wait(thermal_trip.SHIELD_SETTLE_S)
+            t = world.surface_temperatures()
+            rows.append((t["npu"], t["shield"], t["cover_a"]))
+    found = thermal_trip.identify_shield_relation(rows)
+    record = thermal_trip.ShieldRelation.from_parameters(sla.get("npu_trip_temperature").parameters)
+    assert found.n == record.n == 30
+    assert found.offset_c == pytest.approx(record.offset_c, abs=0.01)
+    assert found.gain == pytest.approx(record.gain, abs=0.005)
+    assert found.fit_u_c <= record.fit_u_c + 0.005
+    assert 2 * math.hypot(thermal_trip.SHIELD_PROBE_ACCURACY_C / math.sqrt(3), record.fit_u_c) < 2.0  # << 7 degC
 
 
 def test_a_zone_reading_below_the_back_cover_is_not_credible(sla):
@@ -259,3 +295,29 @@ def test_the_audit_drop_persona_fails_in_the_default_configuration():
     assert missing.outcome is Outcome.FAIL and missing.evidence is Evidence.MEASURED
     assert missing.n == 30 and missing.extra["detection_probability"] >= 0.99
     assert {v.name for v in result.verdicts if not v.passed} == {"audit_records_missing"}
+
+
+# --- the plugin: a verdict resting on the phone's word alone is never a PASS, whatever the test ----
+class _Item:
+    """What Record needs of a pytest item: its stash and its evidence marker."""
+
+    def __init__(self, evidence: str | None) -> None:
+        self.stash = pytest.Stash()
+        self.evidence = evidence
+
+    def get_closest_marker(self, name: str) -> Any:
+        return pytest.mark.evidence(self.evidence).mark if name == "evidence" and self.evidence else None
+
+
+def test_record_turns_a_reported_pass_into_info_centrally():
+    """The identity suite's checks rest on @pytest.mark.evidence("self-reported") via record.check:
+    shown and kept as INFO, a FAIL (the phone contradicting itself) stays a FAIL."""
+    from phonebench.fixtures.plugin import Record
+
+    record = Record(_Item("self-reported"), bench=None)  # type: ignore[arg-type]
+    shown = record.check("identity_fields_missing", 0, "fields", 0, "==")
+    failed = record.check("thermal_zone_vs_hal_max_diff", 6.0, "degC", 2.0, "<=")
+    assert shown.outcome is Outcome.INFO and shown.evidence is Evidence.REPORTED and "reported" in shown.detail
+    assert failed.outcome is Outcome.FAIL
+    measured = Record(_Item("measured"), bench=None).check("x", 1.0, "s", 2.0, "<=")  # type: ignore[arg-type]
+    assert measured.outcome is Outcome.PASS

@@ -20,7 +20,7 @@ from phonebench.bench.checks.targets import own_targets, target, targets
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.verdict import Evidence, Outcome, Verdict
 from phonebench.bench.phone.device_state import phone_clock
-from device_double import PhoneDevice, WorldClock, emulated_supplies, make_device
+from device_double import PhoneDevice, WorldClock, emulated_shield_probes, emulated_supplies, make_device
 from phonebench.drivers.runtime import RuntimeClient
 from phonebench.emulation.weights import WEIGHT_FILE, update_package
 from tests.adb_helpers import adb_key, adb_server, over_adb  # noqa: F401 - fixtures
@@ -128,15 +128,20 @@ def _preheated(persona: str) -> tuple[PhoneDevice, RuntimeClient]:
 
 
 def _soak(sla: SlaProfile, persona: str, dialogs: int = 60) -> Any:
+    """With the shield thermocouple on an emulated DAQ970A: the trip's independent side."""
     success = dataclasses.replace(sla.get("long_dialog_success"), limit=0.9, min_samples=0)  # 28 dialogs prove it
     device, runtime = _preheated(persona)
-    return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
-                                           success, dialogs=dialogs), device
+    with emulated_shield_probes() as attach:
+        return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
+                                               success, dialogs=dialogs, shield=attach(device)), device
 
 
 def test_thermal_soak_nominal_trips_at_72_migrates_and_survives(sla):
     result, device = _soak(sla, "nominal")
     assert outcomes(result)["npu_trip_temperature"] is Outcome.PASS
+    trip = result.verdict("npu_trip_temperature")
+    assert trip.evidence is Evidence.CORROBORATED and abs(trip.extra["shield"]["zone_offset_c"]) < 1.0
+    assert trip.extra["migration_slowdowns"] and min(trip.extra["migration_slowdowns"]) > 1.1
     assert outcomes(result)["npu_trip_process_kills"] is Outcome.PASS
     assert outcomes(result)["npu_trip_long_dialog_success"] is Outcome.PASS
     assert result.verdict("thermal_throttle_events").value > 0
@@ -172,6 +177,19 @@ def test_thermal_soak_without_a_station_clock_rests_on_the_phones_word(sla):
     kills = result.verdict("npu_trip_process_kills")
     assert kills.evidence is Evidence.SELF_REPORTED and kills.outcome is not Outcome.PASS
     assert "phone's word only" in kills.detail
+
+
+def test_thermal_soak_fails_a_phone_whose_every_npu_reading_is_7_degrees_high(sla):
+    """Runtime events, status, the sysfs zone and dumpsys all read +7 degC: it trips at a real 65
+    while everything it says puts the trip at 72. The shield thermocouple puts the die 7 below."""
+    result, _ = _soak(sla, "thermal-offset", dialogs=30)
+    verdict = result.verdict("npu_trip_temperature")
+    assert verdict.outcome is Outcome.FAIL
+    low, high = verdict.extra["bracket_c"]
+    assert low - 1.0 <= 72.0 <= high + 1.0  # the phone's own story is consistent
+    shield = verdict.extra["shield"]
+    assert 6.0 < shield["zone_offset_c"] < 8.0 and shield["tolerance_c"] < 2.0
+    assert "shield thermocouple" in verdict.detail and "really near 6" in verdict.detail
 
 
 def test_thermal_soak_fails_a_trip_at_the_cpus_65_degrees(sla):

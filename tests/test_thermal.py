@@ -205,7 +205,7 @@ def generic_bench(world):
 def test_emulated_generic_probe_reads_the_back_cover(world, generic_bench):
     server, probe = generic_bench
     assert isinstance(probe, ThermalProbe)
-    assert probe.channels == ["T1", "T2", "T3", "REF"] and server.address.startswith("socket://127.0.0.1:")
+    assert probe.channels == ["T1", "T2", "T3", "T4", "REF"] and server.address.startswith("socket://127.0.0.1:")
     reading = probe.read()
     points = world.surface_temperatures()
     for name, channel in GENERIC_CHANNELS.items():

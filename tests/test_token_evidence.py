@@ -271,11 +271,13 @@ def test_honest_counters_are_corroborated_where_the_bench_can_check_them(over_ad
     result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
     evidence = {v.name: v.evidence for v in result.verdicts}
     reported = {n for n, e in evidence.items() if e is Evidence.REPORTED}
-    assert reported == {"counters_kv_cache_miss_rate", "counters_memory_bandwidth_utilisation",
-                        "counters_prefetch_accuracy", "counters_weight_page_fault_rate"}  # vmstat is the phone's
+    assert reported == {"counters_kv_cache_miss_rate", "counters_prefetch_accuracy",
+                        "counters_weight_page_fault_rate"}  # vmstat is the phone's
     # the phone's word alone is never a PASS: reported (shown and kept) where the entry asks no more
     assert all(v.outcome is (Outcome.INFO if v.name in reported else Outcome.PASS) for v in result.verdicts)
     assert evidence["counters_mac_utilisation"] is Evidence.CORROBORATED
+    bandwidth = result.verdict("counters_memory_bandwidth_utilisation")
+    assert bandwidth.evidence is Evidence.CORROBORATED and "GB/s peak" in bandwidth.detail
 
 
 def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
@@ -286,6 +288,8 @@ def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
     result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
     mac = result.verdict("counters_mac_utilisation")
     assert mac.outcome is Outcome.FAIL and "implausible" in mac.detail and "datasheet clock" in mac.detail
+    bandwidth = result.verdict("counters_memory_bandwidth_utilisation")  # 0.96 said, ~0.87 moved
+    assert bandwidth.outcome is Outcome.FAIL and "implausible" in bandwidth.detail
     assert not any(v.outcome is Outcome.PASS for v in result.verdicts)
     faults = result.verdict("counters_weight_page_fault_rate")
     assert faults.evidence is Evidence.REPORTED and "consistent with the phone's own" in faults.detail
@@ -301,7 +305,8 @@ def test_inflated_counters_are_implausible(over_adb):
     _, _, runtime = observed(over_adb, "inflated-counters")
     result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
     failed = {v.name: v for v in result.verdicts if v.outcome is Outcome.FAIL}
-    assert set(failed) == {"counters_mac_utilisation", "counters_weight_page_fault_rate"}
+    assert set(failed) == {"counters_mac_utilisation", "counters_memory_bandwidth_utilisation",
+                           "counters_weight_page_fault_rate"}
     assert all("implausible" in v.detail for v in failed.values())
     mac = failed["counters_mac_utilisation"]
     assert mac.value == pytest.approx(0.97, abs=1e-3) and mac.extra["independent"] < 0.97 - mac.extra["tolerance"]

@@ -20,7 +20,11 @@ A counter is the phone's word, and so is everything else read over ADB (the runt
 - Weight page faults are compared with the kernel's major faults (/proc/vmstat pgmajfault,
   before and after, within three Poisson standard deviations): a phone that contradicts its own
   kernel FAILs, but agreement is still the phone's word (reported): a forger rewrites both.
-- KV-cache misses, bandwidth and prefetch accuracy have no independent reading: reported.
+- Memory-bandwidth utilisation is held against physics the same way: the decode steps the host
+  saw x the bytes a step moves (the model's weights, scales, KV cache: `bytes_per_token`) over the
+  SoC's DRAM peak (`dram_peak_gbps`) x the decode time on the station clock; datasheet figures in
+  the entry's parameters, never the phone's.
+- KV-cache misses and prefetch accuracy have no independent reading: reported.
 
 A reported counter is kept and shown, and never a PASS (a profile cannot require less).
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from phonebench.bench.checks import CheckResult, Tick, named, no_tick
@@ -64,6 +69,7 @@ def counters_check(runtime: RuntimeClient, entries: dict[str, SlaEntry], *, infe
     data = runtime.counters()
     faults_after = read_major_faults(runtime) if faults_before is not None else None
     cross = {"mac_utilisation": lambda v, e: _mac_plausibility(v, e, runtime, runs),
+             "memory_bandwidth_utilisation": lambda v, e: _bandwidth_plausibility(v, e, runtime, runs),
              "weight_page_fault_rate": lambda v, e: _fault_plausibility(data, faults_before, faults_after)}
     verdicts = []
     for name, (num, den) in COUNTERS.items():
@@ -118,12 +124,21 @@ def _judge(entry: SlaEntry, metric: str, value: float, how: str,
                               f"{check.independent:.4g} (tolerance {check.tolerance:.2g}); {verdict.detail}")
 
 
-def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient,
-                      runs: TokenRuns) -> _Plausibility | ClockDomainProblem | str:
-    """MAC utilisation the decode steps the host saw imply: steps x ops per token / (MACs x clock x time)."""
-    p = entry.parameters
-    if not {"mac_units", "macs_per_token"} <= set(p):
-        return f"profile entry {entry.metric} gives no mac_units / macs_per_token"
+@dataclass(frozen=True)
+class _Decode:
+    """The decode steps the host saw arrive and their time on the station clock."""
+
+    steps: int
+    seconds: float
+    runs: int
+    jitter_s: float
+
+    @property
+    def timing_rel_u(self) -> float:
+        return math.sqrt(2.0 * self.runs) * self.jitter_s / self.seconds
+
+
+def _observed_decode(runtime: RuntimeClient, runs: TokenRuns) -> _Decode | ClockDomainProblem | str:
     link = measure_link(runtime)
     if link is None or not runs.observed:
         return "no station clock to time the decode steps"
@@ -131,15 +146,53 @@ def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient,
         return link.domain_problem
     gaps = runs.gaps_ms
     steps = sum(g.size for g in gaps)
-    decode_s = sum(float(g.sum()) for g in gaps) / 1000.0
+    seconds = sum(float(g.sum()) for g in gaps) / 1000.0
+    if not steps or seconds <= 0:
+        return "no decode steps to compare with"
+    return _Decode(steps, seconds, len(gaps), link.jitter_s)
+
+
+def _bandwidth_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient,
+                            runs: TokenRuns) -> _Plausibility | ClockDomainProblem | str:
+    """Bandwidth utilisation the decode steps the host saw imply: steps x bytes moved per token /
+    (the SoC's DRAM peak x decode time). Bytes per token and the peak are datasheet figures."""
+    p = entry.parameters
+    if not {"bytes_per_token", "dram_peak_gbps"} <= set(p):
+        return f"profile entry {entry.metric} gives no bytes_per_token / dram_peak_gbps"
+    decode = _observed_decode(runtime, runs)
+    if not isinstance(decode, _Decode):
+        return decode
+    physical = decode.steps * float(p["bytes_per_token"]) / (float(p["dram_peak_gbps"]) * 1e9 * decode.seconds)
+    budget = Uncertainty.combine([
+        UncertaintyComponent("bytes per token (model)", physical * float(p.get("bytes_per_token_rel_u", 0.02))
+                             / math.sqrt(3.0), "B", "KV cache growing over the context, rectangular"),
+        UncertaintyComponent("DRAM peak", physical * float(p.get("dram_peak_rel_u", 0.005)) / math.sqrt(3.0), "B",
+                             "datasheet transfer rate vs the memory clock, rectangular"),
+        UncertaintyComponent("decode time (link jitter)", physical * decode.timing_rel_u, "A",
+                             "station-clock arrivals")])
+    return _Plausibility(reported, physical, budget.expanded,
+                         f"{decode.steps} decode steps of {float(p['bytes_per_token']):.3g} B in {decode.seconds:.4g} s "
+                         f"against a {p['dram_peak_gbps']} GB/s peak", budget)
+
+
+def _mac_plausibility(reported: float, entry: SlaEntry, runtime: RuntimeClient,
+                      runs: TokenRuns) -> _Plausibility | ClockDomainProblem | str:
+    """MAC utilisation the decode steps the host saw imply: steps x ops per token / (MACs x clock x time)."""
+    p = entry.parameters
+    if not {"mac_units", "macs_per_token"} <= set(p):
+        return f"profile entry {entry.metric} gives no mac_units / macs_per_token"
+    decode = _observed_decode(runtime, runs)
+    if not isinstance(decode, _Decode):
+        return decode
+    steps, decode_s = decode.steps, decode.seconds
     datasheet = "npu_clock_mhz" in p
     freq_mhz = float(p["npu_clock_mhz"]) if datasheet else runtime.status().npu_freq_mhz
-    if not steps or decode_s <= 0 or not freq_mhz:
-        return "no decode steps or NPU clock to compare with"
+    if not freq_mhz:
+        return "no NPU clock to compare with"
     physical = steps * float(p["macs_per_token"]) / (float(p["mac_units"]) * freq_mhz * 1e6 * decode_s)
     ops_u = float(p.get("macs_per_token_rel_u", 0.02))
     clock_u = float(p.get("npu_clock_rel_u", 0.005))
-    timing_u = math.sqrt(2.0 * len(gaps)) * link.jitter_s / decode_s
+    timing_u = decode.timing_rel_u
     budget = Uncertainty.combine([
         UncertaintyComponent("ops per token (model)", physical * ops_u / math.sqrt(3.0), "B",
                              "attention over the context and fused ops, rectangular"),

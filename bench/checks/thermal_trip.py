@@ -22,6 +22,21 @@ new pid is a restarted, i.e. killed, runtime).
   thermal instrument wired, the hottest back-cover probe at the trip is a lower bound for the die:
   a zone reading below it is not credible (invalid). No trip in the approach makes the value
   missing: the claim was not shown (invalid).
+- The zone is the phone's word, like the event: a phone whose every NPU reading is 7 degC high
+  tells one consistent story. The instrument that decides is a thermocouple on the SoC's shield
+  (station file: `shield_channel`). Right after the trip the phone rests SHIELD_SETTLE_S, with no
+  heat flowing out of the idle die its temperature is the shield's plus a small per-model
+  correction (ShieldRelation, identified by identify_shield_relation from power steps on a
+  teardown unit with a thermocouple on the die: the calibration record in the profile entry's
+  parameters). The bench reads the zone, scans the shield, reads the zone again: the zone must
+  agree with the die the shield implies within the expanded uncertainty (thermocouple accuracy,
+  the relation's residuals, the zone's drift during the scan), else FAIL. Agreement makes the
+  verdict corroborated; without a shield channel the trip rests on the phone's zone: reported,
+  never a PASS.
+- The migration must show where the phone says it happened: at each trip in the soak's dialogs
+  the host's token gaps after the migrate event must be at least MIGRATION_MIN_SLOWDOWN longer
+  than before it (layers on the CPU decode slower); a reported migration the token rate does not
+  show fails the trip verdict.
 - Long-dialog success, from what the host sees: a dialog succeeds only if its whole token stream is
   the bench's reference output for its prompt and seed (drawn for this soak, phonebench.bench.specs.reference_model)
   and arrived without a break the host observed (a gap between token arrivals longer than
@@ -72,7 +87,128 @@ REFINE_MAX_CALLS = 3000
 BREAK_FACTOR = 5.0           # a token gap this many times the dialog's median gap ...
 BREAK_MIN_S = 0.3            # ... and at least this long is a break in the stream (a restart takes seconds)
 
+SHIELD_SETTLE_S = 5.0        # rest after the trip before the shield comparison: the idle die settles on its shield
+SHIELD_PROBE_ACCURACY_C = 1.1  # type K special limits of error, degC (rectangular): the shield thermocouple
+SHIELD_DEFAULT_FIT_U_C = 0.5  # the relation's standard uncertainty when the profile gives no calibration record
+MIGRATION_MIN_SLOWDOWN = 0.10  # token gaps after a trip's migrate event at least this much longer than before
+MIGRATION_WINDOW = 8          # token gaps either side of the event
+
 CoverProbe = Callable[[], float]  # hottest back-cover probe reading now, degC
+
+
+@dataclass(frozen=True)
+class ShieldReading:
+    """One scan of the thermal instrument: the SoC's shield and the hottest cover probe, degC."""
+
+    shield_c: float
+    cover_c: float | None = None
+
+
+ShieldProbe = Callable[[], ShieldReading]
+
+
+@dataclass(frozen=True)
+class ShieldRelation:
+    """The die's temperature from its shield's, for one phone model, with the die idle:
+    die = shield + offset_c + gain x (shield - cover). `fit_u_c`: the standard uncertainty of one
+    estimate (the fit's residuals and parameters); `source`: where it was identified."""
+
+    offset_c: float = 0.0
+    gain: float = 0.0
+    fit_u_c: float = SHIELD_DEFAULT_FIT_U_C
+    n: int = 0
+    source: str = "no calibration record: die = shield at rest"
+
+    def die_c(self, reading: ShieldReading) -> float:
+        spread = 0.0 if reading.cover_c is None else reading.shield_c - reading.cover_c
+        return reading.shield_c + self.offset_c + self.gain * spread
+
+    @classmethod
+    def from_parameters(cls, parameters: dict[str, Any]) -> ShieldRelation:
+        """The calibration record an SLA entry carries (shield_offset_c, shield_gain, shield_fit_u_c, shield_n)."""
+        if "shield_offset_c" not in parameters:
+            return cls()
+        return cls(float(parameters["shield_offset_c"]), float(parameters.get("shield_gain", 0.0)),
+                   float(parameters.get("shield_fit_u_c", SHIELD_DEFAULT_FIT_U_C)), int(parameters.get("shield_n", 0)),
+                   str(parameters.get("shield_source", "the profile's calibration record")))
+
+
+def identify_shield_relation(rows: list[tuple[float, float, float]], source: str = "power steps") -> ShieldRelation:
+    """Least squares over (die, shield, cover) readings taken at rest after power steps on a unit
+    with a thermocouple on its die: die - shield = offset + gain x (shield - cover)."""
+    data = np.asarray(rows, dtype=float)
+    if data.ndim != 2 or data.shape[0] < 4:
+        raise ValueError("identify_shield_relation needs at least 4 (die, shield, cover) rows")
+    die, shield, cover = data.T
+    x = np.column_stack([np.ones_like(shield), shield - cover])
+    coef, *_ = np.linalg.lstsq(x, die - shield, rcond=None)
+    residual = die - shield - x @ coef
+    dof = len(residual) - 2
+    s2 = float(residual @ residual) / dof if dof > 0 else float(residual @ residual)
+    # One new estimate: residual scatter plus the parameters' own uncertainty at the data's mean.
+    fit_u = float(np.sqrt(s2 * (1.0 + 1.0 / len(residual))))
+    return ShieldRelation(float(coef[0]), float(coef[1]), fit_u, len(residual), source)
+
+
+@dataclass(frozen=True)
+class ShieldCheck:
+    """The phone's NPU zone against the die its shield implies, with the die idle after the trip."""
+
+    zone_before_c: float
+    zone_after_c: float
+    reading: ShieldReading
+    relation: ShieldRelation
+
+    @property
+    def zone_c(self) -> float:
+        return (self.zone_before_c + self.zone_after_c) / 2.0
+
+    @property
+    def die_c(self) -> float:
+        return self.relation.die_c(self.reading)
+
+    @property
+    def zone_offset_c(self) -> float:
+        """How far the phone's zone reads above the die the bench infers."""
+        return self.zone_c - self.die_c
+
+    @property
+    def uncertainty(self) -> Uncertainty:
+        return Uncertainty.combine([
+            UncertaintyComponent("shield thermocouple", SHIELD_PROBE_ACCURACY_C / np.sqrt(3.0), "B",
+                                 "type K special limits of error, rectangular"),
+            UncertaintyComponent("shield-to-die relation", self.relation.fit_u_c, "A", self.relation.source),
+            UncertaintyComponent("zone drift during the scan", abs(self.zone_after_c - self.zone_before_c) / 2.0
+                                 / np.sqrt(3.0), "B", "the zone read before and after the scan, rectangular")])
+
+    @property
+    def agrees(self) -> bool:
+        return abs(self.zone_offset_c) <= self.uncertainty.expanded
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"zone_c": self.zone_c, "zone_before_c": self.zone_before_c, "zone_after_c": self.zone_after_c,
+                "shield_c": self.reading.shield_c, "cover_c": self.reading.cover_c, "die_c": self.die_c,
+                "zone_offset_c": self.zone_offset_c, "tolerance_c": self.uncertainty.expanded,
+                "relation": {"offset_c": self.relation.offset_c, "gain": self.relation.gain,
+                             "fit_u_c": self.relation.fit_u_c, "n": self.relation.n, "source": self.relation.source}}
+
+
+def instrument_shield(probe: Any, channel: str, cover_channels: tuple[str, ...] = ("T1", "T2")) -> ShieldProbe:
+    """A ShieldProbe over a thermal instrument driver (phonebench.drivers.thermal: `read()` -> ThermalReading):
+    `channel` is the one the station file names as the shield's (`shield_channel`)."""
+    def scan() -> ShieldReading:
+        reading = probe.read()
+        covers = [reading.celsius[c] for c in cover_channels if c in reading.celsius]
+        return ShieldReading(reading[channel], max(covers) if covers else None)
+    return scan
+
+
+def shield_check(runtime: RuntimeClient, shield: ShieldProbe, relation: ShieldRelation) -> ShieldCheck:
+    """Rest the phone, then zone, shield scan, zone (module docstring)."""
+    runtime.device.run(["sleep", f"{SHIELD_SETTLE_S:g}"], timeout_s=SHIELD_SETTLE_S + 60.0)
+    before = _npu_zone(runtime)
+    reading = shield()
+    return ShieldCheck(before, _npu_zone(runtime), reading, relation)
 
 
 @dataclass
@@ -85,6 +221,7 @@ class TripBracket:
     calls: int  # approach calls it took
     tokens: int  # length of the tripping call
     cover_c: float | None = None  # hottest cover probe at the trip
+    shield: ShieldCheck | None = None  # the zone against the shield thermocouple, right after the trip
 
     @property
     def value_c(self) -> float:
@@ -119,15 +256,19 @@ def _trip_event(gen: Generation, layers_on_cpu: int) -> dict[str, Any] | None:
 
 
 def approach_trip(runtime: RuntimeClient, *, max_calls: int = APPROACH_MAX_CALLS, cover: CoverProbe | None = None,
+                  shield: ShieldProbe | None = None, relation: ShieldRelation = ShieldRelation(),
                   tick: Tick = no_tick) -> TripBracket | None:
     """Find the trip, then refine it; None if the runtime never migrates (or is killed). The
     cover is read once, after the trip: it changes over minutes, and reading a scanning
-    instrument between the calls would let the die cool between the bench's readings."""
+    instrument between the calls would let the die cool between the bench's readings. The
+    shield comparison comes last, after a rest (module docstring)."""
     coarse = _approach(runtime, max_calls=max_calls, tick=tick)
     if coarse is None:
         return None
     bracket = _refine(runtime, coarse, tick=tick) or coarse
-    return replace(bracket, cover_c=cover()) if cover is not None else bracket
+    if cover is not None:
+        bracket = replace(bracket, cover_c=cover())
+    return replace(bracket, shield=shield_check(runtime, shield, relation)) if shield is not None else bracket
 
 
 def _approach(runtime: RuntimeClient, *, max_calls: int, tick: Tick) -> TripBracket | None:
@@ -247,7 +388,8 @@ class SoakLog:
 
 
 def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, perf_profile: str = SOAK_PROFILE,
-         cover: CoverProbe | None = None, approach_calls: int = APPROACH_MAX_CALLS,
+         cover: CoverProbe | None = None, shield: ShieldProbe | None = None,
+         relation: ShieldRelation = ShieldRelation(), approach_calls: int = APPROACH_MAX_CALLS,
          tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
     """Approach the trip, run the soak and leave the phone as found (perf profile, near its
     starting temperature)."""
@@ -257,7 +399,8 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
     start_npu, start_skin = log_.npu_c[0], log_.skin_c[0]
     runtime.config_set("npu.perf_profile", perf_profile)
     try:
-        bracket = approach_trip(runtime, max_calls=approach_calls, cover=cover, tick=tick)
+        bracket = approach_trip(runtime, max_calls=approach_calls, cover=cover, shield=shield, relation=relation,
+                                tick=tick)
         log_.dialogs = draw_runs(runtime)
         for i in range(dialogs):
             log_.add_dialog(generate_case(runtime, log_.dialogs, i, tokens, allow_incomplete=True), tokens)
@@ -291,6 +434,28 @@ def _cool_down(runtime: RuntimeClient, npu_c: float, skin_c: float) -> None:
     log.warning("%s: still warm after resting %.0f s", runtime.device.name, rested)
 
 
+def migration_slowdowns(log_: SoakLog) -> list[float]:
+    """At each trip in the soak's dialogs (a migrate event from all layers on the NPU), the host's
+    median token gap after the event over the median before it; only trips with MIGRATION_WINDOW
+    gaps either side and arrivals on the station clock count. Where the event sits in the stream
+    is the phone's word (its `t` among its token times): the host's gaps test that word."""
+    ratios = []
+    for gen in log_.dialogs.generations:
+        if gen.arrivals is None or not gen.completed:
+            continue
+        layers = 0
+        for event in gen.thermal_events:
+            if event.get("action") == "migrate" and layers == 0 and "t" in event:
+                index = int(np.searchsorted(np.asarray(gen.token_times), float(event["t"])))
+                gaps = np.diff(np.asarray(gen.arrivals.token_times))
+                before, after = gaps[max(0, index - 1 - MIGRATION_WINDOW):max(0, index - 1)], \
+                    gaps[index:index + MIGRATION_WINDOW]
+                if before.size == MIGRATION_WINDOW and after.size == MIGRATION_WINDOW and np.median(before) > 0:
+                    ratios.append(float(np.median(after) / np.median(before)))
+            layers = int(event.get("layers_on_cpu", layers))
+    return ratios
+
+
 def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, trace_hint: dict[str, Any]) -> Verdict:
     reported = log_.trip_temperatures
     if bracket is None:
@@ -301,12 +466,32 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, tr
     u = Uncertainty.combine([UncertaintyComponent(
         "trip bracket", bracket.half_width_c / np.sqrt(3.0), "B",
         "uniform over the zone readings around the call that tripped")])
-    verdict = named(trip.evaluate(bracket.value_c, evidence=Evidence.MEASURED, uncertainty=u), "npu_trip_temperature",
+    shield = bracket.shield
+    # The zone is the phone's: only the shield thermocouple makes the bracket more than its word.
+    evidence = Evidence.REPORTED if shield is None else Evidence.CORROBORATED
+    slowdowns = migration_slowdowns(log_)
+    verdict = named(trip.evaluate(bracket.value_c, evidence=evidence, uncertainty=u), "npu_trip_temperature",
                     **trace_hint, bracket_c=[bracket.low_c, bracket.high_c], runtime_reported_c=bracket.reported_c,
-                    approach_calls=bracket.calls, cover_c=bracket.cover_c, reported_trips_c=reported[:50])
-    detail = (f"bench's NPU zone bracket {bracket.low_c:.2f}..{bracket.high_c:.2f} degC after {bracket.calls} "
+                    approach_calls=bracket.calls, cover_c=bracket.cover_c, reported_trips_c=reported[:50],
+                    shield=None if shield is None else shield.to_dict(),
+                    migration_slowdowns=[round(r, 4) for r in slowdowns[:50]])
+    detail = (f"NPU zone bracket {bracket.low_c:.2f}..{bracket.high_c:.2f} degC after {bracket.calls} "
               f"approach calls; {verdict.detail}")
     problems = []
+    if shield is None:
+        detail = f"the zone is the phone's word (no shield thermocouple: station file shield_channel); {detail}"
+    elif not shield.agrees:
+        problems.append(f"the NPU zone reads {shield.zone_c:.2f} degC at rest, but the shield thermocouple "
+                        f"({shield.reading.shield_c:.2f} degC) puts the die at {shield.die_c:.2f} degC: the zone is "
+                        f"{shield.zone_offset_c:+.2f} degC off (tolerance {shield.uncertainty.expanded:.2f}), so the "
+                        f"trip was really near {bracket.value_c - shield.zone_offset_c:.1f} degC")
+    else:
+        detail = (f"zone corroborated by the shield thermocouple ({shield.zone_offset_c:+.2f} degC, within "
+                  f"{shield.uncertainty.expanded:.2f}); {detail}")
+    if slowdowns and float(np.median(slowdowns)) < 1.0 + MIGRATION_MIN_SLOWDOWN:
+        problems.append(f"the migrations the phone reports do not show in the token rate (median gap ratio "
+                        f"{float(np.median(slowdowns)):.3f} over {len(slowdowns)} trips, at least "
+                        f"{1.0 + MIGRATION_MIN_SLOWDOWN:.2f} expected)")
     if bracket.reported_c is None:
         problems.append("the runtime's migrate event carries no temperature")
     elif not bracket.low_c - REPORT_TOLERANCE_C <= bracket.reported_c <= bracket.high_c + REPORT_TOLERANCE_C:
@@ -322,11 +507,16 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, tr
 
 def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, success: SlaEntry, *,
                        dialogs: int | None = None, tokens: int = DIALOG_TOKENS, cover: CoverProbe | None = None,
-                       approach_calls: int = APPROACH_MAX_CALLS, tick: Tick = no_tick) -> CheckResult:
+                       shield: ShieldProbe | None = None, approach_calls: int = APPROACH_MAX_CALLS,
+                       tick: Tick = no_tick) -> CheckResult:
     """cover: the hottest back-cover probe reading, when a thermal instrument is wired (a bound);
+    shield: a scan of the shield thermocouple (and the cover), the trip's independent side, held
+    against the trip entry's calibration record (ShieldRelation.from_parameters);
     approach_calls: at most this many short inferences to find the trip."""
     dialogs = max(dialogs or 0, success.n_required)
-    log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, approach_calls=approach_calls, tick=tick)
+    log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, shield=shield,
+                         relation=ShieldRelation.from_parameters(trip.parameters), approach_calls=approach_calls,
+                         tick=tick)
     t = np.asarray(log_.t) - log_.t[0]
     trace = {"t": t, "y": np.asarray(log_.npu_c), "y2": np.asarray(log_.cpu_c),
              "layers_on_cpu": np.asarray(log_.layers_on_cpu, dtype=float), "skin": np.asarray(log_.skin_c)}
@@ -367,5 +557,6 @@ def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, 
                            "not_the_models_output": [list(w) for w in log_.dialogs.fabricated],
                            "trip_bracket": None if bracket is None else {
                                "low_c": bracket.low_c, "high_c": bracket.high_c, "reported_c": bracket.reported_c,
-                               "calls": bracket.calls, "tokens": bracket.tokens, "cover_c": bracket.cover_c}}}
+                               "calls": bracket.calls, "tokens": bracket.tokens, "cover_c": bracket.cover_c,
+                               "shield": None if bracket.shield is None else bracket.shield.to_dict()}}}
     return CheckResult([trip_v, kills_v, success_v, *info], raw)

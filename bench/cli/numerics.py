@@ -84,8 +84,10 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
         for cfg in duts:
             try:
                 device = owner.phone(cfg.name).device
-                client = RuntimeClient(device)
-                report = fingerprint(device, library, client)
+                # The station clock times the NPU (its MAC throughput) where it is in the phone's time
+                # domain; the inventory (expected_soc) is the lab's word on what is in the bay.
+                client = RuntimeClient(device, clock=owner.clock())
+                report = fingerprint(device, library, client, declared_soc=cfg.expected_soc)
                 if args.apply and report.trusted:
                     outcome = apply_adapter(client, choose_adapter(report, library), library.trusted)
                     report.detail += f"; adapter {outcome.action}"

@@ -14,6 +14,17 @@ Probe plan, all in ONE runtime call (the batch is pushed as a file):
 Every observation is predicted for every candidate model (wide, or B in 12..32 x three rules);
 exactly one must fit, else the verdict is "inconsistent" and the raw results are kept.
 Verdicts: known, unknown (no profile: a stub is produced), mismatch, inconsistent.
+
+Identity is not what the phone says it is. getprop and the runtime's version string are the
+phone's word; independent of it are the station's inventory (the DUT's `expected_soc`: what the
+lab put in the bay) and behaviour: the signature above, and a **timing signature** when the client
+has a station clock: TIMING_PROBES probes of TIMING_LENGTH MACs against as many one-MAC probes,
+both batches timed on the station clock, give the NPU's MAC throughput, which must lie within
+TIMING_TOLERANCE of the profile's `npu_gmac_per_s` for the SoC (the bench asks for the default
+perf profile while timing). Declared, reported and fingerprinted SoC must agree: a unit where they
+do not is a MISMATCH (never trusted with an adapter, never a matrix pass), whatever its overflow
+behaviour. A faster die could throttle itself to look like a slower claimed part: the
+inventory is the lab's side there.
 """
 from __future__ import annotations
 
@@ -23,6 +34,11 @@ from typing import Any
 
 import numpy as np
 
+import math
+import secrets
+from collections.abc import Callable
+
+from phonebench.core.errors import BenchError
 from phonebench.bench.phone.identity import parse_getprop
 from phonebench.bench.specs.profiles import OVERFLOW_RULES, ProfileBuild, ProfileLibrary, Signature, load_library, profile_stub
 from phonebench.core.verdict import Outcome, Verdict
@@ -36,6 +52,10 @@ KNOWN, UNKNOWN, MISMATCH, INCONSISTENT = "known", "unknown", "mismatch", "incons
 # INT4 operand pairs giving the extreme products.
 _PLUS_64, _MINUS_56 = (-8, -8), (-8, 7)
 _PLAN_SEED = 0x5EED
+TIMING_PROBES = 8
+TIMING_LENGTH = 1 << 30  # MACs per timing probe: ~0.1 s on a phone NPU, well above the link's jitter
+TIMING_TOLERANCE = 0.10  # relative: datasheet throughput vs the clock the unit really runs at
+TIMING_PROFILE = "balanced"  # the perf profile the datasheet's throughput is given for
 
 
 @dataclass(frozen=True)
@@ -144,6 +164,10 @@ class FingerprintReport:
     runtime_calls: int = 0
     device_calls: int = 0
     profile_key: str = ""
+    declared_soc: str | None = None  # the station's inventory for this bay
+    gmac_per_s: float | None = None  # the NPU's MAC throughput, timed on the station clock
+    timing_note: str = ""  # why there is no timing signature, if there is none
+    behaves_like: list[str] = field(default_factory=list)  # SoCs whose signature (and throughput) it shows
 
     @property
     def trusted(self) -> bool:
@@ -172,12 +196,47 @@ def _suggest_adapter(library: ProfileLibrary, signature: Signature) -> str | Non
     return max(fitting, key=lambda a: a.tile).name if fitting else None
 
 
+def measure_throughput(client: RuntimeClient) -> float | str:
+    """The NPU's MAC throughput (GMAC/s) timed on the client's station clock, or why not."""
+    from phonebench.bench.checks.tokens import measure_link  # the link's figures and the clock's time domain
+
+    if client.clock is None:
+        return "no station clock: no timing signature"
+    link = measure_link(client)
+    if link is None or link.domain_problem is not None:
+        return "the station clock is not in the phone's time domain: no timing signature"
+    tag = secrets.token_hex(4)  # ids the phone cannot have seen before
+    one = encode_runs([(1, 1)])
+    long = encode_runs([(1, TIMING_LENGTH)])
+    short_batch = [Probe(f"ts-{tag}-{i}", one, one) for i in range(TIMING_PROBES)]
+    long_batch = [Probe(f"tl-{tag}-{i}", long, long) for i in range(TIMING_PROBES)]
+    restore = None
+    if client.identity().supports("config") and client.config_get("npu.perf_profile") != TIMING_PROFILE:
+        restore = client.config_get("npu.perf_profile")
+        client.config_set("npu.perf_profile", TIMING_PROFILE)
+    try:
+        t0 = client.clock.now()
+        client.probe(short_batch)
+        t1 = client.clock.now()
+        client.probe(long_batch)
+        t2 = client.clock.now()
+    finally:
+        if restore is not None:
+            client.config_set("npu.perf_profile", restore)
+    extra = (t2 - t1) - (t1 - t0)
+    # Two calls' jitter against the extra time: below the tolerance by far, or no signature.
+    if extra <= 0 or 2.0 * math.sqrt(2.0) * link.jitter_s > TIMING_TOLERANCE / 4.0 * extra:
+        return f"the long probes took {extra * 1e3:.3g} ms more: too little against the link's jitter"
+    return TIMING_PROBES * (TIMING_LENGTH - 1) / extra / 1e9
+
+
 def fingerprint(device: Device, library: ProfileLibrary | None = None,
-                client: RuntimeClient | None = None) -> FingerprintReport:
+                client: RuntimeClient | None = None, *, declared_soc: str | None = None) -> FingerprintReport:
     """Identity plus behavioural signature of the DUT's NPU microcode, and the verdict.
 
-    Uses one getprop call, the runtime's identity and one probe batch (push + call).
-    Raises UnsupportedCapability when the runtime offers no probe interface.
+    Uses one getprop call, the runtime's identity and one probe batch (push + call); with a
+    station clock on the client, two more batches time the NPU. `declared_soc`: the station's
+    inventory for the bay. Raises UnsupportedCapability when the runtime offers no probe interface.
     """
     library = library or load_library()
     client = client or RuntimeClient(device)
@@ -198,8 +257,17 @@ def fingerprint(device: Device, library: ProfileLibrary | None = None,
                 for p, r in zip(plan, results)],
         runtime_calls=client.runtime_calls - runtime_before,
         device_calls=client.device_calls - device_before + 1,  # + the getprop
-        profile_key=", ".join(sorted({k.key_id + (" (dev)" if k.is_dev else "") for k in library.trusted})))
+        profile_key=", ".join(sorted({k.key_id + (" (dev)" if k.is_dev else "") for k in library.trusted})),
+        declared_soc=declared_soc)
+    try:
+        timing = measure_throughput(client)
+    except BenchError as exc:  # a runtime that refuses the long probes: no timing, said so
+        timing = f"timing probes refused: {exc}"
+    report.gmac_per_s, report.timing_note = (timing, "") if isinstance(timing, float) else (None, timing)
+    report.runtime_calls = client.runtime_calls - runtime_before
+    report.device_calls = client.device_calls - device_before + 1
     _judge(report, library, fits)
+    _judge_identity(report, library)
     log.info("%s: %s", device.name, report.summary())
     return report
 
@@ -235,6 +303,33 @@ def _judge(report: FingerprintReport, library: ProfileLibrary, fits: list[Signat
                          + (f", like {', '.join(same)}" if same else "") + ": not trusted, no adapter applied")
 
 
+def _judge_identity(report: FingerprintReport, library: ProfileLibrary) -> None:
+    """Declared (inventory), reported (getprop) and fingerprinted (behaviour) SoC must agree."""
+    if report.measured is None:
+        return
+    behaves = set(library.socs)
+    if report.verdict != UNKNOWN:  # an unprofiled build's signature says nothing about its SoC
+        behaves &= {b.soc_model.upper() for b in library.builds_with_signature(report.measured)}
+    if report.gmac_per_s is not None:
+        behaves &= {m for m, soc in library.socs.items() if soc.npu_gmac_per_s
+                    and abs(report.gmac_per_s / soc.npu_gmac_per_s - 1.0) <= TIMING_TOLERANCE}
+    report.behaves_like = sorted(behaves)
+    reported = report.soc_model.upper()
+    problems = []
+    if report.declared_soc and report.declared_soc.upper() != reported:
+        problems.append(f"the station's inventory says {report.declared_soc}, the phone says {report.soc_model}")
+    known_soc = library.socs.get(reported)
+    if known_soc is not None and reported not in behaves:
+        speed = (f" at {report.gmac_per_s:.3g} GMAC/s (an {report.soc_model} does "
+                 f"{known_soc.npu_gmac_per_s:.3g})" if report.gmac_per_s is not None and known_soc.npu_gmac_per_s
+                 else "")
+        like = ", ".join(report.behaves_like) or "no profiled SoC"
+        problems.append(f"its NPU behaves as {report.measured}{speed}, like {like}, not an {report.soc_model}")
+    if problems:
+        report.verdict, report.adapter = MISMATCH, None
+        report.detail = f"identity: {'; '.join(problems)}: not trusted, no adapter applied; {report.detail}"
+
+
 def fingerprint_verdict(report: FingerprintReport) -> Verdict:
     """The fingerprint as a recorded verdict: known passes, unknown is information (with a stub
     to review), mismatch and inconsistent fail."""
@@ -246,4 +341,7 @@ def fingerprint_verdict(report: FingerprintReport) -> Verdict:
                    extra={"verdict": report.verdict, "microcode": report.microcode, "soc_model": report.soc_model,
                           "measured": report.measured.to_dict() if report.measured else None,
                           "expected": report.expected.to_dict() if report.expected else None,
-                          "adapter": report.adapter, "runtime_calls": report.runtime_calls})
+                          "adapter": report.adapter, "runtime_calls": report.runtime_calls,
+                          "identity": {"declared": report.declared_soc, "reported": report.soc_model,
+                                       "behaves_like": report.behaves_like, "gmac_per_s": report.gmac_per_s,
+                                       "timing": report.timing_note or "timed on the station clock"}})

@@ -125,12 +125,16 @@ def build_context(data: dict[str, Any], run_dir: Path | None) -> dict[str, Any]:
             plot_index += plot is not None
             verdicts.append({"v": v, "plot": plot})
         tests.append({"index": index, "t": test, "verdicts": verdicts})
+    # The phone's word apart from the verdicts: what only the phone says is never a pass (docs/evidence.md).
+    reported = [{"dut": test.get("dut") or "(no DUT)", "v": v} for test in data.get("tests", [])
+                for v in test.get("verdicts", []) if v.get("evidence") in ("reported", "self-reported")
+                and v.get("outcome") not in ("fail",)]
     summary = data.get("summary") or {}
     grid = claims_grid(data)
     claim_plots = [(row, claim_plot(row, salt=f"c{row.claim.number}")) for row in grid.rows if row.measured]
     return {"grid": grid, "claim_plots": [(row, svg) for row, svg in claim_plots if svg],
             "not_measured": NOT_MEASURED, "run": data, "station": data.get("station") or {}, "duts": duts, "checks": checks,
-            "fingerprints": fingerprint_rows(data), "tests": tests,
+            "fingerprints": fingerprint_rows(data), "tests": tests, "reported": reported,
             "instruments": data.get("instruments") or {},
             "test_counts": [(o, summary.get(o, 0)) for o in TEST_OUTCOMES],
             "verdicts_failed": summary.get("verdicts_failed", 0),

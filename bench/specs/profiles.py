@@ -105,6 +105,7 @@ class SocProfile:
     board_platform: str
     builds: list[ProfileBuild]
     signer: signing.TrustedKey | None = None
+    npu_gmac_per_s: float | None = None  # the NPU's INT4 MAC throughput: the fingerprint's timing signature
 
 
 @dataclass
@@ -245,7 +246,8 @@ def _load_soc(path: Path, adapters: dict[str, Adapter]) -> SocProfile:
         raise ConfigError(f"{path}: TOML nested too deeply to be a profile", hint=_HINT) from None
     locator = _Locator(text)
     top = _Table(path, data, locator, ("", 0), "")
-    top.check_unknown({"schema", "vendor", "soc_manufacturer", "soc_model", "marketing_name", "board_platform", "build"})
+    top.check_unknown({"schema", "vendor", "soc_manufacturer", "soc_model", "marketing_name", "board_platform",
+                       "npu_gmac_per_s", "build"})
     if top.get("schema", int) != SCHEMA_VERSION:
         raise top.error("schema", f"version {data['schema']} is not supported (this bench reads {SCHEMA_VERSION})")
     vendor = top.get("vendor", str)
@@ -277,9 +279,12 @@ def _load_soc(path: Path, adapters: dict[str, Adapter]) -> SocProfile:
             stage=table.get("stage", str, STAGES), adapter=adapter,
             signature=Signature(bits, table.get("overflow", str, OVERFLOW_RULES)),
             source=path, line=locator.line(("build", index)), notes=table.get("notes", str, default="")))
+    gmac = top.get("npu_gmac_per_s", float, default=None)
+    if gmac is not None and not gmac > 0:
+        raise top.error("npu_gmac_per_s", f"{gmac} is not a throughput > 0")
     return SocProfile(path, vendor, top.get("soc_manufacturer", str), soc_model,
                       top.get("marketing_name", str, default=soc_model), top.get("board_platform", str, default=""),
-                      builds)
+                      builds, npu_gmac_per_s=None if gmac is None else float(gmac))
 
 
 def load_library(root: str | Path = DEFAULT_ROOT, trusted: Sequence[signing.TrustedKey] | None = None,

@@ -81,6 +81,7 @@ WIRING = {
     102: Wiring("cover_b", "TC:K", -0.25, 0.05),  # back cover over the battery
     103: Wiring("ambient", "TC:K", 0.15, 0.05),
     104: Wiring("reference", "FRTD", 0.0, 0.004),  # the reference PT100, taped where the fixture says
+    105: Wiring("shield", "TC:K", 0.20, 0.05),  # the SoC's shield under the back cover
 }
 
 
@@ -108,6 +109,7 @@ class Daq970aServer(InstrumentServer):
         self.world = world
         self.wiring = dict(wiring or WIRING)
         self.rng = world.rng("daq970a")
+        self.shield_rng = world.rng("daq970a:shield")  # its own stream: the other channels read as before it
         self.open_channels: set[int] = set()  # broken thermocouples
         self.reset()
         self._register()
@@ -178,8 +180,9 @@ class Daq970aServer(InstrumentServer):
                 return OVERLOAD, setup.unit
             celsius = self.world.ambient_c + 3.0 + self.rng.normal(0, 1.5)  # a floating input
         else:
+            rng = self.shield_rng if wiring.point == "shield" else self.rng
             celsius = (self.world.surface_temperatures()[wiring.point] + wiring.offset_c
-                       + self.rng.normal(0.0, wiring.noise_c))
+                       + rng.normal(0.0, wiring.noise_c))
             if setup.function == "TC" and setup.rjunction == "FIX":
                 # The fixed reference (0 °C unless set) stands in for the terminals' real temperature.
                 celsius += setup.fixed_ref_c - self.world.ambient_c

@@ -66,6 +66,7 @@ GENERIC_CHANNELS = {
     "T1": ProbeChannel("cover_a", 0.40, 0.08, 0.25),  # back cover over the SoC
     "T2": ProbeChannel("cover_b", -0.30, 0.08, 0.25),  # back cover over the battery
     "T3": ProbeChannel("ambient", 0.10, 0.08, 0.25),
+    "T4": ProbeChannel("shield", 0.20, 0.08, 0.25),  # the SoC's shield under the back cover (a thermal lab's)
     "REF": ProbeChannel("reference", 0.0, 0.005, 0.01),  # wherever the fixture tapes it
 }
 FLUKE_CHANNELS = {
@@ -94,6 +95,9 @@ class ThermalProbeServer(InstrumentServer):
         self.channels = dict(channels or defaults)
         self.probe_faults: dict[str, str] = {}
         self.rng = world.rng(f"probe:{dialect}")
+        # The shield channel came later: its noise has a stream of its own, so the other channels
+        # read as they did before it (their recorded calibrations and transcripts still hold).
+        self.shield_rng = world.rng(f"probe:{dialect}:shield")
         self._boot = world.clock.now() - 12.345  # the board has been up a while
         self._streams: dict[Connection, tuple[float, list[float]]] = {}  # conn -> (period, [next time])
         self.period_s = 1.0
@@ -126,7 +130,8 @@ class ThermalProbeServer(InstrumentServer):
             if name in self.probe_faults:
                 out[name] = self.probe_faults[name]
                 continue
-            value = points[ch.point] + ch.offset_c + self.rng.normal(0.0, ch.noise_c)
+            rng = self.shield_rng if ch.point == "shield" else self.rng
+            value = points[ch.point] + ch.offset_c + rng.normal(0.0, ch.noise_c)
             out[name] = round(value / ch.resolution_c) * ch.resolution_c
         return out
 
