@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from phonebench.bench.checks import CheckResult, Tick, named, no_tick
-from phonebench.bench.checks.tokens import ClockDomainProblem, TokenRuns, measure_link, run_inferences
+from phonebench.bench.checks.tokens import TokenRuns, run_inferences
+from phonebench.bench.phone.link import ClockDomainProblem, measure_link
 from phonebench.core.counters import COUNTER_RATIOS as COUNTERS
 from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from phonebench.bench.specs.sla import SlaEntry

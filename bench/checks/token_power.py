@@ -21,7 +21,8 @@ import numpy as np
 
 from phonebench.bench.checks import CheckResult, named
 from phonebench.bench.checks.power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
-from phonebench.bench.checks.tokens import CLOCK_RATE_RANGE, PROMPT_SEEDS, PROMPT_TOKENS, ClockDomainProblem, measure_link
+from phonebench.bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
+from phonebench.bench.phone.link import CLOCK_RATE_RANGE, ClockDomainProblem, measure_link
 from phonebench.core.errors import InvalidMeasurement
 from phonebench.core.verdict import Evidence, Outcome, Verdict, compare
 from phonebench.drivers.power import PowerAnalyzer

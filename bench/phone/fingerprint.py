@@ -40,6 +40,7 @@ from collections.abc import Callable
 
 from phonebench.core.errors import BenchError
 from phonebench.bench.phone.identity import parse_getprop
+from phonebench.bench.phone.link import measure_link
 from phonebench.bench.specs.profiles import OVERFLOW_RULES, ProfileBuild, ProfileLibrary, Signature, load_library, profile_stub
 from phonebench.core.verdict import Outcome, Verdict
 from phonebench.drivers.device import Device
@@ -198,8 +199,6 @@ def _suggest_adapter(library: ProfileLibrary, signature: Signature) -> str | Non
 
 def measure_throughput(client: RuntimeClient) -> float | str:
     """The NPU's MAC throughput (GMAC/s) timed on the client's station clock, or why not."""
-    from phonebench.bench.checks.tokens import measure_link  # the link's figures and the clock's time domain
-
     if client.clock is None:
         return "no station clock: no timing signature"
     link = measure_link(client)
