@@ -65,7 +65,7 @@ def main() -> int:
                      f"10 runs + warm-up ~ {11 * per_run:.1f} s"))
 
         start = time.perf_counter()
-        power.dialog_energy_check(drivers["supply"], drivers["stimulus"], profile)
+        power.dialog_energy_check(drivers["supply"], drivers["stimulus"], profile.get(power.ENERGY))
         per_dialog = (time.perf_counter() - start) / 27
         rows.append(("dialog energy (5 kS/s, until idle)", f"{1e3 * per_dialog:.0f} ms",
                      f"27 dialogs ~ {27 * per_dialog:.1f} s"))

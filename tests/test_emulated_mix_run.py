@@ -21,7 +21,7 @@ def test_instrument_suite_passes_on_a_rigol_and_fluke_station(tmp_path):
     assert data["status"] == "complete"
     assert data["tests"] and all(t["outcome"] == "passed" for t in data["tests"])
     verdicts = [v for t in data["tests"] for v in t["verdicts"]]
-    assert {"dialog.answer_latency_one_trial", "thermal.rise_under_load"} <= {v["name"] for v in verdicts}
+    assert {"dialog_answer_latency_one_trial", "thermal_rise_under_load"} <= {v["name"] for v in verdicts}
     assert all(v["outcome"] != "fail" for v in verdicts)
 
 

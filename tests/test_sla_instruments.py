@@ -174,8 +174,8 @@ TOKENS = 40
 def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
     with rig("nominal") as r:
         power_check.battery_emulation(r.supply)
-        sustained_result = power_check.sustained_power_check(r.supply, r.device, PROFILE, tokens=TOKENS)
-        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, PROFILE)
+        sustained_result = power_check.sustained_power_check(r.supply, r.device, PROFILE.get(power_check.SUSTAINED), tokens=TOKENS)
+        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, PROFILE.get(power_check.ENERGY))
     sustained, runs = sustained_result.verdicts, sustained_result.measurement
     energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained) == {"power_sustained_mean": Outcome.PASS, "power_peak": Outcome.INFO}
@@ -191,8 +191,8 @@ def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
 def test_power_hungry_phone_fails_sustained_power_and_energy_per_dialog():
     with rig("power-hungry") as r:
         power_check.battery_emulation(r.supply)
-        sustained_result = power_check.sustained_power_check(r.supply, r.device, PROFILE, tokens=TOKENS)
-        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, PROFILE)
+        sustained_result = power_check.sustained_power_check(r.supply, r.device, PROFILE.get(power_check.SUSTAINED), tokens=TOKENS)
+        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, PROFILE.get(power_check.ENERGY))
     sustained, runs = sustained_result.verdicts, sustained_result.measurement
     energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained)["power_sustained_mean"] is Outcome.FAIL

@@ -23,7 +23,7 @@ import numpy as np
 
 from phonebench.bench.checks import CheckResult
 from phonebench.core.errors import ConfigError, InvalidMeasurement
-from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+from phonebench.bench.specs.sla import SlaEntry
 from phonebench.bench.stats import verdicts as stats
 from phonebench.bench.checks.voice import arm_stimulus
 from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
@@ -306,23 +306,22 @@ def battery_capacity_wh(entry: SlaEntry) -> float:
     return float(value)
 
 
-def sustained_power_check(supply: PowerAnalyzer, device: Device, profile: SlaProfile, *, runs: int | None = None,
+def sustained_power_check(supply: PowerAnalyzer, device: Device, entry: SlaEntry, *, runs: int | None = None,
                           tokens: int = 200, interval_s: float = DEFAULT_INTERVAL_S) -> CheckResult:
-    """Claim 6, sustained and peak power; `runs` defaults to the profile's minimum number of runs.
-    `measurement` is the PowerRuns."""
-    entry = profile.get(SUSTAINED)
+    """Claim 6, sustained and peak power (`entry`: the profile's SUSTAINED); `runs` defaults to the
+    entry's minimum number of runs. `measurement` is the PowerRuns."""
     count = runs if runs is not None else max(entry.min_runs, entry.n_required)
     result = measure_sustained_power(supply, device, count, tokens=tokens, interval_s=interval_s)
     verdicts = [v.but(raw=("power-runs",)) for v in sustained_power_verdicts(result, entry)]
     return CheckResult(verdicts, {"power-runs": result.raw()}, measurement=result)
 
 
-def dialog_energy_check(supply: PowerAnalyzer, stimulus: AudioStimulus, profile: SlaProfile, *,
+def dialog_energy_check(supply: PowerAnalyzer, stimulus: AudioStimulus, entry: SlaEntry, *,
                         dialogs: int | None = None, capacity_wh: float | None = None,
                         interval_s: float = ENERGY_INTERVAL_S,
                         clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
-    """Claim 6, energy per dialog: `dialogs` (default: the profile's) spoken questions."""
-    entry = profile.get(ENERGY)
+    """Claim 6, energy per dialog (`entry`: the profile's ENERGY): `dialogs` (default: the entry's)
+    spoken questions."""
     arm_stimulus(stimulus, clip=clip)
     count = dialogs if dialogs is not None else energy_dialogs(entry)
     capacity = capacity_wh if capacity_wh is not None else battery_capacity_wh(entry)
