@@ -48,8 +48,8 @@ Without arrivals on the station clock (or without a reference for the model) a r
 by the phone cannot be seen: the kill count and the success rate are then the phone's word
 (self-reported), never a PASS where the profile requires measurement.
 
-Afterwards the perf profile is restored and the phone rests until it is near its starting
-temperatures, so the next check does not inherit a hot phone.
+Afterwards the perf profile is restored and, when another test follows on the phone, the phone
+rests until it is near its starting temperatures, so the next check does not inherit a hot phone.
 """
 from __future__ import annotations
 
@@ -390,9 +390,9 @@ class SoakLog:
 def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, perf_profile: str = SOAK_PROFILE,
          cover: CoverProbe | None = None, shield: ShieldProbe | None = None,
          relation: ShieldRelation = ShieldRelation(), approach_calls: int = APPROACH_MAX_CALLS,
-         tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
-    """Approach the trip, run the soak and leave the phone as found (perf profile, near its
-    starting temperature)."""
+         cool_down: bool = True, tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
+    """Approach the trip, run the soak and leave the phone as found: its perf profile restored and,
+    with `cool_down`, rested near its starting temperature (a test follows that needs it so)."""
     log_ = SoakLog()
     previous = runtime.config_get("npu.perf_profile")
     log_.read_status(runtime)
@@ -408,7 +408,8 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
             tick(1)
     finally:
         runtime.config_set("npu.perf_profile", previous)
-        _cool_down(runtime, start_npu, start_skin)
+        if cool_down:
+            _cool_down(runtime, start_npu, start_skin)
     return log_, bracket
 
 
@@ -508,15 +509,16 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, tr
 def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, success: SlaEntry, *,
                        dialogs: int | None = None, tokens: int = DIALOG_TOKENS, cover: CoverProbe | None = None,
                        shield: ShieldProbe | None = None, approach_calls: int = APPROACH_MAX_CALLS,
-                       tick: Tick = no_tick) -> CheckResult:
+                       cool_down: bool = True, tick: Tick = no_tick) -> CheckResult:
     """cover: the hottest back-cover probe reading, when a thermal instrument is wired (a bound);
     shield: a scan of the shield thermocouple (and the cover), the trip's independent side, held
     against the trip entry's calibration record (ShieldRelation.from_parameters);
-    approach_calls: at most this many short inferences to find the trip."""
+    approach_calls: at most this many short inferences to find the trip;
+    cool_down: rest the phone afterwards (False when no test follows on it: no wait without a reason)."""
     dialogs = max(dialogs or 0, success.n_required)
     log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, shield=shield,
                          relation=ShieldRelation.from_parameters(trip.parameters), approach_calls=approach_calls,
-                         tick=tick)
+                         cool_down=cool_down, tick=tick)
     t = np.asarray(log_.t) - log_.t[0]
     trace = {"t": t, "y": np.asarray(log_.npu_c), "y2": np.asarray(log_.cpu_c),
              "layers_on_cpu": np.asarray(log_.layers_on_cpu, dtype=float), "skin": np.asarray(log_.skin_c)}

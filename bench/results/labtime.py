@@ -17,18 +17,18 @@ from typing import Any
 # Lab seconds per test on one phone when the store has measured none for its model: the emulated
 # station's figures, measured by benchmarks/bench_labtime.py (docs/labtime.md). Keys are test keys.
 DEFAULT_LAB_TIME_S: Mapping[str, float] = {
-    "suites/test_sla_runtime.py::test_npu_thermal_trip_soak": 2803.0,
-    "suites/test_sla_instruments.py::test_sustained_use": 2602.0,
+    "suites/test_sla_runtime.py::test_npu_thermal_trip_soak": 2536.0,
+    "suites/test_sla_instruments.py::test_sustained_use": 2636.0,
     "suites/test_sla_runtime.py::test_token_latency_std": 393.0,
     "suites/test_sla_instruments.py::test_sustained_and_peak_power": 178.0,
-    "suites/test_instruments.py::test_probes_warm_under_load_and_cool_at_idle": 121.0,
+    "suites/test_instruments.py::test_probes_warm_under_load_and_cool_at_idle": 61.0,
     "suites/test_sla_instruments.py::test_voice_and_power_sanity": 102.0,
-    "suites/test_sla_runtime.py::test_token_latency_under_gpu_load": 75.0,
+    "suites/test_sla_runtime.py::test_token_latency_under_gpu_load": 76.0,
     "suites/test_sla_runtime.py::test_redundancy_slowdown": 68.0,
     "suites/test_sla_runtime.py::test_first_token": 47.0,
     "suites/test_sla_runtime.py::test_runtime_counters": 31.0,
 }
-DEFAULT_OTHER_TEST_S = 5.0  # any test not listed above (the others took 121 s together on EMU0001)
+DEFAULT_OTHER_TEST_S = 5.0  # any test not listed above (the others took 124 s together on EMU0001)
 
 
 def test_key(nodeid: str, dut: str | None) -> str:
