@@ -3,7 +3,9 @@ reach it (`adb connect`, pyvisa, or `bench run --station` with the file it write
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -20,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--write-station", metavar="FILE",
                    help="write a station file pointing at the running emulators, for `bench run --station FILE`")
     p.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--with-parent", action="store_true",
+                   help="stop when standard input closes: the process that started it is gone (`bench run` "
+                        "starts its emulated station so, and a killed run leaves no station behind)")
     p.add_argument("--instrument", action="append", default=[], metavar="ROLE=FAMILY",
                    help="emulate this family for a role, e.g. scope=rigol-ds1000z, thermal=fluke-1529 "
                         f"(roles: {', '.join(EMULATED_FAMILIES)}); overrides the station file's [emulated] table")
@@ -30,6 +35,14 @@ def _stop_on_term(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # SIGTERM stops the servers the way Ctrl-C does
 
 
+def _stop_when_stdin_closes() -> None:
+    # The parent holds our stdin's other end; the OS closes it however the parent ends (even
+    # SIGKILL), so end of input is its death notice on every platform.
+    while sys.stdin.buffer.read(4096):
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def emulate(args: argparse.Namespace) -> int:
     base = load_station(args.station) if args.station else StationConfig(name="emulated", source=None)
     emulated = base.emulated or EmulatedConfig()
@@ -37,6 +50,8 @@ def emulate(args: argparse.Namespace) -> int:
         role, _, family = choice.partition("=")
         emulated.families[role.strip()] = emulated_family(role.strip(), family.strip(), f"--instrument {choice}")
     signal.signal(signal.SIGTERM, _stop_on_term)
+    if args.with_parent:
+        threading.Thread(target=_stop_when_stdin_closes, name="parent-watch", daemon=True).start()
     try:
         with running_emulated(emulated, base) as (config, phones):
             print(f"emulated station {config.name!r} running (Ctrl-C to stop)", flush=True)

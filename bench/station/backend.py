@@ -151,9 +151,10 @@ def launch_emulated(config: StationConfig, folder: Path) -> Iterator[Path]:
     wanted, live, log_path = folder / "emulated.toml", folder / "station.toml", folder / "emulator.log"
     write_atomically(wanted, emulated_station_toml(config, config.emulated))
     with open(log_path, "ab") as out:
+        # --with-parent: a run killed outright (SIGKILL, a crash) closes the pipe and the station stops
         proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "emulate", "--station", str(wanted),
-                                 "--write-station", str(live)], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                 "--write-station", str(live), "--with-parent"], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.PIPE, start_new_session=True)
     try:
         _wait_for(live, proc, log_path)
         yield live
@@ -175,6 +176,9 @@ def _wait_for(live: Path, proc: subprocess.Popen, log_path: Path) -> None:
 
 
 def _stop(proc: subprocess.Popen) -> None:
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
     if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
