@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from phonebench.core.killpoints import ENV
@@ -43,6 +44,20 @@ def run(folder: Path, run_id: str, kill_at: str | None = None) -> subprocess.Com
                  "--results-dir", "reports", "--run-id", run_id, kill_at=kill_at)
 
 
+def _stations_left(folder: Path) -> list[str]:
+    """Emulated stations started by this test's runs still running (each stops once its run is
+    gone and its stdin closes: waited for, up to WAIT_S, never timed)."""
+    import psutil
+
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        left = [" ".join(p.info["cmdline"]) for p in psutil.process_iter(["cmdline"])
+                if p.info["cmdline"] and "emulate" in p.info["cmdline"] and str(folder) in " ".join(p.info["cmdline"])]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
 def _tests(data: dict) -> list[tuple]:
     return [(t["nodeid"], t["outcome"], [(v["name"], v["value"], v["outcome"]) for v in t["verdicts"]])
             for t in data["tests"]]
@@ -57,6 +72,7 @@ def test_killed_bench_runs_heal_at_the_next_start(tmp_path: Path) -> None:
         done = run(tmp_path, run_id, kill_at=point)
         assert done.returncode == -signal.SIGKILL, f"{point} was not reached: {done.stdout[-800:]}{done.stderr[-800:]}"
         killed[run_id] = point
+    assert _stations_left(tmp_path) == [], "a killed run left its emulated station running"
     last = run(tmp_path, "after")  # heals the last killed run at its start, then runs whole
     assert last.returncode == 0, last.stdout[-2000:] + last.stderr[-2000:]
     listed = bench(tmp_path, "runs", "--results-dir", "reports", "--limit", "0")
