@@ -38,6 +38,7 @@ from phonebench.core.paths import data_dir
 from phonebench.bench.stats import verdicts as stats
 from phonebench.core.decoding import read_text
 from phonebench.core.errors import ConfigError
+from phonebench.core.killpoints import kill_point
 from phonebench.core.verdict import (COMPARATORS, DecisionRule, Evidence, Outcome, Uncertainty, Verdict,
                                 apply_decision_rule)
 
@@ -116,6 +117,7 @@ class SlaEntry:
         a condition that is not shown to hold makes the verdict INVALID, not a pass. A PASS on
         evidence weaker than the entry requires becomes INCONCLUSIVE: the claim is not shown.
         """
+        kill_point("verdict")  # a verdict being computed (core/killpoints.py), as compare() has it
         verdict = self._dispatch(data)
         problems = self._unmet_conditions(context)
         if problems and verdict.outcome != Outcome.INVALID:
