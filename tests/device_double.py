@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
+from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.station import DutConfig
 from phonebench.core.verdict import Verdict, compare
 from phonebench.drivers.adb import timed_lines
@@ -23,6 +24,7 @@ from phonebench.drivers.device import ShellResult, TimedShellResult
 from phonebench.emulation.device import EmulatedPhone
 from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.npu_personas import default_fleet, phone_spec
+from phonebench.fixtures.plugin import Record
 
 PushHook = Callable[[str, bytes], bytes]
 
@@ -147,6 +149,8 @@ class _Record:
               **kwargs: Any) -> Verdict:
         return self(compare(name, value, unit, limit, comparator, **kwargs))
 
+    judge = Record.judge  # the plugin's own: the profile's entry evaluated, then recorded here
+
     def raw(self, name: str, data: Any) -> str:
         self.raw_data[name] = data
         return f"raw/{name}"
@@ -155,6 +159,12 @@ class _Record:
 @pytest.fixture
 def record() -> _Record:
     return _Record()
+
+
+@pytest.fixture
+def sla() -> SlaProfile:
+    """The plugin's `sla`: here the product's default profile."""
+    return load_profile("default")
 
 
 @pytest.hookimpl(wrapper=True)
