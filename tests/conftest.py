@@ -19,6 +19,8 @@ SLOW = {
     "test_tokens_checked",
     # seeded Monte-Carlo coverage studies, fuzzing, the reference model against the published one
     "test_run_coverage", "test_fuzz_parsers", "test_reference_model",
+    # a forger per class against the honest phone, on both transports: whole emulated checks
+    "test_forgers",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
