@@ -275,8 +275,8 @@ def test_ripple_sensed_low_reads_half_the_ripple():
     assert status.redundancy["sensed_mv"] == 25.0 and not status.redundancy_active  # 25 mV < the 30 mV trigger
 
 
-def test_trip_misreported_acts_at_65_and_says_72():
-    device = make_device("SM8650-ES", sla_persona="trip-misreported")
+def _first_trip(device) -> dict:
+    """Heat the NPU near its trip, then burst inferences until the runtime migrates: its event."""
     runtime = RuntimeClient(device)
     world = device.phone.world
     world.set_npu_frequency(1400)
@@ -288,7 +288,13 @@ def test_trip_misreported_acts_at_65_and_says_72():
         gen = runtime.generate(4, seed=1, prompt_tokens=8)
         if gen.thermal_events:
             break
-    event = gen.thermal_events[0]
+    return gen.thermal_events[0]
+
+
+def test_trip_misreported_acts_at_65_and_says_72():
+    device = make_device("SM8650-ES", sla_persona="trip-misreported")
+    world = device.phone.world
+    event = _first_trip(device)
     assert event["action"] == "migrate" and event["npu_c"] == 72.0
     assert 64.5 < world.temperatures()["npu"] < 66.5  # where it really acted
 
@@ -297,18 +303,8 @@ def test_thermal_offset_reads_7_high_everywhere_and_acts_at_a_real_65():
     """The forger of claim 8: the runtime's events and status, the sysfs zone and dumpsys all say
     the NPU is 7 degC hotter than the die is; the shield under the cover reads the truth."""
     device = make_device("SM8650-ES", sla_persona="thermal-offset")
-    runtime = RuntimeClient(device)
-    world = device.phone.world
-    world.set_npu_frequency(1400)
-    world.work("decode", 560.0)
-    world.set_npu_frequency(1100)
-    world.wait(20.0)
-    runtime.config_set("npu.perf_profile", "burst")
-    for _ in range(200):
-        gen = runtime.generate(4, seed=1, prompt_tokens=8)
-        if gen.thermal_events:
-            break
-    event = gen.thermal_events[0]
+    runtime, world = RuntimeClient(device), device.phone.world
+    event = _first_trip(device)
     die = world.surface_temperatures()["npu"]
     assert event["action"] == "migrate" and 71.5 < event["npu_c"] < 72.5 and 64.5 < die < 66.5
     said = {"status": runtime.status().temperatures_c["npu"],
