@@ -4,6 +4,12 @@
 `make test` runs everything. The tier of a module is declared here, in one place."""
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+
 import pytest
 
 SLOW = {
@@ -37,3 +43,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if module in SLOW:
             item.add_marker(pytest.mark.slow)
         item.add_marker(pytest.mark.integration if module in INTEGRATION else pytest.mark.unit)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_default_adb_server() -> Iterator[None]:
+    """The project's tests never share the user's (or a lab's) adb server on 5037: the benches they
+    start reach their phones through a server of their own on a free port (started on first use,
+    as a bench starts a missing server), killed at the end. A `make run` or a lab's nightly on the
+    same host keeps its server; Debian's adb 29 aborts under a burst of connects from both."""
+    if "ANDROID_ADB_SERVER_PORT" in os.environ or "ADB_SERVER_SOCKET" in os.environ:
+        yield  # the caller chose a server
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)
+    try:
+        yield
+    finally:
+        os.environ.pop("ANDROID_ADB_SERVER_PORT", None)
+        if shutil.which("adb"):
+            subprocess.run(["adb", "-P", str(port), "kill-server"], capture_output=True, timeout=30,
+                           stdin=subprocess.DEVNULL, check=False)
