@@ -16,7 +16,7 @@ import math
 import re
 from pathlib import Path
 
-from phonebench.core.errors import BenchError, ConfigError
+from .errors import BenchError, ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from phonebench.core.errors import BenchError
+from .errors import BenchError
 
 NAME_MAX = 120
 MIN_FREE_ENV = "PHONEBENCH_MIN_FREE_MB"

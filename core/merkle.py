@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-from phonebench.core.errors import BenchError
+from .errors import BenchError
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from phonebench.core.verdict import Outcome, TestOutcome, Verdict
+from .verdict import Outcome, TestOutcome, Verdict
 
 SCHEMA = "phonebench.results/1"
 

@@ -22,10 +22,10 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from phonebench.core.paths import data_dir
-from phonebench.core.decoding import read_text
-from phonebench.core.errors import ConfigError
-from phonebench.core.files import write_atomically
+from .paths import data_dir
+from .decoding import read_text
+from .errors import ConfigError
+from .files import write_atomically
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from phonebench.core.decoding import read_text
-from phonebench.core.errors import ConfigError
+from .decoding import read_text
+from .errors import ConfigError
 
 log = logging.getLogger(__name__)
 

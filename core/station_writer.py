@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from phonebench.core.station import LEGACY_BAY, EmulatedConfig, StationConfig
+from .station import LEGACY_BAY, EmulatedConfig, StationConfig
 
 _q = json.dumps  # a JSON string is a valid TOML basic string
 

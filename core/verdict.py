@@ -12,7 +12,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-from phonebench.core.killpoints import kill_point
+from .killpoints import kill_point
 
 
 class Outcome(str, Enum):

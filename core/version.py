@@ -5,7 +5,7 @@ import subprocess
 from functools import lru_cache
 from importlib import metadata
 
-from phonebench.core.paths import SOURCE_ROOT, is_checkout
+from .paths import SOURCE_ROOT, is_checkout
 
 
 @lru_cache(maxsize=1)

@@ -35,8 +35,8 @@ from adb_shell.auth.sign_cryptography import CryptographySigner
 from phonebench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
                           DeviceError, DeviceUnreachable)
 from phonebench.core.file_stat import FileStat
-from phonebench.drivers.adb_transport import HardenedAdbDevice, HardenedTcpTransport
-from phonebench.drivers.device import ShellCommands, ShellResult, TimedShellResult
+from .adb_transport import HardenedAdbDevice, HardenedTcpTransport
+from .device import ShellCommands, ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from adbutils._adb import AdbConnection
 from phonebench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
 from phonebench.core.file_stat import FileStat
-from phonebench.drivers import shell_v2
-from phonebench.drivers.adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, quote_command, timed_lines
-from phonebench.drivers.device import ShellCommands, ShellResult, TimedShellResult
+from . import shell_v2
+from .adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, quote_command, timed_lines
+from .device import ShellCommands, ShellResult, TimedShellResult
 
 log = logging.getLogger(__name__)
 

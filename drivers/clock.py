@@ -14,7 +14,7 @@ import time
 from typing import Any, Protocol, runtime_checkable
 
 from phonebench.core.errors import InstrumentError
-from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from .visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from phonebench.core.errors import ConfigError, InstrumentError
-from phonebench.drivers.scpi_table import Bound, Setting, Table, fixed
-from phonebench.drivers.thermal import SENSOR_RANGES_C, ThermalReading, ThermalStream, split_valid
-from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, ScpiInstrument
+from .scpi_table import Bound, Setting, Table, fixed
+from .thermal import SENSOR_RANGES_C, ThermalReading, ThermalStream, split_valid
+from .visa import DEFAULT_TIMEOUT_S, ScpiInstrument
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from phonebench.core.errors import ConfigError
-from phonebench.drivers.visa import ScpiInstrument
+from .visa import ScpiInstrument
 
 LOOPBACK_PATHS = ("acoustic", "electrical")
 _LOOPBACK_WORDS = {"acoustic": "ACOustic", "electrical": "ELECtrical", None: "OFF"}

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phonebench.core.errors import CommandFailed, UnsupportedCapability
-from phonebench.drivers.device import Device
-from phonebench.drivers.runtime import parse_json_lines
+from .device import Device
+from .runtime import parse_json_lines
 
 log = logging.getLogger(__name__)
 

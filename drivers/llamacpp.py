@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
 from phonebench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
-from phonebench.drivers.device import Device
-from phonebench.drivers.runtime import parse_json_lines
+from .device import Device
+from .runtime import parse_json_lines
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from phonebench.drivers.scpi_table import Channel, Setting, Table, fixed, requires, sequence, setter
-from phonebench.drivers.trace import OVERLOAD, Trace
-from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from .scpi_table import Channel, Setting, Table, fixed, requires, sequence, setter
+from .trace import OVERLOAD, Trace
+from .visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 __all__ = ["KeysightN6705C", "PowerAnalyzer", "Trace"]
 log = logging.getLogger(__name__)

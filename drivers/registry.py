@@ -12,15 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 from phonebench.core.errors import ConfigError
-from phonebench.drivers.clock import HostClock, ScpiClock, StationClock
-from phonebench.drivers.power import KeysightN6705C, PowerAnalyzer
-from phonebench.drivers.scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
-from phonebench.drivers.stimulus import AudioStimulus, Keysight33500B
-from phonebench.drivers.daq970a import KeysightDaq970a
-from phonebench.drivers.fixture import FixtureControl, ScpiFixture
-from phonebench.drivers.thermal import ThermalProbe
-from phonebench.drivers.thermal_fluke import Fluke1521, Fluke1529
-from phonebench.drivers.thermal_generic import GenericAsciiProbe
+from .clock import HostClock, ScpiClock, StationClock
+from .power import KeysightN6705C, PowerAnalyzer
+from .scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
+from .stimulus import AudioStimulus, Keysight33500B
+from .daq970a import KeysightDaq970a
+from .fixture import FixtureControl, ScpiFixture
+from .thermal import ThermalProbe
+from .thermal_fluke import Fluke1521, Fluke1529
+from .thermal_generic import GenericAsciiProbe
 
 FAMILIES: dict[str, dict[str, Callable[..., Any]]] = {
     "scope": {"keysight-infiniivision": KeysightInfiniiVision, "rigol-ds1000z": RigolDS1000Z},

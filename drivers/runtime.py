@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from phonebench.core.errors import CommandFailed, DeviceError, UnsupportedCapability
-from phonebench.drivers.device import Device, TimedShellResult
+from .device import Device, TimedShellResult
 
 if TYPE_CHECKING:
-    from phonebench.drivers.clock import StationClock
+    from .clock import StationClock
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from typing import ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from phonebench.core.errors import ConfigError, InstrumentError
-from phonebench.drivers.scpi_table import Bound, Channel, Setting, Table, fixed, number_of
-from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
-from phonebench.drivers.waveform import INVALID_THRESHOLD, Preamble, Waveform
+from .scpi_table import Bound, Channel, Setting, Table, fixed, number_of
+from .visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from .waveform import INVALID_THRESHOLD, Preamble, Waveform
 
 __all__ = ["KeysightInfiniiVision", "Oscilloscope", "Preamble", "RigolDS1000Z", "Waveform"]
 log = logging.getLogger(__name__)

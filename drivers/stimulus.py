@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from phonebench.core.errors import ConfigError
-from phonebench.drivers.visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
+from .visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ import numpy as np
 import serial
 
 from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from phonebench.drivers.locks import ResourceLock, acquire
-from phonebench.drivers.visa import InstrumentIdentity
+from .locks import ResourceLock, acquire
+from .visa import InstrumentIdentity
 
 log = logging.getLogger(__name__)
 

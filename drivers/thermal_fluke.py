@@ -18,7 +18,7 @@ import math
 import re
 
 from phonebench.core.errors import ConfigError, InstrumentError
-from phonebench.drivers.thermal import (
+from .thermal import (
     OVERLOAD,
     POLL_RETRIES,
     GarbageCounter,
@@ -28,7 +28,7 @@ from phonebench.drivers.thermal import (
     invalid_reason,
     split_valid,
 )
-from phonebench.drivers.visa import InstrumentIdentity, parse_idn
+from .visa import InstrumentIdentity, parse_idn
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 
 from phonebench.core.errors import ConfigError, InstrumentError, InvalidMeasurement
-from phonebench.drivers.thermal import (
+from .thermal import (
     POLL_RETRIES,
     GarbageCounter,
     SerialLine,
@@ -20,7 +20,7 @@ from phonebench.drivers.thermal import (
     split_valid,
     valid_or_none,
 )
-from phonebench.drivers.visa import parse_idn
+from .visa import parse_idn
 
 log = logging.getLogger(__name__)
 

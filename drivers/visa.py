@@ -29,7 +29,7 @@ from pyvisa.errors import VisaIOError
 
 from phonebench.core.decoding import DecodeError, parse_number
 from phonebench.core.errors import InstrumentError
-from phonebench.drivers import locks
+from . import locks
 
 log = logging.getLogger(__name__)
 

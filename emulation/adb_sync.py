@@ -16,7 +16,7 @@ import zlib
 from typing import Callable, Iterable, Iterator, Protocol, Union
 
 from phonebench.core.file_stat import FileStat
-from phonebench.emulation.filesystem import DeviceFileSystem
+from .filesystem import DeviceFileSystem
 
 log = logging.getLogger(__name__)
 

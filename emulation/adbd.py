@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Union
 
 import numpy as np
 
-from phonebench.emulation.adb_auth import AuthPolicy
-from phonebench.emulation.adb_shell_v2 import EXIT as SHELL_EXIT, STDERR as SHELL_STDERR, STDOUT as SHELL_STDOUT, HostPace, packet
-from phonebench.emulation.adb_sync import SyncSession
-from phonebench.emulation.shell import DaemonKilled
+from .adb_auth import AuthPolicy
+from .adb_shell_v2 import EXIT as SHELL_EXIT, STDERR as SHELL_STDERR, STDOUT as SHELL_STDOUT, HostPace, packet
+from .adb_sync import SyncSession
+from .shell import DaemonKilled
 
 if TYPE_CHECKING:
-    from phonebench.emulation.device import EmulatedPhone
+    from .device import EmulatedPhone
 
 __all__ = ["AdbDaemon", "AuthPolicy", "MAX_DATA", "VERSION", "SUPPORTED_FEATURES", "checksum"]
 

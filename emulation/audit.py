@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 if TYPE_CHECKING:
-    from phonebench.emulation.device import EmulatedPhone
+    from .device import EmulatedPhone
 
 log = logging.getLogger(__name__)
 

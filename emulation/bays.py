@@ -29,8 +29,8 @@ from phonebench.core.station import (
     InstrumentRef,
     emulated_bay_names,
 )
-from phonebench.emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
-from phonebench.emulation.world import World
+from .instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
+from .world import World
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +80,8 @@ class BayFleet:
     servers: dict[str, Any] = field(default_factory=dict)  # instrument name -> server
 
     def start(self, worlds: dict[str, World], with_instruments: bool) -> None:
-        from phonebench.emulation.instruments.mainframe import MainframeServer
-        from phonebench.emulation.instruments.registry import make_server
+        from .instruments.mainframe import MainframeServer
+        from .instruments.registry import make_server
 
         if not worlds:
             return

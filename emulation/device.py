@@ -9,13 +9,13 @@ import logging
 import time as _time
 from collections.abc import Callable, Sequence
 
-from phonebench.emulation.filesystem import DeviceFileSystem
-from phonebench.emulation.logbuffer import LogBuffer
-from phonebench.emulation.logcat import logcat
-from phonebench.emulation.phone_spec import PhoneSpec
-from phonebench.emulation.runtime_personas import runtime_persona
-from phonebench.emulation.shell import CommandResult, Shell, ShellContext
-from phonebench.emulation.world import World
+from .filesystem import DeviceFileSystem
+from .logbuffer import LogBuffer
+from .logcat import logcat
+from .phone_spec import PhoneSpec
+from .runtime_personas import runtime_persona
+from .shell import CommandResult, Shell, ShellContext
+from .world import World
 
 log = logging.getLogger(__name__)
 

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from phonebench.emulation.runtime_personas import runtime_persona
-from phonebench.emulation.shell import CommandResult, ShellContext
+from .runtime_personas import runtime_persona
+from .shell import CommandResult, ShellContext
 
 if TYPE_CHECKING:
-    from phonebench.emulation.device import EmulatedPhone
+    from .device import EmulatedPhone
 
 KINDS = ("video", "call", "video+call", "game")
 FAULT_WEAK = "gpu-load-weak"

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
-from phonebench.emulation.phones import emulated_phone
-from phonebench.emulation.world import World
+from .device import EmulatedPhone, PhoneSpec
+from .phones import emulated_phone
+from .world import World
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +93,11 @@ class EmulatedLine:
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> EmulatedLine:
-        from phonebench.emulation.instruments.awg import AwgServer
-        from phonebench.emulation.instruments.daq970a import Daq970aServer
-        from phonebench.emulation.instruments.fixture import FixtureServer
-        from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
-        from phonebench.emulation.instruments.scope import ScopeServer
+        from .instruments.awg import AwgServer
+        from .instruments.daq970a import Daq970aServer
+        from .instruments.fixture import FixtureServer
+        from .instruments.power_analyzer import PowerAnalyzerServer
+        from .instruments.scope import ScopeServer
 
         # The emulated station's instrument models (emulation/station.py), so `bench calibrate` on
         # the emulated station calibrates the very instruments (same models and *IDN? identities)
@@ -129,7 +129,7 @@ class EmulatedLine:
     # --- units ----------------------------------------------------------------------------
     def load(self, unit: LineUnit | PhoneSpec) -> EmulatedPhone:
         """Swap a unit into the fixture: the previous one leaves, the new one answers on the same port."""
-        from phonebench.emulation.adbd import AdbDaemon, AuthPolicy
+        from .adbd import AdbDaemon, AuthPolicy
 
         spec = unit.spec if isinstance(unit, LineUnit) else unit
         self.unload()

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from phonebench.emulation.shell import CommandResult, ShellContext
+from .shell import CommandResult, ShellContext
 
 if TYPE_CHECKING:
-    from phonebench.emulation.device import EmulatedPhone
+    from .device import EmulatedPhone
 
 log = logging.getLogger(__name__)
 

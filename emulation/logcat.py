@@ -9,8 +9,8 @@ from __future__ import annotations
 import calendar
 import time as _time
 
-from phonebench.emulation.phone_api import Phone
-from phonebench.emulation.shell import CommandResult, ShellContext
+from .phone_api import Phone
+from .shell import CommandResult, ShellContext
 
 
 def _parse_time(text: str, now: float) -> float | None:

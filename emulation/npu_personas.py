@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phonebench.core.errors import ConfigError
-from phonebench.emulation.phone_spec import PhoneSpec
-from phonebench.emulation.npu import Accumulator, OverflowRule
+from .phone_spec import PhoneSpec
+from .npu import Accumulator, OverflowRule
 
 WRAP, SATURATE, CLAMP = OverflowRule.WRAP, OverflowRule.SATURATE, OverflowRule.CLAMP_END
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from phonebench.emulation.filesystem import DeviceFileSystem
-from phonebench.emulation.logbuffer import LogBuffer
-from phonebench.emulation.phone_spec import PhoneSpec
-from phonebench.emulation.world import World
+from .filesystem import DeviceFileSystem
+from .logbuffer import LogBuffer
+from .phone_spec import PhoneSpec
+from .world import World
 
 # A shell command: (argv, ShellContext) -> CommandResult; a watcher is told of a command as it
 # starts (result None) and as it ends. Loosely typed here: the shell module defines both records.

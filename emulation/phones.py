@@ -5,10 +5,10 @@ install themselves on it. A spec's faults can leave an app off (`no-runtime`, `n
 """
 from __future__ import annotations
 
-from phonebench.emulation import llamacpp, runtime
-from phonebench.emulation.device import App, EmulatedPhone
-from phonebench.emulation.phone_spec import PhoneSpec
-from phonebench.emulation.world import World
+from . import llamacpp, runtime
+from .device import App, EmulatedPhone
+from .phone_spec import PhoneSpec
+from .world import World
 
 
 def installed_apps(spec: PhoneSpec) -> list[App]:

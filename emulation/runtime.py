@@ -27,19 +27,19 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from phonebench.emulation import audit, gpuload, npu, tinymodel, weights
-from phonebench.emulation.npu_personas import get_persona
-from phonebench.emulation.runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
-from phonebench.emulation.runtime_counters import VMSTAT, Counters
-from phonebench.emulation.runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
-from phonebench.emulation.runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, ThermalGovernor, ThermalKill
-from phonebench.emulation.runtime_stream import EventStream
-from phonebench.emulation.runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
-from phonebench.emulation.shell import CommandResult, ShellContext
-from phonebench.emulation.world import NPU_NOMINAL_MHZ
+from . import audit, gpuload, npu, tinymodel, weights
+from .npu_personas import get_persona
+from .runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
+from .runtime_counters import VMSTAT, Counters
+from .runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
+from .runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, ThermalGovernor, ThermalKill
+from .runtime_stream import EventStream
+from .runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
+from .shell import CommandResult, ShellContext
+from .world import NPU_NOMINAL_MHZ
 
 if TYPE_CHECKING:
-    from phonebench.emulation.device import EmulatedPhone
+    from .device import EmulatedPhone
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from phonebench.emulation.filesystem import DeviceFileSystem
+    from .filesystem import DeviceFileSystem
 
 log = logging.getLogger(__name__)
 

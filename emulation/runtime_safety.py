@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from phonebench.emulation.runtime_personas import RuntimePersona
+    from .runtime_personas import RuntimePersona
 
 LAYERS = 48            # transformer layers of the product's model (what migrates)
 MIGRATION_STEP = 12

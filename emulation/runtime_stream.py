@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from phonebench.emulation.runtime_personas import RuntimePersona
-from phonebench.emulation.shell import ShellContext
+from .runtime_personas import RuntimePersona
+from .shell import ShellContext
 
 SHIFT_CAP = 0.5  # a shifted first token is never reported before half its real latency
 

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable
 
-from phonebench.emulation.phone_api import Phone
+from .phone_api import Phone
 
 
 @dataclass

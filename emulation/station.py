@@ -16,10 +16,10 @@ from typing import Any
 
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import DutConfig, EmulatedConfig, StationConfig, emulated_bay_names
-from phonebench.emulation.device import EmulatedPhone, PhoneSpec
-from phonebench.emulation.phones import emulated_phone
-from phonebench.emulation.npu_personas import default_fleet
-from phonebench.emulation.world import World
+from .device import EmulatedPhone, PhoneSpec
+from .phones import emulated_phone
+from .npu_personas import default_fleet
+from .world import World
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +38,15 @@ def bay_serials(config: EmulatedConfig) -> dict[str, str]:
 
 def sla_personas() -> set[str]:
     """Every behaviour persona some part of the emulated phone understands."""
-    from phonebench.emulation.runtime_personas import SLA_PERSONAS_RUNTIME
-    from phonebench.emulation.world import SLA_PERSONAS_WORLD
+    from .runtime_personas import SLA_PERSONAS_RUNTIME
+    from .world import SLA_PERSONAS_WORLD
 
     return SLA_PERSONAS_WORLD | SLA_PERSONAS_RUNTIME
 
 
 def known_faults() -> set[str]:
-    from phonebench.emulation.phone_spec import DEVICE_FAULTS
-    from phonebench.emulation.runtime import RUNTIME_FAULTS
+    from .phone_spec import DEVICE_FAULTS
+    from .runtime import RUNTIME_FAULTS
 
     return DEVICE_FAULTS | set(RUNTIME_FAULTS)
 
@@ -83,7 +83,7 @@ class EmulatedStation:
     _payloads: Any = None  # tempfile.TemporaryDirectory holding the installed update's weight file
 
     def _specs(self) -> list[PhoneSpec]:
-        from phonebench.emulation import npu_personas
+        from . import npu_personas
 
         personas, faults = sla_personas(), known_faults()
         for phone in self.config.phones:
@@ -107,8 +107,8 @@ class EmulatedStation:
         return specs
 
     def start(self) -> EmulatedStation:
-        from phonebench.emulation.adbd import AdbDaemon, AuthPolicy
-        from phonebench.emulation.bays import BayFleet
+        from .adbd import AdbDaemon, AuthPolicy
+        from .bays import BayFleet
 
         auth = None if self.config.auth == "none" else AuthPolicy(
             accept_any=self.config.auth in ("any", "prompt"), prompt=self.config.auth == "prompt",
@@ -159,7 +159,7 @@ class EmulatedStation:
     def payloads_folder(self) -> Path:
         """The OTA payloads a lab would hold for these phones: the update they all have installed."""
         if self._payloads is None:
-            from phonebench.emulation.weights import update_package
+            from .weights import update_package
 
             self._payloads = tempfile.TemporaryDirectory(prefix="phonebench-payloads-")
             (Path(self._payloads.name) / "model.bin").write_bytes(update_package().data)

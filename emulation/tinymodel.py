@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from phonebench.emulation.npu import INT4_MAX, INT4_MIN, Int4Matrix, matmul
+from .npu import INT4_MAX, INT4_MIN, Int4Matrix, matmul
 
 log = logging.getLogger(__name__)
 

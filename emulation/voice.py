@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from phonebench.emulation.audio import MIC_DISTANCE_M, SPEED_OF_SOUND_M_S, AudioEvent, AudioScene, synth_speech
+from .audio import MIC_DISTANCE_M, SPEED_OF_SOUND_M_S, AudioEvent, AudioScene, synth_speech
 
 log = logging.getLogger(__name__)
 

@@ -35,10 +35,10 @@ import numpy as np
 
 from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, VerityGeometry, build_tree
 from phonebench.core.signing import DEV_PRIVATE_KEY, load_private_key, sign_bytes
-from phonebench.emulation.tinymodel import MODEL_NAME
+from .tinymodel import MODEL_NAME
 
 if TYPE_CHECKING:
-    from phonebench.emulation.device import EmulatedPhone
+    from .device import EmulatedPhone
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phonebench.emulation.audio import (
+from .audio import (
     FIXTURE_PATH_M,
     LOOPBACK_GAIN,
     SPEAKER_TO_PHONE_M,
@@ -58,11 +58,11 @@ from phonebench.emulation.audio import (
     AudioEvent,
     AudioScene,
 )
-from phonebench.emulation.clock import SimClock
-from phonebench.emulation.supply import DEFAULT_RIPPLE_HZ, Supply
-from phonebench.emulation.thermal_model import Cooling, ThermalModel
-from phonebench.emulation.timeline import Timeline
-from phonebench.emulation.voice import VOICE_BEHAVIOURS, Dialog, VoiceAssistant
+from .clock import SimClock
+from .supply import DEFAULT_RIPPLE_HZ, Supply
+from .thermal_model import Cooling, ThermalModel
+from .timeline import Timeline
+from .voice import VOICE_BEHAVIOURS, Dialog, VoiceAssistant
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ import numpy as np
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from . import CheckResult, Tick, named, no_tick
 from phonebench.core.verdict import Evidence
-from phonebench.bench.specs.sla import SlaEntry
+from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.runtime import Generation, RuntimeClient
 

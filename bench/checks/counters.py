@@ -35,12 +35,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from phonebench.bench.checks import CheckResult, Tick, named, no_tick
-from phonebench.bench.checks.tokens import TokenRuns, run_inferences
-from phonebench.bench.phone.link import ClockDomainProblem, measure_link
+from . import CheckResult, Tick, named, no_tick
+from .tokens import TokenRuns, run_inferences
+from ..phone.link import ClockDomainProblem, measure_link
 from phonebench.core.counters import COUNTER_RATIOS as COUNTERS
 from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
-from phonebench.bench.specs.sla import SlaEntry
+from ..specs.sla import SlaEntry
 from phonebench.drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)

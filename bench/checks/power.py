@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phonebench.bench.checks import CheckResult
+from . import CheckResult
 from phonebench.core.errors import ConfigError, InvalidMeasurement
-from phonebench.bench.specs.sla import SlaEntry
-from phonebench.bench.stats import verdicts as stats
-from phonebench.bench.checks.voice import arm_stimulus
+from ..specs.sla import SlaEntry
+from ..stats import verdicts as stats
+from .voice import arm_stimulus
 from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
-from phonebench.bench.stats.uncertainty import calibration_of, power_budget
+from ..stats.uncertainty import calibration_of, power_budget
 from phonebench.drivers.device import Device
 from phonebench.drivers.power import PowerAnalyzer, Trace
 from phonebench.drivers.runtime import RuntimeClient

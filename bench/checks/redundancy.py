@@ -44,12 +44,12 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sps
 
-from phonebench.bench.checks import CheckResult, Tick, named, no_tick
-from phonebench.bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
-from phonebench.bench.stats.verdicts import clopper_pearson
+from . import CheckResult, Tick, named, no_tick
+from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
+from ..stats.verdicts import clopper_pearson
 from phonebench.core.verdict import Evidence, Outcome, Verdict
 from phonebench.drivers.device import Device
-from phonebench.bench.specs.sla import SlaEntry
+from ..specs.sla import SlaEntry
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.runtime import Probe, ProbeResult, RuntimeClient, encode_runs
 

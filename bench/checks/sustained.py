@@ -36,14 +36,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from phonebench.bench.checks import CheckResult
-from phonebench.bench.checks import power as power_check
-from phonebench.bench.checks import thermal as thermal_check
-from phonebench.bench.checks import voice as voice_check
+from . import CheckResult
+from . import power as power_check
+from . import thermal as thermal_check
+from . import voice as voice_check
 from phonebench.core.verdict import Verdict
 from phonebench.core.errors import InvalidMeasurement
-from phonebench.bench.specs.sla import SlaEntry, SlaProfile
-from phonebench.bench.stats.uncertainty import calibration_of
+from ..specs.sla import SlaEntry, SlaProfile
+from ..stats.uncertainty import calibration_of
 from phonebench.drivers.device import Device
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.scope import Oscilloscope

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from phonebench.bench.specs.sla import SlaEntry, SlaProfile, load_profile
+from ..specs.sla import SlaEntry, SlaProfile, load_profile
 
 TARGETS_PATH = Path(__file__).resolve().parent / "targets.toml"
 

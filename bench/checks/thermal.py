@@ -25,13 +25,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from phonebench.bench.checks import CheckResult
-from phonebench.bench.checks.voice import arm_stimulus
-from phonebench.bench.phone.device_state import read_thermal_status
+from . import CheckResult
+from .voice import arm_stimulus
+from ..phone.device_state import read_thermal_status
 from phonebench.core.errors import InvalidMeasurement
-from phonebench.bench.specs.sla import SlaProfile
+from ..specs.sla import SlaProfile
 from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
-from phonebench.bench.stats.uncertainty import calibration_of, thermal_budget
+from ..stats.uncertainty import calibration_of, thermal_budget
 from phonebench.drivers.device import Device
 from phonebench.drivers.stimulus import AudioStimulus
 from phonebench.drivers.thermal import ThermalProbe

@@ -60,10 +60,10 @@ from typing import Any
 
 import numpy as np
 
-from phonebench.bench.checks import CheckResult, Tick, named, no_tick
-from phonebench.bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
-from phonebench.bench.phone.device_state import read_thermal_zones, zone_celsius
-from phonebench.bench.specs.sla import SlaEntry
+from . import CheckResult, Tick, named, no_tick
+from .tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
+from ..phone.device_state import read_thermal_zones, zone_celsius
+from ..specs.sla import SlaEntry
 from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from phonebench.drivers.runtime import Generation, RuntimeClient
 

@@ -19,10 +19,10 @@ import math
 
 import numpy as np
 
-from phonebench.bench.checks import CheckResult, named
-from phonebench.bench.checks.power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
-from phonebench.bench.checks.tokens import PROMPT_SEEDS, PROMPT_TOKENS
-from phonebench.bench.phone.link import CLOCK_RATE_RANGE, ClockDomainProblem, measure_link
+from . import CheckResult, named
+from .power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
+from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
+from ..phone.link import CLOCK_RATE_RANGE, ClockDomainProblem, measure_link
 from phonebench.core.errors import InvalidMeasurement
 from phonebench.core.verdict import Evidence, Outcome, Verdict, compare
 from phonebench.drivers.power import PowerAnalyzer

@@ -51,14 +51,14 @@ from typing import Any
 
 import numpy as np
 
-from phonebench.bench.checks import CheckResult, Tick, named, no_tick
-from phonebench.bench.checks.power import battery_emulation
-from phonebench.bench.phone.link import CLOCK_RATE_RANGE, LinkTiming, measure_link
+from . import CheckResult, Tick, named, no_tick
+from .power import battery_emulation
+from ..phone.link import CLOCK_RATE_RANGE, LinkTiming, measure_link
 from phonebench.core.errors import InvalidMeasurement
 from phonebench.core.verdict import COMPARATORS, Evidence, Outcome, Verdict
-from phonebench.bench.specs.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
-from phonebench.bench.stats.sequential import SequentialPlan
-from phonebench.bench.specs.sla import SlaEntry
+from ..specs.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
+from ..stats.sequential import SequentialPlan
+from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
 from phonebench.drivers.power import PowerAnalyzer

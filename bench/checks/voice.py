@@ -22,13 +22,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from phonebench.bench.checks import CheckResult
+from . import CheckResult
 from phonebench.core.paths import data_dir
-from phonebench.bench.stats import verdicts as stats
-from phonebench.bench.stats.onset import Onset, OnsetDetector, OnsetStatus
-from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+from ..stats import verdicts as stats
+from ..stats.onset import Onset, OnsetDetector, OnsetStatus
+from ..specs.sla import SlaEntry, SlaProfile
 from phonebench.core.verdict import Evidence, PlotHint, Verdict
-from phonebench.bench.stats.uncertainty import calibration_of, voice_budget
+from ..stats.uncertainty import calibration_of, voice_budget
 from phonebench.drivers.device import Device
 from phonebench.drivers.scope import Oscilloscope, Waveform
 from phonebench.drivers.stimulus import AudioStimulus, read_wav

@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 
 from phonebench.core import signing
-from phonebench.bench.checks import CheckResult, Tick, named, no_tick
+from . import CheckResult, Tick, named, no_tick
 from phonebench.core.errors import BenchError, InvalidMeasurement
 from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
 from phonebench.core.verdict import Evidence, Outcome, Verdict
-from phonebench.bench.specs.sla import SlaEntry
+from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed
 

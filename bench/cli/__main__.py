@@ -1,6 +1,6 @@
 """`python -m phonebench.bench.cli`: the bench command."""
 import sys
 
-from phonebench.bench.cli import main
+from . import main
 
 sys.exit(main())

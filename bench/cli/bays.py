@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from phonebench.bench.results.aggregate import BayOutcome, bay_folder, merge_bays
+from ..results.aggregate import BayOutcome, bay_folder, merge_bays
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import StationConfig
 from phonebench.drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
@@ -59,7 +59,7 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
         raise ConfigError(f"--jobs {jobs}: at least one bay must run at a time")
     pending, running, outcomes = list(bays), {}, {b: BayOutcome(b, None) for b in bays}
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a stopped bench stops its workers too
-    from phonebench.bench.store.db import ENV_VAR, resolve_database_url
+    from ..store.db import ENV_VAR, resolve_database_url
 
     # The workers' calibration records and the merged run share the station's store (in the
     # environment, not on the command line: a PostgreSQL URL may carry a password).
@@ -134,7 +134,7 @@ def _point_latest(run_dir: Path) -> None:
 
 def _store(run_dir: Path, data: dict[str, Any], database: str | None) -> str | None:
     """Store the merged run; None when the store has it all, else why not (results.json has all)."""
-    from phonebench.bench.store import StoreError, StoreSink, resolve_database_url
+    from ..store import StoreError, StoreSink, resolve_database_url
 
     try:
         sink = StoreSink(resolve_database_url(database, run_dir.parent), run_dir.parent)
@@ -154,7 +154,7 @@ def _store(run_dir: Path, data: dict[str, Any], database: str | None) -> str | N
 
 def _render(run_dir: Path) -> None:
     from phonebench.core.errors import BenchError
-    from phonebench.bench.report import render_run
+    from ..report import render_run
 
     try:
         render_run(run_dir)

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from phonebench.bench.station.backend import running_emulated
+from ..station.backend import running_emulated
 from phonebench.core.files import write_atomically
 from phonebench.core.station import EMULATED_FAMILIES, EmulatedConfig, StationConfig, emulated_family, load_station
 from phonebench.core.station_writer import station_toml

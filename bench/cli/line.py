@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _default_faults() -> tuple[str, ...]:
-    from phonebench.bench.station.backend import default_line_faults
+    from ..station.backend import default_line_faults
 
     return default_line_faults()
 
@@ -88,7 +88,7 @@ def _acceptance_args(p: argparse.ArgumentParser) -> None:
 
 
 def _policy(args: argparse.Namespace) -> Any:
-    from phonebench.bench.procedures.acceptance.judge import RetestPolicy
+    from ..procedures.acceptance.judge import RetestPolicy
 
     try:
         if args.retest is None:
@@ -101,8 +101,8 @@ def _policy(args: argparse.Namespace) -> Any:
 
 # --- bench calibrate -----------------------------------------------------------------------
 def calibrate(args: argparse.Namespace) -> int:
-    from phonebench.bench.station.backend import open_station
-    from phonebench.bench.procedures.calibration.settings import load_settings
+    from ..station.backend import open_station
+    from ..procedures.calibration.settings import load_settings
 
     settings = load_settings(args.calibration_config)
     with open_station(args.station) as station:
@@ -115,10 +115,10 @@ def calibrate(args: argparse.Namespace) -> int:
 
 def _calibrate_bay(args: argparse.Namespace, station: Any, settings: Any) -> int:
     """Calibrate one bay's instruments (and, when asked, its DUT) through the station's owner."""
-    from phonebench.bench.procedures.calibration.procedures import Context, ambient_conditions
-    from phonebench.bench.procedures.calibration.runner import calibrate_instruments, expand, measuring_instruments
-    from phonebench.bench.procedures.calibration.station import open_book
-    from phonebench.bench.station.owner import StationOwner
+    from ..procedures.calibration.procedures import Context, ambient_conditions
+    from ..procedures.calibration.runner import calibrate_instruments, expand, measuring_instruments
+    from ..procedures.calibration.station import open_book
+    from ..station.owner import StationOwner
 
     names = expand(args.procedure or ["instruments"])
     if station.bay:
@@ -160,7 +160,7 @@ def _reference_thermometer(settings: Any) -> Any:
 def _real_fixture(unattended: bool, names: list[str]) -> Any:
     """The operator's fixture, asked at the terminal; unattended, one nobody is asked about. With
     no terminal to ask at (cron, CI, </dev/null) the command stops before any procedure runs."""
-    from phonebench.bench.procedures.calibration.fixture import FIXTURE_PROCEDURES, OperatorFixture, PresetFixture
+    from ..procedures.calibration.fixture import FIXTURE_PROCEDURES, OperatorFixture, PresetFixture
 
     if unattended:
         return PresetFixture()
@@ -190,9 +190,9 @@ def _confirm(step: str) -> None:
 def _calibrate_dut(owner: Any, instruments: dict[str, Any], book: Any, ctx: Any, names: list[str],
                    dut_name: str | None) -> Any:
     """DUT calibration with the instruments corrected by their (just updated) records."""
-    from phonebench.bench.procedures.calibration.corrections import corrected
-    from phonebench.bench.procedures.calibration.runner import calibrate_dut
-    from phonebench.bench.procedures.calibration.station import StationCalibrationView
+    from ..procedures.calibration.corrections import corrected
+    from ..procedures.calibration.runner import calibrate_dut
+    from ..procedures.calibration.station import StationCalibrationView
 
     station = owner.station
     wired = station.instrument_dut("supply") or station.duts[0].name  # the unit the instruments measure
@@ -216,9 +216,9 @@ def _print_records(outcome: Any) -> None:
 
 
 def _print_status(book: Any, station: Any, instruments: dict[str, Any], settings: Any) -> int:
-    from phonebench.bench.procedures.acceptance.attempts import REFUSED
-    from phonebench.bench.procedures.acceptance.runner import EXIT_CODES
-    from phonebench.bench.procedures.calibration.station import evaluate
+    from ..procedures.acceptance.attempts import REFUSED
+    from ..procedures.acceptance.runner import EXIT_CODES
+    from ..procedures.calibration.station import evaluate
 
     state = evaluate(book, station.name, {r: d.identity for r, d in instruments.items()}, settings, station.location)
     for role, cal in state.roles.items():
@@ -239,7 +239,7 @@ def _accept_station(args: argparse.Namespace) -> Iterator[Path]:
     if args.station:
         yield Path(args.station)
         return
-    from phonebench.bench.station.backend import emulated_line
+    from ..station.backend import emulated_line
 
     results = Path(args.results_dir or "reports").resolve()
     with emulated_line(count=1, seed=0, name="emulated", serial_format="EMU{n:04d}") as line, \
@@ -248,8 +248,8 @@ def _accept_station(args: argparse.Namespace) -> Iterator[Path]:
 
 
 def accept(args: argparse.Namespace) -> int:
-    from phonebench.bench.procedures.acceptance.display import operator_lines
-    from phonebench.bench.procedures.acceptance.runner import AcceptanceStation
+    from ..procedures.acceptance.display import operator_lines
+    from ..procedures.acceptance.runner import AcceptanceStation
 
     with _accept_station(args) as station_file, \
             AcceptanceStation(station_file, dut=args.dut, results_dir=args.results_dir,
@@ -267,10 +267,10 @@ def accept(args: argparse.Namespace) -> int:
 def run_line(args: argparse.Namespace) -> int:
     if args.mode == "serve":
         return serve_line(args)
-    from phonebench.bench.procedures.acceptance.line import run_line as run_batch
-    from phonebench.bench.station.backend import emulated_line
-    from phonebench.bench.results.line_report import render_line
-    from phonebench.bench.results.run_record import new_run_id
+    from ..procedures.acceptance.line import run_line as run_batch
+    from ..station.backend import emulated_line
+    from ..results.line_report import render_line
+    from ..results.run_record import new_run_id
 
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
     fixtures = args.fixtures if args.fixtures is not None else 1
@@ -301,15 +301,15 @@ def run_line(args: argparse.Namespace) -> int:
 
 
 def _station(args: argparse.Namespace, station_file: Path, results: Path, batch: str) -> Any:
-    from phonebench.bench.procedures.acceptance.runner import AcceptanceStation
+    from ..procedures.acceptance.runner import AcceptanceStation
 
     return AcceptanceStation(station_file, results_dir=results, calibration_config=args.calibration_config,
                              policy=_policy(args), operator=args.operator, batch=batch, profile=args.profile)
 
 
 def _calibrate(args: argparse.Namespace, station: Any, line: Any, results: Path) -> None:
-    from phonebench.bench.procedures.calibration.runner import calibrate_station
-    from phonebench.bench.procedures.calibration.settings import load_settings
+    from ..procedures.calibration.runner import calibrate_station
+    from ..procedures.calibration.settings import load_settings
 
     if not args.no_calibrate and station.check_calibration():
         print(f"calibrating the line's instruments and fixture ({line.name}) ...")
@@ -321,9 +321,9 @@ def _calibrate(args: argparse.Namespace, station: Any, line: Any, results: Path)
 def _run_station(args: argparse.Namespace, first: Any, count: int) -> int:
     """Several emulated fixtures side by side, the units dealt to whichever is free first; `first`
     is fixture A's line, planned with the whole batch."""
-    from phonebench.bench.procedures.acceptance.line import run_station
-    from phonebench.bench.station.backend import emulated_line
-    from phonebench.bench.results.run_record import new_run_id
+    from ..procedures.acceptance.line import run_station
+    from ..station.backend import emulated_line
+    from ..results.run_record import new_run_id
 
     results = Path(args.results_dir or "reports").resolve()
     batch = args.batch or f"line-{new_run_id()}"
@@ -366,8 +366,8 @@ def _run_station(args: argparse.Namespace, first: Any, count: int) -> int:
 def serve_line(args: argparse.Namespace) -> int:
     """The operator station: a page on loopback, one worker process per fixture."""
     from phonebench.core.station import load_station
-    from phonebench.bench.operator.app import OperatorStation, serve
-    from phonebench.bench.operator.fixture import EmulatedUnits, FixtureSpec
+    from ..operator.app import OperatorStation, serve
+    from ..operator.fixture import EmulatedUnits, FixtureSpec
 
     policy = _policy(args)
     results = Path(args.results_dir or "reports").resolve()
@@ -420,7 +420,7 @@ def _print_unit(unit: Any) -> None:
 
 
 def _print_steps(steps: dict[str, list[float]]) -> None:
-    from phonebench.bench.procedures.acceptance.takt import BUDGETS
+    from ..procedures.acceptance.takt import BUDGETS
 
     print("  clock per check        budget   mean    max  (s, phone/instrument clock, per unit)")
     for name, used in steps.items():

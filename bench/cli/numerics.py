@@ -10,7 +10,7 @@ from pathlib import Path
 from phonebench.core import signing
 from phonebench.core.errors import BenchError
 from phonebench.core.files import confined, safe_name, write_atomically
-from phonebench.bench.specs.profiles import DEFAULT_ROOT, load_library
+from ..specs.profiles import DEFAULT_ROOT, load_library
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +64,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
-    from phonebench.bench.phone.adapters import apply_adapter, choose_adapter
-    from phonebench.bench.phone.fingerprint import fingerprint
-    from phonebench.bench.results.run_record import new_run_id
-    from phonebench.bench.station.backend import open_station
+    from ..phone.adapters import apply_adapter, choose_adapter
+    from ..phone.fingerprint import fingerprint
+    from ..results.run_record import new_run_id
+    from ..station.backend import open_station
     from phonebench.core.station import EmulatedConfig
-    from phonebench.bench.station.owner import StationOwner
+    from ..station.owner import StationOwner
     from phonebench.drivers.runtime import RuntimeClient
 
     library = load_library(args.profiles, signing.trusted_keys(args.pubkey))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from phonebench.bench.results import labtime
+from ..results import labtime
 from phonebench.core.errors import ConfigError
 from phonebench.core.paths import data_dir
 
@@ -78,10 +78,10 @@ def _missing_sqlite(url: str) -> bool:
 
 
 def build_plan(args: argparse.Namespace) -> dict[str, Any]:
-    from phonebench.bench.cli.results import database_url
+    from .results import database_url
     from phonebench.core.station import load_station
-    from phonebench.bench.specs.sla import load_profile
-    from phonebench.bench.store import open_store
+    from ..specs.sla import load_profile
+    from ..store import open_store
 
     station = load_station(args.station) if args.station else None
     profile_name = args.sla_profile or (station.sla_profile if station else "default")

@@ -56,8 +56,8 @@ def _results_dir(args: argparse.Namespace) -> Path:
 
 
 def database_url(args: argparse.Namespace) -> str:
-    from phonebench.bench.store import resolve_database_url
-    from phonebench.bench.store.db import to_url
+    from ..store import resolve_database_url
+    from ..store.db import to_url
 
     if args.database:
         return to_url(args.database)
@@ -87,7 +87,7 @@ def _sqlite_path(url: str) -> Path | None:
 def _open(args: argparse.Namespace, *, reading: bool = True) -> Any:
     """The results store. A given --database whose folder does not exist is an error (a typo must
     not become a new empty store); a command that only reads never creates one (nor ./reports)."""
-    from phonebench.bench.store import open_store
+    from ..store import open_store
 
     url = database_url(args)
     path = _sqlite_path(url)
@@ -101,7 +101,7 @@ def _open(args: argparse.Namespace, *, reading: bool = True) -> Any:
 
 
 def runs(args: argparse.Namespace) -> int:
-    from phonebench.bench.store.heal import heal_killed_runs
+    from ..store.heal import heal_killed_runs
 
     try:
         store_cm = _open(args)
@@ -131,8 +131,8 @@ def runs(args: argparse.Namespace) -> int:
 def heal_before_run(results_dir: Path, station_file: str | None) -> None:
     """`bench run`: before anything else, heal the runs a killed bench left (docs/faults.md) and
     say so. A store that cannot be opened is the run's own sink's to report."""
-    from phonebench.bench.store import StoreError, open_store, resolve_database_url
-    from phonebench.bench.store.heal import heal_killed_runs
+    from ..store import StoreError, open_store, resolve_database_url
+    from ..store.heal import heal_killed_runs
 
     configured = None
     if station_file:
@@ -149,7 +149,7 @@ def heal_before_run(results_dir: Path, station_file: str | None) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
-    from phonebench.bench.report import render_data, render_run
+    from ..report import render_data, render_run
 
     folder = Path(args.run)
     if (folder / "results.json").is_file():
@@ -171,7 +171,7 @@ def report(args: argparse.Namespace) -> int:
 
 
 def matrix(args: argparse.Namespace) -> int:
-    from phonebench.bench.results import matrix as mx
+    from ..results import matrix as mx
 
     fmt = args.format or (Path(args.output).suffix.lstrip(".").replace("markdown", "md") if args.output else "md")
     if fmt not in mx.FORMATS:
@@ -191,7 +191,7 @@ def matrix(args: argparse.Namespace) -> int:
         mx.compare(current, earlier_rows, args.against)
     text = mx.FORMATS[fmt](current)
     if args.output:
-        from phonebench.bench.report.render import write_atomically
+        from ..report.render import write_atomically
 
         write_atomically(Path(args.output), text)
         print(f"{args.output}: {len(current.rows)} rows"

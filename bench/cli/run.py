@@ -15,9 +15,9 @@ import pytest
 from phonebench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
-from phonebench.bench.cli.plan import DEFAULT_SUITES, plan
-from phonebench.bench.station.selection import Inventory
-from phonebench.bench.results.summary import print_summary
+from .plan import DEFAULT_SUITES, plan
+from ..station.selection import Inventory
+from ..results.summary import print_summary
 from phonebench.fixtures.plugin import roles_needed
 from phonebench.fixtures.session import BENCH
 
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", action="store_true",
                    help="print the run's plan (expected lab time per phone, the makespan; as `bench plan`) and "
                         "exit: nothing is opened")
-    from phonebench.bench.lab.run import add_place_args
+    from ..lab.run import add_place_args
 
     add_place_args(p)
     p.set_defaults(func=run)
@@ -51,7 +51,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
     p.add_argument("--results-dir", help="where the run folder goes (default: the station's, ./reports)")
     p.add_argument("--run-id", help="name of the run folder (a plain name; an id already used is refused)")
-    from phonebench.bench.station.backend import emulated_choices
+    from ..station.backend import emulated_choices
 
     personas, faults = emulated_choices()
     p.add_argument("--persona", metavar="NAME",
@@ -112,12 +112,12 @@ def run(args: argparse.Namespace) -> int:
                                        marker=args.marker, keyword=args.keyword, sla_profile=None, jobs=args.jobs,
                                        database=None, results_dir=args.results_dir, json=False))
     if getattr(args, "place", None) or getattr(args, "places", None):
-        from phonebench.bench.lab.run import run_on_places
+        from ..lab.run import run_on_places
 
         return run_on_places(args, run)
-    from phonebench.bench.station.selection import check_selection
+    from ..station.selection import check_selection
     from phonebench.core.files import check_free_space
-    from phonebench.bench.results.run_record import claim_run_dir
+    from ..results.run_record import claim_run_dir
 
     check_selection(args)  # an unknown DUT, bay, persona or fault: one line, exit 4, no run folder
     emulated = _emulated_station(args)
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         code = _run_on_station(args, run_dir)
         _release(run_dir)
         return code
-    from phonebench.bench.station.backend import launch_emulated
+    from ..station.backend import launch_emulated
 
     run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
     _heal(folder, args.station)
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _heal(folder: Path, station_file: str | None) -> None:
     """A run killed earlier: marked incomplete, the store level with its record (docs/faults.md)."""
-    from phonebench.bench.cli.results import heal_before_run
+    from .results import heal_before_run
 
     heal_before_run(folder, station_file)
 
@@ -154,7 +154,7 @@ def _heal(folder: Path, station_file: str | None) -> None:
 def _emulated_station(args: argparse.Namespace) -> StationConfig | None:
     """The emulated station this run starts (none given, --bays, or a file with [emulated]), with
     --persona and --fault given to its phones; None for a station of hardware."""
-    from phonebench.bench.station.backend import validate_emulated, with_behaviour
+    from ..station.backend import validate_emulated, with_behaviour
 
     if getattr(args, "bays", None):
         if args.station:
@@ -182,7 +182,7 @@ def _bays_preflight(args: argparse.Namespace) -> bool:
     start (a station of one bay is checked after collection, for what the selected tests need)."""
     if args.no_preflight:
         return True
-    from phonebench.bench.procedures.preflight import gate
+    from ..procedures.preflight import gate
 
     go, lines = gate(args.station)
     if lines:
@@ -197,7 +197,7 @@ def _run_on_station(args: argparse.Namespace, run_dir: Path) -> int:
         return run_parallel_bays(args, station, run_dir)
     preflight = None
     if not args.no_preflight:  # after collection: the instruments the selected tests need
-        from phonebench.bench.procedures.preflight import PreflightGate
+        from ..procedures.preflight import PreflightGate
 
         preflight = PreflightGate(args.station, lambda item: roles_needed(item, list(item.fixturenames)))
     grab, inventory = _SessionGrab(), Inventory()
@@ -296,7 +296,7 @@ def _results_not_written(recorder: Any) -> int:
 
 # --- several bays at once (bench/cli/bays.py, bench/results/aggregate.py) -----------------------------------
 def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir: Path) -> int:
-    from phonebench.bench.cli.bays import run_bays, selected_bays
+    from .bays import run_bays, selected_bays
 
     dut_names = {b.name: list(b.duts) for b in station.bays}
     bays = selected_bays(station, args, dut_names)

@@ -18,8 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def station_check(args: argparse.Namespace) -> int:
-    from phonebench.bench.procedures.calibration.settings import load_settings
-    from phonebench.bench.procedures.preflight import preflight_file
+    from ..procedures.calibration.settings import load_settings
+    from ..procedures.preflight import preflight_file
 
     report = preflight_file(args.station, load_settings(args.calibration_config), phones=not args.no_phones,
                             connect_timeout_s=args.connect_timeout)

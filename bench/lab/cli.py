@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from phonebench.bench.lab.places import ENV_COORDINATOR, Lab
-from phonebench.bench.lab.resources import write_exporter_config
+from .places import ENV_COORDINATOR, Lab
+from .resources import write_exporter_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +37,7 @@ def export_cmd(args: argparse.Namespace) -> int:
 
 
 def emulate_cmd(args: argparse.Namespace) -> int:
-    from phonebench.bench.station.backend import open_station
+    from ..station.backend import open_station
     from phonebench.core.station import EmulatedConfig
 
     with open_station(emulated=EmulatedConfig(bays=args.bays)) as station:

@@ -13,8 +13,8 @@ from pathlib import Path
 from phonebench.core.errors import ConfigError
 from phonebench.core.files import safe_name, write_atomically
 from phonebench.drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
-from phonebench.bench.lab.places import DEFAULT_WAIT_S, ENV_COORDINATOR, Lab
-from phonebench.bench.lab.resources import station_toml
+from .places import DEFAULT_WAIT_S, ENV_COORDINATOR, Lab
+from .resources import station_toml
 
 
 def add_place_args(p: argparse.ArgumentParser) -> None:

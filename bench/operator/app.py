@@ -15,8 +15,8 @@ from typing import Any
 
 from flask import Flask, abort, g, jsonify, render_template, request
 
-from phonebench.bench.operator.fixture import FixtureSpec, start_fixture
-from phonebench.bench.operator.shift import Shift
+from .fixture import FixtureSpec, start_fixture
+from .shift import Shift
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class OperatorStation:
 
 
 def _default_retestable() -> frozenset[str]:
-    from phonebench.bench.procedures.acceptance.judge import RetestPolicy
+    from ..procedures.acceptance.judge import RetestPolicy
 
     return RetestPolicy().retestable
 

@@ -98,9 +98,9 @@ def _main(spec: FixtureSpec, commands: Any, events: Any) -> None:
 
 @contextlib.contextmanager
 def _station(spec: FixtureSpec, send: Any) -> Any:
-    from phonebench.bench.procedures.acceptance.judge import RetestPolicy
-    from phonebench.bench.procedures.acceptance.runner import AcceptanceStation
-    from phonebench.bench.operator.progress import ProgressReporter
+    from ..procedures.acceptance.judge import RetestPolicy
+    from ..procedures.acceptance.runner import AcceptanceStation
+    from .progress import ProgressReporter
 
     policy = RetestPolicy(retries=spec.retries) if spec.retestable is None else \
         RetestPolicy(retries=spec.retries, retestable=frozenset(spec.retestable))
@@ -108,7 +108,7 @@ def _station(spec: FixtureSpec, send: Any) -> Any:
         line = None
         station_file = spec.station_file
         if spec.emulated is not None:
-            from phonebench.bench.station.backend import emulated_line
+            from ..station.backend import emulated_line
 
             e = spec.emulated
             line = stack.enter_context(emulated_line(count=e.count, faulty=e.faulty, seed=e.seed,
@@ -121,8 +121,8 @@ def _station(spec: FixtureSpec, send: Any) -> Any:
             policy=policy, operator=spec.operator, batch=spec.batch, profile=spec.profile,
             observers=(ProgressReporter(send),)))
         if line is not None and station.check_calibration():
-            from phonebench.bench.procedures.calibration.runner import calibrate_station
-            from phonebench.bench.procedures.calibration.settings import load_settings
+            from ..procedures.calibration.runner import calibrate_station
+            from ..procedures.calibration.settings import load_settings
 
             send({"event": "calibrating"})
             calibrate_station(station.station, None, load_settings(spec.calibration_config),

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from phonebench.bench.procedures.acceptance.judge import CHECKS
+from ..procedures.acceptance.judge import CHECKS
 
 Send = Callable[[dict[str, Any]], None]
 

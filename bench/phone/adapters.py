@@ -12,8 +12,8 @@ from typing import Sequence
 
 from phonebench.core import signing
 from phonebench.core.errors import BenchError, DeviceError
-from phonebench.bench.phone.fingerprint import FingerprintReport, fingerprint
-from phonebench.bench.specs.profiles import Adapter, ProfileLibrary, load_library
+from .fingerprint import FingerprintReport, fingerprint
+from ..specs.profiles import Adapter, ProfileLibrary, load_library
 from phonebench.drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)

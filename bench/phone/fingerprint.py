@@ -39,9 +39,9 @@ import secrets
 from collections.abc import Callable
 
 from phonebench.core.errors import BenchError
-from phonebench.bench.phone.identity import parse_getprop
-from phonebench.bench.phone.link import measure_link
-from phonebench.bench.specs.profiles import OVERFLOW_RULES, ProfileBuild, ProfileLibrary, Signature, load_library, profile_stub
+from .identity import parse_getprop
+from .link import measure_link
+from ..specs.profiles import OVERFLOW_RULES, ProfileBuild, ProfileLibrary, Signature, load_library, profile_stub
 from phonebench.core.verdict import Outcome, Verdict
 from phonebench.drivers.device import Device
 from phonebench.drivers.runtime import Probe, ProbeResult, RuntimeClient, encode_dense, encode_runs

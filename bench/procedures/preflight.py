@@ -144,7 +144,7 @@ def _serial_path_problem(address: str) -> str | None:
 
 def check_instrument(role: str, cfg: InstrumentConfig, calibration: Any = None) -> Item:
     """Open the instrument as a run would (waiting for a shared one only), describe it, close it."""
-    from phonebench.bench.station.owner import open_configured
+    from ..station.owner import open_configured
     from phonebench.drivers import locks
 
     item = Item(_describe_instrument(role, cfg))
@@ -191,8 +191,8 @@ def _problem(exc: BenchError, *prefixes: str) -> str:
 
 
 def _calibration_lines(item: Item, role_cal: Any) -> None:
-    from phonebench.bench.procedures.calibration.records import utcnow
-    from phonebench.bench.procedures.calibration.state import EXPIRED, FAILED, NOT_REQUIRED, UNCALIBRATED
+    from .calibration.records import utcnow
+    from .calibration.state import EXPIRED, FAILED, NOT_REQUIRED, UNCALIBRATED
 
     if role_cal.state == NOT_REQUIRED:
         item.found.append("calibration: not required for this role")
@@ -245,7 +245,7 @@ def check_phone(owner: Any, cfg: DutConfig, connect_timeout_s: float = 5.0) -> I
 # --- the whole station -------------------------------------------------------------------------
 def _calibration_view(station: StationConfig, settings: Any) -> tuple[Any, Any]:
     """(role, identity) -> RoleCalibration from the station's calibration book, and the book."""
-    from phonebench.bench.procedures.calibration.station import StationCalibrationView, open_book
+    from .calibration.station import StationCalibrationView, open_book
 
     book = open_book(station.database, station.results_dir)
     view = StationCalibrationView(station.name, station.location, settings, book)
@@ -256,7 +256,7 @@ def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool 
                   connect_timeout_s: float = 5.0, roles: set[str] | None = None) -> Preflight:
     """Check every phone and instrument of a (ready) station, or with `roles` only the instruments
     in those roles (what the selected tests need); nothing is left open."""
-    from phonebench.bench.procedures.calibration.settings import load_settings
+    from .calibration.settings import load_settings
 
     report = Preflight(station.name, [check_host(station)])
     calibration, book = None, None
@@ -273,7 +273,7 @@ def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool 
         if book is not None:
             book.store.close()
     if phones:
-        from phonebench.bench.station.owner import StationOwner
+        from ..station.owner import StationOwner
 
         with StationOwner(station) as owner:
             for dut in station.duts:
@@ -287,7 +287,7 @@ def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool 
 
 def preflight_file(path: str | Path | None, settings: Any = None, **kwargs: Any) -> Preflight:
     """Preflight of a station file (None: the embedded emulated station, started for the check)."""
-    from phonebench.bench.station.backend import open_station
+    from ..station.backend import open_station
 
     with open_station(path) as station:
         return run_preflight(station, settings, **kwargs)

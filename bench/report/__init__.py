@@ -1,4 +1,4 @@
 """HTML reports: one self-contained report.html per run, with inline SVG plots."""
-from phonebench.bench.report.render import ReportError, render_data, render_html, render_run
+from .render import ReportError, render_data, render_html, render_run
 
 __all__ = ["ReportError", "render_data", "render_html", "render_run"]

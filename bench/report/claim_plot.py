@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from phonebench.bench.specs.claims import ClaimRow
+from ..specs.claims import ClaimRow
 from phonebench.core.verdict import severity_of
-from phonebench.bench.results.display import check_name, limit_text, unit
-from phonebench.bench.report.svg import Panel, Scale, Style, drawing, span
+from ..results.display import check_name, limit_text, unit
+from .svg import Panel, Scale, Style, drawing, span
 
 WIDTH, LEFT, RIGHT = 900, 130, 24
 ROW, TOP, BOTTOM = 26, 30, 44  # px per phone, above and below each panel

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from phonebench.bench.results import display
-from phonebench.bench.report.svg import CYCLE, Panel, Scale, Style, drawing, span
+from ..results import display
+from .svg import CYCLE, Panel, Scale, Style, drawing, span
 
 log = logging.getLogger(__name__)
 

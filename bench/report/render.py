@@ -12,13 +12,13 @@ from typing import Any
 
 import jinja2
 
-from phonebench.bench.results import display
-from phonebench.bench.specs.claims import NOT_MEASURED, claims_grid
+from ..results import display
+from ..specs.claims import NOT_MEASURED, claims_grid
 from phonebench.core import files
 from phonebench.core.errors import BenchError
 from phonebench.core.verdict import BAD_OUTCOMES, TestOutcome, severity_of
-from phonebench.bench.report.claim_plot import claim_plot
-from phonebench.bench.report.plots import Plot, plot_for
+from .claim_plot import claim_plot
+from .plots import Plot, plot_for
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def summarize(data: dict[str, Any]) -> tuple[list[DutSummary], list[CheckSummary
 
 def fingerprint_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per DUT that has a fingerprint verdict, with its bit-exactness verdict."""
-    from phonebench.bench.results.matrix import FINGERPRINT_NAMES, column_of, fingerprint_fields
+    from ..results.matrix import FINGERPRINT_NAMES, column_of, fingerprint_fields
 
     rows: dict[str, dict[str, Any]] = {}
     bit_exact: dict[str, str] = {}

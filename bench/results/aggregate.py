@@ -18,7 +18,7 @@ from typing import Any
 
 from phonebench.core.files import write_atomically
 from phonebench.core.records import RunRecord, TestRecord
-from phonebench.bench.results.run_record import code_version
+from .run_record import code_version
 
 log = logging.getLogger(__name__)
 

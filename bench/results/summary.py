@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from phonebench.bench.results import display
-from phonebench.bench.specs.claims import NOT_MEASURED, ClaimsGrid, claims_grid
+from . import display
+from ..specs.claims import NOT_MEASURED, ClaimsGrid, claims_grid
 from phonebench.core.verdict import GOOD_OUTCOMES, TestOutcome
 
 OUTCOME_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "skip"}
@@ -90,7 +90,7 @@ def _test_lines(data: dict[str, Any], failed_only: bool) -> list[str]:
 def lab_time_lines(data: dict[str, Any]) -> list[str]:
     """Station-clock minutes per phone, and per claim on each phone (a study feeding several claims
     counts for each of them)."""
-    from phonebench.bench.results import labtime
+    from . import labtime
 
     lines = []
     for dut, seconds in (data.get("lab_time_s") or {}).items():

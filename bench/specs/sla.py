@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from phonebench.core.paths import data_dir
-from phonebench.bench.stats import verdicts as stats
+from ..stats import verdicts as stats
 from phonebench.core.decoding import read_text
 from phonebench.core.errors import ConfigError
 from phonebench.core.killpoints import kill_point

@@ -20,7 +20,7 @@ from typing import Any
 
 from phonebench.core.errors import BenchError, ConfigError
 from phonebench.core.station import DutConfig, InstrumentConfig, StationConfig
-from phonebench.bench.phone.identity import DutIdentity, collect_identity
+from ..phone.identity import DutIdentity, collect_identity
 
 log = logging.getLogger(__name__)
 

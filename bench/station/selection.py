@@ -48,7 +48,7 @@ NOT_SELECTABLE = {"parametrize", "usefixtures", "filterwarnings", "skip", "skipi
 
 def check_selection(args: argparse.Namespace) -> None:
     """Raise UsageError when --persona, --fault, --bay or --dut name nothing of the station."""
-    from phonebench.bench.station.backend import emulated_bay_duts, emulated_choices, emulated_fleet, plan_station
+    from .backend import emulated_bay_duts, emulated_choices, emulated_fleet, plan_station
     from phonebench.core.station import EmulatedConfig, load_station
 
     faults = list(getattr(args, "fault", None) or [])

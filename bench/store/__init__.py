@@ -1,8 +1,8 @@
 """The results store: every run, DUT, instrument, test and measurement, in SQLite (default) or
 PostgreSQL, through SQLAlchemy; schema migrations with Alembic (migrations/)."""
-from phonebench.bench.store.db import StoreError, resolve_database_url
-from phonebench.bench.store.sink import StoreSink
-from phonebench.bench.store.store import RunInfo, Store, StoredRun, SyncResult, open_store
+from .db import StoreError, resolve_database_url
+from .sink import StoreSink
+from .store import RunInfo, Store, StoredRun, SyncResult, open_store
 
 __all__ = ["RunInfo", "Store", "StoreError", "StoreSink", "StoredRun", "SyncResult", "open_store",
            "resolve_database_url"]

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from phonebench.core.files import WriteFailed, write_atomically
-from phonebench.bench.results.run_record import RECORDING_LOCK, recorder_alive
-from phonebench.bench.store.db import StoreError
-from phonebench.bench.store.importer import read_results
+from ..results.run_record import RECORDING_LOCK, recorder_alive
+from .db import StoreError
+from .importer import read_results
 
 log = logging.getLogger(__name__)
 

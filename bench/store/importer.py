@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from phonebench.bench.store.db import StoreError
+from .db import StoreError
 
 log = logging.getLogger(__name__)
 

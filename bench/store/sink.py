@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from phonebench.bench.store.db import StoreError, describe
+from .db import StoreError, describe
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class StoreSink:
 
     def _heal(self, store: Any) -> None:
         """Before this run's first record: heal the runs a killed bench left in this store."""
-        from phonebench.bench.store.heal import heal_killed_runs
+        from .heal import heal_killed_runs
 
         try:
             self.healed = heal_killed_runs(store, self.results_dir)
@@ -93,7 +93,7 @@ class StoreSink:
             raise StoreError(f"results store still unavailable (not retried for {self.retry_after_s:.0f} s): "
                              f"{self._down_error}")
         if self._store is None:
-            from phonebench.bench.store.store import open_store
+            from .store import open_store
 
             try:
                 self._store = open_store(self._target)

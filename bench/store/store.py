@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session, selectinload
 from phonebench.core.killpoints import kill_point
 from phonebench.core.records import TestRecord
 from phonebench.core.verdict import VERDICT_FIELDS
-from phonebench.bench.results.matrix import FINGERPRINT_NAMES
-from phonebench.bench.store import db
-from phonebench.bench.store.models import (
+from ..results.matrix import FINGERPRINT_NAMES
+from . import db
+from .models import (
     DutUnit,
     InstrumentUnit,
     MEASUREMENT_FIELDS,
@@ -389,7 +389,7 @@ class Store:
 
     def import_folder(self, folder: str | Path) -> list[SyncResult]:
         """Import a run folder (with results.json), or every run folder inside a folder."""
-        from phonebench.bench.store.importer import import_folder
+        from .importer import import_folder
 
         return import_folder(self, Path(folder))
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phonebench.emulation.instruments.scpi import (
+from .scpi import (
     HEADER_SUFFIX,
     ILLEGAL_VALUE,
     OUT_OF_RANGE,
@@ -48,8 +48,8 @@ from phonebench.emulation.instruments.scpi import (
     ScpiError,
     short_form,
 )
-from phonebench.emulation.instruments.server import InstrumentServer, Kind, enumerated, fixed, numeric, on_off
-from phonebench.emulation.world import World
+from .server import InstrumentServer, Kind, enumerated, fixed, numeric, on_off
+from ..world import World
 
 log = logging.getLogger(__name__)
 

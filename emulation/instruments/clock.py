@@ -13,9 +13,9 @@ Reading the time never advances it. Anything else is answered like a SCPI instru
 """
 from __future__ import annotations
 
-from phonebench.emulation.instruments.scpi import Call
-from phonebench.emulation.instruments.server import InstrumentServer
-from phonebench.emulation.world import World
+from .scpi import Call
+from .server import InstrumentServer
+from ..world import World
 
 IDN = "phonebench,TS-1,TS-000001,1.0"
 RESOLUTION_S = 1e-6

@@ -34,10 +34,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phonebench.emulation.instruments.registry import make_server
-from phonebench.emulation.instruments.scpi import resolve_header
-from phonebench.emulation.instruments.server import InstrumentServer
-from phonebench.emulation.world import World
+from .registry import make_server
+from .scpi import resolve_header
+from .server import InstrumentServer
+from ..world import World
 
 UNDEFINED = -113
 NOT_MODELLED = "not modelled"  # how the emulators word a refusal of something the real model has

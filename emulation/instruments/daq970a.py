@@ -36,7 +36,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from phonebench.emulation.instruments.scpi import (
+from .scpi import (
     DATA_STALE,
     HARDWARE_MISSING,
     ILLEGAL_VALUE,
@@ -48,8 +48,8 @@ from phonebench.emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from phonebench.emulation.instruments.server import InstrumentServer, numeric, on_off
-from phonebench.emulation.world import World
+from .server import InstrumentServer, numeric, on_off
+from ..world import World
 
 log = logging.getLogger(__name__)
 

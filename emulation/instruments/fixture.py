@@ -16,9 +16,9 @@ A point the fixture has no probe at is -224 "Illegal parameter value"; anything 
 """
 from __future__ import annotations
 
-from phonebench.emulation.instruments.scpi import ILLEGAL_VALUE, Call, ScpiError
-from phonebench.emulation.instruments.server import InstrumentServer
-from phonebench.emulation.world import World
+from .scpi import ILLEGAL_VALUE, Call, ScpiError
+from .server import InstrumentServer
+from ..world import World
 
 IDN = "phonebench,FX-1,FX-000001,1.0"
 PATHS = {"ACO": "acoustic", "ACOUSTIC": "acoustic", "ELEC": "electrical", "ELECTRICAL": "electrical", "OFF": None}

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 
-from phonebench.emulation.instruments.power_analyzer import IDN, MODULE, PowerAnalyzerServer
-from phonebench.emulation.instruments.scpi import HARDWARE_MISSING, ScpiError
-from phonebench.emulation.instruments.server import Connection, InstrumentServer
-from phonebench.emulation.world import World
+from .power_analyzer import IDN, MODULE, PowerAnalyzerServer
+from .scpi import HARDWARE_MISSING, ScpiError
+from .server import Connection, InstrumentServer
+from ..world import World
 
 SLOTS = 4
 _CHANNELS = re.compile(rb"\(@([0-9,:\s]+)\)")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phonebench.emulation.instruments.scpi import (
+from .scpi import (
     HARDWARE_MISSING,
     ILLEGAL_VALUE,
     OUT_OF_RANGE,
@@ -34,8 +34,8 @@ from phonebench.emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from phonebench.emulation.instruments.server import InstrumentServer, enumerated, fixed, numeric, on_off
-from phonebench.emulation.world import World
+from .server import InstrumentServer, enumerated, fixed, numeric, on_off
+from ..world import World
 
 log = logging.getLogger(__name__)
 

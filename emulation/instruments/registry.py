@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from phonebench.core.errors import ConfigError
-from phonebench.emulation.instruments.awg import AwgServer
-from phonebench.emulation.instruments.clock import ClockServer
-from phonebench.emulation.instruments.daq970a import Daq970aServer
-from phonebench.emulation.instruments.fixture import FixtureServer
-from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
-from phonebench.emulation.instruments.scope import ScopeServer
-from phonebench.emulation.instruments.server import InstrumentServer
-from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
-from phonebench.emulation.world import World
+from .awg import AwgServer
+from .clock import ClockServer
+from .daq970a import Daq970aServer
+from .fixture import FixtureServer
+from .power_analyzer import PowerAnalyzerServer
+from .scope import ScopeServer
+from .server import InstrumentServer
+from .thermal_probe import ThermalProbeServer
+from ..world import World
 
 Factory = Callable[[World], InstrumentServer]
 

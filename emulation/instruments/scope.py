@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phonebench.emulation.instruments.scpi import (
+from .scpi import (
     DATA_STALE,
     DATA_TYPE_ERROR,
     HEADER_SUFFIX,
@@ -39,9 +39,9 @@ from phonebench.emulation.instruments.scpi import (
     ieee_block,
     short_form,
 )
-from phonebench.emulation.instruments import trace_timing
-from phonebench.emulation.instruments.server import InstrumentServer, enumerated, fixed, numeric, on_off
-from phonebench.emulation.world import World
+from . import trace_timing
+from .server import InstrumentServer, enumerated, fixed, numeric, on_off
+from ..world import World
 
 log = logging.getLogger(__name__)
 

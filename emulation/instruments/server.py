@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from phonebench.emulation.instruments.scpi import (
+from .scpi import (
     ILLEGAL_VALUE,
     PARAMETER_NOT_ALLOWED,
     QUEUE_OVERFLOW,

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phonebench.emulation.instruments.scpi import ILLEGAL_VALUE, UNDEFINED_HEADER, Call, ScpiError
-from phonebench.emulation.instruments.server import Connection, InstrumentServer, on_off
-from phonebench.emulation.world import World
+from .scpi import ILLEGAL_VALUE, UNDEFINED_HEADER, Call, ScpiError
+from .server import Connection, InstrumentServer, on_off
+from ..world import World
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ what the policy allows and stores every attempt.
 Modules: runner (AcceptanceStation.accept), judge (checks, outcome, retest policy), attempts
 (the attempts in the results store), display (what the operator sees).
 """
-from phonebench.bench.procedures.acceptance.attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook, AttemptRecord
-from phonebench.bench.procedures.acceptance.judge import CHECKS, REQUIRED, Judgement, RetestPolicy, judge
-from phonebench.bench.procedures.acceptance.runner import EXIT_CODES, AcceptanceStation, AttemptResult, UnitResult
+from .attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook, AttemptRecord
+from .judge import CHECKS, REQUIRED, Judgement, RetestPolicy, judge
+from .runner import EXIT_CODES, AcceptanceStation, AttemptResult, UnitResult
 
 __all__ = ["CHECKS", "EXIT_CODES", "FAIL", "INCOMPLETE", "PASS", "REFUSED", "REQUIRED", "WRONG_UNIT",
            "AcceptanceStation", "AttemptBook", "AttemptRecord", "AttemptResult", "Judgement", "RetestPolicy",

@@ -19,9 +19,9 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
-from phonebench.bench.store import db
-from phonebench.bench.store.models import AcceptanceAttempt, Station
-from phonebench.bench.store.store import effective_status, iso, station_id
+from ...store import db
+from ...store.models import AcceptanceAttempt, Station
+from ...store.store import effective_status, iso, station_id
 
 log = logging.getLogger(__name__)
 

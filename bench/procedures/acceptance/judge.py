@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from phonebench.bench.procedures.acceptance.attempts import FAIL, INCOMPLETE, PASS
+from .attempts import FAIL, INCOMPLETE, PASS
 from phonebench.core.verdict import GOOD_OUTCOMES
 
 
@@ -116,7 +116,7 @@ def _verdict_reason(v: dict[str, Any]) -> str:
 def _plain_reason(v: dict[str, Any]) -> str:
     """A failing verdict as an operator acts on it: the test's own sentence for a yes/no check,
     else the check's plain description with the value measured against what is allowed."""
-    from phonebench.bench.results import display
+    from ...results import display
 
     detail = (v.get("detail") or "").split(";")[0].strip()
     if v.get("unit") == "bool" and detail:

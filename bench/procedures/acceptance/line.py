@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from phonebench.bench.procedures.acceptance.attempts import FAIL, PASS
-from phonebench.bench.procedures.acceptance.runner import AcceptanceStation, UnitResult
-from phonebench.bench.procedures.acceptance.takt import HANDLING_S, ShareGate, SharedInstrument, StepClock
+from .attempts import FAIL, PASS
+from .runner import AcceptanceStation, UnitResult
+from .takt import HANDLING_S, ShareGate, SharedInstrument, StepClock
 
 log = logging.getLogger(__name__)
 

@@ -20,17 +20,17 @@ from typing import Any
 import pytest
 
 from phonebench.core.paths import data_dir
-from phonebench.bench.procedures.acceptance.attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook
-from phonebench.bench.procedures.acceptance.takt import StopOnFault
-from phonebench.bench.procedures.acceptance.judge import Failure, Judgement, RetestPolicy, judge, merge_retest
-from phonebench.bench.procedures.calibration.book import CalibrationBook
-from phonebench.bench.procedures.calibration.settings import load_settings
-from phonebench.bench.procedures.calibration.state import REFUSED_EXIT
-from phonebench.bench.procedures.calibration.station import evaluate
+from .attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook
+from .takt import StopOnFault
+from .judge import Failure, Judgement, RetestPolicy, judge, merge_retest
+from ..calibration.book import CalibrationBook
+from ..calibration.settings import load_settings
+from ..calibration.state import REFUSED_EXIT
+from ..calibration.station import evaluate
 from phonebench.core.errors import BenchError, ConfigError
-from phonebench.bench.results.run_record import new_run_id
+from ...results.run_record import new_run_id
 from phonebench.core.station import StationConfig, load_station
-from phonebench.bench.station.waits import WaitMeter
+from ...station.waits import WaitMeter
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class AcceptanceStation:
                  calibration_config: str | Path | None = None, policy: RetestPolicy = RetestPolicy(),
                  operator: str = "", batch: str | None = None, profile: str = "acceptance",
                  observers: tuple[Any, ...] = ()) -> None:
-        from phonebench.bench.store import open_store, resolve_database_url
+        from ...store import open_store, resolve_database_url
 
         self.observers = tuple(observers)  # pytest plugin objects that watch each run (live progress)
         self.station_file = Path(station_file)
@@ -138,7 +138,7 @@ class AcceptanceStation:
     # --- before any test ------------------------------------------------------------------
     def check_calibration(self) -> list[str]:
         """Problems that forbid an acceptance run (an empty list: every instrument is calibrated)."""
-        from phonebench.bench.station.owner import StationOwner
+        from ...station.owner import StationOwner
 
         identities, problems = {}, []
         with StationOwner(self.station) as owner:
@@ -153,7 +153,7 @@ class AcceptanceStation:
 
     def read_serial(self) -> str:
         """ro.serialno of the unit on the fixture (BenchError if it cannot be read)."""
-        from phonebench.bench.station.owner import StationOwner
+        from ...station.owner import StationOwner
 
         with StationOwner(self.station) as owner, owner.connected(self.dut.name, connect_timeout_s=5.0) as phone:
             serial = phone.getprop("ro.serialno").strip()

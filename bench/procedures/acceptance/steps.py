@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from phonebench.bench.checks.power import PowerRuns, measure_sustained_power
-from phonebench.bench.checks.voice import VoiceSetup, VoiceTrials, WaveformKeeper, configure, take_trial
-from phonebench.bench.stats.sequential import SequentialPlan, SequentialResult, mean_rule, tolerance_rule
+from ...checks.power import PowerRuns, measure_sustained_power
+from ...checks.voice import VoiceSetup, VoiceTrials, WaveformKeeper, configure, take_trial
+from ...stats.sequential import SequentialPlan, SequentialResult, mean_rule, tolerance_rule
 from phonebench.drivers.device import Device
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.scope import Oscilloscope

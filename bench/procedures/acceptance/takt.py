@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from phonebench.bench.procedures.acceptance.judge import CHECKS
+from .judge import CHECKS
 
 log = logging.getLogger(__name__)
 

@@ -3,18 +3,18 @@ that produce them (scope deskew, fixture delay, supply zero, thermocouple offset
 the DUT's ripple onset and skin-sensor offset), the corrections current records make, and the
 policy: expired or missing calibration blocks acceptance runs; lab runs carry the state.
 
-    from phonebench.bench.procedures.calibration import CalibrationBook, station_calibration, corrected
+    from . import CalibrationBook, station_calibration, corrected
 
 Modules: records (the record and its conclusion), book (storage), state (states and policy),
 corrections (corrected instrument wrappers), procedures and dut (the measurements), runner
 (running them and keeping the records), fixture (loopback and reference-probe steps),
 settings (asset tags, intervals, criteria), station (a station's calibration view).
 """
-from phonebench.bench.procedures.calibration.book import CalibrationBook
-from phonebench.bench.procedures.calibration.corrections import corrected, uncorrected
-from phonebench.bench.procedures.calibration.records import CalibrationRecord, Criterion, Equipment, Reading, conclude
-from phonebench.bench.procedures.calibration.settings import CalibrationSettings, load_settings
-from phonebench.bench.procedures.calibration.state import (
+from .book import CalibrationBook
+from .corrections import corrected, uncorrected
+from .records import CalibrationRecord, Criterion, Equipment, Reading, conclude
+from .settings import CalibrationSettings, load_settings
+from .state import (
     CALIBRATED,
     EXPIRED,
     FAILED,

@@ -10,11 +10,11 @@ from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
-from phonebench.bench.procedures.calibration.records import CalibrationRecord, Criterion, Equipment, Reading
-from phonebench.bench.store import db
-from phonebench.bench.store.models import CalibrationRecord as Row
-from phonebench.bench.store.models import DutUnit, InstrumentUnit, Station
-from phonebench.bench.store.store import station_id
+from .records import CalibrationRecord, Criterion, Equipment, Reading
+from ...store import db
+from ...store.models import CalibrationRecord as Row
+from ...store.models import DutUnit, InstrumentUnit, Station
+from ...store.store import station_id
 
 log = logging.getLogger(__name__)
 

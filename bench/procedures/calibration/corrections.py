@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from phonebench.bench.procedures.calibration.state import RoleCalibration
+from .state import RoleCalibration
 
 log = logging.getLogger(__name__)
 

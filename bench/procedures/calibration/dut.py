@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from phonebench.bench.procedures.calibration.procedures import Context, _stats
-from phonebench.bench.procedures.calibration.records import CalibrationRecord, Criterion, Equipment, Reading
-from phonebench.bench.phone.device_state import read_thermal_zones
+from .procedures import Context, _stats
+from .records import CalibrationRecord, Criterion, Equipment, Reading
+from ...phone.device_state import read_thermal_zones
 from phonebench.core.errors import BenchError
 from phonebench.drivers.runtime import Probe, RuntimeClient
 
@@ -48,7 +48,7 @@ def unit_equipment(identity: Any, location: str = "") -> Equipment:
 def _conclude(ctx: Context, equipment: Equipment, procedure: str, results: list[Reading],
               adjustments: dict[str, float], acceptance: list[Criterion], reference: dict[str, Any],
               problems: list[str] | None = None) -> CalibrationRecord:
-    from phonebench.bench.procedures.calibration.records import conclude
+    from .records import conclude
 
     return conclude(equipment, procedure, VERSIONS[procedure], results, adjustments, acceptance,
                     ctx.settings.interval("dut"), ambient=ctx.ambient, reference=reference,

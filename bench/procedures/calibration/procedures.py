@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 from scipy import signal
 
-from phonebench.bench.procedures.calibration.corrections import CURRENT_ZERO_KEY, DESKEW_KEY, FIXTURE_DELAY_KEY, OFFSET_KEY
-from phonebench.bench.procedures.calibration.fixture import FixtureControl
-from phonebench.bench.procedures.calibration.records import CalibrationRecord, Criterion, Equipment, Reading, check_ambient, conclude
-from phonebench.bench.procedures.calibration.settings import CalibrationSettings
+from .corrections import CURRENT_ZERO_KEY, DESKEW_KEY, FIXTURE_DELAY_KEY, OFFSET_KEY
+from .fixture import FixtureControl
+from .records import CalibrationRecord, Criterion, Equipment, Reading, check_ambient, conclude
+from .settings import CalibrationSettings
 from phonebench.core.errors import BenchError, InstrumentError, InvalidMeasurement
 
 log = logging.getLogger(__name__)

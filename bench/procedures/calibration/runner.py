@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from phonebench.bench.procedures.calibration import dut as dut_procedures
-from phonebench.bench.procedures.calibration import procedures
-from phonebench.bench.procedures.calibration.book import CalibrationBook
-from phonebench.bench.procedures.calibration.fixture import FixtureControl
-from phonebench.bench.procedures.calibration.procedures import Context
-from phonebench.bench.procedures.calibration.records import CalibrationRecord
+from . import dut as dut_procedures
+from . import procedures
+from .book import CalibrationBook
+from .fixture import FixtureControl
+from .procedures import Context
+from .records import CalibrationRecord
 from phonebench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -119,9 +119,9 @@ def calibrate_station(station: Any, fixture: FixtureControl | None, settings: An
     """Open a station's instruments (phonebench.core.station.StationConfig, one bay's view) through its
     owner, run the instrument and fixture procedures with them and keep every record in the
     station's store. `fixture` None: the station's fixture controller does the fixture's steps."""
-    from phonebench.bench.procedures.calibration.procedures import ambient_conditions
-    from phonebench.bench.procedures.calibration.station import open_book
-    from phonebench.bench.station.owner import StationOwner
+    from .procedures import ambient_conditions
+    from .station import open_book
+    from ...station.owner import StationOwner
 
     book = open_book(station.database, results_dir if results_dir is not None else station.results_dir)
     try:
@@ -143,7 +143,7 @@ def measuring_instruments(owner: Any) -> Any:
 
 def station_fixture(owner: Any, confirm: Any = None) -> FixtureControl:
     """The station's fixture controller, else an operator asked through `confirm` for each step."""
-    from phonebench.bench.procedures.calibration.fixture import OperatorFixture
+    from .fixture import OperatorFixture
 
     control = owner.fixture()
     if control is not None:

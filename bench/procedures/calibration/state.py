@@ -18,8 +18,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from phonebench.bench.procedures.calibration.book import CalibrationBook
-from phonebench.bench.procedures.calibration.records import CalibrationRecord, Equipment, utcnow
+from .book import CalibrationBook
+from .records import CalibrationRecord, Equipment, utcnow
 from phonebench.core.errors import BenchError
 
 log = logging.getLogger(__name__)

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phonebench.bench.procedures.calibration.book import CalibrationBook
-from phonebench.bench.procedures.calibration.records import Equipment
-from phonebench.bench.procedures.calibration.settings import CalibrationSettings
-from phonebench.bench.procedures.calibration.state import (
+from .book import CalibrationBook
+from .records import Equipment
+from .settings import CalibrationSettings
+from .state import (
     RoleCalibration,
     StationCalibration,
     role_calibration,
@@ -31,7 +31,7 @@ def fixture_equipment(station_name: str, settings: CalibrationSettings, location
 
 def open_book(database: str | None, results_dir: str | Path) -> CalibrationBook:
     """The calibration book in the station's results store (same resolution as the results)."""
-    from phonebench.bench.store import open_store, resolve_database_url
+    from ...store import open_store, resolve_database_url
 
     return CalibrationBook(open_store(resolve_database_url(database, results_dir)))
 
@@ -59,7 +59,7 @@ class StationCalibrationView:
         return fixture_equipment(self.station_name, self.settings, self.location)
 
     def station(self) -> StationCalibration:
-        from phonebench.bench.procedures.calibration.records import utcnow
+        from .records import utcnow
 
         return StationCalibration(dict(self.roles), utcnow())
 
