@@ -7,6 +7,12 @@ wall time on a 2-core machine), or reads a finished run folder (--run-dir). Prin
 test and per claim (a test feeding several claims counts for each), the phone's total, and, with
 --before RUN_DIR, the same for an older run side by side.
 
+The floors: what the profile's sample sizes cost at the run's own measured pace, read from its raw
+data: the soak's seconds per long dialog times the dialogs claim 8 needs, the voice record times
+the trials claims 1-2 need (and, as the least any design could spend, the trials times the dialog
+limit itself), the cover loop's warm-up and readings. Their sum is the least one phone can take
+with every claim decided on that phone at its stated confidence.
+
 The nightly: every phone gets the measured per-phone lab time, each bay tests one phone at a time,
 each host's bays run at once; every finished test is one write to the single results store,
 whose service time per test is measured here by syncing the run's record into a fresh store
@@ -26,10 +32,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from phonebench.bench.results import labtime  # noqa: E402
+from phonebench.bench.specs.sla import load_profile  # noqa: E402
 from phonebench.bench.store import open_store  # noqa: E402
+
+TARGET_MIN = 55.0  # issue target: default suites per phone
 
 
 def run_suites(folder: Path, dut: str) -> Path:
@@ -113,6 +124,51 @@ def print_run(label: str, data: dict, dut: str, other: dict | None = None) -> No
     print(line)
 
 
+def _raw(run_dir: Path, test: str, dut: str, name: str) -> np.lib.npyio.NpzFile | None:
+    found = sorted(run_dir.glob(f"raw/*{test}*{dut}/{name}")) + sorted(run_dir.glob(f"bays/*/raw/*{test}*{dut}/{name}"))
+    return np.load(found[0]) if found else None
+
+
+def print_floors(run_dir: Path, data: dict, dut: str, profile_name: str = "default") -> None:
+    """The least lab time the profile's sample sizes allow at this run's measured pace (module doc)."""
+    profile = load_profile(profile_name, (REPO / "sla_profiles",))
+    soak = _raw(run_dir, "test_npu_thermal_trip_soak", dut, "soak_trace.npz")
+    trials = _raw(run_dir, "test_sustained_use", dut, "voice-waveforms.npz")
+    loop = _raw(run_dir, "test_sustained_use", dut, "cover-temperature.npz")
+    if soak is None or trials is None or loop is None:
+        print("\nfloors: the run has no soak or sustained-use raw data for this phone")
+        return
+    total = (data.get("lab_time_s") or {}).get(dut, 0.0)
+    t = np.asarray(soak["t"], dtype=float)
+    per_dialog = float(np.median(np.diff(t[1:])))
+    dialogs = profile.get("long_dialog_success").n_required
+    record = trials["trial0_t"]
+    per_trial = float(record[-1] - record[0]) + float(record[1] - record[0])
+    voice_n = max(profile.get(m).n_required for m in ("voice_latency_p99", "voice_latency_std", "dialog_time_p99"))
+    dialog_limit_s = profile.get("dialog_time_p99").limit / (1000.0 if profile.get("dialog_time_p99").unit == "ms" else 1.0)
+    lt = np.asarray(loop["t"], dtype=float)
+    start = int(loop["measure_from"])
+    warmup, readings = float(lt[start]), float(lt[-1] - lt[start]) + float(lt[1] - lt[0])
+    rows = [
+        ("claim 8: trip approach and refine (this run)", float(t[1])),
+        (f"claim 8: {dialogs} long dialogs x {per_dialog:.2f} s", dialogs * per_dialog),
+        (f"claims 1-2: {voice_n} voice trials x {per_trial:.2f} s record", voice_n * per_trial),
+        (f"claim 7: cover loop warm-up at its workload (this run)", warmup),
+        (f"claim 7: cover readings after warm-up", readings),
+    ]
+    floor = sum(s for _, s in rows)
+    print(f"\nfloors on {dut} at this run's pace (profile {profile_name}), lab min:")
+    for label, seconds in rows:
+        print(f"  {seconds / 60:6.1f}  {label}")
+    print(f"  {floor / 60:6.1f}  sum of the long studies; everything else in the run: {(total - floor) / 60:.1f}")
+    token_std = next((s for k, s in labtime.per_test(data, dut).items() if "test_token_latency_std" in k), 0.0)
+    least = dialogs * per_dialog + voice_n * dialog_limit_s + readings + token_std
+    print(f"  {least / 60:6.1f}  least any design could spend, against a target of {TARGET_MIN:g} min: the soak's "
+          f"dialogs, {voice_n} trials each as short as the dialog limit ({dialog_limit_s:g} s), the cover "
+          f"readings, claim 4's first sequential look ({token_std / 60:.1f}); no trip approach, no warm-up, "
+          f"nothing for claims 3, 5, 6, 9-14")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", type=Path, help="a finished run folder to read instead of running the suites")
@@ -127,6 +183,7 @@ def main() -> int:
     data = load(run_dir)
     before = load(args.before) if args.before else None
     print_run(f"run {data['run_id']} ({data['status']})", data, args.dut, before)
+    print_floors(run_dir, data, args.dut)
     phone_s = (data.get("lab_time_s") or {}).get(args.dut, 0.0)
     tests = sum(1 for t in data["tests"] if t.get("dut") == args.dut)
     store_s = store_seconds_per_test(data, args.database)
