@@ -229,9 +229,9 @@ def _seed_history(path: Path, seconds: dict[str, float]) -> None:
         store.sync_run(run.to_dict())
 
 
-def plan(lab, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "plan", *args, IDENTITY], cwd=lab["folder"],
-                          env=env or lab["env"], capture_output=True, text=True, timeout=300)
+def plan(lab, *args: str, suite: str = IDENTITY) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "plan", *args, suite], cwd=lab["folder"],
+                          env=lab["env"], capture_output=True, text=True, timeout=300)
 
 
 def test_plan_reads_the_places_without_acquiring_them_and_runs_them_at_once(lab):
@@ -272,3 +272,30 @@ def test_plan_on_a_pattern_matching_no_place_says_so_and_exits_2(lab):
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"bench: error: no place matches 'rack9-*' on coordinator {lab['coordinator']}")
     assert "hostA-bay1" in done.stderr and "bench lab places" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_plan_on_places_predicts_the_lab_time_their_run_records(lab, tmp_path):
+    """As tests/test_labtime_plan.py on a station file: a run on the places seeds the store, the
+    plan from it is within 10 % of what the next run on the places records, place by place."""
+    suite = str(REPO / "suites" / "test_instruments.py")  # the probes' warm-up and rest: a minute of lab time
+
+    def run_places(folder: Path) -> dict[str, float]:
+        done = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--places", "host*-bay1",
+                               "--results-dir", str(folder), "-q", suite], cwd=lab["folder"], env=lab["env"],
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+        records = [json.loads(p.read_text()) for p in folder.glob("*/results.json")]
+        return {r["station"]["name"]: r["lab_time_s"]["EMU0001"] for r in records}
+
+    run_places(tmp_path / "first")
+    planned = plan(lab, "--places", "host*-bay1", "--json", suite=suite)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    data = json.loads(planned.stdout)
+    assert all(t["source"].startswith("store") for p in data["phones"] for t in p["tests"])
+    per_place = {b["bay"]: b["lab_time_s"] for b in data["bays"]}
+    recorded = run_places(tmp_path / "second")
+    assert set(recorded) == set(per_place) == {"hostA-bay1", "hostB-bay1"}
+    for place, seconds in recorded.items():
+        assert seconds > 30.0  # tens of seconds of lab time, not a rounding of nothing
+        assert abs(seconds - per_place[place]) <= 0.10 * per_place[place], (place, seconds, per_place)
+    assert data["makespan_s"] == max(per_place.values())
