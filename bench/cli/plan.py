@@ -1,6 +1,7 @@
 """`bench plan`: before anything runs, the expected lab time of each phone and the night's makespan
-for the selected station or labgrid places, from the profile's sample sizes and the per-test lab time the results
-store measured on each phone's model (documented defaults where it has none; docs/labtime.md)."""
+for the selected station or labgrid places, from the profile's sample sizes and the per-test lab
+time the results store measured on each phone's model (documented defaults where it has none;
+docs/labtime.md)."""
 from __future__ import annotations
 
 import argparse
