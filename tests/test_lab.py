@@ -209,3 +209,94 @@ def test_places_sharing_a_probe_board_take_turns_on_it(lab):
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 proc.wait(timeout=60)
+
+
+def _seed_history(path: Path, seconds: dict[str, float]) -> None:
+    """A store whose only run measured the identity tests on EMU0001 (every emulated host's phone)."""
+    from phonebench.bench.store import open_store
+    from phonebench.core.records import RunRecord, TestRecord
+    from phonebench.core.verdict import Outcome, Verdict
+
+    run = RunRecord(run_id="history", started="2026-12-01T20:00:00+00:00", station={"name": "hostA-bay1"},
+                    status="complete", duts={"EMU0001": {"serial": "EMU0001", "soc_manufacturer": "Q",
+                                                         "soc_model": "SM8650"}})
+    for test, lab_s in seconds.items():
+        run.tests.append(TestRecord(nodeid=f"suites/test_identity.py::{test}[EMU0001]", dut="EMU0001",
+                                    outcome="passed", duration_s=1.0, lab_time_s=lab_s,
+                                    verdicts=[Verdict(name=test, value=1.0, unit="", outcome=Outcome.PASS, n=1,
+                                                      n_required=1, claim=1)]))
+    with open_store(path) as store:
+        store.sync_run(run.to_dict())
+
+
+def plan(lab, *args: str, suite: str = IDENTITY) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "plan", *args, suite], cwd=lab["folder"],
+                          env=lab["env"], capture_output=True, text=True, timeout=300)
+
+
+def test_plan_reads_the_places_without_acquiring_them_and_runs_them_at_once(lab):
+    # hostA and hostB only: the probe-board test leaves hostC's places behind without an exporter
+    history = {"test_identity_is_complete": 100.0, "test_runtime_contract_is_supported": 50.0,
+               "test_thermal_zones_agree_with_thermal_service": 30.0, "test_battery_reading_is_plausible": 20.0}
+    store = lab["folder"] / "plan-history.sqlite"
+    _seed_history(store, history)
+    held = lab["client"]("-p", "hostA-bay1", "acquire", user="carol")  # someone else's: a plan only reads it
+    assert held.returncode == 0, held.stdout + held.stderr
+    try:
+        done = plan(lab, "--places", "host[AB]-bay1", "--database", str(store), "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        data = json.loads(done.stdout)
+        assert "carol" in owner(lab, "hostA-bay1") and owner(lab, "hostB-bay1") == "None"  # nothing taken
+        assert data["coordinator"] == lab["coordinator"] and data["bays_at_once"] == 2
+        assert {b["bay"]: b["lab_time_s"] for b in data["bays"]} == {"hostA-bay1": 200.0, "hostB-bay1": 200.0}
+        assert [(p["bay"], p["dut"], p["model"]) for p in data["phones"]] == [
+            ("hostA-bay1", "EMU0001", "Q SM8650"), ("hostB-bay1", "EMU0001", "Q SM8650")]
+        assert all(t["source"] == "store (1 run)" for p in data["phones"] for t in p["tests"])
+        assert data["makespan_s"] == 200.0  # two places side by side
+        one_at_a_time = plan(lab, "--places", "host[AB]-bay1", "--database", str(store), "--jobs", "1")
+        assert one_at_a_time.returncode == 0, one_at_a_time.stdout + one_at_a_time.stderr
+        lines = one_at_a_time.stdout.splitlines()
+        assert "place hostA-bay1: EMU0001 (Q SM8650): 3.3 min of lab time" in one_at_a_time.stdout
+        assert "1 place(s) at once" in lines[0] and lines[-1] == "makespan: 6.7 min"  # 400 s
+    finally:
+        lab["client"]("-p", "hostA-bay1", "release", user="carol")
+    single = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--plan", "--place", "hostB-bay1",
+                             "--coordinator", lab["coordinator"], IDENTITY], cwd=lab["folder"],
+                            env={**lab["env"], "PHONEBENCH_DATABASE": str(store)}, capture_output=True, text=True,
+                            timeout=300)
+    assert single.returncode == 0, single.stdout + single.stderr
+    assert "place hostB-bay1: EMU0001" in single.stdout and single.stdout.splitlines()[-1] == "makespan: 3.3 min"
+
+
+def test_plan_on_a_pattern_matching_no_place_says_so_and_exits_2(lab):
+    done = plan(lab, "--places", "rack9-*", "--coordinator", lab["coordinator"])
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"bench: error: no place matches 'rack9-*' on coordinator {lab['coordinator']}")
+    assert "hostA-bay1" in done.stderr and "bench lab places" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_plan_on_places_predicts_the_lab_time_their_run_records(lab, tmp_path):
+    """As tests/test_labtime_plan.py on a station file: a run on the places seeds the store, the
+    plan from it is within 10 % of what the next run on the places records, place by place."""
+    suite = str(REPO / "suites" / "test_instruments.py")  # the probes' warm-up and rest: a minute of lab time
+
+    def run_places(folder: Path) -> dict[str, float]:
+        done = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--places", "host[AB]-bay1",
+                               "--results-dir", str(folder), "-q", suite], cwd=lab["folder"], env=lab["env"],
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+        records = [json.loads(p.read_text()) for p in folder.glob("*/results.json")]
+        return {r["station"]["name"]: r["lab_time_s"]["EMU0001"] for r in records}
+
+    run_places(tmp_path / "first")
+    planned = plan(lab, "--places", "host[AB]-bay1", "--json", suite=suite)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    data = json.loads(planned.stdout)
+    assert all(t["source"].startswith("store") for p in data["phones"] for t in p["tests"])
+    per_place = {b["bay"]: b["lab_time_s"] for b in data["bays"]}
+    recorded = run_places(tmp_path / "second")
+    assert set(recorded) == set(per_place) == {"hostA-bay1", "hostB-bay1"}
+    for place, seconds in recorded.items():
+        assert seconds > 30.0  # tens of seconds of lab time, not a rounding of nothing
+        assert abs(seconds - per_place[place]) <= 0.10 * per_place[place], (place, seconds, per_place)
+    assert data["makespan_s"] == max(per_place.values())

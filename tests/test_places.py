@@ -1,15 +1,24 @@
 """`bench run --place` without a coordinator: the station file a place's run is given outlives the
-run (its record and messages name it), and shared instruments are waited for as long as the place."""
+run (its record and messages name it), shared instruments are waited for as long as the place, and
+a plan against a coordinator nobody answers at says so."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from phonebench.core.station import load_station
 from phonebench.bench.lab import run as lab_run
 from phonebench.bench.lab.resources import INSTRUMENT, PHONE
 from phonebench.drivers.locks import ENV_WAIT
+
+REPO = Path(__file__).resolve().parent.parent
 
 RESOURCES = {
     "phone": {"cls": PHONE, "params": {"name": "phone1", "adb": "127.0.0.1:5555", "expected_serial": "EMU0001"}},
@@ -59,3 +68,48 @@ def test_a_lab_set_lock_wait_is_kept(tmp_path, monkeypatch):
     seen = []
     lab_run._one_place(place_args(tmp_path), FakeLab(), lambda args: seen.append(os.environ[ENV_WAIT]) or 0)
     assert seen == ["5"] and os.environ[ENV_WAIT] == "5"
+
+
+@pytest.mark.skipif(not (Path(sys.executable).parent / "labgrid-client").exists(), reason="labgrid not installed (lab extra)")
+@pytest.mark.parametrize("command", [["plan", "--places", "rack7-*"], ["run", "--plan", "--place", "rack7-a"]])
+def test_a_plan_against_an_unreachable_coordinator_names_it_and_exits_2(tmp_path, command):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    done = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", *command, "--coordinator", address],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [f"bench: error: cannot reach the labgrid coordinator at {address}",
+                                        "  hint: start labgrid-coordinator there, or pass --coordinator HOST:PORT "
+                                        "(or set LG_COORDINATOR)"]
+
+
+def test_places_run_at_once_up_to_jobs(tmp_path, monkeypatch, capsys):
+    running, most = set(), []
+
+    class Child:
+        def __init__(self, command: list[str]) -> None:
+            self.place, self.polls, self.returncode = command[-1], 0, None
+            running.add(self.place)
+            most.append(len(running))
+
+        def poll(self) -> int | None:
+            self.polls += 1
+            if self.polls == 2:
+                running.discard(self.place)
+                self.returncode = 1 if self.place == "rack7-b" else 0
+            return self.returncode
+
+    class Places:
+        def select(self, pattern: str) -> list[str]:
+            return ["rack7-a", "rack7-b", "rack7-c"]
+
+    monkeypatch.setattr(lab_run.subprocess, "Popen", Child)
+    monkeypatch.setattr(lab_run.time, "sleep", lambda s: None)
+    args = argparse.Namespace(places="rack7-*", jobs=2, coordinator="lab:20408", place_wait=60.0, marker=None,
+                              keyword=None, results_dir=None, dut=[], suites=[])
+    assert lab_run._each_place(args, Places()) == 1  # the worst exit code
+    assert max(most) == 2 and len(most) == 3
+    assert capsys.readouterr().out.splitlines() == [
+        "place rack7-a: exit code 0", "place rack7-b: exit code 1", "place rack7-c: exit code 0"]

@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "plan", False):
         return plan(argparse.Namespace(suites=getattr(args, "suites", None), station=args.station, dut=args.dut,
                                        marker=args.marker, keyword=args.keyword, sla_profile=None, jobs=args.jobs,
-                                       database=None, results_dir=args.results_dir, json=False))
+                                       database=None, results_dir=args.results_dir, json=False,
+                                       place=args.place, places=args.places, coordinator=args.coordinator))
     if getattr(args, "place", None) or getattr(args, "places", None):
         from ..lab.run import run_on_places
 

@@ -33,7 +33,9 @@ ENV_COORDINATOR = "LG_COORDINATOR"
 DEFAULT_WAIT_S = 600.0
 POLL_S = 3.0  # one look at a waiting reservation (a labgrid-client start costs about a second)
 _HELD = re.compile(r"acquired by (\S+?)\.?(?:\s|$)")
-_ACQUIRED_RES = re.compile(r"^Acquired resource '([^']+)' \(([^)]*)\):$")
+# `labgrid-client show` lists a held place's resources as acquired, an idle one's as matching
+_RESOURCE = re.compile(r"^(?:Acquired|Matching) resource '([^']+)' \(([^)]*)\):$")
+_UNREACHABLE = "Could not connect to coordinator"
 
 
 def _labgrid_client() -> str:
@@ -70,6 +72,9 @@ class Lab:
 
     def _checked(self, *args: str, place: str | None = None) -> str:
         proc = self.client(*args, place=place)
+        if proc.returncode != 0 and _UNREACHABLE in proc.stderr + proc.stdout:
+            raise BenchError(f"cannot reach the labgrid coordinator at {self.coordinator}",
+                             hint=f"start labgrid-coordinator there, or pass --coordinator HOST:PORT (or set {ENV_COORDINATOR})")
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines() or ["failed"]
             raise BenchError(f"labgrid-client {' '.join(args)}{' on ' + place if place else ''}: {lines[-1][:300]}",
@@ -80,6 +85,17 @@ class Lab:
     def places(self, pattern: str = "*") -> list[str]:
         names = [line.strip() for line in self._checked("places").splitlines() if line.strip()]
         return [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+
+    def select(self, pattern: str) -> list[str]:
+        """The places matching `pattern` (a name or a shell pattern); none is a ConfigError naming
+        the pattern, the coordinator and the places it has."""
+        found = self.places(pattern)
+        if not found:
+            there = self.places()
+            raise ConfigError(f"no place matches {pattern!r} on coordinator {self.coordinator}",
+                              hint=f"its places: {', '.join(there) if there else 'none'}; "
+                                   "`bench lab places` creates one per bay")
+        return found
 
     def create_bay_places(self, exporter: str, bays: list[str]) -> list[str]:
         """One place per bay, `<exporter>-<bay>`, matching that bay's resource group."""
@@ -193,11 +209,12 @@ class Lab:
             self.cancel(token)
 
     def resources(self, place: str) -> dict[str, dict[str, Any]]:
-        """The acquired place's resources: name -> {cls, params, ...} (from `labgrid-client show`)."""
+        """The place's resources: name -> {cls, params, ...} (from `labgrid-client show`): those it
+        holds once acquired, else those its matches select (reading them locks nothing)."""
         resources: dict[str, dict[str, Any]] = {}
         name, block = None, []
         for line in [*self._checked("show", place=place).splitlines(), "Acquired resource 'end' ():"]:
-            match = _ACQUIRED_RES.match(line)
+            match = _RESOURCE.match(line)
             if match:
                 if name is not None:
                     resources[name] = ast.literal_eval("\n".join(block).strip())

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,21 +18,28 @@ from .places import DEFAULT_WAIT_S, ENV_COORDINATOR, Lab
 from .resources import station_toml
 
 
-def add_place_args(p: argparse.ArgumentParser) -> None:
+def add_place_args(p: argparse.ArgumentParser, waiting: bool = True) -> None:
+    """--place, --places, --coordinator; and --place-wait where places are acquired (`bench plan`
+    only reads them)."""
     p.add_argument("--place", help="labgrid place to acquire and test (its bay's resources are the station)")
-    p.add_argument("--places", help="every labgrid place matching this pattern, one run each, at once")
+    p.add_argument("--places", help="every labgrid place matching this pattern, one run each, at once (up to --jobs)")
     p.add_argument("--coordinator", default=os.environ.get(ENV_COORDINATOR),
                    help=f"labgrid coordinator HOST:PORT (default: ${ENV_COORDINATOR})")
-    p.add_argument("--place-wait", type=float, default=DEFAULT_WAIT_S,
-                   help=f"seconds to wait for a place someone else holds (default {DEFAULT_WAIT_S:.0f})")
+    if waiting:
+        p.add_argument("--place-wait", type=float, default=DEFAULT_WAIT_S,
+                       help=f"seconds to wait for a place someone else holds (default {DEFAULT_WAIT_S:.0f})")
 
 
-def run_on_places(args: argparse.Namespace, run_station: Callable[[argparse.Namespace], int]) -> int:
+def _lab(args: argparse.Namespace) -> Lab:
     if not args.coordinator:
         raise ConfigError("--place needs a labgrid coordinator", hint=f"pass --coordinator HOST:PORT or set {ENV_COORDINATOR}")
     if args.station or getattr(args, "bays", None):
         raise ConfigError("--place builds the station from the place's resources; drop --station / --bays")
-    lab = Lab(args.coordinator)
+    return Lab(args.coordinator)
+
+
+def run_on_places(args: argparse.Namespace, run_station: Callable[[argparse.Namespace], int]) -> int:
+    lab = _lab(args)
     if args.places:
         return _each_place(args, lab)
     return _one_place(args, lab, run_station)
@@ -48,6 +56,15 @@ def _one_place(args: argparse.Namespace, lab: Lab, run_station: Callable[[argpar
             return run_station(station_args)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def place_stations(args: argparse.Namespace, folder: Path) -> dict[str, Path]:
+    """The station file of each place `--place` / `--places` selects, written into `folder` from
+    the resources its matches select, as a run builds it from the ones it acquires; nothing is
+    acquired or opened (what `bench plan` reads)."""
+    lab = _lab(args)
+    places = lab.select(args.places) if args.places else lab.select(args.place)
+    return {place: place_station_file(folder, place, station_toml(place, lab.resources(place))) for place in places}
 
 
 def place_station_file(results_dir: Path, place: str, text: str) -> Path:
@@ -78,15 +95,26 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _each_place(args: argparse.Namespace, lab: Lab) -> int:
-    """One `bench run --place` per matching place, all at once; the worst exit code wins."""
-    places = lab.places(args.places)
-    if not places:
-        raise ConfigError(f"--places {args.places!r} matches no place on {args.coordinator}")
-    procs = {place: subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", *_child_args(args), "--place", place])
-             for place in places}
-    codes = {place: proc.wait() for place, proc in procs.items()}
-    for place, code in codes.items():
-        print(f"place {place}: exit code {code}")
+    """One `bench run --place` per matching place, up to --jobs at once (default: all); the worst
+    exit code wins. Places sharing an instrument still run side by side: each takes it only for
+    one use (docs/lab.md)."""
+    places = lab.select(args.places)
+    at_once = max(1, min(getattr(args, "jobs", None) or len(places), len(places)))
+    waiting = list(places)
+    running: dict[str, subprocess.Popen] = {}
+    codes: dict[str, int] = {}
+    while waiting or running:
+        while waiting and len(running) < at_once:
+            place = waiting.pop(0)
+            running[place] = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", *_child_args(args),
+                                               "--place", place])
+        for place, proc in list(running.items()):
+            if proc.poll() is not None:
+                codes[place] = running.pop(place).returncode
+        if running:
+            time.sleep(0.2)
+    for place in places:
+        print(f"place {place}: exit code {codes[place]}")
     return max(codes.values())
 
 
