@@ -690,7 +690,7 @@ class _ListingServer:
 
         return parse_devices(f"other\tdevice\n{serial}\t{self.listing}\n").get(serial)
 
-    def connect(self, address: str, timeout: float | None = None) -> str:
+    def connect(self, address: str, timeout_s: float | None = None) -> str:
         return f"connected to {address}" if self.listing != "unauthorized" else f"failed to authenticate to {address}"
 
     def disconnect(self, address: str) -> None:
@@ -714,5 +714,4 @@ def test_server_states_are_reported_as_adb_reports_them(monkeypatch: pytest.Monk
         assert said in str(raised.value) and advice in raised.value.hint
     # control: the same phone listed as `device` connects
     listed = ServerAdbPhone("usb:R5CT1234", server=_ListingServer("device"), retries=0)  # type: ignore[arg-type]
-    listed.server.client.device = lambda serial: serial  # type: ignore[attr-defined]
     assert listed.connect().connected
