@@ -12,6 +12,7 @@ so that layer does not move.
 """
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from typing import Callable
@@ -20,7 +21,6 @@ import numpy as np
 from adb_shell import constants, exceptions
 from adb_shell.adb_device import AdbDevice, _AdbIOManager
 from adb_shell.transport.base_transport import BaseTransport
-from adb_shell.transport.tcp_transport import TcpTransport
 
 from phonebench.core.errors import DeviceDisconnected, DeviceUnreachable
 
@@ -37,32 +37,42 @@ def fast_checksum(data: bytes | bytearray | memoryview) -> int:
     return int(np.frombuffer(data, dtype=np.uint8).sum(dtype=np.uint32))
 
 
-class HardenedTcpTransport(TcpTransport):
-    """adb-shell TCP transport with the fixes above (errors say what; the driver says who)."""
+class HardenedTcpTransport(BaseTransport):
+    """adb-shell's transport interface over TCP, with the fixes above (errors say what; the
+    driver says who). Written on BaseTransport, adb-shell's public extension point: its own
+    TcpTransport has the faults and keeps its socket in private members."""
 
     def __init__(self, host: str, port: int, connect_timeout_s: float = 10.0) -> None:
-        super().__init__(host, port)
+        self.host, self.port = host, port
         self.connect_timeout_s = connect_timeout_s
+        self.sock: socket.socket | None = None
         self._timeout: float | None = None
 
     def connect(self, transport_timeout_s: float | None) -> None:
         try:
-            sock = socket.create_connection((self._host, self._port), timeout=self.connect_timeout_s)
+            sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout_s)
         except OSError as exc:
             reason = "timed out" if isinstance(exc, socket.timeout) else (exc.strerror or str(exc))
-            raise DeviceUnreachable(f"TCP connect to {self._host}:{self._port} failed: {reason}") from None
+            raise DeviceUnreachable(f"TCP connect to {self.host}:{self.port} failed: {reason}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._connection = sock
+        self.sock = sock
         self._timeout = None
         self._set_timeout(transport_timeout_s)
 
+    def close(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.close()
+            self.sock = None
+
     def _set_timeout(self, timeout_s: float | None) -> socket.socket:
-        if self._connection is None:
+        if self.sock is None:
             raise DeviceDisconnected("not connected")
         if timeout_s != self._timeout:  # settimeout costs two fcntl calls: only on change
-            self._connection.settimeout(timeout_s)
+            self.sock.settimeout(timeout_s)
             self._timeout = timeout_s
-        return self._connection
+        return self.sock
 
     def _lost(self, exc: OSError) -> DeviceDisconnected:
         return DeviceDisconnected(f"connection lost: {exc.strerror or exc}")
@@ -73,7 +83,7 @@ class HardenedTcpTransport(TcpTransport):
             data = sock.recv(numbytes)
         except socket.timeout:
             raise exceptions.TcpTimeoutException(
-                f"Reading from {self._host}:{self._port} timed out ({transport_timeout_s} seconds)") from None
+                f"Reading from {self.host}:{self.port} timed out ({transport_timeout_s} seconds)") from None
         except OSError as exc:
             raise self._lost(exc) from None
         if not data:
@@ -93,7 +103,7 @@ class HardenedTcpTransport(TcpTransport):
                 got += n
         except socket.timeout:
             raise exceptions.TcpTimeoutException(
-                f"Reading from {self._host}:{self._port} timed out ({transport_timeout_s} seconds)") from None
+                f"Reading from {self.host}:{self.port} timed out ({transport_timeout_s} seconds)") from None
         except OSError as exc:
             raise self._lost(exc) from None
         return buf
@@ -108,7 +118,7 @@ class HardenedTcpTransport(TcpTransport):
                 view = view[sent:]
         except socket.timeout:
             raise exceptions.TcpTimeoutException(
-                f"Sending data to {self._host}:{self._port} timed out after {transport_timeout_s} seconds") from None
+                f"Sending data to {self.host}:{self.port} timed out after {transport_timeout_s} seconds") from None
         except OSError as exc:
             raise self._lost(exc) from None
         return len(data)
