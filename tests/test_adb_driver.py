@@ -289,7 +289,7 @@ def test_file_errors_are_clear_and_leave_the_link_usable(adb_phone: AdbPhone, tm
 # --- connection, auth, errors -----------------------------------------------------------------------
 def test_tcp_nodelay_on_the_client_socket(direct_phone: AdbPhone) -> None:
     direct_phone.connect()
-    sock = direct_phone._device._io_manager._transport.sock  # type: ignore[union-attr]
+    sock = direct_phone._device.transport.sock  # type: ignore[union-attr]
     assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     stock = TcpTransport("127.0.0.1", int(direct_phone.address.rsplit(":", 1)[1]))  # negative control
     stock.connect(5)

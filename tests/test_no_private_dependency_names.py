@@ -26,10 +26,6 @@ OURS = "phonebench"
 # Still to replace (issue 23), each with why it is not yet: the list may only shrink, and an
 # entry whose file no longer needs it fails the test until it is removed.
 KNOWN = {
-    "drivers/adb_transport.py": "adb-shell 0.4.4's packet layer (_AdbIOManager, AdbDevice's _read_until, _okay, "
-                                "_filesync_read_buffered): fast checksums, one write per packet, CLSE ending a wait, "
-                                "WRTE arrival stamps and zero-copy pulls have no public hook; the way out is an ADB "
-                                "packet layer of our own over HardenedTcpTransport",
     "fixtures/plugin.py": "pytest's LogXML and xml_key (junit.xml testsuite properties from a hook)",
     "fixtures/session.py": "pytest's LogXML and xml_key (an atomic junit.xml writer)",
 }
