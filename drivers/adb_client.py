@@ -73,19 +73,20 @@ class ServerConnection:
             raise AdbServerError(f"unexpected answer from the adb server: {status!r}")
 
     def read_exact(self, n: int) -> bytes:
-        """Exactly n bytes; EOFError if the stream ends first."""
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
+        """Exactly n bytes; EOFError if the stream ends first. A block that arrives in one piece
+        (a sync DATA block usually does) is returned without a copy."""
+        parts, got = [], 0
         sock = self.conn
         try:
             while got < n:
-                chunk = sock.recv_into(view[got:])
-                if chunk == 0:
+                chunk = sock.recv(n - got)
+                if not chunk:
                     raise EOFError(f"expected {n} bytes, got {got}")
-                got += chunk
+                parts.append(chunk)
+                got += len(chunk)
         except socket.timeout:
             raise AdbServerTimeout("the adb server stream timed out") from None
-        return bytes(buf)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def read_string_block(self) -> str:
         """A hex length and that many bytes of text (the server's answers and FAIL messages)."""
