@@ -31,7 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Literal, Protocol
 
 from .errors import BenchError
 
@@ -297,7 +297,17 @@ def _tree_from_leaves(leaves: bytes, salt: bytes, data_size: int) -> MerkleTree:
     return MerkleTree(salt=salt, data_size=data_size, levels=levels, root=digests)
 
 
-def _hash_blocks(view: memoryview, base: hashlib._Hash, first: int, last: int) -> bytes:
+class _Hasher(Protocol):
+    """What is used of a hashlib object (hashlib names no public type for it)."""
+
+    def copy(self) -> "_Hasher": ...
+
+    def update(self, data: bytes | memoryview, /) -> None: ...
+
+    def digest(self) -> bytes: ...
+
+
+def _hash_blocks(view: memoryview, base: _Hasher, first: int, last: int) -> bytes:
     """Concatenated salted digests of whole blocks first..last-1 of an in-memory `view`."""
     copy, out = base.copy, []
     append = out.append

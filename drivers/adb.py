@@ -1,4 +1,5 @@
-"""AdbPhone: the bench's ADB driver for one DUT, adb-shell underneath, hardened.
+"""AdbPhone: the bench's ADB driver for one DUT, without a server (phonebench.drivers.adb_transport:
+adb-shell's transports and signers under our own packet layer).
 
 Over stock adb-shell: TCP_NODELAY, whole writes, immediate disconnect detection and fast
 checksums (phonebench.drivers.adb_transport); every timeout passed explicitly (adb-shell otherwise gives
@@ -6,7 +7,7 @@ up on a command silent for 10 s); bounded reconnect with backoff; exit status th
 marker; every failure raised as a phonebench.core.errors type naming the device, its address and what
 to do.
 
-One AdbPhone is one ADB connection, serialised by a lock: adb-shell is not thread-safe, and a
+One AdbPhone is one ADB connection, serialised by a lock: the packet layer is not thread-safe, and a
 connection shared by threads can hand a stream's CLSE to the wrong reader. Concurrent
 activities (say, a power-sampling loop next to a generate run) each take their own
 connection with fork().
@@ -28,7 +29,6 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from adb_shell import exceptions as adb_exc
-from adb_shell.adb_device import AdbDevice
 from adb_shell.auth.keygen import keygen, write_public_keyfile
 from adb_shell.auth.sign_cryptography import CryptographySigner
 
@@ -85,7 +85,7 @@ class AdbPhone(ShellCommands):
                                   hint='e.g. "192.168.1.20:5555" or "usb:R5CT1234"')
             self._host, self._port = host, int(port)
         self._lock = threading.RLock()
-        self._device: AdbDevice | None = None
+        self._device: HardenedAdbDevice | None = None
         self._signer: CryptographySigner | None = None
         self._key_offered = False
         self._serial: str | None = None
@@ -246,7 +246,7 @@ class AdbPhone(ShellCommands):
         return self.name if self.name == self.address else f"{self.name} ({self.address})"
 
     @contextlib.contextmanager
-    def _operation(self, what: str, timeout_s: float) -> Iterator[AdbDevice]:
+    def _operation(self, what: str, timeout_s: float) -> Iterator[HardenedAdbDevice]:
         """Connect if needed, run, map every failure; a dropped link is not retried (the
         command may have run), but the next call reconnects."""
         with self._lock:
@@ -276,7 +276,7 @@ class AdbPhone(ShellCommands):
                                          hint="the next call reconnects; if it persists, restart adbd "
                                               "on the phone (`adb kill-server` on hosts sharing it)") from None
 
-    def _connect_with_retries(self) -> AdbDevice:
+    def _connect_with_retries(self) -> HardenedAdbDevice:
         signer = self._load_signer()
         deadline = time.monotonic() + self.connect_timeout_s
         delay, attempts, last = BACKOFF_FIRST_S, 0, "no attempt made"
@@ -301,7 +301,7 @@ class AdbPhone(ShellCommands):
                                 hint=USB_HINT if self._usb_serial is not None or self.address == "usb"
                                 else UNREACHABLE_HINT)
 
-    def _connect_once(self, signer: CryptographySigner, budget_s: float) -> AdbDevice:
+    def _connect_once(self, signer: CryptographySigner, budget_s: float) -> HardenedAdbDevice:
         device = self._new_device(budget_s)
         self._key_offered = False
 
@@ -326,7 +326,7 @@ class AdbPhone(ShellCommands):
                 raise
             raise DeviceUnreachable(f"{self._where}: ADB handshake failed: {_reason(exc)}") from None
 
-    def _new_device(self, budget_s: float) -> AdbDevice:
+    def _new_device(self, budget_s: float) -> HardenedAdbDevice:
         if self._usb_serial is None and self.address != "usb":
             transport = HardenedTcpTransport(self._host, self._port, connect_timeout_s=budget_s)
             return HardenedAdbDevice(transport)
@@ -370,8 +370,8 @@ class AdbPhone(ShellCommands):
 
 
 class _ChunkSink(io.BytesIO):
-    """What adb-shell's pull writes into (it insists on a BytesIO): keeps the chunks and joins
-    them once, instead of BytesIO's repeated regrowth copies."""
+    """What a pull writes into: keeps the chunks and joins them once, instead of BytesIO's
+    repeated regrowth copies."""
 
     def __init__(self) -> None:
         super().__init__()

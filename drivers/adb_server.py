@@ -2,14 +2,14 @@
 
 Every lab host runs an adb server; it owns the USB interfaces and the `adb connect`-ed TCP
 devices, so the bench, `adb logcat`, `adb reboot` and a person's `adb shell` share the phone.
-adbutils speaks the server's protocol; commands use the shell protocol (shell v2), so exit
-codes are the command's own, with stdout and stderr kept in order. File transfer speaks sync
-over the server's transport with whole reads (adbutils' own sync reads structs with a single
-recv). The serverless path is phonebench.drivers.adb.AdbPhone (`transport = "direct"`).
+phonebench.drivers.adb_client speaks the server's protocol; commands use the shell protocol
+(shell v2), so exit codes are the command's own, with stdout and stderr kept in order. File
+transfer speaks sync over the server's transport with whole reads. The serverless path is
+phonebench.drivers.adb.AdbPhone (`transport = "direct"`).
 
 The server is the one named by ADB_SERVER_SOCKET (tcp:HOST:PORT) or ANDROID_ADB_SERVER_PORT,
-else 127.0.0.1:5037; when it is down it is started on that port with the `adb` binary. adbutils
-would start one on its own default port: the client here never lets it.
+else 127.0.0.1:5037; when it is down it is started on that port with the `adb` binary, never
+on another.
 """
 from __future__ import annotations
 
@@ -27,13 +27,11 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-import adbutils
-from adbutils._adb import AdbConnection
-
 from phonebench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
                           DeviceUnreachable)
 from phonebench.core.file_stat import FileStat
 from . import shell_v2
+from .adb_client import AdbServerClient, AdbServerError, AdbServerTimeout, ServerConnection
 from .adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, quote_command, timed_lines
 from .device import ShellCommands, ShellResult, TimedShellResult
 
@@ -66,41 +64,6 @@ def server_address(env: dict[str, str] | None = None) -> tuple[str, int]:
     return DEFAULT_SERVER
 
 
-class _OwnServerConnection(AdbConnection):
-    """adbutils' server connection, minus its habit of starting an adb server on the default
-    port, with TCP_NODELAY (its small request writes otherwise wait out delayed ACKs: ~40 ms a
-    command) and without the 10 ms sleep its close() takes."""
-
-    def _safe_connect(self) -> socket.socket:
-        sock = self._create_socket()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock
-
-    def close(self) -> None:
-        if not self.closed:
-            with contextlib.suppress(OSError):
-                self.conn.close()
-            self._AdbConnection__conn = None  # adbutils' own (name-mangled) "closed" marker
-
-
-class _Client(adbutils.AdbClient):
-    def __init__(self, host: str, port: int) -> None:
-        super().__init__(host, port)
-        self._version: int | None = None
-
-    def make_connection(self, timeout: float | None = None) -> AdbConnection:
-        conn = _OwnServerConnection(self.host, self.port)
-        if timeout:
-            conn.conn.settimeout(timeout)
-        return conn
-
-    def server_version(self) -> int:
-        # adbutils asks before every transport switch: one extra round trip per command otherwise
-        if self._version is None:
-            self._version = super().server_version()
-        return self._version
-
-
 class AdbServer:
     """The adb server the bench uses (one per host and port; shared by every ServerAdbPhone)."""
 
@@ -109,7 +72,7 @@ class AdbServer:
         self.host, self.port = host or default_host, port or default_port
         self._adb = adb
         self._lock = threading.Lock()
-        self.client = _Client(self.host, self.port)
+        self.client = AdbServerClient(self.host, self.port)
 
     def __repr__(self) -> str:
         return f"AdbServer({self.host}:{self.port})"
@@ -154,17 +117,14 @@ class AdbServer:
     def kill(self) -> None:
         """`adb kill-server` for this server (tests own theirs; a lab's is left alone)."""
         with contextlib.suppress(Exception):
-            self.client.server_kill()
+            self.client.kill()
 
     def state(self, serial: str) -> str | None:
         """The server's state for `serial` ("device", "offline", "unauthorized", "no permissions (...)",
         ...), None if unlisted."""
         try:
-            with self.client.make_connection() as conn:
-                conn.send_command("host:devices")
-                conn.check_okay()
-                listing = conn.read_string_block()
-        except (adbutils.AdbError, OSError) as exc:
+            listing = self.client.devices()
+        except (AdbServerError, OSError) as exc:
             raise DeviceUnreachable(f"adb server {self.host}:{self.port}: {exc}", hint=_SERVER_HINT) from None
         return parse_devices(listing).get(serial)
 
@@ -236,7 +196,7 @@ class ServerAdbPhone(ShellCommands):
                                   hint='e.g. "192.168.1.20:5555" or "usb:R5CT1234" (the server lists serials: '
                                        '`adb devices`)')
             self._serial_on_server, self._tcp = address, True
-        self._device: adbutils.AdbDevice | None = None
+        self._online = False
         self._features: set[str] | None = None
         self._serial: str | None = None
 
@@ -252,12 +212,12 @@ class ServerAdbPhone(ShellCommands):
     # --- connection --------------------------------------------------------------------------
     @property
     def connected(self) -> bool:
-        return self._device is not None
+        return self._online
 
     def connect(self) -> "ServerAdbPhone":
         """Until the server lists the phone as `device`: `adb connect` for TCP (a stale entry
         disconnected first), retries with backoff, all within connect_timeout_s."""
-        if self._device is not None:
+        if self._online:
             return self
         self.server.ensure_running()
         deadline = time.monotonic() + self.connect_timeout_s
@@ -277,7 +237,7 @@ class ServerAdbPhone(ShellCommands):
                 elif "connected to" in answer:
                     state = self._await_state(min(deadline, time.monotonic() + 2.0))
             if state == "device":
-                self._device = self.server.client.device(self._serial_on_server)
+                self._online = True
                 log.info("%s: online through adb server %s:%d", self._where, self.server.host, self.server.port)
                 return self
             refused = state_error(self._where, state, answer)
@@ -301,8 +261,8 @@ class ServerAdbPhone(ShellCommands):
 
     def _adb_connect(self, deadline: float) -> str:
         try:
-            answer = self.server.client.connect(self.address, timeout=max(0.5, deadline - time.monotonic()))
-        except (adbutils.AdbError, OSError) as exc:
+            answer = self.server.client.connect(self.address, timeout_s=max(0.5, deadline - time.monotonic()))
+        except (AdbServerError, OSError) as exc:
             return f"adb connect failed: {exc}"
         log.debug("%s: adb connect: %s", self._where, answer)
         return answer
@@ -317,7 +277,7 @@ class ServerAdbPhone(ShellCommands):
 
     def close(self) -> None:
         """Forget the device (the server keeps its connection: other users share it)."""
-        self._device = None
+        self._online = False
         self._features = None
 
     def disconnect(self) -> None:
@@ -350,8 +310,7 @@ class ServerAdbPhone(ShellCommands):
         if state != "device":
             self.close()
             return False
-        if self._device is None:
-            self._device = self.server.client.device(self._serial_on_server)
+        self._online = True
         return True
 
     def reboot(self) -> None:
@@ -361,7 +320,7 @@ class ServerAdbPhone(ShellCommands):
             try:
                 conn.send_command("reboot:")
                 conn.check_okay()
-                with contextlib.suppress(OSError, adbutils.AdbError):
+                with contextlib.suppress(OSError, AdbServerError):
                     conn.read_until_close()
             finally:
                 conn.close()
@@ -405,8 +364,8 @@ class ServerAdbPhone(ShellCommands):
 
     def _has_shell_v2(self) -> bool:
         if self._features is None:
-            assert self._device is not None
-            self._features = set(self._device.get_features().split(","))
+            features = self.server.client.features(self._serial_on_server, self.command_timeout_s)
+            self._features = set(features.split(","))
         return "shell_v2" in self._features
 
     # --- files ------------------------------------------------------------------------------------
@@ -467,42 +426,38 @@ class ServerAdbPhone(ShellCommands):
             finally:
                 conn.close()
 
-    def _open_transport(self, timeout_s: float) -> AdbConnection:
+    def _open_transport(self, timeout_s: float) -> ServerConnection:
         """A server connection switched to this phone. Nothing has reached the phone yet when the
         switch fails (the server lists it offline a moment after a drop): reconnect once, then
         retry; a command is never sent twice."""
-        assert self._device is not None
         try:
-            return self._device.open_transport(timeout=timeout_s)
-        except adbutils.AdbTimeout:
+            return self.server.client.open_transport(self._serial_on_server, timeout_s)
+        except AdbServerTimeout:
             raise
-        except adbutils.AdbError as exc:
+        except AdbServerError as exc:
             log.info("%s: the server could not switch to the phone (%s): reconnecting", self._where, exc)
             self.close()
             self.connect()
-            assert self._device is not None
-            return self._device.open_transport(timeout=timeout_s)
+            return self.server.client.open_transport(self._serial_on_server, timeout_s)
 
     @contextlib.contextmanager
-    def _operation(self, what: str, timeout_s: float) -> Iterator[adbutils.AdbDevice]:
+    def _operation(self, what: str, timeout_s: float) -> Iterator[None]:
         """Connect if needed, run, map every failure; a dropped link is not retried (the
         command may have run), but the next call reconnects."""
-        if self._device is None:
+        if not self._online:
             self.connect()
-        device = self._device
-        assert device is not None
         try:
-            yield device
+            yield
         except DeviceError:
             raise
         except CommandFailed:
             raise
-        except adbutils.AdbTimeout:
+        except AdbServerTimeout:
             self.close()
             raise CommandTimeout(f"{self._where}: {what} did not finish within {timeout_s:g} s",
                                  hint="pass a longer timeout_s (or command_timeout_s) if it is legitimately long; "
                                       "otherwise the phone may be hung") from None
-        except (adbutils.AdbError, EOFError, OSError) as exc:
+        except (AdbServerError, EOFError, OSError) as exc:
             self.close()
             text = str(exc) or type(exc).__name__
             if isinstance(exc, OSError) and exc.strerror:
@@ -515,11 +470,11 @@ class ServerAdbPhone(ShellCommands):
 _V1_MARKER = "__pb_exit_"
 
 
-def _read_shell_v1(conn: AdbConnection, command: str) -> tuple[bytes, int]:
+def _read_shell_v1(conn: ServerConnection, command: str) -> tuple[bytes, int]:
     marker = f"{_V1_MARKER}{secrets.token_hex(6)}__".encode()
     conn.send_command(f"shell:{command}\necho {marker.decode()}$?")
     conn.check_okay()
-    raw = conn.read_until_close(encoding=None)
+    raw = conn.read_until_close()
     index = raw.rfind(marker)
     if index < 0:
         return raw, -1
@@ -545,7 +500,7 @@ def open_phone(address: str, transport: str = "server", *, key: str | Path | Non
 class _SyncChannel:
     """The sync protocol (STAT, LIST, SEND, RECV) on one server stream, with whole reads."""
 
-    def __init__(self, conn: AdbConnection, where: str) -> None:
+    def __init__(self, conn: ServerConnection, where: str) -> None:
         self.conn, self.where = conn, where
 
     def _request(self, ident: bytes, path: str) -> None:
@@ -562,7 +517,7 @@ class _SyncChannel:
         self._request(b"STAT", path)
         reply = self.conn.read_exact(16)
         if reply[:4] != b"STAT":
-            raise adbutils.AdbError(f"sync: unexpected {reply[:4]!r} for STAT")
+            raise AdbServerError(f"sync: unexpected {reply[:4]!r} for STAT")
         mode, size, mtime = struct.unpack("<3I", reply[4:])
         return mode, size, mtime
 
@@ -574,7 +529,7 @@ class _SyncChannel:
             if entry[:4] == b"DONE":
                 return names
             if entry[:4] != b"DENT":
-                raise adbutils.AdbError(f"sync: unexpected {entry[:4]!r} for LIST")
+                raise AdbServerError(f"sync: unexpected {entry[:4]!r} for LIST")
             (length,) = struct.unpack("<I", entry[16:])
             names.append(self.conn.read_exact(length).decode("utf-8", errors="replace"))
 
@@ -593,7 +548,7 @@ class _SyncChannel:
             raise self._fail()
         self.conn.read_exact(4)  # OKAY carries a zero length
         if reply != b"OKAY":
-            raise adbutils.AdbError(f"sync: unexpected {reply!r} after SEND")
+            raise AdbServerError(f"sync: unexpected {reply!r} after SEND")
 
     def recv(self, path: str, sink: Callable[[bytes], object]) -> None:
         self._request(b"RECV", path)
@@ -605,6 +560,6 @@ class _SyncChannel:
             if ident == b"FAIL":
                 raise self._fail()
             if ident != b"DATA":
-                raise adbutils.AdbError(f"sync: unexpected {ident!r} for RECV")
+                raise AdbServerError(f"sync: unexpected {ident!r} for RECV")
             (length,) = struct.unpack("<I", self.conn.read_exact(4))
             sink(self.conn.read_exact(length))

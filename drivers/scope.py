@@ -79,13 +79,17 @@ RIGOL: dict[str, Table] = {
 class Oscilloscope(Protocol):
     identity: InstrumentIdentity
 
-    def configure_channel(self, channel: int, scale_v_div: float, offset_v: float = 0.0,
+    def channel(self, number: int) -> Channel:
+        """Input `number` (from 1): what the methods below take, with its own settings
+        (`scope.channel(2).scale`)."""
+
+    def configure_channel(self, channel: Channel, scale_v_div: float, offset_v: float = 0.0,
                           coupling: str = "DC", probe: float = 1.0) -> None: ...
 
     def set_timebase(self, scale_s_div: float, center_s: float = 0.0) -> None:
         """Horizontal scale; center_s is the screen centre's time relative to the trigger."""
 
-    def set_edge_trigger(self, channel: int, level_v: float, rising: bool = True) -> None: ...
+    def set_edge_trigger(self, channel: Channel, level_v: float, rising: bool = True) -> None: ...
 
     def single(self) -> None:
         """Arm one acquisition; returns once the scope is armed (its pre-trigger part filled)."""
@@ -93,11 +97,11 @@ class Oscilloscope(Protocol):
     def wait_triggered(self, timeout_s: float = 10.0) -> None:
         """Block until the armed acquisition is complete; InstrumentError on timeout."""
 
-    def read_waveform(self, channel: int, points: int | None = None) -> Waveform: ...
+    def read_waveform(self, channel: Channel, points: int | None = None) -> Waveform: ...
 
-    def set_deskew(self, channel: int, seconds: float) -> None: ...
+    def set_deskew(self, channel: Channel, seconds: float) -> None: ...
 
-    def measure_delay(self, channel_a: int, channel_b: int) -> float | None:
+    def measure_delay(self, channel_a: Channel, channel_b: Channel) -> float | None:
         """The scope's own edge-to-edge delay; None when it reports the measurement invalid."""
 
     def close(self) -> None: ...

@@ -129,7 +129,8 @@ class Channel(Bound):
 
 
 def number_of(channel: int | Channel) -> int:
-    """A channel argument given as a Channel object or, as the role interfaces still allow, its number."""
+    """A channel argument as its number: the role interfaces take Channel objects; the drivers also
+    accept a bare number from scripts and instrument tests."""
     return channel.number if isinstance(channel, Channel) else int(channel)
 
 

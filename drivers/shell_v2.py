@@ -24,7 +24,7 @@ _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 
 
 class Stream(Protocol):
-    """What is needed of a server connection (adbutils' AdbConnection has it)."""
+    """What is needed of a server connection (phonebench.drivers.adb_client.ServerConnection)."""
 
     conn: socket.socket
 

@@ -2,6 +2,8 @@
 
 An arbitrary-waveform generator holds a speech clip and plays it once per bus trigger; its
 output is teed to scope channel 1 (the trial's time zero) and to the speaker facing the phone.
+The 33500B's commands are tables of its channel (phonebench.drivers.scpi_table), like the other
+instrument drivers'; the binary clip upload is code.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from phonebench.core.errors import ConfigError
+from .scpi_table import Channel, Setting, Table, fixed, sequence
 from .visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,26 @@ def read_wav(path: str | Path) -> tuple[np.ndarray, float]:
     return frames.astype(np.float64) / 32768.0, rate
 
 
+# One output channel, `{ch}` = its number. The clip's waveform, then the burst that plays it once
+# per bus trigger; settings with a default are the fixed part of each.
+KS33500B_CLIP: Table = {
+    "function": Setting("SOUR{ch}:FUNC {}", choices=("ARB",), default="ARB"),
+    "arb": Setting("SOUR{ch}:FUNC:ARB {}"),
+    "sample_rate": Setting("SOUR{ch}:FUNC:ARB:SRAT {:g}", "SOUR{ch}:FUNC:ARB:SRAT?", "Sa/s"),
+    # High-Z load: the fixture is the scope's 1 MOhm input and a line-level speaker amp.
+    "load": Setting("OUTP{ch}:LOAD {}", choices=("INF",), default="INF"),
+    "amplitude": Setting("SOUR{ch}:VOLT {:g}", "SOUR{ch}:VOLT?", "Vpp"),
+    "offset": Setting("SOUR{ch}:VOLT:OFFS {:g}", "SOUR{ch}:VOLT:OFFS?", "V", default=0),
+}
+KS33500B_BURST: Table = {
+    "mode": fixed("SOUR{ch}:BURS:MODE TRIG"),
+    "cycles": Setting("SOUR{ch}:BURS:NCYC {}", default=1),
+    "trigger": fixed("TRIG{ch}:SOUR BUS"),
+    "burst": fixed("SOUR{ch}:BURS:STAT ON"),
+    "output": fixed("OUTP{ch} ON"),
+}
+
+
 class Keysight33500B(ScpiInstrument):
     role = "stimulus"
     family = "keysight-33500b"
@@ -58,8 +81,14 @@ class Keysight33500B(ScpiInstrument):
     def __init__(self, address: str, channel: int = 1, arb_name: str = "UTTERANCE", backend: str = "@py",
                  timeout_s: float = DEFAULT_TIMEOUT_S, resource: object = None) -> None:
         super().__init__(address, backend, timeout_s, resource)
-        self.channel = channel
+        self.ch = self.channel(channel)
         self.arb_name = arb_name
+
+    def channel(self, number: int, table: Table = KS33500B_CLIP) -> Channel:
+        return Channel(self, number, table)
+
+    # The arb memory is cleared and the sample byte order set before each upload.
+    _prepare_upload = sequence("SOUR{ch}:DATA:VOL:CLE", "FORM:BORD SWAP")
 
     def load_clip(self, samples: np.ndarray, sample_rate: float, amplitude_vpp: float = 1.0) -> None:
         samples = np.asarray(samples, dtype=np.float64)
@@ -68,22 +97,17 @@ class Keysight33500B(ScpiInstrument):
             raise ConfigError(f"{self.name}: the stimulus clip is silent or not finite",
                               hint="load a clip with sound in it")
         codes = np.round(samples / peak * 32767).astype(np.int16)
-        s = f"SOUR{self.channel}"
-        self.configure(f"{s}:DATA:VOL:CLE", "FORM:BORD SWAP")
+        upload = f"SOUR{self.ch.wire}:DATA:ARB:DAC"
+        self._prepare_upload()
         try:
-            self._res.write_binary_values(f"{s}:DATA:ARB:DAC {self.arb_name},", codes, datatype="h",
-                                          is_big_endian=False)
+            self._res.write_binary_values(f"{upload} {self.arb_name},", codes, datatype="h", is_big_endian=False)
         except OSError as exc:
-            raise self._io_error(f"{s}:DATA:ARB:DAC", exc) from exc
-        self.check_errors(f"{s}:DATA:ARB:DAC {self.arb_name},<{codes.size} points>")
-        # High-Z load: the fixture is the scope's 1 MOhm input and a line-level speaker amp.
-        self.configure(f"{s}:FUNC ARB", f"{s}:FUNC:ARB {self.arb_name}", f"{s}:FUNC:ARB:SRAT {sample_rate:g}",
-                       f"OUTP{self.channel}:LOAD INF", f"{s}:VOLT {amplitude_vpp:g}", f"{s}:VOLT:OFFS 0")
+            raise self._io_error(upload, exc) from exc
+        self.check_errors(f"{upload} {self.arb_name},<{codes.size} points>")
+        self.ch.setup(arb=self.arb_name, sample_rate=sample_rate, amplitude=amplitude_vpp)
 
     def arm(self) -> None:
-        s = f"SOUR{self.channel}"
-        self.configure(f"{s}:BURS:MODE TRIG", f"{s}:BURS:NCYC 1", f"TRIG{self.channel}:SOUR BUS",
-                       f"{s}:BURS:STAT ON", f"OUTP{self.channel} ON")
+        self.channel(self.ch.number, KS33500B_BURST).setup()
 
     def fire(self) -> None:
         # The error-queue round trip also proves the trigger was taken before we return.

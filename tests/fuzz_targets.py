@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from adbutils import AdbError
 from hypothesis import strategies as st
 
 from phonebench.core.decoding import DecodeError, decode, parse_number
@@ -252,7 +251,7 @@ _ADB_DEVICES = st.one_of(_hostile_text, st.lists(st.tuples(st.text(max_size=20),
 
 
 class _Conn:
-    """An adb server stream that answers with fixed bytes (adbutils' AdbConnection surface)."""
+    """An adb server stream that answers with fixed bytes (phonebench.drivers.adb_client.ServerConnection's surface)."""
 
     def __init__(self, data: bytes) -> None:
         self.data, self.conn = bytearray(data), self
@@ -275,7 +274,7 @@ class _Conn:
         out, self.data = bytes(self.data[:n]), self.data[n:]
         return out
 
-    def read_until_close(self, encoding: str | None = None) -> bytes:
+    def read_until_close(self) -> bytes:
         out, self.data = bytes(self.data), bytearray()
         return out
 
@@ -283,6 +282,7 @@ class _Conn:
 def _adb_streams(data: bytes) -> None:
     """What a phone sends back through the adb server: shell v2 packets, shell v1 output with
     the exit marker, sync STAT and LIST replies."""
+    from phonebench.drivers.adb_client import AdbServerError
     from phonebench.drivers.adb_server import _read_shell_v1, _SyncChannel
     from phonebench.drivers.shell_v2 import read_shell
 
@@ -292,7 +292,7 @@ def _adb_streams(data: bytes) -> None:
                  lambda: _SyncChannel(_Conn(data), "fuzz phone").list("/x")):  # type: ignore[arg-type]
         try:
             call()
-        except (EOFError, AdbError, DeviceError, BenchError):  # a cut stream, a refused request: the caller's to report
+        except (EOFError, AdbServerError, DeviceError, BenchError):  # a cut stream, a refused request: the caller's to report
             pass
 
 

@@ -289,7 +289,7 @@ def test_file_errors_are_clear_and_leave_the_link_usable(adb_phone: AdbPhone, tm
 # --- connection, auth, errors -----------------------------------------------------------------------
 def test_tcp_nodelay_on_the_client_socket(direct_phone: AdbPhone) -> None:
     direct_phone.connect()
-    sock = direct_phone._device._io_manager._transport._connection  # type: ignore[union-attr]
+    sock = direct_phone._device.transport.sock  # type: ignore[union-attr]
     assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     stock = TcpTransport("127.0.0.1", int(direct_phone.address.rsplit(":", 1)[1]))  # negative control
     stock.connect(5)
@@ -480,7 +480,7 @@ class TrickleSocket:
 
 def _transport_with(sock: TrickleSocket) -> HardenedTcpTransport:
     transport = HardenedTcpTransport("127.0.0.1", 5555)
-    transport._connection = sock  # type: ignore[assignment]
+    transport.sock = sock  # type: ignore[assignment]
     return transport
 
 
@@ -690,7 +690,7 @@ class _ListingServer:
 
         return parse_devices(f"other\tdevice\n{serial}\t{self.listing}\n").get(serial)
 
-    def connect(self, address: str, timeout: float | None = None) -> str:
+    def connect(self, address: str, timeout_s: float | None = None) -> str:
         return f"connected to {address}" if self.listing != "unauthorized" else f"failed to authenticate to {address}"
 
     def disconnect(self, address: str) -> None:
@@ -714,5 +714,4 @@ def test_server_states_are_reported_as_adb_reports_them(monkeypatch: pytest.Monk
         assert said in str(raised.value) and advice in raised.value.hint
     # control: the same phone listed as `device` connects
     listed = ServerAdbPhone("usb:R5CT1234", server=_ListingServer("device"), retries=0)  # type: ignore[arg-type]
-    listed.server.client.device = lambda serial: serial  # type: ignore[attr-defined]
     assert listed.connect().connected

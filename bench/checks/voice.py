@@ -120,11 +120,11 @@ def configure(scope: Oscilloscope, stimulus: AudioStimulus, setup: VoiceSetup,
               clip: tuple[np.ndarray, float] | None = None) -> None:
     """Load and arm the stimulus; both channels, the window and the edge trigger on channel 1."""
     arm_stimulus(stimulus, setup, clip)
-    scope.configure_channel(1, setup.ch1_v_div)
-    scope.configure_channel(2, setup.ch2_v_div)
+    scope.configure_channel(scope.channel(1), setup.ch1_v_div)
+    scope.configure_channel(scope.channel(2), setup.ch2_v_div)
     span = setup.pre_s + setup.post_s
     scope.set_timebase(span / 10, (setup.post_s - setup.pre_s) / 2)
-    scope.set_edge_trigger(1, setup.trigger_v)
+    scope.set_edge_trigger(scope.channel(1), setup.trigger_v)
 
 
 def run_voice_trials(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, trials: int, *,
@@ -172,7 +172,7 @@ def take_trial(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, tri
     scope.single()
     stimulus.fire()
     scope.wait_triggered(timeout_s=setup.trigger_timeout_s)
-    ch1, ch2 = scope.read_waveform(1, setup.points), scope.read_waveform(2, setup.points)
+    ch1, ch2 = scope.read_waveform(scope.channel(1), setup.points), scope.read_waveform(scope.channel(2), setup.points)
     stim, answer, end, status = analyse_trial(ch1, ch2, setup)
     trials.stimulus_onset_s.append(stim)
     trials.answer_onset_s.append(answer)

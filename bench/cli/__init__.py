@@ -5,13 +5,19 @@ import argparse
 import importlib
 import logging
 import sys
-from typing import Sequence
+from typing import Any, Protocol, Sequence
 
 from phonebench.core.errors import BenchError, UsageError
 from phonebench.core.exits import USAGE
 from phonebench.core.version import code_version
 
 log = logging.getLogger("bench")
+
+class Subcommands(Protocol):
+    """What register() is given: add_subparsers()'s result (argparse names no public type for it)."""
+
+    def add_parser(self, name: str, **options: Any) -> argparse.ArgumentParser: ...
+
 
 # Modules adding their own subcommands: each has register(subparsers).
 SUBCOMMAND_MODULES = ["phonebench.bench.cli.run", "phonebench.bench.cli.emulate", "phonebench.bench.cli.numerics", "phonebench.bench.cli.results", "phonebench.bench.cli.line",

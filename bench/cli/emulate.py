@@ -14,9 +14,10 @@ from ..station.backend import running_emulated
 from phonebench.core.files import write_atomically
 from phonebench.core.station import EMULATED_FAMILIES, EmulatedConfig, StationConfig, emulated_family, load_station
 from phonebench.core.station_writer import station_toml
+from . import Subcommands
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("emulate", help="run the emulated station in the foreground and print its addresses")
     p.add_argument("--station", help="station file with an [emulated] table (default: the default fleet)")
     p.add_argument("--write-station", metavar="FILE",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from phonebench.core.errors import ConfigError
+from . import Subcommands
 
 SERVE_STOP_GRACE_S = 5.0  # a stopped operator station lets a busy fixture finish this long, then stops it
 
@@ -18,7 +19,7 @@ SERVE_STOP_GRACE_S = 5.0  # a stopped operator station lets a busy fixture finis
 # calibrated 5); 2 is any usage or setup error (phonebench.bench.cli).
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     c = subparsers.add_parser("calibrate", help="run calibration procedures and store their records")
     c.add_argument("--station", help="station file (TOML); default: the embedded emulated station")
     c.add_argument("--procedure", action="append", default=[],

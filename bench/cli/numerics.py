@@ -11,13 +11,14 @@ from phonebench.core import signing
 from phonebench.core.errors import BenchError
 from phonebench.core.files import confined, safe_name, write_atomically
 from ..specs.profiles import DEFAULT_ROOT, load_library
+from . import Subcommands
 
 log = logging.getLogger(__name__)
 
 FLAGGED = ("mismatch", "inconsistent")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("fingerprint", help="fingerprint the NPU microcode of each DUT against the profile library")
     p.add_argument("--station", help="station file (TOML); default: the embedded emulated station")
     p.add_argument("--dut", action="append", default=[], help="only this DUT (repeatable)")

@@ -18,11 +18,12 @@ from ..lab.run import add_place_args
 from ..results import labtime
 from phonebench.core.errors import ConfigError
 from phonebench.core.paths import data_dir
+from . import Subcommands
 
 DEFAULT_SUITES = data_dir("suites")  # bench run's default too: `bench run --plan` imports this module
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("plan", help="expected lab time per phone and the night's makespan, before a run")
     p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
     p.add_argument("--station", help="station file (TOML); default: the embedded emulated station")

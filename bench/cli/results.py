@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from phonebench.core.errors import BenchError
+from . import Subcommands
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("runs", help="list the runs in the results store")
     _store_args(p)
     p.add_argument("--limit", type=int, default=30, help="newest N runs (0: all; default 30)")

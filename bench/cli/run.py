@@ -20,11 +20,12 @@ from ..station.selection import Inventory
 from ..results.summary import print_summary
 from phonebench.fixtures.plugin import roles_needed
 from phonebench.fixtures.session import BENCH
+from . import Subcommands
 
 NEXT_STEP = "next: open the report (claims first); `bench runs` lists the stored runs, `bench run -v` prints every verdict"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("run", help="run the HIL suites against a station and write a report")
     add_selection_args(p)
     p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")

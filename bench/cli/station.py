@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from . import Subcommands
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("station", help="station tools: check that every phone and instrument is ready")
     sub = p.add_subparsers(dest="station_command", metavar="ACTION", required=True)
     check = sub.add_parser("check", help="reach every phone and instrument, show identities and calibration")

@@ -5,12 +5,16 @@ import argparse
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .places import ENV_COORDINATOR, Lab
 from .resources import write_exporter_config
 
+if TYPE_CHECKING:  # the face above this floor defines it; annotations only
+    from phonebench.bench.cli import Subcommands
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("lab", help="labgrid: exporter resources and places for a station's bays")
     sub = p.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", required=True)
     export = sub.add_parser("export", help="write the labgrid-exporter resource file for a station's bays")

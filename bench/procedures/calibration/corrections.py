@@ -56,7 +56,7 @@ class CorrectedScope(Corrected):
         for key, value in calibration.corrections.items():
             channel = _deskew_channel(key)
             if channel is not None:
-                driver.set_deskew(channel, value)
+                driver.set_deskew(driver.channel(channel), value)
                 log.info("%s: channel %d deskew %.3g s programmed from calibration", driver.name, channel, value)
 
     @property

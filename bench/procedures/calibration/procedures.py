@@ -101,14 +101,15 @@ def _arm_quiet(scope: Any, tries: int = 5) -> None:
 
 def _acquire(scope: Any, stimulus: Any, scale_s: float, center_s: float, points: int,
              ch2_v_div: float) -> tuple[Any, Any]:
-    scope.configure_channel(1, 0.2)
-    scope.configure_channel(SKEW_CHANNEL, ch2_v_div)
+    reference, skewed = scope.channel(1), scope.channel(SKEW_CHANNEL)
+    scope.configure_channel(reference, 0.2)
+    scope.configure_channel(skewed, ch2_v_div)
     scope.set_timebase(scale_s, center_s)
-    scope.set_edge_trigger(1, 0.1)
+    scope.set_edge_trigger(reference, 0.1)
     _arm_quiet(scope)
     stimulus.fire()
     scope.wait_triggered(timeout_s=10)
-    return scope.read_waveform(1, points=points), scope.read_waveform(SKEW_CHANNEL, points=points)
+    return scope.read_waveform(reference, points=points), scope.read_waveform(skewed, points=points)
 
 
 def crossing_time(t: np.ndarray, v: np.ndarray, level: float) -> float:
@@ -139,18 +140,19 @@ def deskew_scope(scope: Any, stimulus: Any, fixture: FixtureControl, ctx: Contex
     limits = ctx.settings.limits
     trials = max(3, ctx.settings.loopback_trials // 2)
     key = DESKEW_KEY.format(SKEW_CHANNEL)
+    skewed = scope.channel(SKEW_CHANNEL)
     fixture.loopback("electrical")
     try:
-        scope.set_deskew(SKEW_CHANNEL, 0.0)
+        scope.set_deskew(skewed, 0.0)
         found, found_spread = _stats("skew_as_found_s", _edge_delays(scope, stimulus, trials), "s",
                                      "channel 2 minus channel 1 at 50 % of a 10 ns edge, deskew 0")
-        scopes_own = scope.measure_delay(1, SKEW_CHANNEL)
+        scopes_own = scope.measure_delay(scope.channel(1), skewed)
         deskew = found.value if found.value is not None and math.isfinite(found.value) else 0.0
         problems: list[str] = []
         results = [found, found_spread,
                    Reading("scope_measure_delay_s", scopes_own, "s", detail=":MEASure:DELay? cross-check")]
         if abs(deskew) <= limits.max_skew_s:
-            scope.set_deskew(SKEW_CHANNEL, deskew)
+            scope.set_deskew(skewed, deskew)
             left, _ = _stats("skew_as_left_s", _edge_delays(scope, stimulus, trials), "s",
                              "after programming the deskew")
             results.append(left)
@@ -163,7 +165,7 @@ def deskew_scope(scope: Any, stimulus: Any, fixture: FixtureControl, ctx: Contex
                               reference={"method": "electrical loopback, 10 ns edge into both inputs",
                                          "stimulus": identity_dict(stimulus)}, problems=problems)
         if not record.passed:
-            scope.set_deskew(SKEW_CHANNEL, 0.0)  # a failed calibration is not applied
+            scope.set_deskew(skewed, 0.0)  # a failed calibration is not applied
         return record
     finally:
         fixture.loopback(None)
