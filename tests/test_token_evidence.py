@@ -293,9 +293,9 @@ def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
     faults = result.verdict("counters_weight_page_fault_rate")
     assert faults.evidence is Evidence.REPORTED and "consistent with the phone's own" in faults.detail
     entries = targets(None, **counters.ENTRIES)
-    entries["counters_mac_utilisation"] = dataclasses.replace(
-        entries["counters_mac_utilisation"],
-        parameters={k: v for k, v in entries["counters_mac_utilisation"].parameters.items() if k != "npu_clock_mhz"})
+    entries["mac_utilisation"] = dataclasses.replace(
+        entries["mac_utilisation"],
+        parameters={k: v for k, v in entries["mac_utilisation"].parameters.items() if k != "npu_clock_mhz"})
     on_its_clock = counters.counters_check(runtime, **entries, inferences=10).verdict("counters_mac_utilisation")
     assert on_its_clock.evidence is Evidence.REPORTED and not on_its_clock.passed  # its clock makes it agree
 
