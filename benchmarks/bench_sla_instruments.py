@@ -52,7 +52,7 @@ def main() -> int:
         start = time.perf_counter()
         voice.run_voice_trials(drivers["scope"], drivers["stimulus"], device, args.trials)
         per_trial = (time.perf_counter() - start) / args.trials
-        needed = voice.trials_needed(profile)
+        needed = voice.trials_needed(*profile.pick(**voice.METRICS).values())
         rows.append(("voice trial (4.6 s record at 10 kS/s, 2 ch)", f"{1e3 * per_trial:.1f} ms",
                      f"{needed} trials ~ {needed * per_trial:.1f} s"))
 
@@ -65,13 +65,14 @@ def main() -> int:
                      f"10 runs + warm-up ~ {11 * per_run:.1f} s"))
 
         start = time.perf_counter()
-        power.dialog_energy_check(drivers["supply"], drivers["stimulus"], profile.get(power.ENERGY))
+        power.dialog_energy_check(drivers["supply"], drivers["stimulus"], energy=profile.get(power.ENERGY))
         per_dialog = (time.perf_counter() - start) / 27
         rows.append(("dialog energy (5 kS/s, until idle)", f"{1e3 * per_dialog:.0f} ms",
                      f"27 dialogs ~ {27 * per_dialog:.1f} s"))
 
         t0, start = world.clock.now(), time.perf_counter()
-        run = thermal.cover_temperature_check(drivers["thermal"], drivers["stimulus"], device, profile).measurement
+        run = thermal.cover_temperature_check(drivers["thermal"], drivers["stimulus"], device,
+                                              **profile.pick(**thermal.ENTRIES)).measurement
         wall = time.perf_counter() - start
         rows.append(("thermal dialog loop", f"{(world.clock.now() - t0) / wall:.0f} sim s / wall s",
                      f"{len(run.t_s)} readings, {run.t_s[-1]:.0f} sim s ~ {wall:.1f} s"))

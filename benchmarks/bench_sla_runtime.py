@@ -84,15 +84,17 @@ def main() -> int:
     phone = make_device("SM8650-MP", "BENCH-3")
     client = RuntimeClient(phone, clock=WorldClock(phone))
     checks = {
-        "first token (299 inferences)": lambda: tokens.first_token_check(client, profile.get("first_token_p99")),
-        "token std (1000 inferences)": lambda: tokens.token_std_check(client, profile.get("token_latency_std")),
-        "contention (20 runs)": lambda: tokens.contention_check(phone, client,
-                                                                profile.get("token_latency_p95_gpu_load")),
+        "first token (299 inferences)": lambda: tokens.first_token_check(
+            client, first_token=profile.get("first_token_p99")),
+        "token std (1000 inferences)": lambda: tokens.token_std_check(
+            client, token_std=profile.get("token_latency_std")),
+        "contention (20 runs)": lambda: tokens.contention_check(
+            phone, client, loaded_latency=profile.get("token_latency_p95_gpu_load")),
         "thermal soak (373 dialogs)": lambda: thermal_trip.thermal_trip_check(
-            client, profile.get("npu_trip_temperature"), profile.get("npu_process_kills"),
-            profile.get("long_dialog_success")),
-        "spot checks (299 pages)": lambda: weights.spot_check_time_check(phone, client,
-                                                                         profile.get("merkle_spot_check_time")),
+            client, trip=profile.get("npu_trip_temperature"), kills=profile.get("npu_process_kills"),
+            success=profile.get("long_dialog_success")),
+        "spot checks (299 pages)": lambda: weights.spot_check_time_check(
+            phone, client, spot_check_time=profile.get("merkle_spot_check_time")),
     }
     for name, run in checks.items():
         rows.append((f"check wall time, {name}", f"{timed(run):.2f} s"))

@@ -94,7 +94,8 @@ def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
     with the unit's clean-supply tokens; forced off, the same ripple corrupts tokens."""
     entry = profile.get("acceptance_redundancy_mismatches")
     amplitude = float(entry.parameters.get("ripple_mv", 50))
-    result = bit_exact_check(supply, dut, entry, profile.get("acceptance_redundancy_off_mismatches"),
+    result = bit_exact_check(supply, dut, token_mismatches=entry,
+                             off_token_mismatches=profile.get("acceptance_redundancy_off_mismatches"),
                              amplitude_mv=amplitude, runs=int(entry.parameters.get("runs", 1)),
                              tokens=int(entry.parameters.get("tokens", 48)))
     engaged = bool(result.raw["bit_exact"]["engaged"])
@@ -122,14 +123,14 @@ def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record
     trials = run.trials
     latency_ms = 1e3 * trials.latency_s
     valid = latency_ms[~np.isnan(latency_ms)]  # invalid trials (no stimulus seen) are left out, and counted
-    verdict = _sequential(entry.evaluate(valid), run.decision.decision)
     unanswered = sum(s == "no-answer" for s in trials.status)
-    detail = (f"{verdict.detail}; sequential: {run.decision.detail}; {len(trials)} trials, {trials.invalid} invalid, "
-              f"{unanswered} unanswered; "
-              + (f"fixture delay {1e6 * delay:.1f} us subtracted" if delay is not None
-                 else "no fixture calibration: acoustic delay not subtracted"))
+    notes = (f"sequential: {run.decision.detail}; {len(trials)} trials, {trials.invalid} invalid, "
+             f"{unanswered} unanswered; "
+             + (f"fixture delay {1e6 * delay:.1f} us subtracted" if delay is not None
+                else "no fixture calibration: acoustic delay not subtracted"))
     raw = record.raw("voice", {"samples": latency_ms, **trials.raw()})
-    record(_no_plot(verdict.but(detail=detail, raw=(*verdict.raw, raw), extra={"fixture_delay_s": delay})))
+    verdict = entry.evaluate(valid, raw=raw, detail_suffix=notes, extra={"fixture_delay_s": delay})
+    record(_no_plot(_sequential(verdict, run.decision.decision)))
 
 
 @pytest.mark.needs("supply")
@@ -143,11 +144,10 @@ def test_power_sanity(dut, supply, profile, record):
                           entry.confidence or 0.90)
     run = sequential_power(supply, dut, entry.limit, plan, tokens=int(entry.parameters.get("tokens", 120)))
     path = record.raw("power", run.runs.raw())
-    for verdict in sustained_power_verdicts(run.runs, entry):
+    for verdict in sustained_power_verdicts(run.runs, entry, raw=(path,), note=f"sequential: {run.decision.detail}"):
         if verdict.metric == entry.metric:
             verdict = _sequential(verdict, run.decision.decision)
-            verdict = verdict.but(detail=f"{verdict.detail}; sequential: {run.decision.detail}")
-        record(_no_plot(verdict.but(raw=(*verdict.raw, path))))
+        record(_no_plot(verdict))
 
 
 def _sequential(verdict: Verdict, decision: str) -> Verdict:

@@ -28,6 +28,7 @@ def ctx(request, station, calibration_context):
 def _keep(book, record, recorder) -> None:
     book.save(record)
     verdict = record_verdict(record)
+    # The record step: the saved calibration record joins the verdict's raw data.
     recorder(verdict.but(raw=(*verdict.raw, recorder.raw(record.procedure, record.to_dict()))))
 
 

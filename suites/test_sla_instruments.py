@@ -48,12 +48,13 @@ def fixture_delay(request: pytest.FixtureRequest) -> float | None:
 
 
 def _keep(record: Any, verdict: Verdict, *raw: tuple[str, dict[str, np.ndarray]]) -> Verdict:
+    # The record step: save the raw data and point the verdict at the saved files.
     return record(verdict.but(raw=tuple(record.raw(name, data) for name, data in raw)))
 
 
 def _voice(scope: Any, stimulus: Any, dut: Any, profile: SlaProfile, fixture_delay: float | None,
            trials: int | None) -> CheckResult:
-    return voice_check.voice_check(scope, stimulus, dut, profile, trials=trials,
+    return voice_check.voice_check(scope, stimulus, dut, **profile.pick(**voice_check.METRICS), trials=trials,
                                    fixture_delay_s=fixture_delay or 0.0,
                                    fixture_calibrated=fixture_delay is not None)
 
@@ -63,7 +64,8 @@ def _voice(scope: Any, stimulus: Any, dut: Any, profile: SlaProfile, fixture_del
 def test_sustained_and_peak_power(dut, supply, profile, record):
     """Claim 6: sustained inference power (run means of long generates) and the peak."""
     power_check.battery_emulation(supply)
-    power_check.sustained_power_check(supply, dut, profile.get(power_check.SUSTAINED)).record_into(record)
+    power_check.sustained_power_check(supply, dut,
+                                      sustained_power=profile.get(power_check.SUSTAINED)).record_into(record)
 
 
 @pytest.mark.acceptance
@@ -92,7 +94,9 @@ def test_sustained_use(request, station, dut, stimulus, profile, fixture_delay, 
         pytest.skip(f"no scope or thermal probe on {dut.name}: neither the voice nor the cover claim can be measured")
     if supply is not None:
         power_check.battery_emulation(supply)
-    sustained_check.sustained_use_check(scope, stimulus, thermal, dut, profile, fixture_delay_s=fixture_delay or 0.0,
+    energy = profile.get(power_check.ENERGY) if supply is not None and scope is not None else None
+    sustained_check.sustained_use_check(scope, stimulus, thermal, dut, **profile.pick(**sustained_check.ENTRIES),
+                                        energy=energy, fixture_delay_s=fixture_delay or 0.0,
                                         fixture_calibrated=fixture_delay is not None,
                                         supply=supply).record_into(record)
 

@@ -104,14 +104,14 @@ def _shield_probe(request: pytest.FixtureRequest, station: StationConfig,
 def test_first_token(observed_runtime, sla, record, progress):
     entry = sla.get("first_token_p99")
     with progress.bar(entry.n_required, "first tokens") as bar:
-        tokens.first_token_check(observed_runtime, entry, tick=bar.update).record_into(record)
+        tokens.first_token_check(observed_runtime, first_token=entry, tick=bar.update).record_into(record)
 
 
 def test_token_latency_std(observed_runtime, sla, record, progress):
     entry = sla.get("token_latency_std")
     n = int(entry.parameters.get("consecutive_inferences", 1000))
     with progress.bar(n, "consecutive inferences") as bar:
-        tokens.token_std_check(observed_runtime, entry, inferences=n, tick=bar.update).record_into(record)
+        tokens.token_std_check(observed_runtime, token_std=entry, inferences=n, tick=bar.update).record_into(record)
 
 
 def test_token_latency_under_gpu_load(request, station, dut, observed_runtime, sla, record, progress):
@@ -120,7 +120,8 @@ def test_token_latency_under_gpu_load(request, station, dut, observed_runtime, s
         and station.instrument_dut("supply") == dut.name else None
     with progress.bar(None, "runs under GPU load") as bar:
         try:
-            result = tokens.contention_check(dut, observed_runtime, sla.get("token_latency_p95_gpu_load"),
+            result = tokens.contention_check(dut, observed_runtime,
+                                             loaded_latency=sla.get("token_latency_p95_gpu_load"),
                                              supply=supply, tick=bar.update)
         except UnsupportedCapability as exc:
             pytest.skip(str(exc))
@@ -138,17 +139,19 @@ def test_token_timing_against_the_power_trace(observed_runtime, supply, record):
 def test_redundancy_ripple_sweep(runtime, supply, sla, record, progress):
     _require(runtime, "config", "probe")
     with progress.bar(None, "ripple steps") as bar:
-        result = redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"),
-                                               target(sla, "redundancy_unprotected_errors"),
-                                               target(sla, "redundancy_mac_error_ratio_50mv"), tick=bar.update)
+        result = redundancy.ripple_sweep_check(supply, runtime,
+                                               engage_threshold=sla.get("redundancy_engage_threshold"),
+                                               unprotected_errors=target(sla, "redundancy_unprotected_errors"),
+                                               error_ratio=target(sla, "redundancy_mac_error_ratio_50mv"),
+                                               tick=bar.update)
     result.record_into(record)
 
 
 @pytest.mark.needs("supply")
 def test_redundancy_bit_exact_at_50mv(runtime, supply, sla, record):
     _require(runtime, "config")
-    result = redundancy.bit_exact_check(supply, runtime, sla.get("redundancy_token_mismatches"),
-                                        target(sla, "redundancy_off_token_mismatches"))
+    result = redundancy.bit_exact_check(supply, runtime, token_mismatches=sla.get("redundancy_token_mismatches"),
+                                        off_token_mismatches=target(sla, "redundancy_off_token_mismatches"))
     result.record_into(record)
 
 
@@ -156,21 +159,21 @@ def test_redundancy_slowdown(station, runtime, clock, sla, record, progress):
     _require(runtime, "config")
     now, evidence = _bench_clock(station, runtime, clock)
     with progress.bar(None, "paired runs") as bar:
-        redundancy.slowdown_check(runtime, sla.get("redundancy_slowdown"), now=now, now_evidence=evidence,
+        redundancy.slowdown_check(runtime, slowdown=sla.get("redundancy_slowdown"), now=now, now_evidence=evidence,
                                   tick=bar.update).record_into(record)
 
 
 # --- claims 11, 12: weights ----------------------------------------------------------------------
 def test_weight_pages_read_without_error(dut, runtime, sla, record):
     _require(runtime, "weights")
-    weights.read_errors_check(dut, runtime, sla.get("weight_page_read_errors"),
-                              target(sla, "weights_page_error_rate")).record_into(record)
+    weights.read_errors_check(dut, runtime, read_errors=sla.get("weight_page_read_errors"),
+                              error_rate=target(sla, "weights_page_error_rate")).record_into(record)
 
 
 @pytest.mark.acceptance
 def test_weights_merkle_root(dut, runtime, sla, record):
     _require(runtime, "weights")
-    weights.root_check(dut, runtime, target(sla, "weights_root_mismatches")).record_into(record)
+    weights.root_check(dut, runtime, root_mismatches=target(sla, "weights_root_mismatches")).record_into(record)
 
 
 def test_weights_spot_check_time(station, dut, runtime, clock, sla, record, progress):
@@ -178,7 +181,7 @@ def test_weights_spot_check_time(station, dut, runtime, clock, sla, record, prog
     entry = sla.get("merkle_spot_check_time")
     now, evidence = _bench_clock(station, runtime, clock)
     with progress.bar(entry.n_required, "spot checks") as bar:
-        weights.spot_check_time_check(dut, runtime, entry, now=now, now_evidence=evidence,
+        weights.spot_check_time_check(dut, runtime, spot_check_time=entry, now=now, now_evidence=evidence,
                                       tick=bar.update).record_into(record)
 
 
@@ -190,24 +193,20 @@ def test_weights_corrupt_page_repaired(dut, runtime, sla, record, station):
     if package is None:
         pytest.skip(f"no update payload for weights root {manifest.root.hex()[:16]}... in the station's payloads "
                     f"folder ({station.payloads or 'none set'}): add the release's weight file there")
-    entries = targets(sla, "weights_undetected_corruptions", "weights_repair_bytes_per_page",
-                      "weights_bad_pages_after_repair")
-    weights.corrupt_and_repair_check(dut, runtime, package.page, entries).record_into(record)
+    weights.corrupt_and_repair_check(dut, runtime, package.page,
+                                     **targets(sla, **weights.REPAIR_ENTRIES)).record_into(record)
 
 
 # --- claims 13, 14: audit log and counters -------------------------------------------------------
 @pytest.mark.acceptance
 def test_audit_log(dut, runtime, sla, record):
     _require(runtime, "audit")
-    entries = targets(sla, "audit_records_missing", "audit_field_errors", "audit_bad_signatures",
-                      "audit_content_leaks")
-    audit.audit_check(dut, runtime, entries).record_into(record)
+    audit.audit_check(dut, runtime, **targets(sla, **audit.ENTRIES)).record_into(record)
 
 
 def test_runtime_counters(observed_runtime, sla, record):
     _require(observed_runtime, "counters")
-    entries = targets(sla, *[f"counters_{name}" for name in counters.COUNTERS])
-    counters.counters_check(observed_runtime, entries).record_into(record)
+    counters.counters_check(observed_runtime, **targets(sla, **counters.ENTRIES)).record_into(record)
 
 
 # --- claim 8: thermal trip soak ------------------------------------------------------------------
@@ -221,8 +220,8 @@ def test_npu_thermal_trip_soak(request, station, dut, observed_runtime, sla, rec
     _require(runtime, "config")
     success = sla.get("long_dialog_success")
     with progress.bar(None, "approach and soak dialogs") as bar:
-        result = thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"),
-                                                 sla.get("npu_process_kills"), success,
+        result = thermal_trip.thermal_trip_check(runtime, trip=sla.get("npu_trip_temperature"),
+                                                 kills=sla.get("npu_process_kills"), success=success,
                                                  cover=_cover_probe(request, station, dut),
                                                  shield=_shield_probe(request, station, dut),
                                                  cool_down=next_on_phone is not None, tick=bar.update)

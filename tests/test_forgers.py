@@ -71,7 +71,7 @@ def _few(entry: Any, n: int = 20) -> Any:
 # --- one check per class: the verdict that decides it --------------------------------------------------
 def first_token(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
     _, runtime = _observed(station, persona)
-    return tokens.first_token_check(runtime, _few(sla.get("first_token_p99")), n=8).verdicts[0]
+    return tokens.first_token_check(runtime, first_token=_few(sla.get("first_token_p99")), n=8).verdicts[0]
 
 
 def _soak(station: EmulatedStation, persona: str, sla: SlaProfile, dialogs: int) -> Any:
@@ -83,8 +83,8 @@ def _soak(station: EmulatedStation, persona: str, sla: SlaProfile, dialogs: int)
     world.wait(20.0)
     success = dataclasses.replace(sla.get("long_dialog_success"), limit=0.9, min_samples=0)
     with _daq(world) as daq:
-        return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
-                                               success, dialogs=dialogs, shield=thermal_trip.instrument_shield(daq, "T4"))
+        return thermal_trip.thermal_trip_check(runtime, trip=sla.get("npu_trip_temperature"), kills=sla.get("npu_process_kills"),
+                                               success=success, dialogs=dialogs, shield=thermal_trip.instrument_shield(daq, "T4"))
 
 
 def trip(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
@@ -98,9 +98,9 @@ def kills(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
 def redundancy_engagement(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
     emulated, runtime = _observed(station, persona)
     with _supply(emulated.world) as supply:
-        return redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"),
-                                             target(sla, "redundancy_unprotected_errors"),
-                                             target(sla, "redundancy_mac_error_ratio_50mv")
+        return redundancy.ripple_sweep_check(supply, runtime, engage_threshold=sla.get("redundancy_engage_threshold"),
+                                             unprotected_errors=target(sla, "redundancy_unprotected_errors"),
+                                             error_ratio=target(sla, "redundancy_mac_error_ratio_50mv")
                                              ).verdict("redundancy_unprotected_errors")
 
 
@@ -108,7 +108,7 @@ def gpu_load(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict
     emulated, runtime = _observed(station, persona)
     entry = dataclasses.replace(_few(sla.get("token_latency_p95_gpu_load"), 150), min_runs=4)
     with _supply(emulated.world) as supply:
-        return tokens.contention_check(runtime.device, runtime, entry, runs=4, supply=supply).verdicts[0]
+        return tokens.contention_check(runtime.device, runtime, loaded_latency=entry, runs=4, supply=supply).verdicts[0]
 
 
 def identity(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
@@ -118,7 +118,7 @@ def identity(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict
 
 def counter_physics(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
     _, runtime = _observed(station, persona)
-    result = counters.counters_check(runtime, targets(None, *[f"counters_{n}" for n in counters.COUNTERS]),
+    result = counters.counters_check(runtime, **targets(None, **counters.ENTRIES),
                                      inferences=10)
     return result.verdict("counters_memory_bandwidth_utilisation")
 

@@ -24,7 +24,6 @@ from phonebench.emulation.runtime_personas import PERSONAS
 from phonebench.emulation.world import World
 
 NPU = "SM8650-ES"
-AUDIT = ("audit_records_missing", "audit_field_errors", "audit_bad_signatures", "audit_content_leaks")
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +69,8 @@ def _trip(sla: SlaProfile, persona: str, slow_cover_c: float | None = None, shie
     with emulated_shield_probes() as attach:
         if shield:
             kwargs["shield"] = attach(device)
-        return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"),
-                                               sla.get("npu_process_kills"), success, dialogs=28, **kwargs)
+        return thermal_trip.thermal_trip_check(runtime, trip=sla.get("npu_trip_temperature"),
+                                               kills=sla.get("npu_process_kills"), success=success, dialogs=28, **kwargs)
 
 
 def test_a_trip_reported_at_72_but_taken_at_65_fails_on_the_bench_reading(sla):
@@ -155,9 +154,9 @@ def test_the_digitizer_measures_the_ripple_at_the_terminals(bench_supply):
 
 def _sweep(sla: SlaProfile, bench_supply: Any, persona: str) -> Any:
     _, runtime, supply = bench_supply(persona)
-    return redundancy.ripple_sweep_check(supply, runtime, sla.get("redundancy_engage_threshold"),
-                                         target(sla, "redundancy_unprotected_errors"),
-                                         target(sla, "redundancy_mac_error_ratio_50mv"))
+    return redundancy.ripple_sweep_check(supply, runtime, engage_threshold=sla.get("redundancy_engage_threshold"),
+                                         unprotected_errors=target(sla, "redundancy_unprotected_errors"),
+                                         error_ratio=target(sla, "redundancy_mac_error_ratio_50mv"))
 
 
 def test_a_redundancy_flag_without_dual_compute_fails_sweep_tokens_and_cost(sla, bench_supply):
@@ -166,11 +165,11 @@ def test_a_redundancy_flag_without_dual_compute_fails_sweep_tokens_and_cost(sla,
     assert outcomes(swept)["redundancy_unprotected_errors"] is Outcome.FAIL
     assert swept.verdict("redundancy_engage_threshold").extra["flag_contradicted_at_mv"]
     _, runtime, supply = bench_supply("redundancy-flag-only")
-    exact = redundancy.bit_exact_check(supply, runtime, sla.get("redundancy_token_mismatches"),
-                                       target(sla, "redundancy_off_token_mismatches"), tokens=24)
+    exact = redundancy.bit_exact_check(supply, runtime, token_mismatches=sla.get("redundancy_token_mismatches"),
+                                       off_token_mismatches=target(sla, "redundancy_off_token_mismatches"), tokens=24)
     assert outcomes(exact)["redundancy_token_mismatches"] is Outcome.FAIL
     assert exact.raw["bit_exact"]["engaged"] is True  # it did say so
-    cost = redundancy.slowdown_check(runtime, sla.get("redundancy_slowdown"), pairs=10, now=phone_clock(runtime),
+    cost = redundancy.slowdown_check(runtime, slowdown=sla.get("redundancy_slowdown"), pairs=10, now=phone_clock(runtime),
                                      now_evidence=Evidence.CORROBORATED).verdicts[0]
     assert cost.outcome is Outcome.FAIL and "did not really engage" in cost.detail
 
@@ -241,8 +240,8 @@ def test_a_unit_answering_the_old_known_answers_uncomputed_is_caught(sla, bench_
 # --- claims 11, 12: the bench's Merkle verify and clock -------------------------------------------
 def test_page_error_rate_reads_enough_pages_to_beat_the_old_rate(sla):
     device, runtime = phone()
-    result = weights.read_errors_check(device, runtime, sla.get("weight_page_read_errors"),
-                                       target(sla, "weights_page_error_rate"))
+    result = weights.read_errors_check(device, runtime, read_errors=sla.get("weight_page_read_errors"),
+                                       error_rate=target(sla, "weights_page_error_rate"))
     rate = result.verdict("weights_page_error_rate")
     assert rate.outcome is Outcome.PASS and rate.bound < weights.OLD_PAGE_ERROR_RATE
     assert rate.n >= target(sla, "weights_page_error_rate").n_required == 9985
@@ -251,8 +250,8 @@ def test_page_error_rate_reads_enough_pages_to_beat_the_old_rate(sla):
 
 def test_without_the_benchs_merkle_verify_a_clean_crc_is_inconclusive(sla):
     device, runtime = phone("nominal", "verity-tree-corrupt")
-    result = weights.read_errors_check(device, runtime, sla.get("weight_page_read_errors"),
-                                       target(sla, "weights_page_error_rate"))
+    result = weights.read_errors_check(device, runtime, read_errors=sla.get("weight_page_read_errors"),
+                                       error_rate=target(sla, "weights_page_error_rate"))
     assert set(outcomes(result).values()) == {Outcome.INCONCLUSIVE}
     assert "Merkle verify could not run" in result.verdicts[0].detail
 
@@ -260,13 +259,13 @@ def test_without_the_benchs_merkle_verify_a_clean_crc_is_inconclusive(sla):
 def test_a_spot_check_time_that_omits_the_read_fails_on_the_benchs_clock(sla):
     entry = sla.get("merkle_spot_check_time")
     device, runtime = phone("spot-time-omits-read")
-    result = weights.spot_check_time_check(device, runtime, entry, n=40, now=phone_clock(runtime),
+    result = weights.spot_check_time_check(device, runtime, spot_check_time=entry, n=40, now=phone_clock(runtime),
                                            now_evidence=Evidence.CORROBORATED)
     verdict = result.verdicts[0]
     assert verdict.outcome is Outcome.FAIL and verdict.value > 100.0
     assert max(result.raw["weights_spot_checks"]["device_read_ms"]) < 1.0  # what it claimed: kept as raw data
     device, runtime = phone()
-    honest = weights.spot_check_time_check(device, runtime, entry, now=phone_clock(runtime),
+    honest = weights.spot_check_time_check(device, runtime, spot_check_time=entry, now=phone_clock(runtime),
                                            now_evidence=Evidence.CORROBORATED).verdicts[0]
     assert honest.outcome is Outcome.PASS and honest.evidence is Evidence.CORROBORATED
 
@@ -275,7 +274,7 @@ def test_the_runtimes_read_time_is_only_a_report(sla):
     """With a clock that does not run with the phone (the host's, on simulated phones) the runtime's
     slow-flash report exceeds what the bench measured: the check refuses to pass."""
     device, runtime = phone("nominal", "slow-flash")
-    verdict = weights.spot_check_time_check(device, runtime, sla.get("merkle_spot_check_time"), n=20).verdicts[0]
+    verdict = weights.spot_check_time_check(device, runtime, spot_check_time=sla.get("merkle_spot_check_time"), n=20).verdicts[0]
     assert verdict.outcome is Outcome.INVALID and "longer than the bench measured" in verdict.detail
 
 
@@ -290,7 +289,7 @@ def test_audit_sample_size_catches_a_one_in_seven_loss_with_99_percent():
 
 def test_the_audit_drop_persona_fails_in_the_default_configuration():
     device, runtime = phone("audit-drop")
-    result = audit.audit_check(device, runtime, targets(None, *AUDIT))
+    result = audit.audit_check(device, runtime, **targets(None, **audit.ENTRIES))
     missing = result.verdict("audit_records_missing")
     assert missing.outcome is Outcome.FAIL and missing.evidence is Evidence.MEASURED
     assert missing.n == 30 and missing.extra["detection_probability"] >= 0.99

@@ -32,6 +32,9 @@ from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
 from phonebench.emulation.world import World
 
 PROFILE = load_profile("default")
+VOICE = PROFILE.pick(**voice_check.METRICS)
+COVER = PROFILE.pick(**thermal_check.ENTRIES)
+STUDY = {**PROFILE.pick(**sustained_check.ENTRIES), "energy": PROFILE.get(power_check.ENERGY)}
 
 
 @dataclass
@@ -71,9 +74,9 @@ def outcomes(verdicts) -> dict[str, Outcome]:
 # --- claims 1 and 2: voice latency and dialog time ---------------------------------------------
 def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_right():
     with rig("nominal") as r:
-        result = voice_check.voice_check(r.scope, r.stimulus, r.device, PROFILE)
+        result = voice_check.voice_check(r.scope, r.stimulus, r.device, **VOICE)
         truth = np.array([d.latency_s for d in r.world.voice.dialogs])
-    assert len(result.measurement) == 299 == voice_check.trials_needed(PROFILE)
+    assert len(result.measurement) == 299 == voice_check.trials_needed(*VOICE.values())
     assert outcomes(result.verdicts) == {"voice_latency_p99": Outcome.PASS, "voice_latency_std": Outcome.PASS,
                                          "dialog_time_p99": Outcome.PASS}
     # Measured = the phone's latency + the fixture's 291.5 us of air (no calibration applied) + the
@@ -95,7 +98,7 @@ def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_ri
 
 def test_slow_phone_fails_latency_p99_and_dialog_time_and_the_line_sanity_check():
     with rig("slow") as r:
-        result = voice_check.voice_check(r.scope, r.stimulus, r.device, PROFILE)
+        result = voice_check.voice_check(r.scope, r.stimulus, r.device, **VOICE)
         sanity = voice_check.run_voice_trials(r.scope, r.stimulus, r.device, 20)
     found = outcomes(result.verdicts)
     assert found["voice_latency_p99"] is Outcome.FAIL and found["dialog_time_p99"] is Outcome.FAIL
@@ -105,7 +108,7 @@ def test_slow_phone_fails_latency_p99_and_dialog_time_and_the_line_sanity_check(
 
 def test_jittery_phone_fails_latency_std_and_few_trials_are_never_a_pass():
     with rig("jittery") as r:
-        result = voice_check.voice_check(r.scope, r.stimulus, r.device, PROFILE, trials=100)
+        result = voice_check.voice_check(r.scope, r.stimulus, r.device, **VOICE, trials=100)
     found = outcomes(result.verdicts)
     assert found["voice_latency_std"] is Outcome.FAIL
     # 100 trials cannot show a p99 either way: insufficient samples, not a pass.
@@ -118,7 +121,7 @@ def test_calibrated_fixture_delay_is_subtracted_and_recorded():
         trials = voice_check.run_voice_trials(r.scope, r.stimulus, r.device, 5, fixture_delay_s=delay)
         truth = np.array([d.latency_s for d in r.world.voice.dialogs])
     assert trials.fixture_calibrated and np.all(np.abs(trials.latency_s - truth) < 0.004)
-    verdict = voice_check.voice_verdicts(trials, PROFILE)[0]
+    verdict = voice_check.voice_verdicts(trials, **VOICE)[0]
     assert verdict.extra["fixture_calibration"] == "applied" and verdict.extra["fixture_delay_s"] == delay
     assert 0 in trials.waveforms  # the first trial's waveforms are kept as evidence
 
@@ -159,7 +162,7 @@ def test_unanswered_trials_fail_the_percentile_and_invalid_ones_are_left_out():
         trials.answer_onset_s.append(math.inf if index == 7 else 0.25)
         trials.answer_end_s.append(2.5)
         trials.status.append("invalid: test" if index == 5 else "no-answer" if index == 7 else "ok")
-    found = {v.name: v for v in voice_check.voice_verdicts(trials, PROFILE)}
+    found = {v.name: v for v in voice_check.voice_verdicts(trials, **VOICE)}
     assert found["voice_latency_p99"].outcome is Outcome.FAIL and found["voice_latency_p99"].n == 300
     assert found["voice_latency_std"].extra["unanswered"] == 1 and found["voice_latency_std"].n == 299
     assert found["dialog_time_p99"].extra["invalid_trials"] == 1
@@ -174,8 +177,8 @@ TOKENS = 40
 def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
     with rig("nominal") as r:
         power_check.battery_emulation(r.supply)
-        sustained_result = power_check.sustained_power_check(r.supply, r.device, PROFILE.get(power_check.SUSTAINED), tokens=TOKENS)
-        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, PROFILE.get(power_check.ENERGY))
+        sustained_result = power_check.sustained_power_check(r.supply, r.device, sustained_power=PROFILE.get(power_check.SUSTAINED), tokens=TOKENS)
+        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, energy=PROFILE.get(power_check.ENERGY))
     sustained, runs = sustained_result.verdicts, sustained_result.measurement
     energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained) == {"power_sustained_mean": Outcome.PASS, "power_peak": Outcome.INFO}
@@ -191,8 +194,8 @@ def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
 def test_power_hungry_phone_fails_sustained_power_and_energy_per_dialog():
     with rig("power-hungry") as r:
         power_check.battery_emulation(r.supply)
-        sustained_result = power_check.sustained_power_check(r.supply, r.device, PROFILE.get(power_check.SUSTAINED), tokens=TOKENS)
-        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, PROFILE.get(power_check.ENERGY))
+        sustained_result = power_check.sustained_power_check(r.supply, r.device, sustained_power=PROFILE.get(power_check.SUSTAINED), tokens=TOKENS)
+        energy_result = power_check.dialog_energy_check(r.supply, r.stimulus, energy=PROFILE.get(power_check.ENERGY))
     sustained, runs = sustained_result.verdicts, sustained_result.measurement
     energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained)["power_sustained_mean"] is Outcome.FAIL
@@ -216,7 +219,7 @@ def test_power_checks_refuse_a_phone_not_on_the_analyzer_and_a_profile_without_c
 # --- claim 7: back-cover temperature and spread ---------------------------------------------
 def test_nominal_phone_stays_under_the_cover_limit_with_even_heat():
     with rig("nominal") as r:
-        result = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, PROFILE)
+        result = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, **COVER)
     verdicts, run = result.verdicts, result.measurement
     assert outcomes(verdicts) == {"cover_temp_max": Outcome.PASS, "cover_temp_spread": Outcome.PASS,
                                   "thermal_status_max": Outcome.INFO}
@@ -228,14 +231,14 @@ def test_nominal_phone_stays_under_the_cover_limit_with_even_heat():
 
 def test_hot_phone_fails_the_cover_temperature():
     with rig("hot") as r:
-        verdicts = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, PROFILE).verdicts
+        verdicts = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, **COVER).verdicts
     found = outcomes(verdicts)
     assert found["cover_temp_max"] is Outcome.FAIL and found["cover_temp_spread"] is Outcome.PASS
 
 
 def test_uneven_heat_fails_the_spread_and_only_the_spread():
     with rig("uneven-heat") as r:
-        verdicts = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, PROFILE).verdicts
+        verdicts = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, **COVER).verdicts
     found = outcomes(verdicts)
     assert found["cover_temp_spread"] is Outcome.FAIL and found["cover_temp_max"] is Outcome.PASS
 
@@ -246,10 +249,10 @@ def test_probe_fault_makes_the_cover_verdict_invalid_and_a_missing_channel_is_re
         setup = thermal_check.ThermalSetup(warmup_s=60, stable_window_s=30, stable_c=5.0)
         voice_check.arm_stimulus(r.stimulus)
         run = thermal_check.run_dialog_loop(r.thermal, r.stimulus, r.device, 5, setup)
-        found = outcomes(thermal_check.thermal_verdicts(run, PROFILE))
+        found = outcomes(thermal_check.thermal_verdicts(run, **COVER))
         assert found["cover_temp_max"] is Outcome.INSUFFICIENT  # 5 readings of the 60 needed, never a pass
         run.probes["T2"][-1] = math.nan  # T2 reported a probe fault in the last reading
-        assert outcomes(thermal_check.thermal_verdicts(run, PROFILE))["cover_temp_max"] is Outcome.INVALID
+        assert outcomes(thermal_check.thermal_verdicts(run, **COVER))["cover_temp_max"] is Outcome.INVALID
         with pytest.raises(InvalidMeasurement, match="T7"):
             thermal_check.run_dialog_loop(r.thermal, r.stimulus, r.device, 5,
                                           thermal_check.ThermalSetup(cover_channels=("T1", "T7")))
@@ -259,7 +262,7 @@ def test_probe_fault_makes_the_cover_verdict_invalid_and_a_missing_channel_is_re
 def test_sustained_use_study_decides_voice_and_cover_claims_from_one_loop():
     with rig("nominal") as r:
         power_check.battery_emulation(r.supply)
-        result = sustained_check.sustained_use_check(r.scope, r.stimulus, r.thermal, r.device, PROFILE,
+        result = sustained_check.sustained_use_check(r.scope, r.stimulus, r.thermal, r.device, **STUDY,
                                                      supply=r.supply)
     run = result.measurement
     found = outcomes(result.verdicts)
@@ -287,7 +290,7 @@ def test_sustained_use_study_decides_voice_and_cover_claims_from_one_loop():
 def test_sustained_use_study_still_catches_the_negative_controls(persona, failing):
     with rig(persona) as r:
         power_check.battery_emulation(r.supply)
-        verdicts = sustained_check.sustained_use_check(r.scope, r.stimulus, r.thermal, r.device, PROFILE,
+        verdicts = sustained_check.sustained_use_check(r.scope, r.stimulus, r.thermal, r.device, **STUDY,
                                                        supply=r.supply).verdicts
     found = outcomes(verdicts)
     assert {name for name, outcome in found.items() if outcome is Outcome.FAIL} >= failing

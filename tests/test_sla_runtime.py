@@ -49,8 +49,8 @@ def outcomes(result: Any) -> dict[str, Outcome]:
 # --- claim 3: first token ------------------------------------------------------------------------
 def test_first_token_passes_nominal_and_fails_slow(sla):
     entry = sla.get("first_token_p99")
-    ok = tokens.first_token_check(phone()[1], entry)
-    slow = tokens.first_token_check(phone("slow")[1], entry)
+    ok = tokens.first_token_check(phone()[1], first_token=entry)
+    slow = tokens.first_token_check(phone("slow")[1], first_token=entry)
     assert outcomes(ok) == {"first_token_p99": Outcome.PASS}
     assert outcomes(slow) == {"first_token_p99": Outcome.FAIL} and slow.verdicts[0].value >= 300
     assert ok.verdicts[0].n == entry.n_required and ok.verdicts[0].plot.kind == "samples"
@@ -60,8 +60,8 @@ def test_first_token_passes_nominal_and_fails_slow(sla):
 # --- claim 4: per-token jitter -------------------------------------------------------------------
 def test_token_std_passes_nominal_and_fails_jittery(sla):
     entry = sla.get("token_latency_std")
-    ok = tokens.token_std_check(phone()[1], entry, inferences=80)
-    jittery = tokens.token_std_check(phone("jittery")[1], entry, inferences=80)
+    ok = tokens.token_std_check(phone()[1], token_std=entry, inferences=80)
+    jittery = tokens.token_std_check(phone("jittery")[1], token_std=entry, inferences=80)
     assert ok.verdicts[0].outcome is Outcome.PASS and ok.verdicts[0].bound < 23
     assert jittery.verdicts[0].outcome is Outcome.FAIL and jittery.verdicts[0].value > 23
     assert ok.verdicts[0].n == 80 * (tokens.STD_TOKENS - 1)
@@ -75,8 +75,8 @@ def test_token_std_is_decided_sequentially_at_the_profiles_looks(sla):
     assert tokens.std_plan(entry, 1000).looks == (500, 1000)
     assert tokens.std_plan(entry, 80).looks == (80,)  # shorter than the first look: the fixed design
     early = dataclasses.replace(entry, parameters={**entry.parameters, "sequential_looks": [70]})
-    ok = tokens.token_std_check(phone()[1], early, inferences=100).verdicts[0]
-    jittery = tokens.token_std_check(phone("jittery")[1], early, inferences=100).verdicts[0]
+    ok = tokens.token_std_check(phone()[1], token_std=early, inferences=100).verdicts[0]
+    jittery = tokens.token_std_check(phone("jittery")[1], token_std=early, inferences=100).verdicts[0]
     assert ok.outcome is Outcome.PASS and ok.extra["inferences"] == 70
     assert ok.confidence == pytest.approx(0.975) and ok.extra["sequential"]["stopped_at"] == 70
     assert "70 of 100 consecutive inferences" in ok.detail
@@ -86,7 +86,7 @@ def test_token_std_is_decided_sequentially_at_the_profiles_looks(sla):
 
 
 def test_token_std_with_too_few_inferences_is_insufficient_not_a_pass(sla):
-    result = tokens.token_std_check(phone()[1], sla.get("token_latency_std"), inferences=10)
+    result = tokens.token_std_check(phone()[1], token_std=sla.get("token_latency_std"), inferences=10)
     assert result.verdicts[0].outcome is Outcome.INSUFFICIENT
 
 
@@ -94,9 +94,9 @@ def test_token_std_with_too_few_inferences_is_insufficient_not_a_pass(sla):
 def test_contention_passes_nominal_and_fails_contention_sensitive(sla):
     entry = sla.get("token_latency_p95_gpu_load")
     device, runtime = phone()
-    ok = tokens.contention_check(device, runtime, entry)
+    ok = tokens.contention_check(device, runtime, loaded_latency=entry)
     device_s, runtime_s = phone("contention-sensitive")
-    sensitive = tokens.contention_check(device_s, runtime_s, entry)
+    sensitive = tokens.contention_check(device_s, runtime_s, loaded_latency=entry)
     assert ok.verdicts[0].outcome is Outcome.PASS and ok.verdicts[0].extra["gpu_load"] > 0.70
     assert sensitive.verdicts[0].outcome is Outcome.FAIL
     assert device.shell("gpuload status").output.count('"running": false') == 1  # the load was stopped
@@ -104,7 +104,7 @@ def test_contention_passes_nominal_and_fails_contention_sensitive(sla):
 
 def test_contention_without_enough_gpu_load_is_invalid(sla):
     device, runtime = phone("nominal", "gpu-load-weak")
-    result = tokens.contention_check(device, runtime, sla.get("token_latency_p95_gpu_load"))
+    result = tokens.contention_check(device, runtime, loaded_latency=sla.get("token_latency_p95_gpu_load"))
     assert result.verdicts[0].outcome is Outcome.INVALID and "gpu_load" in result.verdicts[0].detail
 
 
@@ -132,8 +132,8 @@ def _soak(sla: SlaProfile, persona: str, dialogs: int = 60) -> Any:
     success = dataclasses.replace(sla.get("long_dialog_success"), limit=0.9, min_samples=0)  # 28 dialogs prove it
     device, runtime = _preheated(persona)
     with emulated_shield_probes() as attach:
-        return thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
-                                               success, dialogs=dialogs, shield=attach(device)), device
+        return thermal_trip.thermal_trip_check(runtime, trip=sla.get("npu_trip_temperature"), kills=sla.get("npu_process_kills"),
+                                               success=success, dialogs=dialogs, shield=attach(device)), device
 
 
 def test_thermal_soak_nominal_trips_at_72_migrates_and_survives(sla):
@@ -170,9 +170,9 @@ def test_thermal_soak_sees_kills_the_phone_patched_over(sla):
 
 def test_thermal_soak_without_a_station_clock_rests_on_the_phones_word(sla):
     device, runtime = _preheated("patched-kills")
-    result = thermal_trip.thermal_trip_check(RuntimeClient(device), sla.get("npu_trip_temperature"),
-                                             sla.get("npu_process_kills"),
-                                             dataclasses.replace(sla.get("long_dialog_success"), limit=0.9,
+    result = thermal_trip.thermal_trip_check(RuntimeClient(device), trip=sla.get("npu_trip_temperature"),
+                                             kills=sla.get("npu_process_kills"),
+                                             success=dataclasses.replace(sla.get("long_dialog_success"), limit=0.9,
                                                                  min_samples=0), dialogs=10)
     kills = result.verdict("npu_trip_process_kills")
     assert kills.evidence is Evidence.SELF_REPORTED and kills.outcome is not Outcome.PASS
@@ -200,8 +200,8 @@ def test_thermal_soak_fails_a_trip_at_the_cpus_65_degrees(sla):
 
 def test_thermal_soak_that_never_reaches_the_trip_shows_nothing(sla):
     device, runtime = phone()
-    result = thermal_trip.thermal_trip_check(runtime, sla.get("npu_trip_temperature"), sla.get("npu_process_kills"),
-                                             dataclasses.replace(sla.get("long_dialog_success"), limit=0.9), dialogs=5,
+    result = thermal_trip.thermal_trip_check(runtime, trip=sla.get("npu_trip_temperature"), kills=sla.get("npu_process_kills"),
+                                             success=dataclasses.replace(sla.get("long_dialog_success"), limit=0.9), dialogs=5,
                                              tokens=8, approach_calls=5)
     assert outcomes(result)["npu_trip_temperature"] is Outcome.INVALID
     assert "no thermal trip" in result.verdict("npu_trip_temperature").detail
@@ -222,7 +222,7 @@ def bench_supply() -> Iterator[Any]:
 def test_ripple_sweep_finds_the_engage_threshold_and_fails_late_or_missing_redundancy(sla, bench_supply):
     entry, unprotected = sla.get("redundancy_engage_threshold"), target(sla, "redundancy_unprotected_errors")
     device, runtime, supply = bench_supply()
-    ok = redundancy.ripple_sweep_check(supply, runtime, entry, unprotected)
+    ok = redundancy.ripple_sweep_check(supply, runtime, engage_threshold=entry, unprotected_errors=unprotected)
     assert outcomes(ok)["redundancy_engage_threshold"] is Outcome.PASS
     assert outcomes(ok)["redundancy_unprotected_errors"] is Outcome.PASS
     # off at 30, on at 35 mV set; the digitizer sees the terminals' ripple a little above the setpoint
@@ -233,7 +233,7 @@ def test_ripple_sweep_finds_the_engage_threshold_and_fails_late_or_missing_redun
     assert device.phone.world.ripple_amplitude_v() == 0 and runtime.config_get("redundancy.mode") == "auto"
     for persona in ("late-redundancy", "no-redundancy"):  # never engaging is a failure, not "unmeasurable"
         _, runtime_x, supply_x = bench_supply(persona)
-        bad = redundancy.ripple_sweep_check(supply_x, runtime_x, entry, unprotected)
+        bad = redundancy.ripple_sweep_check(supply_x, runtime_x, engage_threshold=entry, unprotected_errors=unprotected)
         assert outcomes(bad)["redundancy_engage_threshold"] is Outcome.FAIL, persona
         assert outcomes(bad)["redundancy_unprotected_errors"] is Outcome.FAIL, persona
 
@@ -241,11 +241,11 @@ def test_ripple_sweep_finds_the_engage_threshold_and_fails_late_or_missing_redun
 def test_bit_exact_at_50mv_passes_with_redundancy_and_fails_without(sla, bench_supply):
     on, off = sla.get("redundancy_token_mismatches"), target(sla, "redundancy_off_token_mismatches")
     _, runtime, supply = bench_supply()
-    ok = redundancy.bit_exact_check(supply, runtime, on, off, tokens=32)
+    ok = redundancy.bit_exact_check(supply, runtime, token_mismatches=on, off_token_mismatches=off, tokens=32)
     assert set(outcomes(ok).values()) == {Outcome.PASS} and len(ok.verdicts) == 2
     assert ok.verdict("redundancy_token_mismatches").extra["votes_detected"] > 0  # it really voted
     _, runtime_n, supply_n = bench_supply("no-redundancy")
-    bad = redundancy.bit_exact_check(supply_n, runtime_n, on, off, tokens=32)
+    bad = redundancy.bit_exact_check(supply_n, runtime_n, token_mismatches=on, off_token_mismatches=off, tokens=32)
     assert outcomes(bad)["redundancy_token_mismatches"] is Outcome.FAIL  # it never engaged: wrong tokens
     assert bad.verdict("redundancy_token_mismatches").value > 0
 
@@ -253,18 +253,18 @@ def test_bit_exact_at_50mv_passes_with_redundancy_and_fails_without(sla, bench_s
 def test_bit_exact_fails_when_the_ripple_never_reaches_the_phone(sla, bench_supply):
     """The stress control: a supply that makes no ripple at the phone proves nothing."""
     _, runtime, supply = bench_supply()
-    result = redundancy.bit_exact_check(supply, runtime, sla.get("redundancy_token_mismatches"),
-                                        target(sla, "redundancy_off_token_mismatches"), amplitude_mv=20, tokens=16)
+    result = redundancy.bit_exact_check(supply, runtime, token_mismatches=sla.get("redundancy_token_mismatches"),
+                                        off_token_mismatches=target(sla, "redundancy_off_token_mismatches"), amplitude_mv=20, tokens=16)
     assert outcomes(result)["redundancy_off_token_mismatches"] is Outcome.INVALID  # ripple below the 50 mV condition
-    result = redundancy.bit_exact_check(supply, runtime, sla.get("redundancy_token_mismatches"),
-                                        dataclasses.replace(target(sla, "redundancy_off_token_mismatches"),
+    result = redundancy.bit_exact_check(supply, runtime, token_mismatches=sla.get("redundancy_token_mismatches"),
+                                        off_token_mismatches=dataclasses.replace(target(sla, "redundancy_off_token_mismatches"),
                                                             conditions={}), amplitude_mv=20, tokens=16)
     assert outcomes(result)["redundancy_off_token_mismatches"] is Outcome.FAIL  # below the unit's onset: no errors
 
 
 def _slowdown(sla: SlaProfile, persona: str, **kwargs: Any) -> Verdict:
     runtime = phone(persona)[1]
-    return redundancy.slowdown_check(runtime, sla.get("redundancy_slowdown"), now=phone_clock(runtime),
+    return redundancy.slowdown_check(runtime, slowdown=sla.get("redundancy_slowdown"), now=phone_clock(runtime),
                                      now_evidence=Evidence.CORROBORATED, **kwargs).verdicts[0]
 
 
@@ -277,7 +277,7 @@ def test_redundancy_slowdown_passes_nominal_and_fails_costly_or_absent(sla):
 
 
 def test_redundancy_slowdown_on_the_runtimes_own_timestamps_is_not_a_pass(sla):
-    verdict = redundancy.slowdown_check(phone()[1], sla.get("redundancy_slowdown"), pairs=10).verdicts[0]
+    verdict = redundancy.slowdown_check(phone()[1], slowdown=sla.get("redundancy_slowdown"), pairs=10).verdicts[0]
     assert verdict.outcome is Outcome.INCONCLUSIVE and verdict.evidence is Evidence.SELF_REPORTED
 
 
@@ -285,48 +285,47 @@ def test_redundancy_slowdown_on_the_runtimes_own_timestamps_is_not_a_pass(sla):
 def test_weight_read_errors_pass_nominal_and_fail_a_corrupted_page(sla):
     entry = sla.get("weight_page_read_errors")
     device, runtime = phone()
-    assert weights.read_errors_check(device, runtime, entry).verdicts[0].outcome is Outcome.PASS
+    assert weights.read_errors_check(device, runtime, read_errors=entry).verdicts[0].outcome is Outcome.PASS
     device, runtime = phone("corrupt-weights")
-    bad = weights.read_errors_check(device, runtime, entry).verdicts[0]
+    bad = weights.read_errors_check(device, runtime, read_errors=entry).verdicts[0]
     assert bad.outcome is Outcome.FAIL and bad.value == 1 and bad.name == "weights_page_read_errors"
 
 
 def test_merkle_root_check_passes_nominal_and_fails_a_corrupt_hash_tree(sla):
     entry = target(sla, "weights_root_mismatches")
     device, runtime = phone()
-    ok = weights.root_check(device, runtime, entry).verdicts[0]
+    ok = weights.root_check(device, runtime, root_mismatches=entry).verdicts[0]
     assert ok.outcome is Outcome.PASS and ok.extra["root"] == update_package().tree.root_hex
     device, runtime = phone("nominal", "verity-tree-corrupt")
-    bad = weights.root_check(device, runtime, entry).verdicts[0]
+    bad = weights.root_check(device, runtime, root_mismatches=entry).verdicts[0]
     assert bad.outcome is Outcome.FAIL and "hash block" in bad.detail
 
 
 def test_merkle_root_check_fails_an_unsigned_manifest(sla):
     device, runtime = phone()
     device.phone.fs.write("/data/vendor/llm/weights/model.bin.manifest.json.sig", b"ed25519 0000 AAAA\n")
-    bad = weights.root_check(device, runtime, target(sla, "weights_root_mismatches")).verdicts[0]
+    bad = weights.root_check(device, runtime, root_mismatches=target(sla, "weights_root_mismatches")).verdicts[0]
     assert bad.outcome is Outcome.FAIL and "signature" in bad.detail
 
 
 def test_spot_check_time_passes_nominal_and_fails_slow_flash(sla):
     entry = sla.get("merkle_spot_check_time")
     device, runtime = phone()
-    ok = weights.spot_check_time_check(device, runtime, entry, now=phone_clock(runtime),
+    ok = weights.spot_check_time_check(device, runtime, spot_check_time=entry, now=phone_clock(runtime),
                                        now_evidence=Evidence.CORROBORATED).verdicts[0]
     assert ok.outcome is Outcome.PASS and ok.n == entry.n_required and not ok.extra["failed_pages"]
     device, runtime = phone("nominal", "slow-flash")
-    assert weights.spot_check_time_check(device, runtime, entry, n=40, now=phone_clock(runtime),
+    assert weights.spot_check_time_check(device, runtime, spot_check_time=entry, n=40, now=phone_clock(runtime),
                                          now_evidence=Evidence.CORROBORATED).verdicts[0].outcome is Outcome.FAIL
 
 
 def _repair_targets(sla: SlaProfile) -> dict:
-    return targets(sla, "weights_undetected_corruptions", "weights_repair_bytes_per_page",
-                   "weights_bad_pages_after_repair")
+    return targets(sla, **weights.REPAIR_ENTRIES)
 
 
 def test_corrupted_page_is_detected_and_repaired_alone(sla):
     device, runtime = phone("corrupt-weights")
-    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(sla))
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, **_repair_targets(sla))
     assert all(v.outcome is Outcome.PASS for v in result.verdicts), [(v.name, v.detail) for v in result.verdicts]
     raw = result.raw["weights_repair"]
     assert len(raw["found"]) == 2 and len(raw["at_rest"]) == 1 and len(raw["injected"]) == 1
@@ -336,7 +335,7 @@ def test_corrupted_page_is_detected_and_repaired_alone(sla):
 
 def test_repair_that_does_not_take_fails(sla):
     device, runtime = phone("nominal", "weights-repair-ignored")
-    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(sla))
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, **_repair_targets(sla))
     assert outcomes(result)["weights_bad_pages_after_repair"] is Outcome.FAIL
 
 
@@ -344,7 +343,7 @@ def test_repair_that_resends_more_than_the_page_fails(sla):
     device, runtime = phone()
     package = update_package()
     result = weights.corrupt_and_repair_check(device, runtime, lambda i: package.data[i * 4096:(i + 2) * 4096],
-                                              _repair_targets(sla))
+                                              **_repair_targets(sla))
     assert outcomes(result)["weights_repair_bytes_per_page"] is Outcome.FAIL
     assert outcomes(result)["weights_bad_pages_after_repair"] is Outcome.FAIL  # the runtime refused it
     assert result.raw["weights_repair"]["refused"]
@@ -354,12 +353,11 @@ def test_corruption_that_is_not_detected_fails():
     """If the corrupted copy never lands (the push is swallowed), the check cannot claim detection."""
     device, runtime = phone()
     device.push_hook = lambda remote, data: device.phone.fs.read(remote) if remote == WEIGHT_FILE else data
-    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(None))
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, **_repair_targets(None))
     assert outcomes(result)["weights_undetected_corruptions"] is Outcome.FAIL
 
 
 # --- claims 13, 14: audit and counters -----------------------------------------------------------
-AUDIT = ("audit_records_missing", "audit_field_errors", "audit_bad_signatures", "audit_content_leaks")
 
 
 @pytest.mark.parametrize("persona, fault, failing", [
@@ -371,7 +369,7 @@ AUDIT = ("audit_records_missing", "audit_field_errors", "audit_bad_signatures", 
 ])
 def test_audit_log_check(persona, fault, failing):
     device, runtime = phone(persona, *([fault] if fault else []))
-    result = audit.audit_check(device, runtime, targets(None, *AUDIT))  # as many inferences as a 1-in-7 loss needs
+    result = audit.audit_check(device, runtime, **targets(None, **audit.ENTRIES))  # as many inferences as a 1-in-7 loss needs
     assert {v.name for v in result.verdicts if not v.passed} == failing
     assert all(v.outcome in (Outcome.PASS, Outcome.FAIL) for v in result.verdicts)
 
@@ -389,8 +387,7 @@ def test_audit_leak_search_finds_token_ids_hidden_in_an_allowed_field():
     ("slow", {"counters_kv_cache_miss_rate", "counters_weight_page_fault_rate"}),
 ])
 def test_counters_check(persona, failing):
-    entries = targets(None, *[f"counters_{n}" for n in counters.COUNTERS])
-    result = counters.counters_check(phone(persona)[1], entries, inferences=10)
+    result = counters.counters_check(phone(persona)[1], **targets(None, **counters.ENTRIES), inferences=10)
     assert {v.name for v in result.verdicts if v.outcome is Outcome.FAIL} == failing
     assert not any(v.outcome is Outcome.PASS for v in result.verdicts if v.evidence is Evidence.REPORTED)  # never
 
@@ -406,7 +403,7 @@ def test_counters_not_exposed_are_recorded_not_failed():
         def identity(self) -> Any:
             return types.SimpleNamespace(model="another-model", model_sha256=None)
 
-    result = counters.counters_check(NoCounters(), targets(None, *[f"counters_{n}" for n in counters.COUNTERS]),
+    result = counters.counters_check(NoCounters(), **targets(None, **counters.ENTRIES),
                                      inferences=1)
     assert all(v.outcome is Outcome.INFO and "not exposed" in v.detail for v in result.verdicts)
 
@@ -433,7 +430,7 @@ def test_record_into_saves_raw_data_and_points_each_verdict_at_it():
             saved[name] = data
             return f"raw/{name}.npz"
 
-    result = tokens.first_token_check(phone()[1], dataclasses.replace(load_profile("default").get("first_token_p99"),
+    result = tokens.first_token_check(phone()[1], first_token=dataclasses.replace(load_profile("default").get("first_token_p99"),
                                                                        min_samples=0), n=5)
     result.record_into(Record())
     assert recorded[0].raw == ("raw/first_token.npz", "raw/first_token_prompts.npz") and "first_token" in saved
@@ -444,7 +441,7 @@ def test_record_into_saves_raw_data_and_points_each_verdict_at_it():
 def test_checks_over_adb_transport(over_adb, sla):
     emulated, device, _ = over_adb.start("thermal-kill", npu=NPU)
     runtime = RuntimeClient(device)
-    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, _repair_targets(sla))
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, **_repair_targets(sla))
     assert all(v.outcome is Outcome.PASS for v in result.verdicts)  # 32 MiB pulled and pushed back
     world = emulated.world
     world.set_npu_frequency(1400.0)
@@ -458,6 +455,6 @@ def test_a_unit_whose_trigger_calibration_lowered_still_meets_the_engage_claim(s
     _, runtime, supply = bench_supply()
     runtime.config_set("redundancy.trigger_mv", 23)
     runtime.config_set("redundancy.release_mv", 19)
-    verdict = redundancy.ripple_sweep_check(supply, runtime, entry, target(sla, "redundancy_unprotected_errors"))
+    verdict = redundancy.ripple_sweep_check(supply, runtime, engage_threshold=entry, unprotected_errors=target(sla, "redundancy_unprotected_errors"))
     verdict = verdict.verdict("redundancy_engage_threshold")
     assert verdict.outcome is Outcome.PASS and verdict.value < 30

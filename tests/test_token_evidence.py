@@ -36,7 +36,6 @@ from phonebench.emulation.runtime_personas import PERSONAS
 from tests.adb_helpers import EmulatedStation, adb_key, adb_server, over_adb  # noqa: F401 - fixtures
 
 NPU = "SM8650-ES"
-COUNTERS = [f"counters_{n}" for n in counters.COUNTERS]
 
 
 @pytest.fixture(scope="module")
@@ -124,10 +123,10 @@ def test_report_agrees_within_the_link_tolerance_and_not_beyond():
 def claim(name: str, device: Any, runtime: RuntimeClient, sla: SlaProfile) -> Any:
     """Claims 3-5 as the suite runs them (first token and contention on proof-sized samples)."""
     if name == "first_token_p99":
-        return tokens.first_token_check(runtime, few(sla.get(name)), n=30).verdicts[0]
+        return tokens.first_token_check(runtime, first_token=few(sla.get(name)), n=30).verdicts[0]
     if name == "token_latency_std":
-        return tokens.token_std_check(runtime, sla.get(name), inferences=80).verdicts[0]
-    return tokens.contention_check(device, runtime, sla.get(name)).verdicts[0]
+        return tokens.token_std_check(runtime, token_std=sla.get(name), inferences=80).verdicts[0]
+    return tokens.contention_check(device, runtime, loaded_latency=sla.get(name)).verdicts[0]
 
 
 CLAIMS_3_TO_5 = ("first_token_p99", "token_latency_std", "token_latency_p95_gpu_load")
@@ -143,7 +142,7 @@ def test_honest_phone_is_measured_and_its_report_agrees(over_adb, sla, metric):
 
 
 def test_without_a_station_clock_only_the_report_exists_and_proves_nothing(sla):
-    result = tokens.first_token_check(phone(clocked=False)[1], few(sla.get("first_token_p99")), n=30)
+    result = tokens.first_token_check(phone(clocked=False)[1], first_token=few(sla.get("first_token_p99")), n=30)
     verdict = result.verdicts[0]
     assert verdict.outcome is Outcome.INCONCLUSIVE and verdict.evidence is Evidence.SELF_REPORTED
 
@@ -159,7 +158,7 @@ def test_compressed_timestamps_are_caught(over_adb, sla):
     _, _, runtime = observed(over_adb, "compressed-timestamps")
     gen = runtime.generate(12, seed=3, prompt_tokens=16)
     np.testing.assert_allclose(np.diff(gen.token_times), 0.35 * np.diff(gen.arrivals.token_times), rtol=1e-4)
-    verdict = tokens.token_std_check(runtime, sla.get("token_latency_std"), inferences=20).verdicts[0]
+    verdict = tokens.token_std_check(runtime, token_std=sla.get("token_latency_std"), inferences=20).verdicts[0]
     assert verdict.outcome is Outcome.FAIL and "disagrees with what arrived" in verdict.detail
     assert verdict.extra["reported_value"] < 0.5 * verdict.value  # the report shows a much steadier phone
 
@@ -171,7 +170,7 @@ def test_a_station_clock_of_another_world_is_a_station_error_not_a_phone_fail(ov
     link = tokens.measure_link(runtime, n=3)
     assert link.rate == pytest.approx(0.0) and link.domain_problem is not None
     verdicts = [claim(metric, device, runtime, sla) for metric in ("first_token_p99", "token_latency_std")]
-    verdicts.append(counters.counters_check(runtime, targets(None, *COUNTERS), inferences=4)
+    verdicts.append(counters.counters_check(runtime, **targets(None, **counters.ENTRIES), inferences=4)
                     .verdict("counters_mac_utilisation"))
     for verdict in verdicts:
         assert verdict.outcome is Outcome.INVALID, verdict.detail
@@ -229,7 +228,7 @@ def test_fake_gpu_load_reports_busy_while_the_gpu_idles(sla):
     device.run(["sleep", "2"])
     assert load.status().gpu_busy == 0.8 and read_gpu_busy(device) == 0.0
     load.stop()
-    result = tokens.contention_check(device, runtime, sla.get("token_latency_p95_gpu_load"), runs=3)
+    result = tokens.contention_check(device, runtime, loaded_latency=sla.get("token_latency_p95_gpu_load"), runs=3)
     verdict = result.verdicts[0]
     assert verdict.outcome is Outcome.FAIL and "busy counters read 0%" in verdict.detail
     assert verdict.extra["gpu_load_tool"] == pytest.approx(0.8) and verdict.extra["gpu_load"] == 0.0
@@ -245,7 +244,7 @@ def test_the_gpu_load_must_show_on_the_supply_or_in_the_tokens(sla, persona, out
     supply = KeysightN6705C(server.address, timeout_s=5)
     try:
         entry = dataclasses.replace(few(sla.get("token_latency_p95_gpu_load"), 150), min_runs=4)
-        verdict = tokens.contention_check(device, runtime, entry, runs=4, supply=supply).verdicts[0]
+        verdict = tokens.contention_check(device, runtime, loaded_latency=entry, runs=4, supply=supply).verdicts[0]
     finally:
         supply.close()
         server.stop()
@@ -261,14 +260,14 @@ def test_a_phone_without_gpu_counters_rests_the_load_on_the_tools_word(sla, monk
     device, runtime = phone()
     monkeypatch.setattr(gpuload_driver, "GPU_BUSY_NODES", ("/sys/class/devfreq/none/load",))
     assert read_gpu_busy(device) is None
-    verdict = tokens.contention_check(device, runtime, sla.get("token_latency_p95_gpu_load")).verdicts[0]
+    verdict = tokens.contention_check(device, runtime, loaded_latency=sla.get("token_latency_p95_gpu_load")).verdicts[0]
     assert verdict.outcome is Outcome.INCONCLUSIVE and verdict.evidence is Evidence.SELF_REPORTED
 
 
 # --- counters: physics and the kernel --------------------------------------------------------------
 def test_honest_counters_are_corroborated_where_the_bench_can_check_them(over_adb):
     _, _, runtime = observed(over_adb)
-    result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
+    result = counters.counters_check(runtime, **targets(None, **counters.ENTRIES), inferences=10)
     evidence = {v.name: v.evidence for v in result.verdicts}
     reported = {n for n, e in evidence.items() if e is Evidence.REPORTED}
     assert reported == {"counters_kv_cache_miss_rate", "counters_prefetch_accuracy",
@@ -285,7 +284,7 @@ def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
     physics on the datasheet clock and the host's decode time catch the MAC utilisation; the rest
     can only be reported."""
     device, runtime = phone("consistent-counters")
-    result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
+    result = counters.counters_check(runtime, **targets(None, **counters.ENTRIES), inferences=10)
     mac = result.verdict("counters_mac_utilisation")
     assert mac.outcome is Outcome.FAIL and "implausible" in mac.detail and "datasheet clock" in mac.detail
     bandwidth = result.verdict("counters_memory_bandwidth_utilisation")  # 0.96 said, ~0.87 moved
@@ -293,17 +292,17 @@ def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
     assert not any(v.outcome is Outcome.PASS for v in result.verdicts)
     faults = result.verdict("counters_weight_page_fault_rate")
     assert faults.evidence is Evidence.REPORTED and "consistent with the phone's own" in faults.detail
-    entries = targets(None, *COUNTERS)
-    entries["counters_mac_utilisation"] = dataclasses.replace(
-        entries["counters_mac_utilisation"],
-        parameters={k: v for k, v in entries["counters_mac_utilisation"].parameters.items() if k != "npu_clock_mhz"})
-    on_its_clock = counters.counters_check(runtime, entries, inferences=10).verdict("counters_mac_utilisation")
+    entries = targets(None, **counters.ENTRIES)
+    entries["mac_utilisation"] = dataclasses.replace(
+        entries["mac_utilisation"],
+        parameters={k: v for k, v in entries["mac_utilisation"].parameters.items() if k != "npu_clock_mhz"})
+    on_its_clock = counters.counters_check(runtime, **entries, inferences=10).verdict("counters_mac_utilisation")
     assert on_its_clock.evidence is Evidence.REPORTED and not on_its_clock.passed  # its clock makes it agree
 
 
 def test_inflated_counters_are_implausible(over_adb):
     _, _, runtime = observed(over_adb, "inflated-counters")
-    result = counters.counters_check(runtime, targets(None, *COUNTERS), inferences=10)
+    result = counters.counters_check(runtime, **targets(None, **counters.ENTRIES), inferences=10)
     failed = {v.name: v for v in result.verdicts if v.outcome is Outcome.FAIL}
     assert set(failed) == {"counters_mac_utilisation", "counters_memory_bandwidth_utilisation",
                            "counters_weight_page_fault_rate"}
@@ -313,7 +312,7 @@ def test_inflated_counters_are_implausible(over_adb):
 
 
 def test_counters_without_a_station_clock_cannot_be_corroborated():
-    result = counters.counters_check(phone(clocked=False)[1], targets(None, *COUNTERS), inferences=4)
+    result = counters.counters_check(phone(clocked=False)[1], **targets(None, **counters.ENTRIES), inferences=4)
     mac = result.verdict("counters_mac_utilisation")
     assert mac.outcome is Outcome.INCONCLUSIVE and "no station clock" in mac.detail
 

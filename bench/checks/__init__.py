@@ -1,21 +1,23 @@
 """Measurements and evaluations behind the SLA checks: plain functions the HIL suites call and the
 production acceptance flow reuses with smaller sample counts.
 
-Each check takes drivers (a RuntimeClient, a Device, a power analyzer) and the SLA entries that
-judge it, and returns a CheckResult: verdicts plus the raw data they were computed from. A
-verdict's `raw` lists the names of its raw data until `CheckResult.record_into` saves them and
-replaces the names by the saved files' paths.
+One shape (tests/test_check_shape.py): `<what>_check(resources..., *, entries..., options...)
+-> CheckResult`. A check takes the drivers it uses (a RuntimeClient, a Device, a power analyzer)
+positionally, then each SlaEntry it judges as a keyword-only parameter named after what it judges,
+then its options; it returns a CheckResult: verdicts plus the raw data they were computed from.
+
+A verdict lives in two steps. The check builds it whole with `SlaEntry.evaluate` (its name, raw
+names, plot, detail and facts as keywords); `CheckResult.record_into` records it, saving the raw
+data and replacing the verdict's raw names by the saved files' paths.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from dataclasses import fields, replace
 from typing import Any, Protocol
 
-from phonebench.core.verdict import PlotHint, Verdict
+from phonebench.core.verdict import Verdict
 
-PLOT_FIELDS = {f.name for f in fields(PlotHint)} - {"kind"}
 Tick = Callable[[int], Any]  # progress: called with the number of steps just done
 
 
@@ -50,28 +52,9 @@ class CheckResult:
     def record_into(self, record: Recorder) -> list[Verdict]:
         """Save the raw data next to the results and record every verdict (pointing at its files)."""
         paths = {name: record.raw(name, data) for name, data in self.raw.items()}
+        # The record step, the verdict's second and last: its raw names become the saved files.
         self.verdicts = [record(v.but(raw=tuple(paths.get(name, name) for name in v.raw))) for v in self.verdicts]
         return self.verdicts
-
-
-def named(verdict: Verdict, name: str, raw: str | None = None, plot: str | PlotHint | None = None,
-          **extra: Any) -> Verdict:
-    """Give a profile verdict its reported name (keeping the metric id), raw data and plot hint;
-    keyword arguments naming a PlotHint field (labels, x_label, ...) go into the plot hint, the
-    others into the verdict's extra data."""
-    hints = {k: extra.pop(k) for k in list(extra) if k in PLOT_FIELDS}
-    if "labels" in hints:
-        hints["labels"] = tuple(hints["labels"])
-    changes: dict[str, Any] = {"extra": extra}
-    if verdict.name != name:
-        changes.update(name=name, metric=verdict.metric or verdict.name)
-    if raw is not None:
-        changes["raw"] = (raw, *[r for r in verdict.raw if r != raw])
-    if plot is not None:
-        changes["plot"] = PlotHint(plot, **hints) if isinstance(plot, str) else replace(plot, **hints)
-    elif hints:
-        raise ValueError(f"{name}: plot hints {sorted(hints)} without a plot kind")
-    return verdict.but(**changes)
 
 
 def no_tick(_: int) -> None:

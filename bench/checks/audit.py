@@ -35,13 +35,17 @@ import numpy as np
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from . import CheckResult, Tick, named, no_tick
+from . import CheckResult, Tick, no_tick
 from phonebench.core.verdict import Evidence
 from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
+
+# audit_check's entries and the metric ids that hold them (targets(profile, **ENTRIES)).
+ENTRIES = {"records_missing": "audit_records_missing", "field_errors": "audit_field_errors",
+           "bad_signatures": "audit_bad_signatures", "content_leaks": "audit_content_leaks"}
 
 REQUIRED = {"seq": int, "t": (int, float), "input_tokens": int, "output_tokens": int, "model_version": str,
             "npu_freq_mhz": (int, float), "npu_temp_c": (int, float), "sig": str}
@@ -132,13 +136,16 @@ def _read_log(device: Device, path: str, rotated: str | None) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def audit_check(device: Device, runtime: RuntimeClient, entries: dict[str, SlaEntry], *,
-                inferences: int | None = None, seed: int = 1309, tick: Tick = no_tick) -> CheckResult:
-    """entries: audit_records_missing, audit_field_errors, audit_bad_signatures, audit_content_leaks.
+def audit_check(device: Device, runtime: RuntimeClient, *, records_missing: SlaEntry, field_errors: SlaEntry,
+                bad_signatures: SlaEntry, content_leaks: SlaEntry, inferences: int | None = None, seed: int = 1309,
+                tick: Tick = no_tick) -> CheckResult:
+    """The entries judge the log's four findings (ENTRIES: the metric ids that usually hold them).
 
     inferences: None derives the count from the missing-records entry's detect_drop_rate and
     detect_probability (see the module doc)."""
-    params = entries["audit_records_missing"].parameters
+    entries = {"audit_records_missing": records_missing, "audit_field_errors": field_errors,
+               "audit_bad_signatures": bad_signatures, "audit_content_leaks": content_leaks}
+    params = records_missing.parameters
     drop_rate = float(params.get("detect_drop_rate", DETECT_DROP_RATE))
     wanted = float(params.get("detect_probability", DETECT_PROBABILITY))
     if inferences is None:
@@ -193,12 +200,13 @@ def audit_check(device: Device, runtime: RuntimeClient, entries: dict[str, SlaEn
                "audit_content_leaks": findings.leaks}
     verdicts = []
     for metric, count in counts.items():
-        verdict = named(entries[metric].evaluate(count, evidence=Evidence.MEASURED), metric, raw="audit_log",
-                        key_id=status.key_id)
+        extra: dict[str, Any] = {"key_id": status.key_id}
         if metric == "audit_records_missing":
-            verdict = verdict.but(extra={"detect_drop_rate": drop_rate, "detection_probability": detect_p})
-        verdicts.append(verdict.but(n=inferences,
-                                    detail="; ".join(details[metric][:5]) or f"none in {inferences} inferences"))
+            extra.update(detect_drop_rate=drop_rate, detection_probability=detect_p)
+        verdicts.append(entries[metric].evaluate(count, evidence=Evidence.MEASURED, name=metric, raw="audit_log",
+                                                 extra=extra, n=inferences,
+                                                 detail="; ".join(details[metric][:5])
+                                                 or f"none in {inferences} inferences"))
     raw = {"records": [r for r, _ in records], "inferences": [{"prompt": p, "tokens": g.tokens, "start": g.start_time,
                                                               "done": g.done_time} for p, g in runs],
            "public_key": base64.b64encode(status.public_key).decode(), "findings": details}

@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from . import CheckResult, Tick, named, no_tick
+from . import CheckResult, Tick, no_tick
 from .tokens import TokenRuns, run_inferences
 from ..phone.link import ClockDomainProblem, measure_link
 from phonebench.core.counters import COUNTER_RATIOS as COUNTERS
@@ -45,6 +45,8 @@ from phonebench.drivers.runtime import RuntimeClient
 
 log = logging.getLogger(__name__)
 
+# counters_check's entries (one per counter ratio) and the metric ids that hold them.
+ENTRIES = {name: f"counters_{name}" for name in COUNTERS}
 WORKLOAD_INFERENCES = 20
 WORKLOAD_TOKENS = 32
 VMSTAT = "/proc/vmstat"
@@ -61,9 +63,15 @@ def read_major_faults(runtime: RuntimeClient) -> int | None:
     return None
 
 
-def counters_check(runtime: RuntimeClient, entries: dict[str, SlaEntry], *, inferences: int = WORKLOAD_INFERENCES,
-                   tokens: int = WORKLOAD_TOKENS, tick: Tick = no_tick) -> CheckResult:
-    """entries: counters_<name> for each name in COUNTERS."""
+def counters_check(runtime: RuntimeClient, *, kv_cache_miss_rate: SlaEntry, mac_utilisation: SlaEntry,
+                   memory_bandwidth_utilisation: SlaEntry, weight_page_fault_rate: SlaEntry,
+                   prefetch_accuracy: SlaEntry, inferences: int = WORKLOAD_INFERENCES, tokens: int = WORKLOAD_TOKENS,
+                   tick: Tick = no_tick) -> CheckResult:
+    """One entry per counter ratio in COUNTERS (ENTRIES: the metric ids that usually hold them)."""
+    entries = {"counters_kv_cache_miss_rate": kv_cache_miss_rate, "counters_mac_utilisation": mac_utilisation,
+               "counters_memory_bandwidth_utilisation": memory_bandwidth_utilisation,
+               "counters_weight_page_fault_rate": weight_page_fault_rate,
+               "counters_prefetch_accuracy": prefetch_accuracy}
     faults_before = read_major_faults(runtime) if hasattr(runtime, "device") else None
     runtime.counters(reset=True)
     runs = run_inferences(runtime, inferences, tokens, tick=tick)
@@ -104,25 +112,25 @@ class _Plausibility:
 
 def _judge(entry: SlaEntry, metric: str, value: float, how: str,
            check: _Plausibility | ClockDomainProblem | str | None, tokens: Any) -> Verdict:
+    own = dict(name=metric, raw="counters")
     if isinstance(check, ClockDomainProblem):  # a station error: nothing to corroborate with
-        return check.invalidate(named(entry.evaluate(value, evidence=Evidence.SELF_REPORTED), metric,
-                                      raw="counters", tokens=tokens))
+        return check.invalidate(entry.evaluate(value, evidence=Evidence.SELF_REPORTED, **own,
+                                               extra={"tokens": tokens}))
     if not isinstance(check, _Plausibility):
-        verdict = entry.evaluate(value, evidence=Evidence.REPORTED)
         why = check or "no independent reading of this counter on a phone"
-        return named(verdict, metric, raw="counters", tokens=tokens).but(
-            detail=f"{how}; reported ({why}); {verdict.detail}")
+        return entry.evaluate(value, evidence=Evidence.REPORTED, **own, extra={"tokens": tokens},
+                              detail_prefix=f"{how}; reported ({why})")
     evidence = Evidence.REPORTED if check.phones_word else Evidence.CORROBORATED
-    verdict = entry.evaluate(value, evidence=evidence, uncertainty=check.uncertainty)
-    verdict = named(verdict, metric, raw="counters", tokens=tokens, independent=check.independent,
-                    tolerance=check.tolerance, cross_check=check.what)
-    if check.agrees:
-        said = "consistent with the phone's own" if check.phones_word else "corroborated:"
-        return verdict.but(detail=f"{how}; {said} {check.what} gives {check.independent:.4g} "
-                                  f"(within {check.tolerance:.2g}); {verdict.detail}")
-    return verdict.but(outcome=Outcome.FAIL,
-                       detail=f"{how}; implausible: the runtime reports {check.reported:.4g} but {check.what} gives "
-                              f"{check.independent:.4g} (tolerance {check.tolerance:.2g}); {verdict.detail}")
+    said = "consistent with the phone's own" if check.phones_word else "corroborated:"
+    # A cross-check the counter fails is the check's own finding: the numbers alone cannot show it.
+    return entry.evaluate(
+        value, evidence=evidence, uncertainty=check.uncertainty, **own,
+        extra={"tokens": tokens, "independent": check.independent, "tolerance": check.tolerance,
+               "cross_check": check.what},
+        outcome=None if check.agrees else Outcome.FAIL,
+        detail_prefix=f"{how}; {said} {check.what} gives {check.independent:.4g} (within {check.tolerance:.2g})"
+        if check.agrees else f"{how}; implausible: the runtime reports {check.reported:.4g} but {check.what} gives "
+                             f"{check.independent:.4g} (tolerance {check.tolerance:.2g})")
 
 
 @dataclass(frozen=True)

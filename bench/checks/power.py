@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -163,24 +164,25 @@ def _inference_window(trace: Trace, power: np.ndarray, idle_w: float, duration_s
     return slice(start, start + max(1, int(round(duration_s / trace.interval_s))))
 
 
-def sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry) -> list[Verdict]:
-    """Sustained mean (t over run means, condition: the digitizer's rate) and the peak (info)."""
+def sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry, *, raw: Sequence[str] = (),
+                             note: str = "") -> list[Verdict]:
+    """Sustained mean (t over run means, condition: the digitizer's rate) and the peak (info), both
+    pointing at the raw data named `raw`; `note` ends the sustained mean's detail."""
     mean_w = float(np.mean(runs.means_w)) if runs.runs else 0.0
     budget = power_budget(runs.means_w, "mean", power_w=mean_w, volts=BATTERY_V, calibration=runs.calibration,
                           note="run-mean")
-    sustained = entry.evaluate(list(runs.runs), evidence=Evidence.MEASURED, uncertainty=budget,
-                               sample_rate_hz=runs.sample_rate_hz)
-    detail = sustained.detail
-    if runs.truncated:
-        detail += f"; {runs.truncated} run(s) outlasted the sweep (window cut short)"
-    sustained = sustained.but(name="power_sustained_mean", metric=entry.metric, detail=detail,
-                              plot=PlotHint("trace", average=float(np.mean(runs.means_w)), y_label="W",
-                                            labels=("phone power, runs back to back",)),
-                              extra={"runs": len(runs.runs), "truncated_runs": runs.truncated})
+    sustained = entry.evaluate(
+        list(runs.runs), evidence=Evidence.MEASURED, uncertainty=budget, name="power_sustained_mean", raw=raw,
+        detail_suffix="; ".join(text for text in (
+            f"{runs.truncated} run(s) outlasted the sweep (window cut short)" if runs.truncated else "", note) if text),
+        plot=PlotHint("trace", average=float(np.mean(runs.means_w)), y_label="W",
+                      labels=("phone power, runs back to back",)),
+        extra={"runs": len(runs.runs), "truncated_runs": runs.truncated},
+        sample_rate_hz=runs.sample_rate_hz)
     peak = compare("power_peak", runs.peak_w, "W", None, statistic="max", n=int(sum(r.size for r in runs.runs)),
                    detail=f"highest V x I sample of {len(runs.runs)} runs at {runs.sample_rate_hz:.0f} S/s "
                           "(no target: the claim's 5.8 W is the previous peak)",
-                   claim=entry.claim, plot=PlotHint("trace", y_label="W"))
+                   claim=entry.claim, plot=PlotHint("trace", y_label="W"), raw=tuple(raw))
     return [sustained, peak]
 
 
@@ -188,6 +190,7 @@ def sanity_verdict(runs: PowerRuns, entry: SlaEntry) -> Verdict:
     """A line's short check: the first run's mean power against the sustained limit (one value)."""
     verdict = stats.value_verdict("power_sanity_mean", float(runs.means_w[0]) if runs.runs else None,
                                   limit=entry.limit, unit=entry.unit, comparator=entry.comparator, statistic="mean")
+    # The statistic here is not the entry's (one value against its limit), so no evaluate to carry these.
     return verdict.but(detail=(f"one generate of {runs.durations_s[0]:.1f} s at {runs.sample_rate_hz:.0f} S/s"
                                if runs.runs else "no run"),
                        metric=entry.metric, claim=entry.claim, plot=PlotHint("trace", y_label="W"))
@@ -268,27 +271,30 @@ def new_dialog_energy(supply: PowerAnalyzer, capacity_wh: float, interval_s: flo
     return DialogEnergy(interval_s, capacity_wh, calibration=calibration_of(supply))
 
 
-def energy_verdicts(energy: DialogEnergy, entry: SlaEntry) -> list[Verdict]:
+def energy_verdicts(energy: DialogEnergy, entry: SlaEntry, *, raw: Sequence[str] = (),
+                    note: str = "") -> list[Verdict]:
     """Mean energy per dialog (% of capacity) against the profile, and the battery share of its
-    dialog count (27 by default) for the report."""
+    dialog count (27 by default) for the report; the verdict points at the raw data named `raw`,
+    and `note` ends its detail."""
     percent = energy.percent
     mean_w = float(np.sum(energy.energy_j) / np.sum(energy.window_s)) if np.sum(energy.window_s) > 0 else 0.0
     scale = float(np.mean(percent)) / mean_w if mean_w > 0 else 0.0  # % of capacity per W of mean power
     budget = power_budget(percent, "mean", power_w=mean_w, volts=BATTERY_V, scale=scale,
                           calibration=energy.calibration, note="per-dialog")
-    verdict = entry.evaluate(percent, evidence=Evidence.MEASURED, uncertainty=budget)
     dialogs = int(entry.parameters.get("dialogs", 27))
     share = dialogs * float(np.mean(energy.percent)) if energy.energy_j else math.nan
-    detail = (f"{verdict.detail}; {np.mean(energy.energy_j):.1f} J per dialog of a {energy.capacity_wh:g} Wh "
-              f"battery: {dialogs} dialogs cost {share:.3f} % (claim: "
-              f"{entry.parameters.get('battery_share_percent', 8)} %)")
+    notes = [f"{np.mean(energy.energy_j):.1f} J per dialog of a {energy.capacity_wh:g} Wh battery: {dialogs} "
+             f"dialogs cost {share:.3f} % (claim: {entry.parameters.get('battery_share_percent', 8)} %)"]
     if energy.open_ended:
-        detail += f"; {energy.open_ended} dialog(s) never returned to idle within the sweep limit"
-    return [verdict.but(detail=detail, metric=entry.metric,
-                        plot=PlotHint("samples", x_label="energy per dialog (% of battery capacity)"),
-                        extra={"battery_capacity_wh": energy.capacity_wh, "dialogs_share_percent": share,
-                               "open_ended": energy.open_ended,
-                               "mean_energy_j": float(np.mean(energy.energy_j)) if energy.energy_j else None})]
+        notes.append(f"{energy.open_ended} dialog(s) never returned to idle within the sweep limit")
+    if note:
+        notes.append(note)
+    return [entry.evaluate(percent, evidence=Evidence.MEASURED, uncertainty=budget, raw=raw,
+                           detail_suffix="; ".join(notes), name=entry.metric,
+                           plot=PlotHint("samples", x_label="energy per dialog (% of battery capacity)"),
+                           extra={"battery_capacity_wh": energy.capacity_wh, "dialogs_share_percent": share,
+                                  "open_ended": energy.open_ended,
+                                  "mean_energy_j": float(np.mean(energy.energy_j)) if energy.energy_j else None})]
 
 
 def energy_dialogs(entry: SlaEntry) -> int:
@@ -306,25 +312,26 @@ def battery_capacity_wh(entry: SlaEntry) -> float:
     return float(value)
 
 
-def sustained_power_check(supply: PowerAnalyzer, device: Device, entry: SlaEntry, *, runs: int | None = None,
-                          tokens: int = 200, interval_s: float = DEFAULT_INTERVAL_S) -> CheckResult:
-    """Claim 6, sustained and peak power (`entry`: the profile's SUSTAINED); `runs` defaults to the
-    entry's minimum number of runs. `measurement` is the PowerRuns."""
-    count = runs if runs is not None else max(entry.min_runs, entry.n_required)
+def sustained_power_check(supply: PowerAnalyzer, device: Device, *, sustained_power: SlaEntry,
+                          runs: int | None = None, tokens: int = 200,
+                          interval_s: float = DEFAULT_INTERVAL_S) -> CheckResult:
+    """Claim 6, sustained and peak power (`sustained_power`: the profile's SUSTAINED); `runs`
+    defaults to the entry's minimum number of runs. `measurement` is the PowerRuns."""
+    count = runs if runs is not None else max(sustained_power.min_runs, sustained_power.n_required)
     result = measure_sustained_power(supply, device, count, tokens=tokens, interval_s=interval_s)
-    verdicts = [v.but(raw=("power-runs",)) for v in sustained_power_verdicts(result, entry)]
+    verdicts = sustained_power_verdicts(result, sustained_power, raw=("power-runs",))
     return CheckResult(verdicts, {"power-runs": result.raw()}, measurement=result)
 
 
-def dialog_energy_check(supply: PowerAnalyzer, stimulus: AudioStimulus, entry: SlaEntry, *,
+def dialog_energy_check(supply: PowerAnalyzer, stimulus: AudioStimulus, *, energy: SlaEntry,
                         dialogs: int | None = None, capacity_wh: float | None = None,
                         interval_s: float = ENERGY_INTERVAL_S,
                         clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
-    """Claim 6, energy per dialog (`entry`: the profile's ENERGY): `dialogs` (default: the entry's)
+    """Claim 6, energy per dialog (`energy`: the profile's ENERGY): `dialogs` (default: the entry's)
     spoken questions."""
     arm_stimulus(stimulus, clip=clip)
-    count = dialogs if dialogs is not None else energy_dialogs(entry)
-    capacity = capacity_wh if capacity_wh is not None else battery_capacity_wh(entry)
+    count = dialogs if dialogs is not None else energy_dialogs(energy)
+    capacity = capacity_wh if capacity_wh is not None else battery_capacity_wh(energy)
     result = measure_dialog_energy(supply, stimulus, count, capacity_wh=capacity, interval_s=interval_s)
-    verdicts = [v.but(raw=("dialog-energy",)) for v in energy_verdicts(result, entry)]
+    verdicts = energy_verdicts(result, energy, raw=("dialog-energy",))
     return CheckResult(verdicts, {"dialog-energy": result.raw()}, measurement=result)

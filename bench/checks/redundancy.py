@@ -44,10 +44,10 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sps
 
-from . import CheckResult, Tick, named, no_tick
+from . import CheckResult, Tick, no_tick
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from ..stats.verdicts import clopper_pearson
-from phonebench.core.verdict import Evidence, Outcome, Verdict
+from phonebench.core.verdict import Evidence, Outcome, PlotHint, Verdict
 from phonebench.drivers.device import Device
 from ..specs.sla import SlaEntry
 from phonebench.drivers.power import PowerAnalyzer
@@ -300,14 +300,14 @@ def _ratio_at_50(up: list[RipplePoint], confidence: float) -> tuple[float | None
         f"error rate at 50 mV / at {low.x_mv:.1f} mV measured, the lowest erring step (claimed 12x over onset)"
 
 
-def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entry: SlaEntry,
-                       unprotected_entry: SlaEntry, ratio_entry: SlaEntry | None = None, *, probes: int = PROBES,
+def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, *, engage_threshold: SlaEntry,
+                       unprotected_errors: SlaEntry, error_ratio: SlaEntry | None = None, probes: int = PROBES,
                        macs: int = PROBE_MACS, tick: Tick = no_tick) -> CheckResult:
-    """Engage threshold (the entry), wrong results above the claimed trigger (unprotected_entry),
-    the 50 mV MAC error ratio (ratio_entry; None: recorded, not judged), release threshold and
-    the MAC error rate curve."""
+    """Engage threshold, wrong results above the claimed trigger (unprotected_errors), the 50 mV
+    MAC error ratio (error_ratio; None: recorded, not judged), release threshold and the MAC error
+    rate curve."""
     client = _client(runtime)
-    amplitudes = _sweep_amplitudes(entry)
+    amplitudes = _sweep_amplitudes(engage_threshold)
     mode = client.config_get(MODE)
     power_up(supply)
     up: list[RipplePoint] = []
@@ -335,33 +335,30 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
            "y": np.array([np.nan if p.mac_error_rate is None else p.mac_error_rate for p in sweep]),
            "state": np.array([float(p.active) for p in sweep]),
            "direction": np.array([1.0] * len(up) + [-1.0] * len(down))}
-    labels = dict(x_label="ripple amplitude at the terminals (mV, digitizer)",
-                  y_label="INT4 MAC error rate (per MAC, redundancy off)",
-                  state_label="redundancy engaged (auto; by results where they tell)", limit_axis="x", log_y=True)
+    plot = PlotHint("sweep", x_label="ripple amplitude at the terminals (mV, digitizer)",
+                    y_label="INT4 MAC error rate (per MAC, redundancy off)",
+                    state_label="redundancy engaged (auto; by results where they tell)", limit_axis="x", log_y=True)
     evidence = Evidence.CORROBORATED if spoke else Evidence.REPORTED
-    engage_v = named(entry.evaluate(engage, evidence=evidence), "redundancy_engage_threshold", raw="ripple_sweep",
-                     plot="sweep", flag_contradicted_at_mv=contradicted, **labels)
-    if engage is None:
-        engage_v = engage_v.but(outcome=Outcome.FAIL, detail=f"fail: redundancy never engaged up to "
-                                f"{up[-1].x_mv:.1f} mV measured")
-    if contradicted:
-        engage_v = engage_v.but(detail=f"the runtime's flag disagrees with its results at {contradicted} mV, so "
-                                       f"only the results place the threshold; {engage_v.detail}")
-    if not clean:
-        engage_v = engage_v.but(outcome=Outcome.FAIL, detail=f"fail: known-answer probes drawn for this run come "
-                                f"back wrong on a clean supply: the unit does not compute them; {engage_v.detail}")
-    claimed = float(entry.parameters.get("claimed_mv", CLAIMED_TRIGGER_MV))
-    tolerance = float(entry.parameters.get("ripple_tolerance_mv", RIPPLE_TOLERANCE_MV))
+    findings = [f"fail: known-answer probes drawn for this run come back wrong on a clean supply: the unit does "
+                f"not compute them" if not clean else "",
+                f"the runtime's flag disagrees with its results at {contradicted} mV, so only the results place "
+                f"the threshold" if contradicted else ""]
+    engage_v = engage_threshold.evaluate(
+        engage, evidence=evidence, name="redundancy_engage_threshold", raw="ripple_sweep", plot=plot,
+        extra={"flag_contradicted_at_mv": contradicted},
+        outcome=Outcome.FAIL if engage is None or not clean else None,
+        detail=f"fail: redundancy never engaged up to {up[-1].x_mv:.1f} mV measured" if engage is None else None,
+        detail_prefix="; ".join(f for f in findings if f))
+    claimed = float(engage_threshold.parameters.get("claimed_mv", CLAIMED_TRIGGER_MV))
+    tolerance = float(engage_threshold.parameters.get("ripple_tolerance_mv", RIPPLE_TOLERANCE_MV))
     unprotected = [p for p in up if p.probes_wrong_auto and p.behaviour is False and p.x_mv > claimed + tolerance]
     wrong = sum(p.probes_wrong_auto or 0 for p in unprotected)
-    unprotected_v = named(unprotected_entry.evaluate(wrong, evidence=Evidence.MEASURED),
-                          "redundancy_unprotected_errors", raw="ripple_sweep",
-                          steps_mv=[round(p.x_mv, 2) for p in unprotected])
-    unprotected_v = unprotected_v.but(n=sum(p.probes for p in up if p.x_mv > claimed + tolerance),
-                                      detail=f"{wrong} wrong known-answer probes in auto mode, not voted, above "
-                                             f"{claimed + tolerance:g} mV measured"
-                                             + (f" (at {[round(p.x_mv, 1) for p in unprotected]} mV)" if unprotected
-                                                else ""))
+    unprotected_v = unprotected_errors.evaluate(
+        wrong, evidence=Evidence.MEASURED, name="redundancy_unprotected_errors", raw="ripple_sweep",
+        extra={"steps_mv": [round(p.x_mv, 2) for p in unprotected]},
+        n=sum(p.probes for p in up if p.x_mv > claimed + tolerance),
+        detail=f"{wrong} wrong known-answer probes in auto mode, not voted, above {claimed + tolerance:g} mV measured"
+               + (f" (at {[round(p.x_mv, 1) for p in unprotected]} mV)" if unprotected else ""))
     sensed = [(p.x_mv, p.sensed_mv) for p in sweep if p.sensed_mv is not None and p.x_mv > 5.0]
     sense_ratio = float(np.median([s_ / x for x, s_ in sensed])) if sensed else None
     verdicts = [
@@ -372,7 +369,7 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, e
                                              "redundancy released (the runtime's flag: no probes on the way down)",
                 evidence=Evidence.REPORTED,
                 extra={"engage_mv": engage, "hysteresis_mv": None if None in (engage, release) else engage - release}),
-        _ratio_verdict(ratio_entry, up),
+        _ratio_verdict(error_ratio, up),
         Verdict("redundancy_sensed_over_measured", sense_ratio, "x", Outcome.INFO, statistic="median",
                 raw=["ripple_sweep"], evidence=Evidence.CORROBORATED,
                 detail="the runtime's sensed ripple over the digitizer's, median over the steps with ripple"),
@@ -389,14 +386,17 @@ def _ratio_verdict(entry: SlaEntry | None, up: list[RipplePoint]) -> Verdict:
         return Verdict("redundancy_mac_error_ratio_50mv", ratio, "x", Outcome.INFO, statistic="ratio",
                        raw=["ripple_sweep"], evidence=Evidence.MEASURED, confidence=confidence, detail=detail,
                        extra={"interval": [lo, hi]})
-    verdict = named(entry.evaluate(ratio, evidence=Evidence.MEASURED), "redundancy_mac_error_ratio_50mv",
-                    raw="ripple_sweep", interval=[lo, hi])
+    verdict = entry.evaluate(ratio, evidence=Evidence.MEASURED, name="redundancy_mac_error_ratio_50mv",
+                             raw="ripple_sweep", extra={"interval": [lo, hi]},
+                             detail=detail if ratio is None else None)
     if ratio is None:
-        return verdict.but(detail=detail)
+        return verdict
     tolerance = entry.tolerance or 0.0
     band = (entry.limit - tolerance, entry.limit + tolerance)
     inside = lo <= band[1] and hi >= band[0]
     outcome = Outcome.PASS if inside else Outcome.FAIL
+    # The claim's own decision rule: the exact interval must reach the claimed band (then the
+    # evidence requirement again, as for any decided verdict).
     return entry.require_evidence(verdict.but(
         outcome=outcome, bound=lo, confidence=confidence,
         detail=f"claimed {band[0]:g}..{band[1]:g}x {'meets' if inside else 'misses'} the interval; {detail}"))
@@ -411,9 +411,9 @@ def _mismatches(got: list[list[int]], reference: list[list[int]]) -> int:
     return sum(sum(a != b for a, b in zip(g, r)) + abs(len(g) - len(r)) for g, r in zip(got, reference))
 
 
-def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entry: SlaEntry, off_entry: SlaEntry,
-                    *, amplitude_mv: float = 50.0, runs: int = BIT_EXACT_RUNS, tokens: int = BIT_EXACT_TOKENS,
-                    tick: Tick = no_tick) -> CheckResult:
+def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, *, token_mismatches: SlaEntry,
+                    off_token_mismatches: SlaEntry, amplitude_mv: float = 50.0, runs: int = BIT_EXACT_RUNS,
+                    tokens: int = BIT_EXACT_TOKENS, tick: Tick = no_tick) -> CheckResult:
     """Tokens at +-amplitude_mv: bit-exact in auto mode (redundancy must engage), wrong with it forced off."""
     client = _client(runtime)
     mode = client.config_get(MODE)
@@ -439,23 +439,26 @@ def bit_exact_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, entr
     flag = bool(before.redundancy_active and after.redundancy_active)
     n = runs * tokens
     wrong_auto, wrong_off = _mismatches(engaged, reference), _mismatches(forced_off, reference)
-    on_v = named(entry.evaluate(wrong_auto, evidence=Evidence.MEASURED, ripple_mv=measured),
-                 "redundancy_token_mismatches", raw="bit_exact", tokens=n, reported_active=flag,
-                 votes_detected=_delta(before.mac_errors_detected, after.mac_errors_detected))
-    on_v = on_v.but(n=n, detail=f"{wrong_auto} of {n} tokens differ from the clean-supply tokens at "
-                                f"{measured:.1f} mV measured, auto mode" + _why_invalid(on_v))
-    off_v = named(off_entry.evaluate(wrong_off, evidence=Evidence.MEASURED, ripple_mv=measured),
-                  "redundancy_off_token_mismatches", raw="bit_exact", tokens=n)
-    off_v = off_v.but(n=n, detail=f"{wrong_off} of {n} tokens differ with redundancy forced off"
-                            + _why_invalid(off_v))
+    on_v = _counted(token_mismatches.evaluate(
+        wrong_auto, evidence=Evidence.MEASURED, name="redundancy_token_mismatches", raw="bit_exact", n=n,
+        extra={"tokens": n, "reported_active": flag,
+               "votes_detected": _delta(before.mac_errors_detected, after.mac_errors_detected)},
+        ripple_mv=measured), f"{wrong_auto} of {n} tokens differ from the clean-supply tokens at {measured:.1f} mV "
+                             f"measured, auto mode")
+    off_v = _counted(off_token_mismatches.evaluate(
+        wrong_off, evidence=Evidence.MEASURED, name="redundancy_off_token_mismatches", raw="bit_exact", n=n,
+        extra={"tokens": n}, ripple_mv=measured),
+                     f"{wrong_off} of {n} tokens differ with redundancy forced off")
     raw = {"amplitude_mv": amplitude_mv, "measured_mv": measured, "reference": reference,
            "redundancy_auto": engaged, "redundancy_off": forced_off,
            "engaged": flag}  # the runtime's flag (the production line records it); the tokens judge
     return CheckResult([on_v, off_v], {"bit_exact": raw})
 
 
-def _why_invalid(verdict: Verdict) -> str:
-    return f"; {verdict.detail}" if verdict.outcome is Outcome.INVALID else ""
+def _counted(verdict: Verdict, counted: str) -> Verdict:
+    """The count says it all, unless the verdict is INVALID: then it keeps why (a rule on the
+    decided outcome, so after evaluation)."""
+    return verdict.but(detail=f"{counted}; {verdict.detail}" if verdict.outcome is Outcome.INVALID else counted)
 
 
 def _delta(a: int | None, b: int | None) -> int | None:
@@ -472,7 +475,7 @@ def _decode_rate(client: RuntimeClient, tokens: int, seed: int, now: Callable[[]
     return (len(gen.token_times) - 1) / (gen.token_times[-1] - gen.token_times[0])
 
 
-def slowdown_check(runtime: RuntimeClient | Device, entry: SlaEntry, *, pairs: int | None = None,
+def slowdown_check(runtime: RuntimeClient | Device, *, slowdown: SlaEntry, pairs: int | None = None,
                    tokens: int = SLOWDOWN_TOKENS, now: Callable[[], float] | None = None,
                    now_evidence: Evidence = Evidence.MEASURED, tick: Tick = no_tick) -> CheckResult:
     """Speed lost to redundancy: paired runs forced on / off on a clean supply.
@@ -480,7 +483,7 @@ def slowdown_check(runtime: RuntimeClient | Device, entry: SlaEntry, *, pairs: i
     now: the bench's clock (None: the device's token timestamps, self-reported); now_evidence:
     what that clock is."""
     client = _client(runtime)
-    pairs = max(pairs or SLOWDOWN_PAIRS, entry.n_required, 2)
+    pairs = max(pairs or SLOWDOWN_PAIRS, slowdown.n_required, 2)
     mode = client.config_get(MODE)
     slowdowns, flags = [], []
     try:
@@ -498,17 +501,16 @@ def slowdown_check(runtime: RuntimeClient | Device, entry: SlaEntry, *, pairs: i
         client.config_set(MODE, mode)
     samples = np.asarray(slowdowns)
     evidence = now_evidence if now is not None else Evidence.REPORTED
-    verdict = named(entry.evaluate(samples, evidence=evidence), "redundancy_slowdown", raw="redundancy_slowdown",
-                    plot="samples", reported_on=flags.count(True), reported_runs=len(flags),
-                    definition="100 x (1 - decode rate with redundancy / without), paired runs, clean supply")
-    confidence = entry.confidence or 0.95
+    confidence = slowdown.confidence or 0.95
     half_width = sps.t.ppf(confidence, samples.size - 1) * samples.std(ddof=1) / np.sqrt(samples.size)
     lower = float(samples.mean() - half_width)
-    if lower < MIN_SLOWDOWN_PCT:
-        verdict = verdict.but(outcome=Outcome.FAIL,
-                              detail=f"fail: mode=on costs {samples.mean():.3g} % ({confidence:.0%} lower bound "
-                                     f"{lower:.3g} %), "
-                                     f"under the {MIN_SLOWDOWN_PCT:g} % a second compute costs: redundancy did not "
-                                     f"really engage (the runtime said on in {flags.count(True)} of {len(flags)} "
-                                     f"runs); {verdict.detail}")
+    idle = lower < MIN_SLOWDOWN_PCT  # too cheap for a second compute: redundancy did not really engage
+    verdict = slowdown.evaluate(
+        samples, evidence=evidence, name="redundancy_slowdown", raw="redundancy_slowdown", plot="samples",
+        extra={"reported_on": flags.count(True), "reported_runs": len(flags),
+               "definition": "100 x (1 - decode rate with redundancy / without), paired runs, clean supply"},
+        outcome=Outcome.FAIL if idle else None,
+        detail_prefix=f"fail: mode=on costs {samples.mean():.3g} % ({confidence:.0%} lower bound {lower:.3g} %), "
+                      f"under the {MIN_SLOWDOWN_PCT:g} % a second compute costs: redundancy did not really engage "
+                      f"(the runtime said on in {flags.count(True)} of {len(flags)} runs)" if idle else "")
     return CheckResult([verdict], {"redundancy_slowdown": {"samples": samples}})

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -42,7 +43,7 @@ from . import thermal as thermal_check
 from . import voice as voice_check
 from phonebench.core.verdict import Verdict
 from phonebench.core.errors import InvalidMeasurement
-from ..specs.sla import SlaEntry, SlaProfile
+from ..specs.sla import SlaEntry
 from ..stats.uncertainty import calibration_of
 from phonebench.drivers.device import Device
 from phonebench.drivers.power import PowerAnalyzer
@@ -54,6 +55,9 @@ log = logging.getLogger(__name__)
 
 # The first sweep spans the trial's record: it is usually idle again by then, so one fetch suffices.
 ENERGY_SWEEP = power_check.EnergySweep(chunk_s=voice_check.VoiceSetup().post_s + 0.5)
+# sustained_use_check's entries and the metric ids that hold them (profile.pick(**ENTRIES)); the
+# energy entry (power_check.ENERGY) only with a power analyzer.
+ENTRIES = {**voice_check.METRICS, **thermal_check.ENTRIES}
 CONDITION = "voice trials back to back, one per 4.6 s record, the study's first phase"
 
 
@@ -114,17 +118,18 @@ def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, therm
     return SustainedRun(result, energy, cover, elapsed, run)
 
 
-def voice_verdicts(run: SustainedRun, profile: SlaProfile) -> list[Verdict]:
-    """Claims 1-2 over the voice phase's trials, counted by effective sample size, conditions stated."""
-    block = replace(profile, entries={**profile.entries,
-                                      **{m: _as_block(profile.get(m)) for m in voice_check.METRICS.values()}})
+def voice_verdicts(run: SustainedRun, *, latency_p99: SlaEntry, latency_std: SlaEntry, dialog_p99: SlaEntry,
+                   raw: Sequence[str] = ()) -> list[Verdict]:
+    """Claims 1-2 over the voice phase's trials, counted by effective sample size, conditions stated;
+    each points at its own samples, then the raw data named `raw`."""
+    block = {name: _as_block(entry) for name, entry in
+             (("latency_p99", latency_p99), ("latency_std", latency_std), ("dialog_p99", dialog_p99))}
     cover = np.asarray(run.cover_during_trials, dtype=float)
     span = (float(np.nanmin(cover)), float(np.nanmax(cover))) if np.isfinite(cover).any() else (None, None)
     condition = (f"{CONDITION}; back cover {span[0]:.1f}..{span[1]:.1f} degC over the trials"
                  if span[0] is not None else CONDITION)
-    return [v.but(detail=f"{v.detail}; {condition}",
-                  extra={"conditions_measured": condition, "cover_c_during_trials": span})
-            for v in voice_check.voice_verdicts(run.trials, block)]
+    return voice_check.voice_verdicts(run.trials, **block, raw=raw, note=condition,
+                                      extra={"conditions_measured": condition, "cover_c_during_trials": span})
 
 
 def _as_block(entry: SlaEntry) -> SlaEntry:
@@ -134,21 +139,22 @@ def _as_block(entry: SlaEntry) -> SlaEntry:
 
 
 def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
-                        device: Device, profile: SlaProfile, *, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
+                        device: Device, *, latency_p99: SlaEntry, latency_std: SlaEntry, dialog_p99: SlaEntry,
+                        cover_max: SlaEntry, cover_spread: SlaEntry, energy: SlaEntry | None = None,
+                        fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
                         trials: int | None = None, readings: int | None = None,
                         setup: thermal_check.ThermalSetup | None = None,
                         supply: PowerAnalyzer | None = None) -> CheckResult:
-    """Claims 1, 2 (with a scope), 6's energy per dialog (with a scope and the power analyzer, its
-    battery emulation set up) and 7 (with probes) from one study; counts default to what the
-    profile's entries need."""
-    cover = profile.get(thermal_check.COVER_MAX)
+    """Claims 1, 2 (with a scope), 6's energy per dialog (with a scope, the power analyzer, its
+    battery emulation set up, and the `energy` entry) and 7 (with probes) from one study; counts
+    default to what the entries need (ENTRIES: the metric ids that usually hold them)."""
+    voice = {"latency_p99": latency_p99, "latency_std": latency_std, "dialog_p99": dialog_p99}
     if setup is None:
-        setup = thermal_check.ThermalSetup(warmup_s=float(cover.parameters.get("warmup_s",
-                                                                             thermal_check.ThermalSetup.warmup_s)))
-    count = trials if trials is not None else voice_check.trials_needed(profile)
-    needed = readings if readings is not None else max(profile.get(m).n_required for m in
-                                                       (thermal_check.COVER_MAX, thermal_check.COVER_SPREAD))
-    energy_entry = profile.get(power_check.ENERGY) if supply is not None and scope is not None else None
+        setup = thermal_check.ThermalSetup(warmup_s=float(cover_max.parameters.get(
+            "warmup_s", thermal_check.ThermalSetup.warmup_s)))
+    count = trials if trials is not None else voice_check.trials_needed(*voice.values())
+    needed = readings if readings is not None else max(cover_max.n_required, cover_spread.n_required)
+    energy_entry = energy if supply is not None and scope is not None else None
     run = run_sustained_use(scope, stimulus, thermal, device, count, needed, fixture_delay_s=fixture_delay_s,
                             fixture_calibrated=fixture_calibrated, setup=setup, supply=supply,
                             energy_dialogs=power_check.energy_dialogs(energy_entry) if energy_entry else 0,
@@ -156,21 +162,20 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
     raw: dict = {}
     dialog_v: list[Verdict] = []
     if scope is not None:
-        dialog_v = [v.but(raw=(v.name, "voice-trials", "voice-waveforms")) for v in voice_verdicts(run, profile)]
+        dialog_v = voice_verdicts(run, **voice, raw=("voice-trials", "voice-waveforms"))
         raw.update({"voice-trials": {**run.trials.raw(), "cover_c": np.asarray(run.cover_during_trials)},
                     "voice-waveforms": run.trials.raw_waveforms(),
                     **{v.name: {"samples": voice_check.verdict_samples(run.trials, v)} for v in dialog_v}})
     if run.energy is not None:
         n = len(run.energy.energy_j)
-        dialog_v += [v.but(raw=("dialog-energy",), detail=f"{v.detail}; the study's first {n} voice trials, each swept "
-                                                       f"until the phone was idle again")
-                  for v in power_check.energy_verdicts(run.energy, energy_entry)]
+        dialog_v += power_check.energy_verdicts(run.energy, energy_entry, raw=("dialog-energy",),
+                                                note=f"the study's first {n} voice trials, each swept until the "
+                                                     f"phone was idle again")
         raw["dialog-energy"] = run.energy.raw()
     cover_v: list[Verdict] = []
     if run.thermal is not None:
         before = f"after {len(run.trials)} voice trials ({run.voice_s:.0f} s, the warm-up's first part)"
-        cover_v = [v.but(raw=("cover-spread", "cover-temperature") if v.name == "cover_temp_spread"
-                         else ("cover-temperature",), detail=f"{v.detail}; {before}" if scope is not None else v.detail)
-                   for v in thermal_check.thermal_verdicts(run.thermal, profile)]
+        cover_v = thermal_check.thermal_verdicts(run.thermal, cover_max=cover_max, cover_spread=cover_spread,
+                                                 note=before if scope is not None else "")
         raw.update({"cover-temperature": run.thermal.raw(), "cover-spread": run.thermal.raw_spread()})
     return CheckResult([*dialog_v, *cover_v], raw, measurement=run)

@@ -26,5 +26,7 @@ def target(profile: SlaProfile | None, metric: str) -> SlaEntry:
     return own_targets().get(metric)
 
 
-def targets(profile: SlaProfile | None, *metrics: str) -> dict[str, SlaEntry]:
-    return {metric: target(profile, metric) for metric in metrics}
+def targets(profile: SlaProfile | None, **metrics: str) -> dict[str, SlaEntry]:
+    """Several entries by metric id (each as `target` finds it), keyed by the names a check's
+    parameters give them: ``audit_check(device, runtime, **targets(sla, missing="audit_records_missing", ...))``."""
+    return {name: target(profile, metric) for name, metric in metrics.items()}

@@ -29,7 +29,7 @@ from . import CheckResult
 from .voice import arm_stimulus
 from ..phone.device_state import read_thermal_status
 from phonebench.core.errors import InvalidMeasurement
-from ..specs.sla import SlaProfile
+from ..specs.sla import SlaEntry
 from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
 from ..stats.uncertainty import calibration_of, thermal_budget
 from phonebench.drivers.device import Device
@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 COVER_MAX = "back_cover_temperature_max"
 COVER_SPREAD = "cover_temp_spread"
+# cover_temperature_check's entries and the metric ids that hold them (profile.pick(**ENTRIES)).
+ENTRIES = {"cover_max": COVER_MAX, "cover_spread": COVER_SPREAD}
 STABLE_AVERAGE = 5  # readings averaged at each end of the stability window
 
 
@@ -158,8 +160,10 @@ def read_monitors(run: ThermalRun, thermal: ThermalProbe, device: Device, elapse
             values.append(math.nan)
 
 
-def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
-    """Cover maximum and spread from the profile; the phone's thermal status as a record."""
+def thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: SlaEntry,
+                     note: str = "") -> list[Verdict]:
+    """Cover maximum and spread by their entries; the phone's thermal status as a record. Each
+    points at the cover readings (the spread at its own series first); `note` ends each detail."""
     part = slice(run.measure_from, None)
     context = {}
     if run.setup.ambient_channel:
@@ -167,44 +171,45 @@ def thermal_verdicts(run: ThermalRun, profile: SlaProfile) -> list[Verdict]:
     warmup = (f"measured after {run.t_s[run.measure_from - 1] if run.measure_from else 0:.0f} s of warm-up "
               f"({'steady' if run.stable else 'NOT steady: the warm-up limit ended it'}), "
               f"dialog every {run.setup.period_s:g} s")
-    # Both entries are required: a profile without one is a ConfigError naming it, never a silent skip.
     verdicts = []
-    for metric, name, series, labels, what in (
-            (COVER_MAX, "cover_temp_max", run.hottest, tuple(run.setup.cover_channels), "hottest of"),
-            (COVER_SPREAD, "cover_temp_spread", run.spread, ("spread",), "hottest minus coolest of")):
-        entry = profile.get(metric)
+    for entry, name, series, labels, what, raw, difference in (
+            (cover_max, "cover_temp_max", run.hottest, tuple(run.setup.cover_channels), "hottest of",
+             ("cover-temperature",), False),
+            (cover_spread, "cover_temp_spread", run.spread, ("spread",), "hottest minus coolest of",
+             ("cover-spread", "cover-temperature"), True)):
         budget = thermal_budget(series[part], "max", channels=run.setup.cover_channels,
-                                difference=metric == COVER_SPREAD, calibration=run.calibration)
-        v = entry.evaluate(series[part], evidence=Evidence.MEASURED, uncertainty=budget, **context)
-        verdicts.append(v.but(name=name, metric=entry.metric,
-                              detail=f"{v.detail}; {what} {', '.join(run.setup.cover_channels)} per reading, {warmup}",
-                              plot=PlotHint("trace", labels=labels, y_label="degC", steady=run.stable)))
+                                difference=difference, calibration=run.calibration)
+        verdicts.append(entry.evaluate(
+            series[part], evidence=Evidence.MEASURED, uncertainty=budget, name=name, raw=raw,
+            detail_suffix="; ".join(text for text in (
+                f"{what} {', '.join(run.setup.cover_channels)} per reading, {warmup}", note) if text),
+            plot=PlotHint("trace", labels=labels, y_label="degC", steady=run.stable), **context))
     status = np.asarray(run.status[part])
     skin = run.zones.get("skin")
     counts = {int(k): int(n) for k, n in zip(*np.unique(status, return_counts=True))}
     detail = f"the phone's THERMAL_STATUS during the measurement (status: readings): {counts}"
     if skin:
         detail += f"; phone's skin sensor up to {np.nanmax(skin[part]):.1f} degC"
+    if note:
+        detail += f"; {note}"
     verdicts.append(compare("thermal_status_max", float(status.max()) if status.size else None, "status", None,
-                            statistic="max", n=int(status.size), detail=detail, claim=7))
+                            statistic="max", n=int(status.size), detail=detail, claim=7, raw=("cover-temperature",)))
     return verdicts
 
 
-def cover_temperature_check(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
-                            samples: int | None = None, setup: ThermalSetup | None = None,
+def cover_temperature_check(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, *,
+                            cover_max: SlaEntry, cover_spread: SlaEntry, samples: int | None = None,
+                            setup: ThermalSetup | None = None,
                             cover_channels: Sequence[str] | None = None,
                             clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
-    """Claim 7 with the profile's limits; warm-up and sample count default to the profile's.
-    `measurement` is the ThermalRun."""
-    entry = profile.get(COVER_MAX)
+    """Claim 7 by its entries (ENTRIES: the metric ids that usually hold them); warm-up and sample
+    count default to the entries'. `measurement` is the ThermalRun."""
     arm_stimulus(stimulus, clip=clip)
     if setup is None:
-        setup = ThermalSetup(warmup_s=float(entry.parameters.get("warmup_s", ThermalSetup.warmup_s)))
+        setup = ThermalSetup(warmup_s=float(cover_max.parameters.get("warmup_s", ThermalSetup.warmup_s)))
     if cover_channels is not None:
         setup = replace(setup, cover_channels=tuple(cover_channels))
-    needed = [profile.get(m).n_required for m in (COVER_MAX, COVER_SPREAD)]
-    count = samples if samples is not None else max(needed)
+    count = samples if samples is not None else max(cover_max.n_required, cover_spread.n_required)
     run = run_dialog_loop(thermal, stimulus, device, count, setup)
-    verdicts = [v.but(raw=("cover-spread", "cover-temperature") if v.name == "cover_temp_spread"
-                      else ("cover-temperature",)) for v in thermal_verdicts(run, profile)]
+    verdicts = thermal_verdicts(run, cover_max=cover_max, cover_spread=cover_spread)
     return CheckResult(verdicts, {"cover-temperature": run.raw(), "cover-spread": run.raw_spread()}, measurement=run)

@@ -60,11 +60,11 @@ from typing import Any
 
 import numpy as np
 
-from . import CheckResult, Tick, named, no_tick
+from . import CheckResult, Tick, no_tick
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
 from ..phone.device_state import read_thermal_zones, zone_celsius
 from ..specs.sla import SlaEntry
-from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.core.verdict import Evidence, Outcome, PlotHint, Uncertainty, UncertaintyComponent, Verdict
 from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -203,7 +203,7 @@ def instrument_shield(probe: Any, channel: str, cover_channels: tuple[str, ...] 
     return scan
 
 
-def shield_check(runtime: RuntimeClient, shield: ShieldProbe, relation: ShieldRelation) -> ShieldCheck:
+def measure_shield(runtime: RuntimeClient, shield: ShieldProbe, relation: ShieldRelation) -> ShieldCheck:
     """Rest the phone, then zone, shield scan, zone (module docstring)."""
     runtime.device.run(["sleep", f"{SHIELD_SETTLE_S:g}"], timeout_s=SHIELD_SETTLE_S + 60.0)
     before = _npu_zone(runtime)
@@ -268,7 +268,7 @@ def approach_trip(runtime: RuntimeClient, *, max_calls: int = APPROACH_MAX_CALLS
     bracket = _refine(runtime, coarse, tick=tick) or coarse
     if cover is not None:
         bracket = replace(bracket, cover_c=cover())
-    return replace(bracket, shield=shield_check(runtime, shield, relation)) if shield is not None else bracket
+    return replace(bracket, shield=measure_shield(runtime, shield, relation)) if shield is not None else bracket
 
 
 def _approach(runtime: RuntimeClient, *, max_calls: int, tick: Tick) -> TripBracket | None:
@@ -457,13 +457,15 @@ def migration_slowdowns(log_: SoakLog) -> list[float]:
     return ratios
 
 
-def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, trace_hint: dict[str, Any]) -> Verdict:
+def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, facts: dict[str, Any]) -> Verdict:
     reported = log_.trip_temperatures
+    own = dict(name="npu_trip_temperature", raw="soak_trace",
+               plot=PlotHint("trace", labels=("NPU", "CPU"), y_label="degC", x_label="soak time (s)"))
     if bracket is None:
         hottest = np.nanmax(log_.npu_c)
-        verdict = named(trip.evaluate(None, evidence=Evidence.MEASURED), "npu_trip_temperature", **trace_hint,
-                        reported_trips_c=reported[:50])
-        return verdict.but(detail=f"no thermal trip in the approach (max NPU zone {hottest:.1f} degC in the soak)")
+        return trip.evaluate(None, evidence=Evidence.MEASURED, **own,
+                             extra={**facts, "reported_trips_c": reported[:50]},
+                             detail=f"no thermal trip in the approach (max NPU zone {hottest:.1f} degC in the soak)")
     u = Uncertainty.combine([UncertaintyComponent(
         "trip bracket", bracket.half_width_c / np.sqrt(3.0), "B",
         "uniform over the zone readings around the call that tripped")])
@@ -471,13 +473,7 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, tr
     # The zone is the phone's: only the shield thermocouple makes the bracket more than its word.
     evidence = Evidence.REPORTED if shield is None else Evidence.CORROBORATED
     slowdowns = migration_slowdowns(log_)
-    verdict = named(trip.evaluate(bracket.value_c, evidence=evidence, uncertainty=u), "npu_trip_temperature",
-                    **trace_hint, bracket_c=[bracket.low_c, bracket.high_c], runtime_reported_c=bracket.reported_c,
-                    approach_calls=bracket.calls, cover_c=bracket.cover_c, reported_trips_c=reported[:50],
-                    shield=None if shield is None else shield.to_dict(),
-                    migration_slowdowns=[round(r, 4) for r in slowdowns[:50]])
-    detail = (f"NPU zone bracket {bracket.low_c:.2f}..{bracket.high_c:.2f} degC after {bracket.calls} "
-              f"approach calls; {verdict.detail}")
+    detail = f"NPU zone bracket {bracket.low_c:.2f}..{bracket.high_c:.2f} degC after {bracket.calls} approach calls"
     problems = []
     if shield is None:
         detail = f"the zone is the phone's word (no shield thermocouple: station file shield_channel); {detail}"
@@ -498,15 +494,24 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, tr
     elif not bracket.low_c - REPORT_TOLERANCE_C <= bracket.reported_c <= bracket.high_c + REPORT_TOLERANCE_C:
         problems.append(f"the runtime reports its trip at {bracket.reported_c:.2f} degC, outside the bench's "
                         f"bracket: its report is wrong")
-    if bracket.cover_c is not None and bracket.high_c < bracket.cover_c - COVER_TOLERANCE_C:
-        return verdict.but(outcome=Outcome.INVALID, detail=f"invalid: the NPU zone reads {bracket.high_c:.2f} degC, "
-                           f"below the back cover's {bracket.cover_c:.2f} degC: the zone is not credible; {detail}")
+    incredible = bracket.cover_c is not None and bracket.high_c < bracket.cover_c - COVER_TOLERANCE_C
+    if incredible:
+        detail = (f"invalid: the NPU zone reads {bracket.high_c:.2f} degC, below the back cover's "
+                  f"{bracket.cover_c:.2f} degC: the zone is not credible; {detail}")
+    verdict = trip.evaluate(
+        bracket.value_c, evidence=evidence, uncertainty=u, **own, outcome=Outcome.INVALID if incredible else None,
+        detail_prefix=detail,
+        extra={**facts, "bracket_c": [bracket.low_c, bracket.high_c], "runtime_reported_c": bracket.reported_c,
+               "approach_calls": bracket.calls, "cover_c": bracket.cover_c, "reported_trips_c": reported[:50],
+               "shield": None if shield is None else shield.to_dict(),
+               "migration_slowdowns": [round(r, 4) for r in slowdowns[:50]]})
     if problems and verdict.outcome is not Outcome.INVALID:
-        return verdict.but(outcome=Outcome.FAIL, detail=f"{'; '.join(problems)}; {detail}")
-    return verdict.but(detail=detail)
+        # A rule on the decided outcome: what the bench found wrong fails a verdict not already INVALID.
+        return verdict.but(outcome=Outcome.FAIL, detail=f"{'; '.join(problems)}; {verdict.detail}")
+    return verdict
 
 
-def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, success: SlaEntry, *,
+def thermal_trip_check(runtime: RuntimeClient, *, trip: SlaEntry, kills: SlaEntry, success: SlaEntry,
                        dialogs: int | None = None, tokens: int = DIALOG_TOKENS, cover: CoverProbe | None = None,
                        shield: ShieldProbe | None = None, approach_calls: int = APPROACH_MAX_CALLS,
                        cool_down: bool = True, tick: Tick = no_tick) -> CheckResult:
@@ -523,26 +528,22 @@ def thermal_trip_check(runtime: RuntimeClient, trip: SlaEntry, kills: SlaEntry, 
     trace = {"t": t, "y": np.asarray(log_.npu_c), "y2": np.asarray(log_.cpu_c),
              "layers_on_cpu": np.asarray(log_.layers_on_cpu, dtype=float), "skin": np.asarray(log_.skin_c)}
     cpu_at_trips = [e["cpu_c"] for e in log_.events if e.get("action") == "migrate" and "cpu_c" in e]
-    trace_hint = dict(raw="soak_trace", plot="trace", labels=["NPU", "CPU"], y_label="degC",
-                      x_label="soak time (s)", trips=len(log_.trip_temperatures), cpu_c_at_trips=cpu_at_trips[:50])
-    trip_v = _trip_verdict(trip, bracket, log_, trace_hint)
+    trip_v = _trip_verdict(trip, bracket, log_, {"trips": len(log_.trip_temperatures),
+                                                 "cpu_c_at_trips": cpu_at_trips[:50]})
     kill_count = max(log_.killed, log_.pid_changes, log_.broken)
     seen = Evidence.MEASURED if log_.host_observed else Evidence.REPORTED
-    kills_v = named(kills.evaluate(kill_count, evidence=seen), "npu_trip_process_kills",
-                    raw="soak_events", killed_streams=log_.killed, pid_changes=log_.pid_changes,
-                    host_observed_breaks=log_.broken)
     ok = np.asarray(log_.completed, dtype=bool)
     wrong = len(log_.dialogs.fabricated)
-    success_v = named(success.evaluate(ok, evidence=seen), "npu_trip_long_dialog_success",
-                      raw="soak_events", tokens=tokens, dialogs_not_the_models_output=wrong,
-                      dialogs_broken=log_.broken)
-    if not log_.host_observed:
-        why = "no station clock on the stream" if not log_.dialogs.observed else "no reference for the model"
-        kills_v, success_v = (v.but(detail=f"the phone's word only ({why}): a restart it patched over cannot be "
-                                           f"seen; {v.detail}") for v in (kills_v, success_v))
-    elif wrong or log_.broken:
-        success_v = success_v.but(detail=f"{wrong} dialogs streamed tokens that are not the model's, "
-                                         f"{log_.broken} broke on the host; {success_v.detail}")
+    why = "no station clock on the stream" if not log_.dialogs.observed else "no reference for the model"
+    word_only = "" if log_.host_observed else f"the phone's word only ({why}): a restart it patched over cannot be seen"
+    kills_v = kills.evaluate(kill_count, evidence=seen, name="npu_trip_process_kills", raw="soak_events",
+                             extra={"killed_streams": log_.killed, "pid_changes": log_.pid_changes,
+                                    "host_observed_breaks": log_.broken}, detail_prefix=word_only)
+    success_v = success.evaluate(
+        ok, evidence=seen, name="npu_trip_long_dialog_success", raw="soak_events",
+        extra={"tokens": tokens, "dialogs_not_the_models_output": wrong, "dialogs_broken": log_.broken},
+        detail_prefix=word_only or (f"{wrong} dialogs streamed tokens that are not the model's, {log_.broken} broke "
+                                    f"on the host" if wrong or log_.broken else ""))
     migrations = sum(1 for e in log_.events if e.get("action") == "migrate")
     info = [
         Verdict("thermal_throttle_events", float(migrations), "events", Outcome.INFO, statistic="count", n=dialogs,

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from . import CheckResult, named
+from . import CheckResult
 from .power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from ..phone.link import CLOCK_RATE_RANGE, ClockDomainProblem, measure_link
@@ -80,17 +80,16 @@ def power_cross_check(supply: PowerAnalyzer, runtime: RuntimeClient, *, runs: in
     tolerance_s = SMOOTH_S + 2.0 * interval_s + link.tolerance_s
     host_off = float(np.max(np.abs(np.subtract(host, power))))
     said_off = float(np.max(np.abs(np.subtract(said, power))))
-    verdict = compare(METRIC, 1000.0 * host_off, "ms", 1000.0 * tolerance_s, "<=", statistic="max", n=runs,
-                      evidence=Evidence.MEASURED,
-                      description="Inference span on the station clock vs the active span in the current trace")
     detail = (f"host spans {_ms(host)} ms, power trace {_ms(power)} ms, runtime report {_ms(said)} ms "
               f"(tolerance {1000 * tolerance_s:.3g} ms: 10 ms smoothing, two samples, the link)")
+    verdict = compare(METRIC, 1000.0 * host_off, "ms", 1000.0 * tolerance_s, "<=", statistic="max", n=runs,
+                      evidence=Evidence.MEASURED, detail=detail, raw=("token_power",),
+                      extra={"reported_off_ms": 1000.0 * said_off},
+                      description="Inference span on the station clock vs the active span in the current trace")
     if verdict.outcome is Outcome.PASS and said_off > tolerance_s:
+        # The corroboration rule on the decided outcome: a report the power trace contradicts fails.
         verdict = verdict.but(outcome=Outcome.FAIL, detail=f"the runtime's reported spans disagree with the power "
                                                           f"trace by up to {1000 * said_off:.4g} ms; {detail}")
-    else:
-        verdict = verdict.but(detail=detail)
-    verdict = named(verdict, METRIC, raw="token_power", reported_off_ms=1000.0 * said_off)
     problem = link.domain_problem or _clock_against_trace(link.clock, host, power)
     if problem is not None:
         verdict = problem.invalidate(verdict)

@@ -46,16 +46,17 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from . import CheckResult, Tick, named, no_tick
+from . import CheckResult, Tick, no_tick
 from .power import battery_emulation
 from ..phone.link import CLOCK_RATE_RANGE, LinkTiming, measure_link
 from phonebench.core.errors import InvalidMeasurement
-from phonebench.core.verdict import COMPARATORS, Evidence, Outcome, Verdict
+from phonebench.core.verdict import COMPARATORS, Evidence, Outcome, PlotHint, Verdict
 from ..specs.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
 from ..stats.sequential import SequentialPlan
 from ..specs.sla import SlaEntry
@@ -202,50 +203,61 @@ def compare_report(host: np.ndarray, phone: np.ndarray, link: LinkTiming) -> Agr
 
 
 def judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
-          agreement: Agreement | None, *, evidence: Evidence | None = None, **context: object) -> Verdict:
+          agreement: Agreement | None, *, evidence: Evidence | None = None, raw: Sequence[str] = (),
+          plot: str | PlotHint | None = None, extra: Mapping[str, Any] | None = None, **context: object) -> Verdict:
     """The entry's verdict on the host's numbers, the report corroborating them, the tokens checked
-    against the reference (module docstring)."""
-    return _check_tokens(_judge_times(entry, runs, measured, reported, link, agreement, evidence=evidence,
+    against the reference (module docstring). raw, plot and extra are the verdict's own data
+    (SlaEntry.evaluate); context the measurement's conditions."""
+    own = {"raw": raw, "plot": plot, "extra": dict(extra or {})}
+    return _check_tokens(_judge_times(entry, runs, measured, reported, link, agreement, own, evidence=evidence,
                                       **context), runs)
 
 
 def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
     """Times of tokens that are not the model's prove nothing: such a stream fails the verdict."""
-    facts = {"prompt_cases": len(runs.drawn), "tokens_checked": runs.reference is not None}
+    facts: dict[str, Any] = {"prompt_cases": len(runs.drawn), "tokens_checked": runs.reference is not None}
+    wrong = runs.fabricated
     if runs.reference is None:
         outcome = Outcome.INCONCLUSIVE if verdict.outcome is Outcome.PASS else verdict.outcome
-        return verdict.but(outcome=outcome, extra=facts,
-                           detail=f"no reference for the model the runtime names: its tokens cannot be told from "
-                                  f"invented ones; {verdict.detail}")
-    wrong = runs.fabricated
-    if not wrong:
-        return verdict.but(extra=facts, detail=f"{verdict.detail}; every token is the model's "
-                                               f"({len(runs.generations)} inferences checked)")
-    i, index = wrong[0]
-    return verdict.but(outcome=Outcome.FAIL, extra={**facts, "fabricated_inferences": len(wrong)},
-                       detail=f"not the model's output (wrong numerics or fabricated): {len(wrong)} of {len(runs.generations)} inferences streamed "
-                              f"tokens that are not the model's (first: inference {i}, token {index}); "
-                              f"{verdict.detail}")
+        detail = (f"no reference for the model the runtime names: its tokens cannot be told from invented ones; "
+                  f"{verdict.detail}")
+    elif not wrong:
+        outcome, detail = verdict.outcome, (f"{verdict.detail}; every token is the model's "
+                                            f"({len(runs.generations)} inferences checked)")
+    else:
+        i, index = wrong[0]
+        outcome, facts["fabricated_inferences"] = Outcome.FAIL, len(wrong)
+        detail = (f"not the model's output (wrong numerics or fabricated): {len(wrong)} of {len(runs.generations)} "
+                  f"inferences streamed tokens that are not the model's (first: inference {i}, token {index}); "
+                  f"{verdict.detail}")
+    # A rule on the decided verdict, like the evidence requirement: without the model's tokens
+    # checked no PASS, and tokens that are not the model's fail it.
+    return verdict.but(outcome=outcome, extra=facts, detail=detail)
 
 
 def _judge_times(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
-                 agreement: Agreement | None, *, evidence: Evidence | None = None, **context: object) -> Verdict:
+                 agreement: Agreement | None, own: dict[str, Any], *, evidence: Evidence | None = None,
+                 **context: object) -> Verdict:
+    extra = own.pop("extra")
     if link is None or not runs.observed or agreement is None:
-        verdict = entry.evaluate(reported, evidence=Evidence.REPORTED, **context)
-        return verdict.but(detail=f"the runtime's own timestamps only (no station clock or stream); {verdict.detail}",
-                           extra={"source": "runtime report"})
+        return entry.evaluate(reported, evidence=Evidence.REPORTED, **own, extra={**extra, "source": "runtime report"},
+                              detail_prefix="the runtime's own timestamps only (no station clock or stream)",
+                              **context)
     if link.domain_problem is not None:
-        return link.domain_problem.invalidate(entry.evaluate(measured, evidence=evidence or Evidence.MEASURED,
-                                                             **context).but(extra={"link": link.as_dict()}))
-    verdict = entry.evaluate(measured, evidence=evidence or Evidence.MEASURED, uncertainty=link.uncertainty(),
-                             **context)
+        return link.domain_problem.invalidate(entry.evaluate(
+            measured, evidence=evidence or Evidence.MEASURED, **own, extra={**extra, "link": link.as_dict()},
+            **context))
     said = entry.evaluate(reported)
-    facts = {"source": "host arrivals (station clock)", "link": link.as_dict(), "report": agreement.as_dict(),
-             "reported_value": said.value}
+    facts = {**extra, "source": "host arrivals (station clock)", "link": link.as_dict(),
+             "report": agreement.as_dict(), "reported_value": said.value}
+    agrees = (f"the runtime's timestamps agree ({agreement.intervals} intervals within "
+              f"{1000 * link.tolerance_s:.3g} ms)")
+    verdict = entry.evaluate(measured, evidence=evidence or Evidence.MEASURED, uncertainty=link.uncertainty(),
+                             **own, extra=facts, detail_suffix=agrees if agreement.agrees else "", **context)
     if agreement.agrees:
-        return verdict.but(extra=facts, detail=f"{verdict.detail}; the runtime's timestamps agree "
-                                               f"({agreement.intervals} intervals within {1000 * link.tolerance_s:.3g} ms)")
-    return verdict.but(outcome=Outcome.FAIL, extra=facts,
+        return verdict
+    # The corroboration rule: a runtime report that disagrees with what arrived fails the verdict.
+    return verdict.but(outcome=Outcome.FAIL,
                        detail=f"the runtime's report disagrees with what arrived: measured {_fmt(verdict.value)} "
                               f"{entry.unit}, reported {_fmt(said.value)} {entry.unit}; {agreement.disagreeing} of "
                               f"{agreement.intervals} intervals differ by more than {1000 * link.tolerance_s:.3g} ms "
@@ -280,28 +292,28 @@ def run_inferences(runtime: RuntimeClient, n: int, max_tokens: int, *, prompt_to
     return runs
 
 
-def first_token_check(runtime: RuntimeClient, entry: SlaEntry, *, n: int | None = None,
+def first_token_check(runtime: RuntimeClient, *, first_token: SlaEntry, n: int | None = None,
                       tick: Tick = no_tick) -> CheckResult:
     """Claim 3: request to first streamed token per inference, against the entry."""
-    n = max(n or 0, entry.n_required)
+    n = max(n or 0, first_token.n_required)
     link = measure_link(runtime)
     runs = run_inferences(runtime, n, max_tokens=2, tick=tick)
     agreement = compare_report(*runs.intervals(gaps=False, span=False), link) if link and runs.observed else None
-    verdict = judge(entry, runs, runs.first_token_ms, runs.reported_first_token_ms, link, agreement)
-    verdict = named(verdict, entry.metric, raw="first_token", plot="samples")
+    verdict = judge(first_token, runs, runs.first_token_ms, runs.reported_first_token_ms, link, agreement,
+                    raw=("first_token", "first_token_prompts"), plot="samples")
     return with_prompts(CheckResult([verdict], {"first_token": {"samples": runs.first_token_ms,
                                                                 "reported": runs.reported_first_token_ms}}),
                         runs, "first_token")
 
 
-def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int | None = None,
+def token_std_check(runtime: RuntimeClient, *, token_std: SlaEntry, inferences: int | None = None,
                     max_tokens: int = STD_TOKENS, tick: Tick = no_tick) -> CheckResult:
     """Claim 4: std of per-token latency over N consecutive inferences (the entry's parameter),
     decided sequentially at the entry's `sequential_looks` (std_plan): the series stops at the
     first look whose bound settles PASS or FAIL at that look's share of the error."""
-    n = inferences or int(entry.parameters.get("consecutive_inferences", 1000))
-    plan = std_plan(entry, n)
-    at_look = replace(entry, confidence=plan.per_look_confidence)
+    n = inferences or int(token_std.parameters.get("consecutive_inferences", 1000))
+    plan = std_plan(token_std, n)
+    at_look = replace(token_std, confidence=plan.per_look_confidence)
     link = measure_link(runtime)
     runs = draw_runs(runtime)
     for look in plan.looks:
@@ -309,22 +321,24 @@ def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int 
             generate_case(runtime, runs, len(runs.generations), max_tokens)
             tick(1)
         agreement = compare_report(*runs.intervals(first=False), link) if link and runs.observed else None
-        verdict = judge(at_look, runs, runs.gaps_ms, runs.reported_gaps_ms, link, agreement)
+        verdict = judge(at_look, runs, runs.gaps_ms, runs.reported_gaps_ms, link, agreement,
+                        raw=("token_latencies", "token_latencies_prompts"), plot="samples")
         decided = verdict if look == plan.n_max else early_decision(verdict, at_look, runs.gaps_ms)
         if decided is not None:
             verdict = decided
             break
     done = len(runs.generations)
+    facts: dict[str, Any] = {"inferences": done, "tokens_per_inference": max_tokens}
+    detail = verdict.detail
     if len(plan.looks) > 1:  # why it stopped where it did, and what the confidence is over all looks
-        verdict = verdict.but(detail=f"{verdict.detail}; sequential: {done} of {n} consecutive inferences, "
-                                     f"looks at {list(plan.looks)}, each at {plan.per_look_confidence:.2%} "
-                                     f"({plan.confidence:.0%} over all looks)",
-                              extra={"sequential": {"looks": list(plan.looks), "stopped_at": done,
-                                                    "per_look_confidence": plan.per_look_confidence,
-                                                    "overall_confidence": plan.confidence}})
+        detail = (f"{detail}; sequential: {done} of {n} consecutive inferences, looks at {list(plan.looks)}, "
+                  f"each at {plan.per_look_confidence:.2%} ({plan.confidence:.0%} over all looks)")
+        facts["sequential"] = {"looks": list(plan.looks), "stopped_at": done,
+                               "per_look_confidence": plan.per_look_confidence,
+                               "overall_confidence": plan.confidence}
+    # The sequential plan's record: where the series stopped is known only once a look decided.
+    verdict = verdict.but(detail=detail, extra=facts)
     gaps = runs.gaps_ms
-    verdict = named(verdict, entry.metric, raw="token_latencies", plot="samples",
-                    inferences=done, tokens_per_inference=max_tokens)
     raw = {"samples": np.concatenate(gaps) if gaps else np.empty(0),
            "run": np.concatenate([np.full(g.size, i) for i, g in enumerate(gaps)]) if gaps else np.empty(0),
            "reported": np.concatenate(runs.reported_gaps_ms) if runs.reported_gaps_ms else np.empty(0),
@@ -333,7 +347,8 @@ def token_std_check(runtime: RuntimeClient, entry: SlaEntry, *, inferences: int 
 
 
 def early_decision(verdict: Verdict, entry: SlaEntry, gaps: list[np.ndarray]) -> Verdict | None:
-    """The verdict a look before the last stops on, or None to go on sampling.
+    """The verdict a look before the last stops on, or None to go on sampling: the sequential
+    plan's rule on a decided verdict.
 
     - PASS only if the upper bound holds with each inference as the unit too (the between- plus
       within-run bound, phonebench.bench.stats.verdicts): over the first hundred inferences a rare stall may not
@@ -376,12 +391,10 @@ def std_plan(entry: SlaEntry, n: int) -> SequentialPlan:
 
 
 def with_prompts(result: CheckResult, runs: TokenRuns, name: str) -> CheckResult:
-    """Record the series' drawn prompts and seeds, and which inferences were not the model's, with
-    every verdict of the result."""
-    raw = f"{name}_prompts"
-    result.raw[raw] = {"cases": runs.prompts(), "fabricated": [list(w) for w in runs.fabricated],
-                       "reference": runs.reference.name if runs.reference is not None else None}
-    result.verdicts = [v.but(raw=(*v.raw, raw)) for v in result.verdicts]
+    """Keep the series' drawn prompts and seeds, and which inferences were not the model's, as the
+    raw data `<name>_prompts` its verdicts point at."""
+    result.raw[f"{name}_prompts"] = {"cases": runs.prompts(), "fabricated": [list(w) for w in runs.fabricated],
+                                     "reference": runs.reference.name if runs.reference is not None else None}
     return result
 
 
@@ -449,7 +462,8 @@ class LoadEffect:
 
 
 def _judge_load_effect(verdict: Verdict, effect: LoadEffect) -> Verdict:
-    """A load that neither draws power nor changes anything was not there, whatever the counters say."""
+    """A load that neither draws power nor changes anything was not there, whatever the counters say
+    (a rule on the decided verdict: a caught lie stays FAIL, anything else becomes INVALID)."""
     if effect.drew_power or effect.slowed_tokens or verdict.outcome is Outcome.FAIL:  # a caught lie stays FAIL
         seen = (f"the load drew {effect.drawn_w:.2f} W on the supply" if effect.drew_power
                 else f"the load slowed tokens {effect.gap_ratio:.2f}x against the unloaded baseline")
@@ -462,13 +476,13 @@ def _judge_load_effect(verdict: Verdict, effect: LoadEffect) -> Verdict:
                               f"{verdict.detail}")
 
 
-def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *, runs: int | None = None,
+def contention_check(device: Device, runtime: RuntimeClient, *, loaded_latency: SlaEntry, runs: int | None = None,
                      tokens: int = CONTENTION_TOKENS, target: float = 0.75, kind: str = "video+call",
                      supply: PowerAnalyzer | None = None, tick: Tick = no_tick) -> CheckResult:
     """Claim 5: token latencies from the intended start while a GPU load keeps the GPU busy. The
     load must show itself to the bench: on the power analyzer (`supply`, when it feeds the phone)
     or in slower tokens than an unloaded baseline of the same session; else INVALID."""
-    runs = runs or max(2 * entry.min_runs, math.ceil(entry.min_samples / max(tokens - 1, 1)), 10)
+    runs = runs or max(2 * loaded_latency.min_runs, math.ceil(loaded_latency.min_samples / max(tokens - 1, 1)), 10)
     load = GpuLoad(device)
     load.status()  # a phone without the load generator is skipped before any work
     link = measure_link(runtime)
@@ -516,17 +530,17 @@ def contention_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *,
     agreement = compare_report(*measured.intervals(first=False, span=False), link) \
         if link and measured.observed else None
     evidence = Evidence.MEASURED if gpu_load is not None else Evidence.REPORTED
-    verdict = judge(entry, measured, latencies, reported, link, agreement, evidence=evidence,
+    verdict = judge(loaded_latency, measured, latencies, reported, link, agreement, evidence=evidence,
+                    raw=("token_latencies_gpu_load", "token_latencies_gpu_load_prompts"), plot="samples",
+                    extra={"gpu_load": gpu_load, "gpu_load_tool": tool, "expected_interval_ms": expected_ms,
+                           "schedule_period_s": period,
+                           "max_start_lateness_ms": max(lateness) if lateness else None, "load_kind": kind},
                     gpu_load=gpu_load if gpu_load is not None else tool)
     verdict = _judge_gpu_load(verdict, tool, gpu_load)
     loaded_gaps = measured.gaps_ms
     effect = LoadEffect(None if idle_w is None or loaded_w is None else loaded_w - idle_w,
                         float(np.median(np.concatenate(loaded_gaps))) / expected_ms if loaded_gaps else None)
     verdict = _judge_load_effect(verdict, effect)
-    verdict = named(verdict, entry.metric, raw="token_latencies_gpu_load", plot="samples",
-                    gpu_load=gpu_load, gpu_load_tool=tool, expected_interval_ms=expected_ms,
-                    schedule_period_s=period, max_start_lateness_ms=max(lateness) if lateness else None,
-                    load_kind=kind)
     raw = {"samples": np.concatenate(latencies) if latencies else np.empty(0),
            "run": np.concatenate([np.full(x.size, i) for i, x in enumerate(latencies)]) if latencies else np.empty(0),
            "start_lateness_ms": np.asarray(lateness), "gpu_busy_tool": np.asarray(tool_busy),
@@ -543,7 +557,8 @@ def _from_intended(times: list[float], late_ms: float, expected_ms: float) -> np
 
 
 def _judge_gpu_load(verdict: Verdict, tool: float, kernel: float | None) -> Verdict:
-    """The GPU load condition rests on the kernel's counters; the tool must agree with them."""
+    """The GPU load condition rests on the kernel's counters; the tool must agree with them (a
+    corroboration rule on the decided verdict, like the evidence requirement)."""
     if kernel is None:
         return verdict.but(detail=f"GPU load {tool:.0%} is the load tool's word (no GPU busy counters); "
                                   f"{verdict.detail}")

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -238,16 +240,20 @@ def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float, hangover_s
     return speech
 
 
-def voice_verdicts(trials: VoiceTrials, profile: SlaProfile) -> list[Verdict]:
-    """p99 and std of the latency (claim 1) and p99 of the dialog time (claim 2), from the profile."""
-    verdicts = []
-    for key, samples_s in (("latency_p99", trials.latency_s), ("latency_std", trials.latency_s),
-                           ("dialog_p99", trials.dialog_s)):
-        verdicts.append(_verdict(profile.get(METRICS[key]), samples_s, trials))  # absent: ConfigError names it
-    return verdicts
+def voice_verdicts(trials: VoiceTrials, *, latency_p99: SlaEntry, latency_std: SlaEntry,
+                   dialog_p99: SlaEntry, raw: Sequence[str] = (), note: str = "",
+                   extra: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """p99 and std of the latency (claim 1) and p99 of the dialog time (claim 2), by their entries
+    (METRICS: the metric ids that usually hold them); each points at its own samples (named as the
+    verdict), then the raw data named `raw`; `note` ends each detail and `extra` joins each
+    verdict's facts."""
+    return [_verdict(entry, samples_s, trials, raw, note, extra or {})
+            for entry, samples_s in ((latency_p99, trials.latency_s), (latency_std, trials.latency_s),
+                                     (dialog_p99, trials.dialog_s))]
 
 
-def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Verdict:
+def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials, raw: Sequence[str], note: str,
+             extra: Mapping[str, Any]) -> Verdict:
     scale = UNIT_SCALE.get(entry.unit)
     if scale is None:
         raise ValueError(f"{entry.metric}: unit {entry.unit!r} is not a time unit ({', '.join(UNIT_SCALE)})")
@@ -260,20 +266,20 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials) -> Ver
                           fixture_delay_s=trials.fixture_delay_s if trials.fixture_calibrated else None,
                           calibration=trials.calibration,
                           typical_s=float(np.median(finite)) if finite.size else 0.0)
-    verdict = entry.evaluate(valid * scale, evidence=Evidence.MEASURED, uncertainty=budget)
     unanswered = sum(s == "no-answer" for s in trials.status)
     notes = [f"{len(trials)} trials", f"{trials.invalid} invalid (left out)", f"{unanswered} unanswered"]
     if trials.fixture_calibrated:
         notes.append(f"fixture delay {1e6 * trials.fixture_delay_s:.1f} us subtracted (calibration)")
     else:
         notes.append("no fixture calibration applied: acoustic delay not subtracted")
-    return verdict.but(
-        detail=f"{verdict.detail}; {', '.join(notes)}", metric=entry.metric,
+    return entry.evaluate(
+        valid * scale, evidence=Evidence.MEASURED, uncertainty=budget, raw=(entry.metric, *raw) if raw else (),
+        detail_suffix="; ".join(part for part in (", ".join(notes), note) if part),
         plot=PlotHint("samples", x_label=f"{entry.metric} ({entry.unit})"),
         extra={"trials": len(trials), "invalid_trials": trials.invalid, "unanswered": unanswered,
                "fixture_delay_s": trials.fixture_delay_s,
                "fixture_calibration": "applied" if trials.fixture_calibrated else "none applied",
-               "sample_rate_hz": trials.sample_rate_hz})
+               "sample_rate_hz": trials.sample_rate_hz, **extra})
 
 
 def _statistic(entry: SlaEntry) -> str:
@@ -290,6 +296,7 @@ def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int =
         scaled = samples_s[~np.isnan(samples_s)] * UNIT_SCALE[entry.unit]
         verdict = stats.extreme_verdict(name, scaled, limit=entry.limit, unit=entry.unit,
                                         comparator=entry.comparator, min_samples=len(trials) - max_invalid)
+        # A census maximum, not the entry's statistic, so no evaluate to carry these.
         verdicts.append(verdict.but(
             detail=f"{verdict.detail}; every one of {len(trials)} trials ({trials.invalid} invalid) within "
                    f"{entry.metric}'s limit",
@@ -298,21 +305,23 @@ def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int =
     return verdicts
 
 
-def trials_needed(profile: SlaProfile) -> int:
-    """Trials the profile's voice metrics need (the largest of their required sample counts)."""
-    return max(profile.get(m).n_required for m in METRICS.values())
+def trials_needed(*entries: SlaEntry) -> int:
+    """Trials the voice entries need (the largest of their required sample counts)."""
+    return max(entry.n_required for entry in entries)
 
 
-def voice_check(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, profile: SlaProfile, *,
-                trials: int | None = None, fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
-                setup: VoiceSetup = VoiceSetup(), clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
-    """Claims 1 and 2 with the profile's limits; `trials` defaults to what the profile needs.
-    Each verdict points at its own samples (what its plot shows), the trials and the waveforms;
-    `measurement` is the VoiceTrials."""
-    count = trials if trials is not None else trials_needed(profile)
+def voice_check(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, *, latency_p99: SlaEntry,
+                latency_std: SlaEntry, dialog_p99: SlaEntry, trials: int | None = None, fixture_delay_s: float = 0.0,
+                fixture_calibrated: bool | None = None, setup: VoiceSetup = VoiceSetup(),
+                clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
+    """Claims 1 and 2 by their entries (METRICS: the metric ids that usually hold them); `trials`
+    defaults to what the entries need. Each verdict points at its own samples (what its plot
+    shows), the trials and the waveforms; `measurement` is the VoiceTrials."""
+    entries = {"latency_p99": latency_p99, "latency_std": latency_std, "dialog_p99": dialog_p99}
+    count = trials if trials is not None else trials_needed(*entries.values())
     result = run_voice_trials(scope, stimulus, device, count, fixture_delay_s=fixture_delay_s,
                               fixture_calibrated=fixture_calibrated, setup=setup, clip=clip)
-    verdicts = [v.but(raw=(v.name, "voice-trials", "voice-waveforms")) for v in voice_verdicts(result, profile)]
+    verdicts = voice_verdicts(result, **entries, raw=("voice-trials", "voice-waveforms"))
     raw = {"voice-trials": result.raw(), "voice-waveforms": result.raw_waveforms(),
            **{v.name: {"samples": verdict_samples(result, v)} for v in verdicts}}
     return CheckResult(verdicts, raw, measurement=result)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from phonebench.core import signing
-from . import CheckResult, Tick, named, no_tick
+from . import CheckResult, Tick, no_tick
 from phonebench.core.errors import BenchError, InvalidMeasurement
 from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
 from phonebench.core.verdict import Evidence, Outcome, Verdict
@@ -50,6 +50,10 @@ PageSource = Callable[[int], bytes]  # page index -> the update's bytes for that
 HASH_CALIBRATION_BLOCKS = 4096
 SPOT_SEED = 20261
 OLD_PAGE_ERROR_RATE = 0.0003  # before the fix (claim 11's "was 0.03 %")
+# corrupt_and_repair_check's entries and the metric ids that hold them (targets(profile, **REPAIR_ENTRIES)).
+REPAIR_ENTRIES = {"undetected_corruptions": "weights_undetected_corruptions",
+                  "repair_bytes_per_page": "weights_repair_bytes_per_page",
+                  "bad_pages_after_repair": "weights_bad_pages_after_repair"}
 REPORT_SLACK_MS = 0.5  # a reported read time may exceed the bench's interval by clock resolution only
 
 
@@ -92,7 +96,7 @@ def pull_tree(device: Device, manifest: WeightsManifest) -> MerkleTree:
     return MerkleTree.from_hash_device(image, manifest.data_size, manifest.salt, manifest.root)
 
 
-def root_check(device: Device, runtime: RuntimeClient, entry: SlaEntry) -> CheckResult:
+def root_check(device: Device, runtime: RuntimeClient, *, root_mismatches: SlaEntry) -> CheckResult:
     """The manifest is signed by a trusted key and the on-device hash device rebuilds its root."""
     manifest = load_manifest(device, runtime)
     tree = pull_tree(device, manifest)
@@ -100,11 +104,10 @@ def root_check(device: Device, runtime: RuntimeClient, entry: SlaEntry) -> Check
     problems = ([f"manifest signature: {manifest.problem}"] if manifest.problem else []) + \
         [f"hash block {b} does not match the level above" for b in bad_blocks] + \
         ([] if root_ok else ["the hash device's top block does not hash to the manifest's root"])
-    verdict = named(entry.evaluate(len(problems), evidence=Evidence.MEASURED), "weights_root_mismatches",
-                    raw="weights_root",
-                    root=manifest.root.hex(), signed_by=manifest.key_id)
-    verdict = verdict.but(detail="; ".join(problems)
-                          or f"root {manifest.root.hex()[:16]}... verified, signed by {manifest.key_id}")
+    verdict = root_mismatches.evaluate(len(problems), evidence=Evidence.MEASURED, name="weights_root_mismatches",
+                             raw="weights_root", extra={"root": manifest.root.hex(), "signed_by": manifest.key_id},
+                             detail="; ".join(problems)
+                             or f"root {manifest.root.hex()[:16]}... verified, signed by {manifest.key_id}")
     return CheckResult([verdict], {"weights_root": {"manifest": manifest.raw, "problems": problems,
                                                     "bad_hash_blocks": bad_blocks}})
 
@@ -131,13 +134,13 @@ def read_passes(pages: int, entry: SlaEntry | None) -> int:
     return max(1, -(-entry.n_required // pages))
 
 
-def read_errors_check(device: Device, runtime: RuntimeClient, entry: SlaEntry,
-                      rate_entry: SlaEntry | None = None) -> CheckResult:
+def read_errors_check(device: Device, runtime: RuntimeClient, *, read_errors: SlaEntry,
+                      error_rate: SlaEntry | None = None) -> CheckResult:
     """Claim 11: every weight page reads back without error (device CRC and bench Merkle verify);
-    with `rate_entry` also the page error rate's upper bound against the old 0.03 %."""
+    with `error_rate` also the page error rate's upper bound against the old 0.03 %."""
     manifest = load_manifest(device, runtime)
     tree = pull_tree(device, manifest)
-    passes = read_passes(manifest.pages, rate_entry)
+    passes = read_passes(manifest.pages, error_rate)
     crc_bad: set[int] = set()
     merkle_bad: set[int] | None = set()
     errors = 0  # page reads that failed, over all passes
@@ -149,19 +152,19 @@ def read_errors_check(device: Device, runtime: RuntimeClient, entry: SlaEntry,
     bad = sorted(crc_bad | (merkle_bad or set()))
     evidence = Evidence.REPORTED if merkle_bad is None else Evidence.MEASURED
     merkle = "not possible (the hash device does not match the signed root)" if merkle_bad is None else len(merkle_bad)
-    verdict = named(entry.evaluate(len(bad), evidence=evidence), "weights_page_read_errors",
-                    raw="weights_read_errors", crc_bad=sorted(crc_bad)[:100],
-                    merkle_bad=None if merkle_bad is None else sorted(merkle_bad)[:100])
-    verdict = _no_pass_without_merkle(verdict.but(
+    verdict = _no_pass_without_merkle(read_errors.evaluate(
+        len(bad), evidence=evidence, name="weights_page_read_errors", raw="weights_read_errors",
+        extra={"crc_bad": sorted(crc_bad)[:100],
+               "merkle_bad": None if merkle_bad is None else sorted(merkle_bad)[:100]},
         n=manifest.pages, detail=f"{len(bad)} of {manifest.pages} pages bad (CRC: {len(crc_bad)}, Merkle: {merkle})"),
         merkle_bad is None)
     verdicts = [verdict]
     reads = passes * manifest.pages
-    if rate_entry is not None:
-        rate = named(rate_entry.evaluate((reads - errors, reads) if rate_entry.comparator in (">=", ">")
-                                         else (errors, reads), evidence=evidence),
-                     "weights_page_error_rate", raw="weights_read_errors", passes=passes, page_reads=reads,
-                     failed_reads=errors, old_rate=OLD_PAGE_ERROR_RATE)
+    if error_rate is not None:
+        rate = error_rate.evaluate((reads - errors, reads) if error_rate.comparator in (">=", ">") else (errors, reads),
+                                   evidence=evidence, name="weights_page_error_rate", raw="weights_read_errors",
+                                   extra={"passes": passes, "page_reads": reads, "failed_reads": errors,
+                                          "old_rate": OLD_PAGE_ERROR_RATE})
         verdicts.append(_no_pass_without_merkle(rate, merkle_bad is None))
     raw = {"pages": manifest.pages, "passes": passes, "page_reads": reads, "failed_reads": errors,
            "crc_bad": sorted(crc_bad), "merkle_bad": None if merkle_bad is None else sorted(merkle_bad)}
@@ -169,7 +172,8 @@ def read_errors_check(device: Device, runtime: RuntimeClient, entry: SlaEntry,
 
 
 def _no_pass_without_merkle(verdict: Verdict, merkle_missing: bool) -> Verdict:
-    """Only the unit's CRC word: a clean result shows nothing the bench checked itself."""
+    """Only the unit's CRC word: a clean result shows nothing the bench checked itself (a rule on
+    the decided outcome, like the evidence requirement)."""
     if not merkle_missing or verdict.outcome not in (Outcome.PASS, Outcome.INCONCLUSIVE):
         return verdict
     return verdict.but(outcome=Outcome.INCONCLUSIVE, detail="inconclusive: the bench's Merkle verify could not "
@@ -225,13 +229,13 @@ def verify_page_timed(runtime: RuntimeClient, manifest: WeightsManifest, page: i
     return TimedSpotCheck(result, fetch_ms, hash_ms, float(read.read_ms or 0.0))
 
 
-def spot_check_time_check(device: Device, runtime: RuntimeClient, entry: SlaEntry, *, n: int | None = None,
-                          now: Callable[[], float] = time.monotonic, now_evidence: Evidence = Evidence.MEASURED,
-                          tick: Tick = no_tick) -> CheckResult:
+def spot_check_time_check(device: Device, runtime: RuntimeClient, *, spot_check_time: SlaEntry,
+                          n: int | None = None, now: Callable[[], float] = time.monotonic,
+                          now_evidence: Evidence = Evidence.MEASURED, tick: Tick = no_tick) -> CheckResult:
     """Claim 12: any page spot-checked in < 100 ms, timed by the bench (`now`: its clock;
     `now_evidence`: what that clock is, MEASURED for the host's or a station clock)."""
     manifest = load_manifest(device, runtime)
-    n = max(n or 0, entry.n_required)
+    n = max(n or 0, spot_check_time.n_required)
     pages = np.random.default_rng(SPOT_SEED).choice(manifest.pages, size=min(n, manifest.pages), replace=False)
     checks = []
     for page in pages:
@@ -240,11 +244,13 @@ def spot_check_time_check(device: Device, runtime: RuntimeClient, entry: SlaEntr
     samples = np.asarray([c.total_ms for c in checks])
     failed = [int(p) for p, c in zip(pages, checks) if not c.result.ok]
     impossible = [int(p) for p, c in zip(pages, checks) if c.reported_ms > c.fetch_ms + REPORT_SLACK_MS]
-    verdict = named(entry.evaluate(samples, evidence=now_evidence), "weights_merkle_spot_check_time",
-                    raw="weights_spot_checks", plot="samples", failed_pages=failed,
-                    reports_longer_than_measured=impossible[:20],
-                    timing="bench clock around the page request + host time of the bench's hashing")
+    verdict = spot_check_time.evaluate(samples, evidence=now_evidence, name="weights_merkle_spot_check_time",
+                             raw="weights_spot_checks", plot="samples",
+                             extra={"failed_pages": failed, "reports_longer_than_measured": impossible[:20],
+                                    "timing": "bench clock around the page request + host time of the bench's "
+                                              "hashing"})
     if impossible and verdict.outcome is Outcome.PASS:
+        # A rule on the decided outcome: a PASS timed on a clock the phone contradicts shows nothing.
         verdict = verdict.but(outcome=Outcome.INVALID, detail=f"invalid: the runtime reports reads longer than "
                               f"the bench measured around them on {len(impossible)} pages: the bench's clock and "
                               f"the phone disagree; {verdict.detail}")
@@ -254,12 +260,13 @@ def spot_check_time_check(device: Device, runtime: RuntimeClient, entry: SlaEntr
     return CheckResult([verdict], {"weights_spot_checks": raw})
 
 
-def corrupt_and_repair_check(device: Device, runtime: RuntimeClient, payload: PageSource,
-                             entries: dict[str, SlaEntry], *, inject: bool = True, seed: int = 7,
+def corrupt_and_repair_check(device: Device, runtime: RuntimeClient, payload: PageSource, *,
+                             undetected_corruptions: SlaEntry, repair_bytes_per_page: SlaEntry,
+                             bad_pages_after_repair: SlaEntry, inject: bool = True, seed: int = 7,
                              workdir: str = "/data/local/tmp/phonebench") -> CheckResult:
     """One corrupted page detected and repaired by re-sending that page alone, verified after.
 
-    entries: weights_undetected_corruptions, weights_repair_bytes_per_page, weights_bad_pages_after_repair.
+    REPAIR_ENTRIES: the metric ids that usually hold the entries.
     """
     manifest = load_manifest(device, runtime)
     tree = pull_tree(device, manifest)
@@ -301,16 +308,16 @@ def corrupt_and_repair_check(device: Device, runtime: RuntimeClient, payload: Pa
     raw = {"injected": sorted(injected), "at_rest": sorted(at_rest), "found": sorted(found),
            "spot_failed": sorted(spot_failed), "bytes_pushed": pushed, "refused": refused, "bad_after": after}
     verdicts = [
-        named(entries["weights_undetected_corruptions"].evaluate(len(undetected), evidence=Evidence.MEASURED),
-              "weights_undetected_corruptions", raw="weights_repair", pages=undetected),
-        named(entries["weights_repair_bytes_per_page"].evaluate(np.asarray(list(pushed.values()), dtype=float),
-                                                                 evidence=Evidence.MEASURED),
-              "weights_repair_bytes_per_page", raw="weights_repair"),
-        named(entries["weights_bad_pages_after_repair"].evaluate(len(after), evidence=Evidence.MEASURED),
-              "weights_bad_pages_after_repair", raw="weights_repair", pages=after, refused=refused),
+        undetected_corruptions.evaluate(
+            len(undetected), evidence=Evidence.MEASURED, raw="weights_repair", extra={"pages": undetected},
+            detail=f"corrupted {sorted(at_rest | injected)}, found {sorted(found)}"
+                   + (f", missed {undetected}" if undetected else "")),
+        repair_bytes_per_page.evaluate(np.asarray(list(pushed.values()), dtype=float),
+                                                          evidence=Evidence.MEASURED, raw="weights_repair"),
+        bad_pages_after_repair.evaluate(len(after), evidence=Evidence.MEASURED,
+                                                           raw="weights_repair",
+                                                           extra={"pages": after, "refused": refused}),
     ]
-    verdicts[0] = verdicts[0].but(detail=f"corrupted {sorted(at_rest | injected)}, found {sorted(found)}"
-                                         + (f", missed {undetected}" if undetected else ""))
     return CheckResult(verdicts, {"weights_repair": raw})
 
 

@@ -26,8 +26,8 @@ import logging
 import math
 import re
 import sys
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -39,7 +39,7 @@ from ..stats import verdicts as stats
 from phonebench.core.decoding import read_text
 from phonebench.core.errors import ConfigError
 from phonebench.core.killpoints import kill_point
-from phonebench.core.verdict import (COMPARATORS, DecisionRule, Evidence, Outcome, Uncertainty, Verdict,
+from phonebench.core.verdict import (COMPARATORS, DecisionRule, Evidence, Outcome, PlotHint, Uncertainty, Verdict,
                                 apply_decision_rule)
 
 if sys.version_info >= (3, 11):
@@ -108,7 +108,10 @@ class SlaEntry:
         return max(self.min_samples, 1)
 
     def evaluate(self, data: Any, *, evidence: Evidence | None = None, uncertainty: Uncertainty | None = None,
-                 **context: Any) -> Verdict:
+                 name: str | None = None, raw: str | Sequence[str] = (), plot: str | PlotHint | None = None,
+                 n: int | None = None, bound: float | None = None, outcome: Outcome | None = None,
+                 detail: str | None = None, detail_prefix: str = "", detail_suffix: str = "",
+                 extra: Mapping[str, Any] | None = None, **context: Any) -> Verdict:
         """Verdict for samples (array, or list of runs), a value, a count, or (successes, n).
 
         `evidence` says what the data rests on and `uncertainty` is the value's expanded
@@ -116,6 +119,16 @@ class SlaEntry:
         context checked against `conditions` (e.g. ``gpu_load=0.82`` for ``gpu_load_min = 0.70``);
         a condition that is not shown to hold makes the verdict INVALID, not a pass. A PASS on
         evidence weaker than the entry requires becomes INCONCLUSIVE: the claim is not shown.
+
+        The keywords between `uncertainty` and `**context` are the verdict's own data, so a check
+        builds each verdict in this one call (the record step then only points it at saved files):
+        its reported `name` (where it differs, the metric id is kept in `metric`), the `raw` data
+        names it points at, the `plot` hint (a kind or a PlotHint), `n`, the decision's `bound` and
+        `extra` facts. They are applied after the statistic, the conditions, the decision rule and
+        the evidence requirement have decided, so they never change how the numbers are judged.
+        `outcome` is the check's own finding that the numbers cannot show (a contradiction is a
+        FAIL, an unusable run INVALID) and overrides theirs; `detail` replaces the statistic's
+        detail, `detail_prefix` and `detail_suffix` join it with "; ".
         """
         kill_point("verdict")  # a verdict being computed (core/killpoints.py), as compare() has it
         verdict = self._dispatch(data)
@@ -126,7 +139,18 @@ class SlaEntry:
                               evidence=evidence, uncertainty=uncertainty,
                               extra={"conditions": dict(self.conditions),
                                      "context": {k: _plain(v) for k, v in context.items()}})
-        return self.require_evidence(apply_decision_rule(verdict, self.decision_rule))
+        verdict = self.require_evidence(apply_decision_rule(verdict, self.decision_rule))
+        given = (raw,) if isinstance(raw, str) else tuple(raw)
+        text = verdict.detail if detail is None else detail
+        text = "; ".join(part for part in (detail_prefix, text, detail_suffix) if part)
+        # One replace, not a chain of copies: the verdict's own data on top of the decided numbers.
+        return replace(
+            verdict, **({"name": name, "metric": self.metric} if name not in (None, verdict.name) else {}),
+            raw=(*given, *[r for r in verdict.raw if r not in given]),
+            plot=verdict.plot if plot is None else PlotHint(plot) if isinstance(plot, str) else plot,
+            n=verdict.n if n is None else n, bound=verdict.bound if bound is None else bound,
+            outcome=verdict.outcome if outcome is None else outcome, detail=text,
+            extra={**verdict.extra, **(extra or {})})
 
     def require_evidence(self, verdict: Verdict) -> Verdict:
         """A PASS resting on less than this entry's `evidence` requirement is INCONCLUSIVE; one that
@@ -202,6 +226,11 @@ class SlaProfile:
         except KeyError:
             raise ConfigError(f"SLA profile {self.name!r} ({self.path}) has no metric {metric!r}",
                               hint=f"known metrics: {', '.join(sorted(self.entries))}") from None
+
+    def pick(self, **metrics: str) -> dict[str, SlaEntry]:
+        """Several entries by metric id, keyed by the names a check's parameters give them:
+        ``voice_check(scope, stimulus, device, **profile.pick(latency_p99="voice_latency_p99", ...))``."""
+        return {name: self.get(metric) for name, metric in metrics.items()}
 
     def __contains__(self, metric: object) -> bool:
         return metric in self.entries

@@ -1,0 +1,68 @@
+"""One shape for a check (docs/writing-tests.md): `<what>_check(resources..., *, entries..., options...)
+-> CheckResult`. The resources it uses come positionally, the SLA entries it judges keyword-only,
+each typed SlaEntry and named after what it judges, then its options; never a whole profile or a
+mapping of entries."""
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import typing
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+import phonebench.bench.checks as checks_pkg
+from phonebench.bench.checks import CheckResult
+from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+
+# Checks that cannot follow the rule, with the reason. None so far: keep it that way.
+EXCEPTIONS: dict[str, str] = {}
+
+
+def _checks() -> list[tuple[str, typing.Callable]]:
+    found = []
+    for info in pkgutil.iter_modules(checks_pkg.__path__):
+        module = importlib.import_module(f"{checks_pkg.__name__}.{info.name}")
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.endswith("_check") and not name.startswith("_") and fn.__module__ == module.__name__:
+                found.append((f"{info.name}.{name}", fn))
+    return sorted(found, key=lambda item: item[0])
+
+
+CHECKS = _checks()
+
+
+def _mentions(hint: object, kind: type) -> bool:
+    return hint is kind or any(_mentions(arg, kind) for arg in typing.get_args(hint))
+
+
+def test_the_checks_are_found():
+    names = {name for name, _ in CHECKS}
+    assert {"voice.voice_check", "tokens.first_token_check", "audit.audit_check",
+            "sustained.sustained_use_check", "thermal_trip.thermal_trip_check"} <= names
+    assert set(EXCEPTIONS) <= names, "an exception for a check that no longer exists"
+
+
+@pytest.mark.parametrize("name, check", CHECKS, ids=[name for name, _ in CHECKS])
+def test_a_check_takes_resources_then_its_entries_then_options(name, check):
+    if name in EXCEPTIONS:
+        pytest.skip(EXCEPTIONS[name])
+    hints = typing.get_type_hints(check)
+    assert hints.get("return") is CheckResult, f"{name} must return CheckResult"
+    params = list(inspect.signature(check).parameters.values())
+    assert not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params), f"{name}: no *args / **kwargs"
+    for p in params:
+        hint = hints.get(p.name)
+        assert hint is not None, f"{name}: parameter {p.name} has no type hint"
+        assert not _mentions(hint, SlaProfile), f"{name}: {p.name} takes a whole SlaProfile; take its entries"
+        assert not (_mentions(hint, SlaEntry) and typing.get_origin(hint) in (dict, list, tuple, Mapping, Sequence)), \
+            f"{name}: {p.name} is a collection of entries; take each entry as its own keyword"
+    entries = [p for p in params if _mentions(hints[p.name], SlaEntry)]
+    for p in entries:
+        assert p.kind is p.KEYWORD_ONLY, f"{name}: entry {p.name} must be keyword-only (after the resources, `*`)"
+    keyword_only = [p for p in params if p.kind is p.KEYWORD_ONLY]
+    first_options = [i for i, p in enumerate(keyword_only) if p not in entries]
+    if entries and first_options:
+        assert max(keyword_only.index(p) for p in entries) < first_options[0], \
+            f"{name}: the entries come before the options"
