@@ -19,7 +19,7 @@ from phonebench.bench.checks import CheckResult
 from phonebench.bench.checks import power as power_check
 from phonebench.bench.checks import sustained as sustained_check
 from phonebench.bench.checks import voice as voice_check
-from phonebench.bench.specs.sla import SlaProfile, load_profile
+from phonebench.bench.specs.sla import SlaProfile
 from phonebench.core.verdict import Verdict
 
 pytestmark = pytest.mark.evidence("measured")  # the scope, the digitizer and the probes
@@ -28,22 +28,9 @@ SANITY_TRIALS = 20
 SANITY_TOKENS = 64
 
 
-@pytest.fixture(scope="session")
-def profile(request: pytest.FixtureRequest, station: Any) -> SlaProfile:
-    """The plugin's `sla` fixture when it has one (it honours --sla-profile), else the station's."""
-    try:
-        return request.getfixturevalue("sla")
-    except pytest.FixtureLookupError:
-        return load_profile(station.sla_profile)
-
-
 @pytest.fixture
-def fixture_delay(request: pytest.FixtureRequest) -> float | None:
+def fixture_delay(calibration: Any) -> float | None:
     """The fixture's acoustic delay from the station's calibration (None: not calibrated)."""
-    try:
-        calibration = request.getfixturevalue("calibration")
-    except pytest.FixtureLookupError:
-        return None
     return getattr(calibration, "fixture_delay_s", None)
 
 
@@ -61,30 +48,30 @@ def _voice(scope: Any, stimulus: Any, dut: Any, profile: SlaProfile, fixture_del
 
 @pytest.mark.regression
 @pytest.mark.needs("supply")
-def test_sustained_and_peak_power(dut, supply, profile, record):
+def test_sustained_and_peak_power(dut, supply, sla, record):
     """Claim 6: sustained inference power (run means of long generates) and the peak."""
     power_check.battery_emulation(supply)
     power_check.sustained_power_check(supply, dut,
-                                      sustained_power=profile.get(power_check.SUSTAINED)).record_into(record)
+                                      sustained_power=sla.get(power_check.SUSTAINED)).record_into(record)
 
 
 @pytest.mark.acceptance
 @pytest.mark.needs("scope", "stimulus", "supply")
-def test_voice_and_power_sanity(dut, scope, stimulus, supply, profile, fixture_delay, record):
+def test_voice_and_power_sanity(dut, scope, stimulus, supply, sla, fixture_delay, record):
     """Short line check: a few dialogs, each answered within the latency and dialog limits
     (every trial, no statistics over a handful), and one generate within the sustained power."""
     power_check.battery_emulation(supply)
-    trials = _voice(scope, stimulus, dut, profile, fixture_delay, SANITY_TRIALS).measurement
-    for verdict in voice_check.sanity_verdicts(trials, profile):
+    trials = _voice(scope, stimulus, dut, sla, fixture_delay, SANITY_TRIALS).measurement
+    for verdict in voice_check.sanity_verdicts(trials, sla):
         _keep(record, verdict, (verdict.name, {"samples": voice_check.verdict_samples(trials, verdict)}),
               ("voice-trials", trials.raw()))
     runs = power_check.measure_sustained_power(supply, dut, 1, tokens=SANITY_TOKENS)
-    _keep(record, power_check.sanity_verdict(runs, profile.get(power_check.SUSTAINED)), ("power-run", runs.raw()))
+    _keep(record, power_check.sanity_verdict(runs, sla.get(power_check.SUSTAINED)), ("power-run", runs.raw()))
 
 
 @pytest.mark.regression
 @pytest.mark.needs("stimulus")
-def test_sustained_use(request, station, dut, stimulus, profile, fixture_delay, record):
+def test_sustained_use(request, station, dut, stimulus, sla, fixture_delay, record):
     """Claims 1, 2, 6 (energy per dialog) and 7 from one sustained-use study (bench/checks/sustained.py):
     the voice trials (p99 and std of the latency, p99 of the dialog; the first 27 also swept by the
     power analyzer's digitizer for their energy) are the first part of the warm-up of the cover loop
@@ -94,8 +81,8 @@ def test_sustained_use(request, station, dut, stimulus, profile, fixture_delay, 
         pytest.skip(f"no scope or thermal probe on {dut.name}: neither the voice nor the cover claim can be measured")
     if supply is not None:
         power_check.battery_emulation(supply)
-    energy = profile.get(power_check.ENERGY) if supply is not None and scope is not None else None
-    sustained_check.sustained_use_check(scope, stimulus, thermal, dut, **profile.pick(**sustained_check.ENTRIES),
+    energy = sla.get(power_check.ENERGY) if supply is not None and scope is not None else None
+    sustained_check.sustained_use_check(scope, stimulus, thermal, dut, **sla.pick(**sustained_check.ENTRIES),
                                         energy=energy, fixture_delay_s=fixture_delay or 0.0,
                                         fixture_calibrated=fixture_delay is not None,
                                         supply=supply).record_into(record)
