@@ -129,6 +129,15 @@ def test_conditions_must_be_shown(default):
     assert mism.evaluate(3, evidence=Evidence.MEASURED, ripple_mv=50.4).outcome is Outcome.FAIL
 
 
+
+def test_a_checks_own_outcome_can_only_make_a_verdict_worse(default):
+    """Negative control: a check cannot hand evaluate() a PASS past the decision and evidence rules."""
+    entry = default.get("redundancy_token_mismatches")
+    with pytest.raises(ValueError, match="FAIL or INVALID"):
+        entry.evaluate(3, evidence=Evidence.REPORTED, ripple_mv=50.4, outcome=Outcome.PASS)
+    found = entry.evaluate(0, evidence=Evidence.MEASURED, ripple_mv=50.4, outcome=Outcome.FAIL)
+    assert found.outcome is Outcome.FAIL
+
 # --------------------------------------------------------------------------- lab profiles
 
 def test_lab_profile_extends_and_tightens(tmp_path, caplog):

@@ -127,9 +127,12 @@ class SlaEntry:
         `extra` facts. They are applied after the statistic, the conditions, the decision rule and
         the evidence requirement have decided, so they never change how the numbers are judged.
         `outcome` is the check's own finding that the numbers cannot show (a contradiction is a
-        FAIL, an unusable run INVALID) and overrides theirs; `detail` replaces the statistic's
+        FAIL, an unusable run INVALID) and overrides theirs; it can never be a PASS; `detail` replaces the statistic's
         detail, `detail_prefix` and `detail_suffix` join it with "; ".
         """
+        if outcome not in (None, Outcome.FAIL, Outcome.INVALID):
+            # A finding may only make a verdict worse: a PASS must come through the rules above.
+            raise ValueError(f"{self.metric}: a check's own outcome is FAIL or INVALID, not {outcome}")
         kill_point("verdict")  # a verdict being computed (core/killpoints.py), as compare() has it
         verdict = self._dispatch(data)
         problems = self._unmet_conditions(context)
