@@ -39,7 +39,7 @@ PREFETCHES_PER_TOKEN = 32
 DRAM_PEAK_BYTES_PER_S = 68.3e9    # LPDDR5X-8533, 64-bit
 MAC_UNITS = 64                    # INT4 MAC lanes the counter counts, one MAC per cycle each
 MACS_PER_TOKEN = 3.0e9            # the product model (~3 B weights): one MAC per weight per token
-BYTES_PER_TOKEN = 2.82e9          # DRAM bytes per decode step: 1.5 GB of INT4 weights, scales, KV, activations
+BYTES_PER_TOKEN = 2.90e9          # DRAM bytes per decode step: 1.5 GB of INT4 weights, scales, KV, activations
 PAGE_KIB = 4
 VMSTAT = "/proc/vmstat"
 
