@@ -177,11 +177,30 @@ class StationOwner:
                 drivers[role] = self.instrument(role)
             yield drivers
 
-    def clock(self) -> Any:
-        """The station clock: the station's [instruments.clock], else the host's monotonic clock."""
+    def clock(self, dut: str | None = None) -> Any:
+        """The station clock: the station's [instruments.clock], else, in a session over every bay
+        of a station wired per bay, the clock wired to `dut`'s bay (an emulated bay's world keeps
+        its own time), else the host's monotonic clock."""
         from phonebench.drivers.clock import HostClock
 
-        return self.instrument("clock") if "clock" in self.station.instruments else HostClock()
+        if "clock" in self.station.instruments:
+            return self.instrument("clock")
+        bay = self._bay_of(dut)
+        cfg = None if bay is None else self.station.for_bay(bay).instruments.get("clock")
+        if cfg is None:
+            return HostClock()
+        key = f"clock@{bay}"
+        if key not in self.instruments:
+            driver = open_configured(cfg)
+            self._stack.callback(driver.close)
+            self.instruments[key] = driver
+        return self.instruments[key]
+
+    def _bay_of(self, dut: str | None) -> str | None:
+        """`dut`'s bay when this session holds every bay of a station (no --bay), else None."""
+        if dut is None or self.station.bay is not None or not self.station.multi_bay:
+            return None
+        return next((b.name for b in self.station.bays if dut in b.duts), None)
 
     def fixture(self) -> Any | None:
         """The fixture's controller (loopback relays, reference probe placement), if the station has one."""
