@@ -39,9 +39,12 @@ from adb_shell.adb_device import AdbDeviceTcp  # noqa: E402
 from adb_shell.auth.keygen import keygen  # noqa: E402
 from adb_shell.auth.sign_cryptography import CryptographySigner  # noqa: E402
 
+from phonebench.drivers.adb_binary import find_adb  # noqa: E402
 from phonebench.drivers.adb import AdbPhone  # noqa: E402
 from phonebench.drivers.adb_server import AdbServer, ServerAdbPhone  # noqa: E402
 from phonebench.drivers.clock import HostClock  # noqa: E402
+
+ADB = find_adb()
 
 MIB = 1024 * 1024
 TARGET_RTT_MS, TARGET_SPEEDUP, TARGET_MBPS = 3.0, 20.0, 100.0
@@ -84,7 +87,7 @@ class _AdbBinary:
         self.env = dict(os.environ, HOME=str(home), ANDROID_ADB_SERVER_PORT=str(server_port))
 
     def __call__(self, *args: str) -> str:
-        done = subprocess.run(["adb", *args], env=self.env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run([ADB.path, *args], env=self.env, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise RuntimeError(f"adb {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
         return done.stdout
@@ -161,7 +164,7 @@ def main() -> int:
         phone.connect()
         stock = AdbDeviceTcp("127.0.0.1", port, default_transport_timeout_s=60)
         stock.connect(rsa_keys=[CryptographySigner(str(key))], read_timeout_s=60)
-        if shutil.which("adb"):
+        if ADB is not None:
             adb_bin = _AdbBinary(address, work)
             adb_bin.connect()
             served = ServerAdbPhone(address, server=AdbServer("127.0.0.1", int(adb_bin.env["ANDROID_ADB_SERVER_PORT"])),
@@ -219,7 +222,7 @@ def main() -> int:
         stock.close()
     finally:
         if adb_bin is not None:
-            subprocess.run(["adb", "kill-server"], env=adb_bin.env, capture_output=True, timeout=30)
+            subprocess.run([ADB.path, "kill-server"], env=adb_bin.env, capture_output=True, timeout=30)
         stop.set()
         server.join(10)
         shutil.rmtree(work, ignore_errors=True)

@@ -125,6 +125,9 @@ class StationConfig:
     name: str
     source: Path | None  # the station file, None for the embedded emulated station
     results_dir: Path = Path("reports")
+    # Whether the file itself names results_dir: a file a tool wrote (`bench emulate
+    # --write-station`) leaves it out, so the run goes where the bench runs, not where the file is.
+    results_dir_given: bool = False
     sla_profile: str = "default"
     location: str = ""
     database: str | None = None  # results store URL; None = <results_dir>/results.sqlite
@@ -241,11 +244,13 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
     st = _Reader(origin, top.get("station", dict, {}), "[station].")
     st.check_unknown({"name", "results_dir", "sla_profile", "location", "database", "payloads"})
     base = source.parent if source else Path.cwd()
-    results = Path(st.get("results_dir", str, "reports"))
+    given = st.get("results_dir", str, None)
+    results = Path(given) if given is not None else Path.cwd() / "reports"
     config = StationConfig(
         name=st.get("name", str, socket.gethostname()),
         source=source,
         results_dir=results if results.is_absolute() else (base / results),
+        results_dir_given=given is not None,
         sla_profile=st.get("sla_profile", str, "default"),
         location=st.get("location", str, ""),
         database=_database_url(st.get("database", str, None), base),

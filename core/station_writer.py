@@ -27,8 +27,9 @@ def _toml_value(value: Any) -> str:
 
 
 def _station_table(config: StationConfig) -> list[str]:
-    lines = ["[station]", f"name = {_q(config.name)}", f"sla_profile = {_q(config.sla_profile)}",
-             f"results_dir = {_q(str(Path(config.results_dir).resolve()))}"]
+    lines = ["[station]", f"name = {_q(config.name)}", f"sla_profile = {_q(config.sla_profile)}"]
+    if config.results_dir_given:  # else the run goes where the bench runs (docs/station-file.md)
+        lines.append(f"results_dir = {_q(str(Path(config.results_dir).resolve()))}")
     if config.location:
         lines.append(f"location = {_q(config.location)}")
     if config.database:

@@ -8,8 +8,8 @@ transfer speaks sync over the server's transport with whole reads. The serverles
 phonebench.drivers.adb.AdbPhone (`transport = "direct"`).
 
 The server is the one named by ADB_SERVER_SOCKET (tcp:HOST:PORT) or ANDROID_ADB_SERVER_PORT,
-else 127.0.0.1:5037; when it is down it is started on that port with the `adb` binary, never
-on another.
+else 127.0.0.1:5037; when it is down it is started on that port, never on another, with the
+system's `adb` or the one the bench carries (phonebench.drivers.adb_binary).
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ import contextlib
 import logging
 import os
 import secrets
-import shutil
 import socket
 import stat as stat_mod
 import struct
@@ -31,6 +30,7 @@ from phonebench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, 
                           DeviceUnreachable)
 from phonebench.core.file_stat import FileStat
 from . import shell_v2
+from .adb_binary import INSTALL_HINT, SYSTEM, AdbBinary, find_adb
 from .adb_client import AdbServerClient, AdbServerError, AdbServerTimeout, ServerConnection
 from .adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, quote_command, timed_lines
 from .device import ShellCommands, ShellResult, TimedShellResult
@@ -78,12 +78,26 @@ class AdbServer:
         return f"AdbServer({self.host}:{self.port})"
 
     @property
-    def adb(self) -> str:
-        path = self._adb or shutil.which("adb")
-        if not path:
+    def binary(self) -> AdbBinary:
+        """The adb that starts this server when it is down: the one given, the system's, or the bundled one."""
+        found = AdbBinary(self._adb, SYSTEM) if self._adb else find_adb()
+        if found is None:
             raise DeviceUnreachable(f"adb server {self.host}:{self.port} is down and there is no `adb` binary to "
-                                    "start it", hint="install Debian's adb (apt-get install adb), or start the server")
-        return path
+                                    "start it", hint=INSTALL_HINT)
+        return found
+
+    @property
+    def adb(self) -> str:
+        return self.binary.path
+
+    def describe(self) -> str:
+        """One line: which adb server the bench uses, and which binary starts it when it is down."""
+        if self.running():
+            return f"adb: the server already running on {self.host}:{self.port} (it is used, never killed)"
+        found = AdbBinary(self._adb, SYSTEM) if self._adb else find_adb()
+        if found is None:
+            return f"adb: no server on {self.host}:{self.port} and no adb binary to start one"
+        return f"adb: no server on {self.host}:{self.port}: the bench starts one with {found.describe()}"
 
     def running(self) -> bool:
         with contextlib.suppress(OSError), socket.create_connection((self.host, self.port), timeout=1.0):
@@ -94,9 +108,10 @@ class AdbServer:
         with self._lock:
             if self.running():
                 return
-            log.info("adb server %s:%d is down: starting it", self.host, self.port)
+            binary = self.binary
+            log.info("adb server %s:%d is down: starting it with %s", self.host, self.port, binary.describe())
             try:
-                subprocess.run([self.adb, "-P", str(self.port), "start-server"], capture_output=True, text=True,
+                subprocess.run([binary.path, "-P", str(self.port), "start-server"], capture_output=True, text=True,
                                timeout=SERVER_START_TIMEOUT_S, check=True, stdin=subprocess.DEVNULL)
             except (subprocess.SubprocessError, OSError) as exc:
                 # Several bench processes (a run's bays) may start it at once: only one can bind the

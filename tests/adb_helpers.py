@@ -3,7 +3,6 @@ and emulated phones reached over either transport (`over_adb`: the same test for
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -11,9 +10,14 @@ from typing import Any, Iterator
 
 import pytest
 
+from phonebench.drivers.adb_binary import find_adb
+from tests.system_packages import require
 from phonebench.drivers.adb_server import AdbServer
 
 CALL_TIMEOUT_S = 30
+# The stock adb the bench itself would start a server with: the system's, else the bundled one.
+ADB = find_adb()
+ADB_PATH = ADB.path if ADB else "adb"
 
 
 def free_port() -> int:
@@ -31,16 +35,16 @@ def private_server_env(home: Path, port: int) -> dict[str, str]:
 
 def private_adb_server(home: Path) -> Iterator[AdbServer]:
     """Start `adb -P PORT start-server` with HOME=home; kill it afterwards."""
-    if shutil.which("adb") is None:
-        pytest.skip("the adb binary is not on PATH (Debian: apt-get install adb)")
+    if ADB is None:
+        require("adb", False)
     port = free_port()
     env = private_server_env(home, port)
-    subprocess.run(["adb", "-P", str(port), "start-server"], env=env, capture_output=True, check=True,
+    subprocess.run([ADB_PATH, "-P", str(port), "start-server"], env=env, capture_output=True, check=True,
                    timeout=CALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
     try:
         yield AdbServer("127.0.0.1", port)
     finally:
-        subprocess.run(["adb", "-P", str(port), "kill-server"], env=env, capture_output=True,
+        subprocess.run([ADB_PATH, "-P", str(port), "kill-server"], env=env, capture_output=True,
                        timeout=CALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
 
 

@@ -1,19 +1,18 @@
 """Headless Chromium for the page tests (Debian's chromium + chromium-driver, through Selenium)."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.system_packages import needs
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 HAVE_BROWSER = Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()
-# CI installs them (make system-deps): absent there is a failure, not a skip.
-needs_browser = pytest.mark.skipif(not HAVE_BROWSER and not os.environ.get("CI"),
-                                   reason="Debian chromium and chromium-driver are not installed (`make system-deps`)")
+needs_browser = needs("chromium", HAVE_BROWSER)
 
 
 def start_browser(window: str = "1280,1000") -> Any:

@@ -5,12 +5,15 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
 
 import pytest
+
+from phonebench.drivers.adb_binary import find_adb
+
+ADB = find_adb()
 
 SLOW = {
     "test_acceptance_e2e", "test_acceptance_checks", "test_bench_run", "test_calibration_plugin", "test_line",
@@ -22,7 +25,7 @@ SLOW = {
     "test_adb_driver", "test_recovery_plugin", "test_token_evidence", "test_safety_evidence",
     "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process", "test_lab_path", "test_plain_pytest",
     "test_phone_locks", "test_emulated_mix_run", "test_unattended", "test_killed_runs",
-    "test_tokens_checked",
+    "test_tokens_checked", "test_first_contact",
     # seeded Monte-Carlo coverage studies, fuzzing, the reference model against the published one
     "test_run_coverage", "test_fuzz_parsers", "test_reference_model",
     # a forger per class against the honest phone, on both transports: whole emulated checks
@@ -62,6 +65,24 @@ def private_default_adb_server() -> Iterator[None]:
         yield
     finally:
         os.environ.pop("ANDROID_ADB_SERVER_PORT", None)
-        if shutil.which("adb"):
-            subprocess.run(["adb", "-P", str(port), "kill-server"], capture_output=True, timeout=30,
+        if ADB is not None:
+            subprocess.run([ADB.path, "-P", str(port), "kill-server"], capture_output=True, timeout=30,
                            stdin=subprocess.DEVNULL, check=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line at the end: the tests skipped for a missing Debian package, and the install command."""
+    from tests.system_packages import INSTALL, package_of
+
+    counts: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+        package = package_of(text)
+        if package is not None:
+            counts[package] = counts.get(package, 0) + 1
+    if counts:
+        listed = ", ".join(f"{p} ({n} tests)" for p, n in sorted(counts.items()))
+        install = " ".join(INSTALL[p] for p in sorted(counts))
+        terminalreporter.write_line(f"skipped for missing system packages: {listed}; install them with "
+                                    f"`sudo apt-get install {install}` (or `make system-deps` as root)", yellow=True)

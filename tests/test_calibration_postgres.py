@@ -4,7 +4,6 @@ tests/postgres_helpers.py ScratchPostgres; skipped without the server binaries).
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 import pytest
 
@@ -13,15 +12,14 @@ from phonebench.bench.procedures.calibration.book import CalibrationBook
 from phonebench.bench.procedures.calibration.records import Criterion, Equipment, Reading, conclude
 from phonebench.bench.procedures.calibration.state import CALIBRATED, FAILED, role_calibration
 from phonebench.bench.store import open_store
+from tests.system_packages import require
 from tests.postgres_helpers import ScratchPostgres, postgres_bindir
 
 
 @pytest.fixture(scope="module")
 def pg_url():
     if postgres_bindir() is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL server binaries absent on CI: `make system-deps` should have installed them")
-        pytest.skip("PostgreSQL server binaries absent (Debian package `postgresql`; `make system-deps` installs it)")
+        require("postgresql", False)
     with ScratchPostgres() as server:
         yield server.create_database("line")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.system_packages import require
 from tests.postgres_helpers import ScratchPostgres, postgres_bindir
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,7 +43,7 @@ def _wait_for(check, timeout: float, what: str) -> None:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     if postgres_bindir() is None:
-        pytest.skip("PostgreSQL server binaries absent (Debian package `postgresql`)")
+        require("postgresql", False)
     folder = tmp_path_factory.mktemp("lab")
     port = _free_port()
     coordinator = f"127.0.0.1:{port}"

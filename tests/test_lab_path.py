@@ -101,15 +101,17 @@ def test_every_phone_runs_the_instrument_and_the_token_claims_through_the_statio
 def test_plain_pytest_over_every_bay_times_each_phone_on_its_bays_clock(tmp_path, emulated_station):
     """The lab's own pytest in another folder, a relative station path, no --bay: every phone's
     token claims are timed on its own bay's clock (an emulated bay's world keeps its own time;
-    the host's clock would leave them INVALID) and each phone records its lab time."""
+    the host's clock would leave them INVALID) and each phone records its lab time. The station
+    file the emulator wrote names no results folder, so the run lands in the lab's own folder."""
     lab = tmp_path / "lab"
     lab.mkdir()
     relative = os.path.relpath(emulated_station, lab)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--station", relative,
-                           "--results-dir", "runs", str(SUITES / "test_sla_runtime.py"), "-k", "first_token"],
+                           str(SUITES / "test_sla_runtime.py"), "-k", "first_token"],
                           cwd=lab, env=_env(), capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    data = json.loads(next((lab / "runs").glob("*/results.json")).read_text())
+    data = json.loads(next((lab / "reports").glob("*/results.json")).read_text())
+    assert not (emulated_station.parent / "reports").exists()  # nothing in the emulator's folder
     verdicts = {t["dut"]: v for t in data["tests"] for v in t["verdicts"] if v["name"] == "first_token_p99"}
     assert set(verdicts) == {"EMU-L1", "EMU-L2"}
     for dut, verdict in verdicts.items():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from phonebench.core import merkle
+from tests.system_packages import needs
 from phonebench.core.merkle import (BLOCK_SIZE, IntegrityError, MerkleTree, VerityGeometry, build_tree,
                           check_hash_device, locate_corrupted, resend_range, spot_check, spot_check_local, verify)
 
@@ -187,7 +188,7 @@ def test_verify_rejects_a_different_size():
 VERITYSETUP = shutil.which("veritysetup")
 
 
-@pytest.mark.skipif(VERITYSETUP is None, reason="veritysetup not on PATH (Debian: apt-get install cryptsetup-bin)")
+@needs("cryptsetup-bin", VERITYSETUP is not None)
 @pytest.mark.parametrize("size", SIZES)
 def test_matches_veritysetup_format(tmp_path, size):
     data = data_of(size, seed=1)

@@ -18,7 +18,7 @@ import pytest
 
 from phonebench.core.exits import PHONE_BUSY
 from phonebench.drivers import locks
-from tests.adb_helpers import free_port, private_server_env
+from tests.adb_helpers import ADB_PATH, free_port, private_server_env
 from tests.lab_helpers import ONE_PHONE_STATION
 
 HANDSHAKE_S = 600  # a bound on a hung subprocess, never a measured time
@@ -85,7 +85,7 @@ def station(tmp_path, monkeypatch):
         BENCHES.clear()
         emulator.terminate()
         emulator.wait(timeout=HANDSHAKE_S)
-        subprocess.run(["adb", "-P", env["ANDROID_ADB_SERVER_PORT"], "kill-server"], env=env, capture_output=True,
+        subprocess.run([ADB_PATH, "-P", env["ANDROID_ADB_SERVER_PORT"], "kill-server"], env=env, capture_output=True,
                        timeout=60, stdin=subprocess.DEVNULL)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
@@ -20,9 +19,10 @@ from phonebench.emulation.adb_auth import AuthPolicy
 from phonebench.emulation.adbd import AdbDaemon
 from phonebench.emulation.device import EmulatedPhone, PhoneSpec
 from phonebench.emulation.phones import emulated_phone
+from tests.adb_helpers import ADB, ADB_PATH
+from tests.system_packages import needs
 
-pytestmark = pytest.mark.skipif(shutil.which("adb") is None,
-                                reason="stock adb client not on PATH (Debian: apt-get install adb)")
+pytestmark = needs("adb", ADB is not None)
 CALL_TIMEOUT_S = 30
 
 
@@ -38,7 +38,7 @@ class StockAdb:
     env: dict[str, str]
 
     def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(["adb", *args], env=self.env, capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
+        done = subprocess.run([ADB_PATH, *args], env=self.env, capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
         if check and done.returncode != 0:
             raise AssertionError(f"adb {' '.join(args)} exited {done.returncode}: {done.stderr}{done.stdout}")
         return done

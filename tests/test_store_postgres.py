@@ -6,7 +6,6 @@ from __future__ import annotations
 from phonebench.bench.store.sink import StoreSink
 
 import json
-import os
 import socket
 from typing import Iterator
 
@@ -22,6 +21,7 @@ from phonebench.bench.results.run_record import RunRecorder
 from phonebench.bench.store import StoreError, StoreSink, open_store
 from phonebench.bench.store.db import VERSION_TABLE
 from phonebench.bench.store.models import Base
+from tests.system_packages import require
 from tests.postgres_helpers import ScratchPostgres, postgres_bindir
 from phonebench.core.verdict import compare
 from tests.store_helpers import run_and_kill
@@ -31,9 +31,7 @@ from tests.store_helpers import run_and_kill
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[ScratchPostgres]:
     if postgres_bindir() is None:
-        if os.environ.get("CI"):  # CI installs it (make system-deps): absent there is a failure, not a skip
-            pytest.fail("PostgreSQL server binaries absent on CI: `make system-deps` should have installed them")
-        pytest.skip("PostgreSQL server binaries absent (Debian package `postgresql`; `make system-deps` installs it)")
+        require("postgresql", False)
     with ScratchPostgres() as server:
         yield server
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from phonebench.core.exits import RESULTS_NOT_WRITTEN, STORE_BEHIND
+from phonebench.core.exits import PHONES_UNREACHABLE, RESULTS_NOT_WRITTEN, STORE_BEHIND
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
 from .plan import DEFAULT_SUITES, plan
@@ -204,6 +204,8 @@ def _run_on_station(args: argparse.Namespace, run_dir: Path) -> int:
         preflight = PreflightGate(args.station, lambda item: roles_needed(item, list(item.fixturenames)))
     grab, inventory = _SessionGrab(), Inventory()
     code = pytest.main(pytest_args(args, run_dir), plugins=[grab, inventory, *([preflight] if preflight else [])])
+    if code == PHONES_UNREACHABLE:  # pytest printed the one line; the record says no test was reached
+        return PHONES_UNREACHABLE
     if preflight is not None and preflight.lines:
         print("\n".join(preflight.lines), file=sys.stderr)
     bench = grab.config.stash.get(BENCH, None) if grab.config is not None else None
@@ -269,6 +271,40 @@ def _nothing_selected(args: argparse.Namespace, bay: str) -> str | None:
     return inventory.nothing_selected(args) if selected.count == 0 else None
 
 
+def _phones_reachable(station: StationConfig, phones: list[str], run_dir: Path) -> bool:
+    """Before the bay workers start: say which adb server the run uses, and when no phone answers,
+    stop with one line and a run record that says the tests were never reached."""
+    from ..station.reach import reach_phones
+
+    reach = reach_phones(station, phones)
+    if reach.adb:
+        print(f"bench: {reach.adb}", flush=True)
+    if not reach.none_reached:
+        return True
+    line = reach.stop_line()
+    _record_not_started(station, run_dir, f"stopped before any test: {line}")
+    print(f"bench run: {line} (exit {PHONES_UNREACHABLE}; the run {run_dir.name} is stored incomplete)",
+          file=sys.stderr)
+    return False
+
+
+def _record_not_started(station: StationConfig, run_dir: Path, reason: str) -> None:
+    """A run record (results.json and the store) of a run that stopped before its first test."""
+    import os
+
+    from ..results.run_record import RunRecorder
+    from ..store import StoreSink, resolve_database_url
+
+    sink = StoreSink(resolve_database_url(station.database, run_dir.parent), run_dir.parent)
+    record = {"name": station.name, "file": str(station.source) if station.source else None, "emulated": False,
+              "location": station.location, "sla_profile": station.sla_profile, "host": os.uname().nodename,
+              "duts": {d.name: d.address for d in station.duts}}
+    try:
+        RunRecorder(run_dir.parent, record, run_id=run_dir.name, sinks=[sink]).finish("incomplete", reason=reason)
+    finally:
+        sink.close()
+
+
 def _release(run_dir: Path) -> None:
     """Remove a claimed run folder that holds nothing but pytest's junit.xml of no test."""
     junit = run_dir / "junit.xml"
@@ -312,6 +348,9 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
         return 2
     run_dir.mkdir(parents=True, exist_ok=True)
     station_file = str(station.source)
+    phones = [d for bay in bays for d in dut_names.get(bay, []) if not args.dut or d in args.dut]
+    if not _phones_reachable(station, phones, run_dir):
+        return PHONES_UNREACHABLE
 
     def worker_args(bay: str, folder: Path) -> list[str]:
         selection = argparse.Namespace(**{**vars(args), "station": None, "persona": None, "fault": [], "bay": [],

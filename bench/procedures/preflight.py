@@ -121,6 +121,10 @@ def check_host(station: StationConfig) -> Item:
                       f"{_version('pyvisa_py') or 'missing'} ('@py'), pyserial {_version('serial') or 'missing'}")
     usable, why = usb_instruments_usable()
     item.found.append(f"USB instruments: {'usable' if usable else 'not usable'} ({why})")
+    if any(d.transport == "server" for d in station.duts):  # which adb server, or which adb starts one
+        from phonebench.drivers.adb_server import default_server
+
+        item.found.append(default_server().describe())
     usb = [f"{r} at {c.address}" for r, c in station.instruments.items() if c.address.upper().startswith("USB")]
     if usb and not usable:
         item.problems.append(f"USB instruments configured ({', '.join(usb)}) but {why}")
