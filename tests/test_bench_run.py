@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from phonebench.core.exits import PHONES_UNREACHABLE
+
 REPO = Path(__file__).resolve().parent.parent
 IDENTITY_SUITE = str(REPO / "suites" / "test_identity.py")
 
@@ -73,14 +75,16 @@ def test_daemon_dying_mid_command_errors_that_test_and_keeps_the_rest(tmp_path):
 
 
 def test_unreachable_dut_is_a_clear_error(tmp_path):
+    """A station whose only phone does not answer stops before its tests, once (exit 11), and the
+    record keeps the phone's own error and says no test was reached."""
     station = tmp_path / "lab.toml"
     # direct: this test must not start (or use) the user's adb server
     station.write_text('[[dut]]\nname = "bay1"\nadb = "127.0.0.1:9"\ntransport = "direct"\n')
     proc, data = bench(tmp_path, "run", "--station", str(station), IDENTITY_SUITE)
-    assert proc.returncode == 1
-    assert data["duts"]["bay1"]["error"]
+    assert proc.returncode == PHONES_UNREACHABLE
+    assert (proc.stdout + proc.stderr).count("no phone of this run can be reached") == 1
     assert "127.0.0.1:9" in data["duts"]["bay1"]["error"]
-    assert all(t["outcome"] == "error" for t in data["tests"])
+    assert data["status"] == "incomplete" and data["tests"] == []
 
 
 def test_malformed_station_file_gives_no_traceback(tmp_path):
