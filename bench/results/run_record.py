@@ -242,15 +242,22 @@ def _hold_recording_lock(run_dir: Path) -> int | None:
     system frees it when the process dies, however it dies."""
     if fcntl is None:
         return None
+    # Locked under a name of its own, then renamed into place: the lock file never exists unlocked
+    # while its recorder lives, so a healer looking at it (another bench starting) can never
+    # mistake a run that is just starting for a killed one.
+    staging = run_dir / f"{RECORDING_LOCK}.{os.getpid()}.{secrets.token_hex(4)}"
     try:
-        fd = os.open(run_dir / RECORDING_LOCK, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = os.open(staging, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o644)
     except OSError as exc:
         log.warning("%s: no recording lock (%s): a kill of this run is then told by its process id", run_dir, exc)
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a name nobody else knows yet: never contended
+        os.replace(staging, run_dir / RECORDING_LOCK)
     except OSError as exc:
         os.close(fd)
+        with contextlib.suppress(OSError):
+            staging.unlink()
         log.warning("%s: recording lock not taken (%s)", run_dir, exc)
         return None
     return fd

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -90,17 +91,35 @@ def create_store_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # the driver's own BEGIN off: ours is below
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA journal_mode=WAL")  # readers (bench runs) never block the recording run
             cursor.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process
             cursor.close()
 
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            # Many bench processes share one file. A deferred transaction that reads and then
+            # writes cannot wait for another writer (SQLite answers SQLITE_BUSY at once, past the
+            # busy timeout, to avoid a deadlock); a writing one (writer(engine)) takes the write
+            # lock when it begins and so waits its turn, bounded by the timeout. Readers stay
+            # deferred: under WAL they never wait for a writer.
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITES) else "BEGIN")
+
         return engine
     if backend == "postgresql":
         return create_engine(parsed, pool_pre_ping=True, connect_args={"connect_timeout": 5})
     raise StoreError(f"database URL {describe(url)!r}: {backend} is not supported",
                      hint="use an SQLite file (a path or sqlite:///PATH) or postgresql://...")
+
+
+_WRITES = "phonebench_writes"
+
+
+def writer(engine: Engine) -> Engine:
+    """The engine for a transaction that writes: on SQLite it begins IMMEDIATE (see above)."""
+    return engine.execution_options(**{_WRITES: True})
 
 
 def inspect_sqlite_file(path: Path) -> tuple[set[str], str | None]:
@@ -117,19 +136,64 @@ def inspect_sqlite_file(path: Path) -> tuple[set[str], str | None]:
     if head != SQLITE_MAGIC:
         raise StoreError(f"results database {path} is not an SQLite database (corrupt or another kind of file)",
                          hint=hint)
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    deadline = time.monotonic() + SQLITE_LOCK_TIMEOUT_S
+    while True:
         try:
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            current = None
-            if VERSION_TABLE in tables:
-                current = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
-                current = current[0] if current else None
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"results database {path} is corrupt: {exc}", hint=hint) from None
-    return tables, current
+            return _read_schema(path)
+        except sqlite3.DatabaseError as exc:
+            if is_corrupt(exc):
+                raise StoreError(f"results database {path} is corrupt: {exc}", hint=hint) from None
+            if not is_transient(exc) or time.monotonic() >= deadline:
+                raise StoreError(f"results database {path} could not be read for {SQLITE_LOCK_TIMEOUT_S:g} s: {exc}",
+                                 hint="another process holds it, or the disk refuses reads; the file was not "
+                                      "changed") from None
+            time.sleep(_TRANSIENT_RETRY_S)
+
+
+def _read_schema(path: Path) -> tuple[set[str], str | None]:
+    # Opened read-write but only read: a read-only (mode=ro) open of a WAL database fails with
+    # "disk I/O error" while another connection checkpoints or closes the WAL, which is not
+    # corruption. Reading writes nothing to a foreign file (not even its journal mode).
+    conn = sqlite3.connect(str(path), timeout=SQLITE_LOCK_TIMEOUT_S)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        current = None
+        if VERSION_TABLE in tables:
+            row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+            current = row[0] if row else None
+        return tables, current
+    finally:
+        conn.close()
+
+
+# SQLite result codes (primary, the low byte of an extended code) that say what a failure is.
+_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB: the file is not a sound database
+_TRANSIENT_CODES = {5, 6, 10}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR: another process, a checkpoint
+_TRANSIENT_RETRY_S = 0.05
+
+
+def _sqlite_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """Only SQLite's own verdict makes a file corrupt: never a busy, locked or I/O error."""
+    code = _sqlite_code(exc)
+    if code is not None:
+        return code in _CORRUPT_CODES
+    text_ = str(exc).lower()
+    return "malformed" in text_ or "not a database" in text_
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure another process causes and that passes: busy, locked, an I/O error while a WAL is
+    checkpointed. Waited out (bounded) rather than reported."""
+    code = _sqlite_code(exc)
+    if code is not None:
+        return code in _TRANSIENT_CODES
+    text_ = str(exc).lower()
+    return "locked" in text_ or "busy" in text_ or "disk i/o error" in text_
 
 
 def inspect_database(engine: Engine, url: str) -> tuple[set[str], str | None]:
@@ -159,7 +223,7 @@ def prepare_schema(engine: Engine, url: str, tables: set[str], current: str | No
                          f"phonebench (a newer version wrote it?)",
                          hint="upgrade phonebench, or use another database; nothing was changed")
     try:
-        with engine.begin() as conn:
+        with writer(engine).begin() as conn:
             _lock_schema(conn)  # another station may be creating the schema right now
             tables = set(inspect(conn).get_table_names())
             if VERSION_TABLE in tables:
@@ -176,8 +240,7 @@ def _lock_schema(conn: Any) -> None:
     """Serialize migrations between processes: an advisory lock on PostgreSQL, the write lock on SQLite."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(7201946)"))  # any constant, the same everywhere
-    elif conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    # SQLite: a writer(engine) transaction begins IMMEDIATE, so this one holds the write lock.
 
 
 def database_error(exc: DBAPIError, url: str) -> StoreError:
@@ -188,7 +251,7 @@ def database_error(exc: DBAPIError, url: str) -> StoreError:
         return StoreError(f"cannot use PostgreSQL results store {describe(url)}: {reason}",
                           hint="is the server running and reachable, and the database created? "
                                "Runs still write results.json; import them later with `bench store-import`")
-    if "locked" in reason.lower() or "busy" in reason.lower():
+    if is_transient(exc.orig) if exc.orig is not None else ("locked" in reason.lower() or "busy" in reason.lower()):
         return StoreError(f"results database {describe(url)} is locked by another process ({reason})",
                           hint="another bench or a viewer holds its write lock; runs still write results.json, "
                                "and `bench store-import RUN_FOLDER` adds them once the lock is gone")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,7 @@ def heal_killed_runs(store: Any, results_dir: Path | None = None) -> list[Healed
     healed: list[Healed] = []
     for run in store.running_runs():
         run_dir = Path(run.run_dir) if run.run_dir else None
-        alive = recorder_alive(run_dir) if run_dir is not None else None
-        if alive or (alive is None and not run.recorder_gone):
+        if not _provably_gone(run, recorder_alive(run_dir) if run_dir is not None else None):
             continue
         healed.append(_heal(store, run.run_id, run_dir))
     done = {h.run_id for h in healed}
@@ -63,6 +63,18 @@ def heal_killed_runs(store: Any, results_dir: Path | None = None) -> list[Healed
     for item in healed:
         log.info("%s", item)
     return healed
+
+
+def _provably_gone(run: Any, lock_held: bool | None) -> bool:
+    """A stored running run is healed only when its recorder is provably gone: its recording lock
+    is free and, on this host, its process is dead too (another host's lock may not be visible
+    here: its free lock or a lapsed lease says it); with no lock to read, by process or lease
+    alone. Another process merely opening the store never makes a live run dead."""
+    if lock_held:
+        return False
+    if lock_held is False and run.host is not None and run.host != socket.gethostname():
+        return True
+    return run.recorder_gone
 
 
 def _heal(store: Any, run_id: str, run_dir: Path | None) -> Healed:

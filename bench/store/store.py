@@ -3,9 +3,11 @@ results.json-shaped records, listed, and queried across runs for the compatibili
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -14,6 +16,7 @@ from sqlalchemy import Engine, func, insert, or_, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm.exc import StaleDataError
 
 from phonebench.core.killpoints import kill_point
 from phonebench.core.records import TestRecord
@@ -203,16 +206,25 @@ class Store:
         """Bring the stored run up to date with a results.json record in one transaction: run,
         station, DUTs and instruments upserted, tests not stored yet appended. Idempotent, so a
         sink that missed events (database briefly down) catches up on the next one."""
-        for attempt in (1, 2):
+        deadline = time.monotonic() + db.SQLITE_LOCK_TIMEOUT_S
+        for attempt in itertools.count(1):
             try:
-                with Session(self.engine, expire_on_commit=False) as session, session.begin():
+                with Session(db.writer(self.engine), expire_on_commit=False) as session, session.begin():
                     return self._sync(session, data, run_dir, recorder)
             except IntegrityError as exc:
-                if attempt == 2:
+                if attempt >= 3:
                     raise db.database_error(exc, self.url) from None
                 log.debug("concurrent insert of a shared row (station, unit); retrying")  # another station won
+            except StaleDataError as exc:  # a row changed under this transaction: read again, once more
+                if attempt >= 3:
+                    raise db.StoreError(f"results store {db.describe(self.url)}: run {data.get('run_id')} changed "
+                                        f"while it was stored ({exc})",
+                                        hint="results.json has the whole run; `bench store-import` adds it") from None
+                log.warning("run %s changed while it was stored; storing it again", data.get("run_id"))
             except DBAPIError as exc:
-                raise db.database_error(exc, self.url) from None
+                if exc.orig is None or not db.is_transient(exc.orig) or time.monotonic() >= deadline:
+                    raise db.database_error(exc, self.url) from None
+                time.sleep(min(0.05 * attempt, 1.0))  # another process's checkpoint or lock: wait it out
         raise AssertionError("unreachable")
 
     def _sync(self, s: Session, data: dict[str, Any], run_dir: str | Path | None,
@@ -355,7 +367,7 @@ class Store:
 
     def set_status(self, run_id: str, status: str) -> None:
         try:
-            with Session(self.engine) as s, s.begin():
+            with Session(db.writer(self.engine)) as s, s.begin():
                 run = s.scalar(select(Run).where(Run.run_id == run_id))
                 if run is not None:
                     run.status, run.updated = status, _now()

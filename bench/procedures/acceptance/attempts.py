@@ -77,7 +77,7 @@ class AttemptBook:
                 retest_of: int | None = None, read_serial: str | None = None) -> AttemptRecord:
         for attempt in (1, 2, 3):
             try:
-                with Session(self.store.engine, expire_on_commit=False) as s, s.begin():
+                with Session(db.writer(self.store.engine), expire_on_commit=False) as s, s.begin():
                     number = (s.scalar(select(func.max(AcceptanceAttempt.attempt))
                                        .where(AcceptanceAttempt.serial == serial)) or 0) + 1
                     now = _now()
@@ -130,7 +130,7 @@ class AttemptBook:
     @contextlib.contextmanager
     def _session(self) -> Iterator[Session]:
         try:
-            with Session(self.store.engine, expire_on_commit=False) as s, s.begin():
+            with Session(db.writer(self.store.engine), expire_on_commit=False) as s, s.begin():
                 yield s
         except DBAPIError as exc:
             raise db.database_error(exc, self.store.url) from None

@@ -43,7 +43,7 @@ class CalibrationBook:
         """Store a concluded record (passed or failed); sets record.id."""
         for attempt in (1, 2):
             try:
-                with Session(self.store.engine, expire_on_commit=False) as s, s.begin():
+                with Session(db.writer(self.store.engine), expire_on_commit=False) as s, s.begin():
                     row = self._row(s, record)
                     s.add(row)
                     s.flush()
@@ -73,7 +73,7 @@ class CalibrationBook:
 
     def set_due(self, record_id: int, due: dt.datetime | None) -> None:
         """Change a record's due date (a lab shortening an interval; tests ageing a record)."""
-        with Session(self.store.engine) as s, s.begin():
+        with Session(db.writer(self.store.engine)) as s, s.begin():
             row = s.get(Row, record_id)
             if row is None:
                 raise KeyError(f"no calibration record {record_id}")
