@@ -192,6 +192,25 @@ def test_bench_run_on_a_full_tmpfs_stops_cleanly_and_keeps_every_test(small_tmpf
     assert "junit.xml not written" in out or (tmpfs / "full" / "junit.xml").exists()
 
 
+@pytest.mark.slow
+def test_a_bays_run_on_a_full_disk_rescues_one_record_named_by_its_run(small_tmpfs: Path, tmp_path: Path) -> None:
+    """The default multi-bay path on a full results disk: exit 8, one rescued record named by the
+    run id (never by a bay, which the next run would overwrite), named in the parent's one line."""
+    env = {**os.environ, files.MIN_FREE_ENV: "0", RESCUE_ENV: str(tmp_path),
+           "PHONEBENCH_DATABASE": f"sqlite:///{tmp_path / 'store.sqlite'}"}
+    done = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--bays", "2", "--results-dir",
+                           str(small_tmpfs), "--run-id", "fullbays", "-q", "-k", "identity or numerics"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    out = done.stdout + done.stderr
+    assert done.returncode == RESULTS_NOT_WRITTEN, out
+    assert "Traceback" not in out
+    rescued = sorted(p.name for p in tmp_path.glob("phonebench-*-results.json"))
+    assert rescued == ["phonebench-fullbays-results.json"], rescued
+    record = json.loads((tmp_path / rescued[0]).read_text())
+    assert str(tmp_path / rescued[0]) in done.stderr and f"bench store-import {small_tmpfs / 'fullbays'}" in done.stderr
+    assert {t["dut"] for t in record["tests"]} == {"EMU0001", "EMU0002"}
+
+
 # --- run ids --------------------------------------------------------------------------------
 def test_reused_run_id_is_refused_and_the_first_run_is_untouched(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture) -> None:

@@ -82,6 +82,8 @@ def test_bench_run_with_no_adb_on_path_starts_the_bundled_one_and_passes(tmp_pat
         subprocess.run([bundled_adb().path, "-P", str(port), "kill-server"], env=env, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the bench starts one with the bundled adb" in done.stdout + done.stderr
+    record = json.loads(next((tmp_path / "reports").glob("*/results.json")).read_text())
+    assert record["duts"]["EMU0001"]["lock"].endswith(".lock")  # the lock that held the phone for the whole run
 
 
 def test_no_way_to_reach_a_phone_stops_the_run_once_before_its_tests(tmp_path):

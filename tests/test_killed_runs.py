@@ -99,3 +99,42 @@ def test_killed_bench_runs_heal_at_the_next_start(tmp_path: Path) -> None:
     assert statuses.pop("after") == "complete"
     assert "running" not in statuses.values()
     assert f"healed: run {list(killed)[-1]} was killed" in last.stdout
+
+
+def test_a_bays_run_killed_9_leaves_no_worker_and_is_listed_incomplete_with_what_finished(tmp_path: Path) -> None:
+    """kill -9 of a two-bay `bench run`'s process group once a bay has finished a test: every bay
+    worker dies with it (no worker records vanished phones as errors), and the next bench command
+    merges what the bays kept into one run stored incomplete."""
+    import psutil
+
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    env.update(PYTHONPATH=str(SOURCE_ROOT), PHONEBENCH_MIN_FREE_MB="0")
+    proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--bays", "2", "-k", "identity",
+                             "--no-preflight", "--run-id", "killed-bays"], cwd=tmp_path, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    run_dir = tmp_path / "reports" / "killed-bays"
+    deadline = time.monotonic() + WAIT_S
+    workers: list[int] = []
+    while time.monotonic() < deadline:
+        bay_results = list(run_dir.glob("bays/*/results.json"))
+        if any(json.loads(p.read_text() or "{}").get("tests") for p in bay_results if p.stat().st_size):
+            break
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.2)
+    workers = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    while time.monotonic() < deadline and any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"
+                                              for p in workers):
+        time.sleep(0.2)
+    assert not [p for p in workers if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    listed = bench(tmp_path, "runs", "--results-dir", "reports")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("killed-bays"))
+    assert "incomplete" in row.split()
+    with open_store(tmp_path / "reports" / "results.sqlite") as store:
+        stored = store.load_run("killed-bays").data
+    assert stored["status"] == "incomplete" and len(stored["tests"]) >= 1
+    assert all(t["outcome"] != "error" for t in stored["tests"])  # no worker drove a vanished phone

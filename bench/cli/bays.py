@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import json
 import logging
 import os
 import signal
@@ -20,7 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..results.aggregate import BayOutcome, bay_folder, merge_bays
+from ..results.aggregate import BAYS_FOLDER, STATION_RECORD, BayOutcome, bay_folder, merge_bays
+from ..results.run_record import BAY_OF_RUN_ENV, hold_recording_lock, release_recording_lock
+from phonebench.core.files import write_atomically
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import StationConfig
 from phonebench.drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
@@ -59,11 +63,16 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
         raise ConfigError(f"--jobs {jobs}: at least one bay must run at a time")
     pending, running, outcomes = list(bays), {}, {b: BayOutcome(b, None) for b in bays}
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a stopped bench stops its workers too
+    # The run is live while this process lives: a bench starting meanwhile must not heal it, and
+    # one starting after a kill merges what the bays recorded (phonebench.bench.store.heal).
+    lock = hold_recording_lock(run_dir)
+    write_atomically(run_dir / BAYS_FOLDER / STATION_RECORD, json.dumps(station))
     from ..store.db import ENV_VAR, resolve_database_url
 
     # The workers' calibration records and the merged run share the station's store (in the
     # environment, not on the command line: a PostgreSQL URL may carry a password).
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_VAR: resolve_database_url(database, run_dir.parent)}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_VAR: resolve_database_url(database, run_dir.parent),
+           BAY_OF_RUN_ENV: run_dir.name}
     # A bay waits for a shared instrument while another bay's test uses it: as long as a test takes.
     env.setdefault(LOCK_WAIT_ENV, str(SHARED_WAIT_S))  # phonebench.drivers.locks reads it
     try:
@@ -76,7 +85,8 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
                            "--bay", bay, "--bay-worker"]
                 with open(folder / "worker.log", "w") as log_file:
                     proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)  # Ctrl-C reaches the parent only
+                                            start_new_session=True,  # Ctrl-C reaches the parent only
+                                            preexec_fn=_die_with_parent)
                 running[bay] = (proc, time.monotonic())
                 if not args.quiet:
                     print(f"bay {bay}: started (pid {proc.pid})")
@@ -102,10 +112,28 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
                 code = proc.wait()
             outcomes[bay] = BayOutcome(bay, code, time.monotonic() - t0)
         _finish(run_dir, station, list(outcomes.values()), database)
+        release_recording_lock(run_dir, lock)
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    return _finish(run_dir, station, list(outcomes.values()), database)
+    try:
+        return _finish(run_dir, station, list(outcomes.values()), database)
+    finally:
+        release_recording_lock(run_dir, lock)
+
+
+def _die_with_parent() -> None:
+    """In a bay worker, before pytest starts: when the parent dies however it dies (kill -9
+    included), the kernel sends the worker SIGINT, and pytest ends its session recording the bay
+    as incomplete, so nothing outlives a killed run (Linux prctl; elsewhere the worker finishes)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
+    except (OSError, AttributeError):
+        pass
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -118,7 +146,8 @@ def _finish(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome], 
     refused = _store(run_dir, data, database)
     if refused is not None:
         data["store_refused"] = refused  # the caller says how to add it (exit code 9)
-    _render(run_dir)
+    if "rescued_to" not in data:  # the report is rendered from results.json on disk
+        _render(run_dir)
     return data
 
 

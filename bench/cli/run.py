@@ -369,6 +369,12 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
     if (run_dir / "report.html").exists():
         print(f"report:  {run_dir / 'report.html'}")
     print(NEXT_STEP)
+    if "rescued_to" in data:
+        where = data["rescued_to"] or "the log above (no folder took it)"
+        print(f"bench: the run folder {run_dir} refused the merged record ({data['problems'][-1]}); all "
+              f"{len(data['tests'])} tests are in {where}: free space, copy it to {results}, then "
+              f"`bench store-import {run_dir}` (exit {RESULTS_NOT_WRITTEN})", file=sys.stderr)
+        return RESULTS_NOT_WRITTEN
     if data.get("store_refused"):
         print(f"bench: {data['store_refused']} ({results} has all); add the rest with "
               f"`bench store-import {run_dir}`", file=sys.stderr)

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phonebench.core.files import write_atomically
+from phonebench.core.files import WriteFailed, write_atomically
 from phonebench.core.records import RunRecord, TestRecord
-from .run_record import code_version
+from .run_record import code_version, recorder_alive, rescue_record, rescued_record
 
 log = logging.getLogger(__name__)
 
 BAYS_FOLDER = "bays"
+STATION_RECORD = "station.json"  # <run>/bays/station.json: the parent's station record, for a merge after a kill
 
 
 @dataclass
@@ -36,6 +37,20 @@ def bay_folder(run_dir: Path, bay: str) -> Path:
     return run_dir / BAYS_FOLDER / bay
 
 
+def orphaned_bays(run_dir: Path) -> tuple[dict[str, Any], list[BayOutcome]] | None:
+    """A bays run whose parent died before merging: its station record and a (never-known exit)
+    outcome per bay folder; None when it is not one, or a bay's worker is still recording."""
+    folder = run_dir / BAYS_FOLDER
+    station_file = folder / STATION_RECORD
+    if (run_dir / "results.json").exists() or not station_file.is_file():
+        return None
+    bays = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+    if any(recorder_alive(bay) for bay in bays):
+        return None  # a worker still writing its last record: the next look merges it
+    station = json.loads(station_file.read_text(encoding="utf-8"))
+    return station, [BayOutcome(bay.name, None) for bay in bays]
+
+
 def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome]) -> dict[str, Any]:
     """Write <run_dir>/results.json and junit.xml from the bays' folders; returns the run's data."""
     record = RunRecord(run_id=run_dir.name, started="", station={**station, "bays": {}}, code_version=code_version())
@@ -43,7 +58,8 @@ def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome
     suites: list[ET.Element] = []
     for outcome in outcomes:
         folder = bay_folder(run_dir, outcome.bay)
-        data = _read(folder / "results.json")
+        rescued = rescued_record(f"{run_dir.name}-{outcome.bay}")
+        data = _fullest(_read(folder / "results.json"), _read(rescued) if rescued is not None else None)
         if data is None:
             problems.append(f"bay {outcome.bay}: no results (worker exit code {outcome.exit_code}); "
                             f"see {folder / 'worker.log'}")
@@ -67,11 +83,37 @@ def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome
     record.status = "complete" if not problems else "incomplete"
     record.problems = problems
     data = record.to_dict()
-    write_atomically(run_dir / "results.json", json.dumps(data, indent=1))
+    try:
+        write_atomically(run_dir / "results.json", json.dumps(data, indent=1))
+    except WriteFailed as exc:  # a full or read-only disk: one whole record, named by the run, elsewhere
+        data["problems"].append(str(exc).splitlines()[0])
+        rescued_to = rescue_record(data, run_dir.name, run_dir)
+        data["rescued_to"] = str(rescued_to or "")
+        if rescued_to is not None:
+            _drop_bay_rescues(run_dir, outcomes)
+        return data
+    _drop_bay_rescues(run_dir, outcomes)
     junit = ET.Element("testsuites")
     junit.extend(suites)
-    write_atomically(run_dir / "junit.xml", ET.tostring(junit, encoding="unicode"))
+    try:
+        write_atomically(run_dir / "junit.xml", ET.tostring(junit, encoding="unicode"))
+    except WriteFailed as exc:
+        log.error("%s", str(exc).splitlines()[0])
     return data
+
+
+def _drop_bay_rescues(run_dir: Path, outcomes: list[BayOutcome]) -> None:
+    """The bays' own rescued records are in the run's one record now: one record per run."""
+    for outcome in outcomes:
+        rescued = rescued_record(f"{run_dir.name}-{outcome.bay}")
+        if rescued is not None:
+            rescued.unlink(missing_ok=True)
+
+
+def _fullest(*records: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Of a bay's record on disk and the one it rescued, the one holding more tests."""
+    found = [r for r in records if r is not None]
+    return max(found, key=lambda r: len(r.get("tests") or []), default=None)
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ from phonebench.core.records import RunRecord, TestRecord
 log = logging.getLogger(__name__)
 
 RESCUE_ENV = "PHONEBENCH_RESCUE_DIR"  # where a record that its run folder refused goes first
+BAY_OF_RUN_ENV = "PHONEBENCH_BAY_OF_RUN"  # set for a bay worker: the run its bay belongs to
 RECORDING_LOCK = ".recording.lock"  # locked (flock) by the process recording into the run folder
 
 try:
@@ -101,7 +102,7 @@ class RunRecorder:
         self.results_dir = Path(results_dir).resolve()
         self.run_dir = claim_run_dir(self.results_dir, run_id)
         self.run_id = self.run_dir.name
-        self._lock = _hold_recording_lock(self.run_dir)  # before results.json exists: a kill frees it
+        self._lock = hold_recording_lock(self.run_dir)  # before results.json exists: a kill frees it
         self.record = RunRecord(run_id=self.run_id, started=_now(), station=station, code_version=code_version())
         self.data: dict[str, Any] = self.record.to_dict()  # the record as written, for sinks and readers
         self._write("start", None)
@@ -165,11 +166,8 @@ class RunRecorder:
         self._release_lock()
 
     def _release_lock(self) -> None:
-        if self._lock is not None:
-            with contextlib.suppress(OSError):
-                (self.run_dir / RECORDING_LOCK).unlink()
-            os.close(self._lock)
-            self._lock = None
+        release_recording_lock(self.run_dir, self._lock)
+        self._lock = None
 
     def _write(self, event: str, payload: Any) -> bool:
         """Write results.json, then update the sinks; False if results.json could not be written."""
@@ -210,22 +208,9 @@ class RunRecorder:
 
     def _rescue(self) -> Path | None:
         """The whole record to the first folder that takes it; logged as the last resort."""
-        text = json.dumps(self.data, indent=1, default=_json_default)
-        name = f"phonebench-{self.run_id}-results.json"
-        folders = [Path(os.environ[RESCUE_ENV])] if os.environ.get(RESCUE_ENV) else []
-        folders += [Path(tempfile.gettempdir()), Path.home()]
-        for folder in folders:
-            path = folder / name
-            try:
-                write_atomically(path, text)
-            except (WriteFailed, OSError):
-                continue
-            log.error("the whole record of run %s (%d tests) was written to %s: copy it to %s once there is "
-                      "room, then `bench store-import %s`", self.run_id, len(self.record.tests), path,
-                      self.results_path, self.run_dir)
-            return path
-        log.critical("no folder takes the record of run %s; here it is whole:\n%s", self.run_id, text)
-        return None
+        # A bay worker's record is named by its run and bay, so no later run overwrites it.
+        parent = os.environ.get(BAY_OF_RUN_ENV)
+        return rescue_record(self.data, f"{parent}-{self.run_id}" if parent else self.run_id, self.run_dir)
 
     def _point_latest(self) -> None:
         latest = self.results_dir / "latest"
@@ -237,7 +222,40 @@ class RunRecorder:
             log.warning("could not update %s: %s", latest, exc)
 
 
-def _hold_recording_lock(run_dir: Path) -> int | None:
+def rescue_folders() -> list[Path]:
+    """Where a record goes that its run folder refused: $PHONEBENCH_RESCUE_DIR, the temp folder, home."""
+    folders = [Path(os.environ[RESCUE_ENV])] if os.environ.get(RESCUE_ENV) else []
+    return folders + [Path(tempfile.gettempdir()), Path.home()]
+
+
+def rescue_name(name: str) -> str:
+    return f"phonebench-{name}-results.json"
+
+
+def rescued_record(name: str) -> Path | None:
+    """A record rescued under `name` earlier, if one of the rescue folders has it."""
+    return next((f / rescue_name(name) for f in rescue_folders() if (f / rescue_name(name)).is_file()), None)
+
+
+def rescue_record(data: dict[str, Any], name: str, run_dir: Path) -> Path | None:
+    """Write a whole record to the first rescue folder that takes it (named by its run id, never
+    overwritten by another run); logged whole as the last resort."""
+    text = json.dumps(data, indent=1, default=_json_default)
+    for folder in rescue_folders():
+        path = folder / rescue_name(name)
+        try:
+            write_atomically(path, text)
+        except (WriteFailed, OSError):
+            continue
+        log.error("the whole record of run %s (%d tests) was written to %s: copy it to %s once there is room, "
+                  "then `bench store-import %s`", data.get("run_id"), len(data.get("tests") or []), path,
+                  Path(run_dir) / "results.json", run_dir)
+        return path
+    log.critical("no folder takes the record of run %s; here it is whole:\n%s", data.get("run_id"), text)
+    return None
+
+
+def hold_recording_lock(run_dir: Path) -> int | None:
     """Lock the run folder's RECORDING_LOCK for as long as this process records into it; the
     system frees it when the process dies, however it dies."""
     if fcntl is None:
@@ -261,6 +279,15 @@ def _hold_recording_lock(run_dir: Path) -> int | None:
         log.warning("%s: recording lock not taken (%s)", run_dir, exc)
         return None
     return fd
+
+
+def release_recording_lock(run_dir: Path, fd: int | None) -> None:
+    """The recording is over: the lock file goes, then the lock."""
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        (Path(run_dir) / RECORDING_LOCK).unlink()
+    os.close(fd)
 
 
 def recorder_alive(run_dir: Path) -> bool | None:

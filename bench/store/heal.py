@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from phonebench.core.files import WriteFailed, write_atomically
+from ..results.aggregate import merge_bays, orphaned_bays
 from ..results.run_record import RECORDING_LOCK, recorder_alive
 from .db import StoreError
 from .importer import read_results
@@ -56,6 +57,9 @@ def heal_killed_runs(store: Any, results_dir: Path | None = None) -> list[Healed
             run_dir = lock.parent
             if run_dir.name in done or run_dir.is_symlink() or recorder_alive(run_dir) is not False:
                 continue
+            orphans = orphaned_bays(run_dir)
+            if orphans is not None:  # a bays run killed before its merge: merge what the bays kept
+                merge_bays(run_dir, *orphans)
             if (run_dir / "results.json").is_file():
                 healed.append(_heal(store, run_dir.name, run_dir))
             else:  # killed before its first record: nothing measured, nothing to heal
