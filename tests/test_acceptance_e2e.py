@@ -183,3 +183,22 @@ def test_a_retestable_failure_is_retested_and_every_attempt_is_stored(fixture):
     stored = attempts(results, "SLOW0001")
     assert [(a.attempt, a.outcome, a.retest_of) for a in stored] == [(1, "fail", None), (2, "fail", 1)]
     assert stored[0].run_id != stored[1].run_id and stored[1].details["tests"] == retest.tests
+
+
+def test_an_unreadable_store_holds_the_unit_instead_of_refusing_it_as_uncalibrated(fixture, monkeypatch):
+    """The calibration book cannot be read (a store that is truly unreachable): the unit is held
+    with one reason an operator can act on, never refused as uncalibrated."""
+    from phonebench.bench.store import StoreError
+
+    line, station_file, _results, _ = fixture
+    line.load(line.units[0])
+
+    def unreachable(*args, **kwargs):
+        raise StoreError("cannot use PostgreSQL results store postgresql://db/line: connection refused")
+
+    with AcceptanceStation(station_file) as station:
+        monkeypatch.setattr(CalibrationBook, "latest", unreachable)
+        result = station.accept("LN070001")
+    assert (result.outcome, result.exit_code) == ("incomplete", 4)
+    assert result.reason.startswith("held, not tested") and "connection refused" in result.reason
+    assert "uncalibrated" not in result.reason and "refused" != result.outcome

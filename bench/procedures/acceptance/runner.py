@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from phonebench.core.paths import data_dir
+from ...store import StoreError
 from .attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook
 from .takt import StopOnFault
 from .judge import Failure, Judgement, RetestPolicy, judge, merge_retest
 from ..calibration.book import CalibrationBook
 from ..calibration.settings import load_settings
-from ..calibration.state import REFUSED_EXIT
+from ..calibration.state import REFUSED_EXIT, UNREADABLE_EXIT
 from ..calibration.station import evaluate
 from phonebench.core.errors import BenchError, ConfigError
 from ...results.run_record import new_run_id
@@ -41,6 +42,12 @@ SUITES_DIR = data_dir("suites")
 # sequential measurements), so a faulty unit fails as early as its fault shows.
 SUITES = ("suites/test_identity.py", "suites/test_numerics.py", "suites/test_acceptance.py")
 DESELECT = ("suites/test_numerics.py::test_llamacpp_throughput",)  # a lab benchmark, not a line check
+def held(detail: str) -> str:
+    """Why a unit is held (not refused) when the calibration records cannot be read."""
+    return f"held, not tested: the calibration records could not be read ({detail}); fix the results store, " \
+           "then scan the unit again"
+
+
 EXIT_CODES = {PASS: 0, FAIL: 1, WRONG_UNIT: 3, INCOMPLETE: 4, REFUSED: 5}
 SERIAL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{2,39}$")
 
@@ -191,7 +198,10 @@ class AcceptanceStation:
             return self._stopped(scanned or "(empty)", INCOMPLETE,
                                  f"scanned serial {scanned!r} is unreadable (expected 3-40 letters, digits, . _ -)",
                                  started)
-        problems = self.check_calibration()
+        try:
+            problems = self.check_calibration()
+        except StoreError as exc:  # the store, not the station: the unit is held, never refused as uncalibrated
+            return self._stopped(scanned, INCOMPLETE, held(str(exc).splitlines()[0]), started)
         if problems:
             return self._stopped(scanned, REFUSED, "; ".join(problems), started)
         try:
@@ -238,6 +248,8 @@ class AcceptanceStation:
         outcome, reason = judgement.outcome, judgement.reason
         if code == REFUSED_EXIT:
             outcome, reason = REFUSED, "the run refused to start: calibration not current (see pytest.log)"
+        elif code == UNREADABLE_EXIT:  # the store, not the station: hold the unit, never call it uncalibrated
+            outcome, reason = INCOMPLETE, held("see pytest.log")
         cycle = time.perf_counter() - t0
         overhead = max(0.0, cycle - (self.meter.totals().any_s - waits0))
         self.attempts.finish(record, outcome, reason, failing=[f.to_dict() for f in judgement.failures],

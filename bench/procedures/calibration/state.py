@@ -39,6 +39,7 @@ REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 REFUSED_EXIT = 6  # status of a pytest run that --require-calibration refused (0-5 are pytest's own)
+UNREADABLE_EXIT = 7  # --require-calibration could not read the calibration records: the unit is held, not refused
 
 
 class CalibrationRequired(BenchError):
