@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "phonebench_schema"  # alembic's version table, named so that it marks our databases
-SQLITE_MAGIC = b"SQLite format 3\x00"
 ENV_VAR = "PHONEBENCH_DATABASE"
 SQLITE_LOCK_TIMEOUT_S = 30.0  # how long a write waits for another process's lock before it fails
 DEFAULT_FILE = "results.sqlite"
@@ -128,19 +127,18 @@ def inspect_sqlite_file(path: Path) -> tuple[set[str], str | None]:
     if not path.exists() or path.stat().st_size == 0:
         return set(), None
     hint = "point the store at another file ([station] database or PHONEBENCH_DATABASE); this one was not changed"
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(SQLITE_MAGIC))
-    except OSError as exc:
-        raise StoreError(f"results database {path} cannot be read: {exc}", hint=hint) from None
-    if head != SQLITE_MAGIC:
-        raise StoreError(f"results database {path} is not an SQLite database (corrupt or another kind of file)",
-                         hint=hint)
+    # Never open the file itself (to read its magic bytes, say): closing any descriptor of a
+    # database file drops every POSIX lock this process holds on it, those of its own open SQLite
+    # connections included, and a concurrent writer then corrupts the file. SQLite tells a file
+    # that is not a database itself (NOTADB).
     deadline = time.monotonic() + SQLITE_LOCK_TIMEOUT_S
     while True:
         try:
             return _read_schema(path)
         except sqlite3.DatabaseError as exc:
+            if _sqlite_code(exc) == _NOTADB:
+                raise StoreError(f"results database {path} is not an SQLite database (corrupt or another kind of "
+                                 "file)", hint=hint) from None
             if is_corrupt(exc):
                 raise StoreError(f"results database {path} is corrupt: {exc}", hint=hint) from None
             if not is_transient(exc) or time.monotonic() >= deadline:
@@ -167,7 +165,8 @@ def _read_schema(path: Path) -> tuple[set[str], str | None]:
 
 
 # SQLite result codes (primary, the low byte of an extended code) that say what a failure is.
-_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB: the file is not a sound database
+_NOTADB = 26
+_CORRUPT_CODES = {11, _NOTADB}  # SQLITE_CORRUPT, SQLITE_NOTADB: the file is not a sound database
 _TRANSIENT_CODES = {5, 6, 10}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR: another process, a checkpoint
 _TRANSIENT_RETRY_S = 0.05
 
