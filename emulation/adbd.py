@@ -28,7 +28,7 @@ import numpy as np
 from .adb_auth import AuthPolicy
 from .adb_shell_v2 import EXIT as SHELL_EXIT, STDERR as SHELL_STDERR, STDOUT as SHELL_STDOUT, HostPace, packet
 from .adb_sync import SyncSession
-from .shell import DaemonKilled
+from .shell import CommandResult, DaemonKilled
 
 if TYPE_CHECKING:
     from .device import EmulatedPhone
@@ -411,7 +411,8 @@ class _Connection:
         if not command.strip():
             stream.write(_INTERACTIVE_NOTE)
             return
-        result = self.daemon.phone.shell.execute(command, sink=stream.write, merge_stderr=merge_stderr)
+        result = self.daemon.phone.shell.execute(command, sink=stream.write, merge_stderr=merge_stderr,
+                                                 closed=lambda: stream.closed)
         output = result.stdout + result.stderr if merge_stderr else result.stdout
         if output:
             stream.write(output)
@@ -423,7 +424,17 @@ class _Connection:
         if not command.strip():
             stream.write(packet(SHELL_STDOUT, _INTERACTIVE_NOTE) + packet(SHELL_EXIT, b"\0"))
             return
-        result = self.daemon.phone.shell.execute(command, sink=pace.paced(stream.write, lambda: stream.closed))
+        try:
+            result = self.daemon.phone.shell.execute(command, sink=pace.paced(stream.write, lambda: stream.closed),
+                                                     closed=lambda: stream.closed)
+        except (DaemonKilled, _Gone):
+            raise
+        except Exception as exc:  # whatever broke, the host gets an exit status, never a silent close
+            if stream.closed:
+                raise
+            log.exception("adbd %s: shell command %r failed", self.peer, command[:80])
+            result = CommandResult(stderr=f"/system/bin/sh: emulated shell failed: {type(exc).__name__}\n".encode(),
+                                   status=1)
         pieces = [packet(kind, data) for kind, data in ((SHELL_STDOUT, result.stdout),
                                                         (SHELL_STDERR, result.stderr)) if data]
         stream.write_all([*pieces, packet(SHELL_EXIT, bytes([result.status & 0xFF]))])

@@ -25,6 +25,8 @@ import numpy as np
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from .unit_variation import unit_seed
+
 if TYPE_CHECKING:
     from .device import EmulatedPhone
 
@@ -61,7 +63,7 @@ class AuditLog:
         self._signer = _device_key(phone, b"someone else") if bad_signatures else self._key
         faults = set(phone.spec.faults)
         self.drop_rate = max(drop_rate, DROP_RATE if FAULT_DROP in faults else 0.0)
-        self._drops = np.random.default_rng([phone.spec.seed, 0xA0D1])
+        self._drops = np.random.default_rng([unit_seed(phone.spec.seed, phone.spec.serial), 0xA0D1])
         self.missing_fields = FAULT_MISSING_FIELDS in faults
         self.seq = 0
         self._prev = GENESIS

@@ -15,6 +15,8 @@ from .logcat import logcat
 from .phone_spec import PhoneSpec
 from .runtime_personas import runtime_persona
 from .shell import CommandResult, Shell, ShellContext
+from . import unit_variation
+from .unit_variation import unit_seed
 from .world import World
 
 log = logging.getLogger(__name__)
@@ -35,7 +37,8 @@ App = Callable[["EmulatedPhone"], object]
 class EmulatedPhone:
     def __init__(self, spec: PhoneSpec, world: World | None = None, apps: Sequence[App] = ()) -> None:
         self.spec = spec
-        self.world = world or World(seed=spec.seed)
+        self.world = world or World(seed=unit_seed(spec.seed, spec.serial))
+        self.world.apply_unit(unit_variation.for_spec(spec))  # this unit's own process variation
         self.props = spec.props()
         self.npu_sensor_offset_c = runtime_persona(spec.sla_persona).npu_sensor_offset_c
         self.fs = DeviceFileSystem(self.world.clock.now)
@@ -63,7 +66,7 @@ class EmulatedPhone:
     def boot(self) -> None:
         """What a boot leaves in the log (the buffer starts empty, as after a real boot)."""
         self.logs.clear()
-        self.logs.log("I", "init", f"starting service 'adbd' (build {self.spec.build_fingerprint})", pid=1)
+        self.logs.log("I", "init", f"starting service 'adbd' (build {self.spec.fingerprint})", pid=1)
         self.logs.log("I", "ActivityManager", "System now ready", pid=1000)
         self.logs.log("I", "ThermalManagerService", f"Thermal Status: {self.thermal_status()}", pid=1000)
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .unit_variation import unit_seed
 from .runtime_personas import runtime_persona
 from .shell import CommandResult, ShellContext
 
@@ -68,7 +69,7 @@ class GpuLoad:
     def __init__(self, phone: "EmulatedPhone") -> None:
         self.phone = phone
         self.weak = FAULT_WEAK in phone.spec.faults
-        self._rng = np.random.default_rng([phone.spec.seed, 0x6B0])
+        self._rng = np.random.default_rng([unit_seed(phone.spec.seed, phone.spec.serial), 0x6B0])
         self._load: _Load | None = None
         self._offset = 0.0  # how far the achieved load sits from the target (per start)
         self._samples: list[float] = []

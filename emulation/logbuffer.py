@@ -33,11 +33,13 @@ class LogBuffer:
         self._now = now
         self._lock = threading.Lock()
         self._entries: deque[LogEntry] = deque(maxlen=CAPACITY)
+        self._count = 0  # entries ever logged: a streaming reader's position
 
     def log(self, level: str, tag: str, message: str, pid: int = 1000) -> None:
         entry = LogEntry(self._now(), pid, pid, level, tag, message)
         with self._lock:
             self._entries.append(entry)
+            self._count += 1
 
     def clear(self) -> None:
         with self._lock:
@@ -46,3 +48,10 @@ class LogBuffer:
     def entries(self) -> list[LogEntry]:
         with self._lock:
             return list(self._entries)
+
+    def after(self, position: int) -> tuple[int, list[LogEntry]]:
+        """Entries logged since `position` (a count returned earlier; 0: everything kept) and the
+        new position, for a reader that follows the log (`logcat` without -d)."""
+        with self._lock:
+            new = min(self._count - position, len(self._entries))
+            return self._count, list(self._entries)[len(self._entries) - new:] if new > 0 else []

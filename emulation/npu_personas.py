@@ -116,7 +116,8 @@ def phone_spec(persona: str, serial: str, **overrides: object) -> PhoneSpec:
     fields: dict[str, object] = dict(
         serial=serial, soc_manufacturer=p.soc.manufacturer, soc_model=p.soc.model,
         board_platform=p.soc.board_platform, hardware=p.soc.hardware,
-        product_model=f"PB-Emu {p.soc.marketing_name}", npu_persona=p.name)
+        product_model=f"PB-Emu {p.soc.marketing_name}", npu_persona=p.name,
+        product_name=f"pbemu_{p.soc.model.lower()}", product_device=f"pbemu_{p.soc.model.lower()}")
     fields.update(overrides)
     return PhoneSpec(**fields)  # type: ignore[arg-type]
 

@@ -19,7 +19,9 @@ class PhoneSpec:
     product_model: str = "PB-Emu Pro"
     product_name: str = "pbemu"
     product_device: str = "pbemu"
-    build_fingerprint: str = "phonebench/pbemu/pbemu:15/AP3A.241105.008/12345678:user/release-keys"
+    build_id: str = "AP3A.241105.008"
+    build_incremental: str = "12345678"
+    build_fingerprint: str = ""  # "": brand/name/device:release/id/incremental:type/tags, as Android builds it
     npu_persona: str = "SM8650-MP"          # which microcode build the emulated NPU runs
     sla_persona: str = "nominal"            # behaviour persona for SLA checks (slow, jittery, hot, ...)
     # Injected faults: "kill-on:<command>" (adbd dies when it runs), "no-runtime", "no-llamacpp", "low-battery",
@@ -31,7 +33,13 @@ class PhoneSpec:
     # when `make llama` made one, else the imitation), "real" (the build, or an error), "imitation".
     llamacpp: str = "auto"
 
+    @property
+    def fingerprint(self) -> str:
+        return self.build_fingerprint or (f"phonebench/{self.product_name}/{self.product_device}:15/{self.build_id}/"
+                                          f"{self.build_incremental}:user/release-keys")
+
     def props(self) -> dict[str, str]:
+        """The build properties a user build of this model has, consistent with its fingerprint."""
         return {
             "ro.serialno": self.serial,
             "ro.boot.serialno": self.serial,
@@ -43,9 +51,20 @@ class PhoneSpec:
             "ro.product.name": self.product_name,
             "ro.product.device": self.product_device,
             "ro.product.manufacturer": "phonebench",
-            "ro.build.fingerprint": self.build_fingerprint,
+            "ro.product.brand": "phonebench",
+            "ro.build.fingerprint": self.fingerprint,
+            "ro.build.id": self.build_id,
+            "ro.build.display.id": f"{self.build_id} release-keys",
+            "ro.build.version.incremental": self.build_incremental,
+            "ro.build.version.codename": "REL",
             "ro.build.version.sdk": "35",
             "ro.build.version.release": "15",
+            "ro.build.version.security_patch": "2024-11-05",
+            "ro.build.product": self.product_device,
+            "ro.build.characteristics": "default",
             "ro.build.type": "user",
+            "ro.build.tags": "release-keys",
+            "ro.debuggable": "0",
+            "ro.secure": "1",
             "sys.boot_completed": "1",
         }

@@ -36,6 +36,7 @@ from .runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, Therma
 from .runtime_stream import EventStream
 from .runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from .shell import CommandResult, ShellContext
+from .unit_variation import unit_seed
 from .world import NPU_NOMINAL_MHZ
 
 if TYPE_CHECKING:
@@ -167,10 +168,11 @@ class EmulatedRuntime:
         self.config = RuntimeConfig(phone.fs)
         self.gpu = gpu
         self._lock = threading.Lock()  # one inference at a time, like the real NPU queue
-        seed = phone.spec.seed
+        seed = unit_seed(phone.spec.seed, phone.spec.serial)
         self._erratic = np.random.default_rng([seed, 0xE7])
         self._mac_rng = np.random.default_rng([seed, 0xFA17])
-        self.timer = TokenTimer(timing_profile(self.sla.timing), np.random.default_rng([seed, 0x71]))
+        self.timer = TokenTimer(timing_profile(self.sla.timing), np.random.default_rng([seed, 0x71]),
+                                phone.world.variation)
         self.redundancy = RedundancyController.for_persona(self.sla)
         self.governor = ThermalGovernor.for_persona(self.sla)
         self.onset_mv = float(np.random.default_rng([seed, 0x0E5E]).uniform(*ONSET_MV))
@@ -427,7 +429,7 @@ class EmulatedRuntime:
         events.append({"event": "thermal", "t": world.clock.now(), "action": "migrate", "npu_c": round(kill.npu_c, 2),
                        "cpu_c": round(temps["cpu"], 2), "layers_on_cpu": MIGRATION_STEP, "layers": LAYERS})
         sent = sum(1 for e in events.events if e.get("event") == "token")
-        invent = np.random.default_rng([self.phone.spec.seed, 0xFA6E, self.inferences])
+        invent = np.random.default_rng([unit_seed(self.phone.spec.seed, self.phone.spec.serial), 0xFA6E, self.inferences])
         for index in range(sent, max_tokens):
             self._work(self.timer.decode(self._conditions()), "decode")
             events.append({"event": "token", "index": index, "id": int(invent.integers(0, vocab)),
@@ -472,7 +474,7 @@ class EmulatedRuntime:
         self.mac_errors_detected += vote.mismatches
         # NPU busy, decode-like power: a fixed cost per probe, and every MAC at the die's throughput.
         world = self.phone.world
-        macs_per_s = self.persona.die.npu_gmac_per_s * 1e9 * world.npu_freq_mhz / NPU_NOMINAL_MHZ
+        macs_per_s = world.variation.npu_gmac_per_s * 1e9 * world.npu_freq_mhz / NPU_NOMINAL_MHZ  # the die, this unit's bin
         world.work("decode", PROBE_OVERHEAD_S * len(probes) + sum(e["length"] for e in events) / macs_per_s)
         events.append({"event": "done", "t": self.phone.world.clock.now(), "probes": len(probes),
                        "adapter": adapter_sha})

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .unit_variation import NOMINAL, UnitVariation
+
 NOMINAL_MHZ = 1100.0
 COMPUTE_SHARE = 0.6   # share of a decode step that scales with the NPU clock (the rest is memory)
 CPU_SLOWDOWN = 2.4    # a layer on the CPU takes this many times its NPU time
@@ -73,9 +75,10 @@ class StepTime:
 class TokenTimer:
     """Draws step times for one runtime; `start_run()` begins an inference (new run level)."""
 
-    def __init__(self, profile: TimingProfile, rng: np.random.Generator) -> None:
+    def __init__(self, profile: TimingProfile, rng: np.random.Generator, unit: UnitVariation = NOMINAL) -> None:
         self.profile = profile
         self.rng = rng
+        self.unit = unit  # this unit's NPU: prompt processing is compute-bound, a decode step mostly not
         self._level = 0.0
         self._ar = 0.0
 
@@ -96,7 +99,7 @@ class TokenTimer:
     def prefill(self, prompt_tokens: int, cond: Conditions) -> StepTime:
         p = self.profile
         base = p.prefill_base_s + p.prefill_per_token_s * prompt_tokens
-        seconds = base * math.exp(self.rng.normal(0.0, p.prefill_sigma) + self._level)
+        seconds = base * math.exp(self.rng.normal(0.0, p.prefill_sigma) + self._level) * self.unit.compute_scale
         return self._split(seconds * self._scale(cond, p.contention_gain / 2.0), cond)
 
     def decode(self, cond: Conditions) -> StepTime:
@@ -106,7 +109,7 @@ class TokenTimer:
         log_time = self._ar + self._level
         if cond.gpu_busy > 0.0:
             log_time += self.rng.normal(0.0, p.contention_sigma * cond.gpu_busy)
-        seconds = p.decode_s * math.exp(log_time)
+        seconds = p.decode_s * math.exp(log_time) * self.unit.decode_scale
         if self.rng.random() < p.stall_probability:
             seconds += self.rng.exponential(p.stall_s)
         if cond.gpu_busy > 0.0 and self.rng.random() < p.contention_stall_probability * cond.gpu_busy:

@@ -19,6 +19,7 @@ from phonebench.core.station import DutConfig, EmulatedConfig, StationConfig, em
 from .device import EmulatedPhone, PhoneSpec
 from .phones import emulated_phone
 from .npu_personas import default_fleet
+from .unit_variation import unit_seed
 from .world import World
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,7 @@ class EmulatedStation:
             for bay, spec in zip(bays, specs):
                 if self.only_bay not in (None, bay):
                     continue
-                phone = emulated_phone(spec, World(seed=spec.seed, persona=spec.sla_persona))
+                phone = emulated_phone(spec, World(seed=unit_seed(spec.seed, spec.serial), persona=spec.sla_persona))
                 daemon = AdbDaemon(phone, auth=auth)
                 daemon.start()
                 self.duts.append(EmulatedDut(phone, daemon))

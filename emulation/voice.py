@@ -121,7 +121,7 @@ class VoiceAssistant:
             log.info("utterance at %.6f too quiet (%.3f V peak): no answer", onset, peak_v)
             return None
         b = self.behaviour
-        latency = b.draw_latency(self.rng)
+        latency = b.draw_latency(self.rng) + self.world.variation.audio_latency_s  # this unit's audio path
         # A phone still answering the previous question finishes it first.
         answer_onset = max(onset + latency, self._busy_until + b.latency_floor_s)
         answer_len = float(self.rng.uniform(b.answer_min_s, b.answer_max_s))

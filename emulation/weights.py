@@ -36,6 +36,7 @@ import numpy as np
 from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, VerityGeometry, build_tree
 from phonebench.core.signing import DEV_PRIVATE_KEY, load_private_key, sign_bytes
 from .tinymodel import MODEL_NAME
+from .unit_variation import unit_seed
 
 if TYPE_CHECKING:
     from .device import EmulatedPhone
@@ -115,18 +116,18 @@ class WeightStore:
         self.read_time_omitted = read_time_omitted
         self.slow = FAULT_SLOW_FLASH in faults or read_time_omitted
         self.repair_ignored = FAULT_REPAIR_IGNORED in faults
-        self._rng = np.random.default_rng([phone.spec.seed, 0x3E16])
+        self._rng = np.random.default_rng([unit_seed(phone.spec.seed, phone.spec.serial), 0x3E16])
         self.crc_errors = 0
         self.pages_read = 0
         pkg = update_package()
         self.pages = pkg.pages
         data, image = pkg.data, pkg.tree.hash_device()
         if corrupt_page:
-            page = int(np.random.default_rng([phone.spec.seed, 0xBAD]).integers(self.pages))
+            page = int(np.random.default_rng([unit_seed(phone.spec.seed, phone.spec.serial), 0xBAD]).integers(self.pages))
             data = _flip(data, page * BLOCK_SIZE + 1234)
             log.info("%s: weight page %d corrupted at rest (persona)", phone.spec.serial, page)
         if FAULT_TREE in faults:
-            page = int(np.random.default_rng([phone.spec.seed, 0x7EE]).integers(self.pages))
+            page = int(np.random.default_rng([unit_seed(phone.spec.seed, phone.spec.serial), 0x7EE]).integers(self.pages))
             block, offset = pkg.tree.geometry.digest_location(page, 0)
             image = _flip(image, block * BLOCK_SIZE + offset + 3)
         fs = phone.fs
@@ -140,7 +141,7 @@ class WeightStore:
     def _read_times(self, n: int) -> np.ndarray:
         if self.slow:
             return self._rng.uniform(*SLOW_READ_S, size=n)
-        times = READ_S + self._rng.exponential(READ_JITTER_S, size=n)
+        times = (READ_S + self._rng.exponential(READ_JITTER_S, size=n)) * self.phone.world.variation.flash_read
         return times + np.where(self._rng.random(n) < GC_STALL_PROBABILITY, GC_STALL_S, 0.0)
 
     def _crc_table(self) -> np.ndarray:

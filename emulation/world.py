@@ -62,6 +62,7 @@ from .clock import SimClock
 from .supply import DEFAULT_RIPPLE_HZ, Supply
 from .thermal_model import Cooling, ThermalModel
 from .timeline import Timeline
+from .unit_variation import NOMINAL, UnitVariation, for_spec, unit_seed
 from .voice import VOICE_BEHAVIOURS, Dialog, VoiceAssistant
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ class World:
         self.phone: object | None = None  # the unit loaded with load_phone (None: built with it)
         self.persona = "nominal"
         self.power_profile = PowerProfile()
+        self.variation = NOMINAL  # this unit's process variation (apply_unit)
         self.thermal = ThermalModel(ambient_c)
         self.voice = VoiceAssistant(self, "nominal", self.rng("voice"))
         self.apply_persona(persona)
@@ -162,9 +164,23 @@ class World:
                 log.debug("persona %r changes nothing in the world's physics", name)
             self.voice.set_behaviour(name if name in VOICE_BEHAVIOURS else "nominal")
             self.power_profile = POWER_PERSONAS.get(name, PowerProfile())
-            previous = self.thermal.t.copy()
-            self.thermal = ThermalModel(self.ambient_c, THERMAL_PERSONAS.get(name, Cooling()))
-            self.thermal.t = previous
+            self._rebuild_thermal()
+
+    def apply_unit(self, variation: UnitVariation) -> None:
+        """The unit's own process variation (phonebench.emulation.unit_variation): its power draw,
+        heat loss and audio path from now on."""
+        with self._lock:
+            self.variation = variation
+            self._rebuild_thermal()
+
+    def _rebuild_thermal(self) -> None:
+        cooling = THERMAL_PERSONAS.get(self.persona, Cooling())
+        unit = self.variation.cooling
+        cooling = Cooling(cover_scale=cooling.cover_scale * unit, board_scale=cooling.board_scale * unit,
+                          link_scales=cooling.link_scales)
+        previous = self.thermal.t.copy()
+        self.thermal = ThermalModel(self.ambient_c, cooling)
+        self.thermal.t = previous
 
     # --- fixture and production line ----------------------------------------------------------
     def set_fixture_loopback(self, on: bool, path: str = "acoustic") -> None:
@@ -200,7 +216,8 @@ class World:
         spec = phone.spec  # type: ignore[attr-defined]
         with self._lock:
             self.phone = phone
-            self.seed = int(spec.seed)
+            self.seed = unit_seed(int(spec.seed), spec.serial)
+            self.variation = for_spec(spec)
             self.timeline = Timeline()
             self.background = {}
             self.audio = AudioScene()
@@ -226,10 +243,11 @@ class World:
             power = PHASE_POWER_W[phase]
         except KeyError:
             raise ValueError(f"unknown phone activity {phase!r}; known: {sorted(PHASE_POWER_W)}") from None
+        idle = PHASE_POWER_W["idle"] * self.variation.leakage
+        dynamic = (power - PHASE_POWER_W["idle"]) * self.variation.dynamic
         if phase in NPU_PHASES:
-            idle = PHASE_POWER_W["idle"]
-            scale = self.power_profile.npu_scale * (self.npu_freq_mhz / NPU_NOMINAL_MHZ) ** 2
-            power = idle + (power - idle) * scale
+            dynamic *= self.power_profile.npu_scale * (self.npu_freq_mhz / NPU_NOMINAL_MHZ) ** 2
+        power = idle + dynamic
         return power
 
     def add_observer(self, observer: Observer) -> None:
