@@ -101,6 +101,9 @@ class EmulatedConfig:
     transport: str = "server"  # how the bench reaches the phones: the adb server, as on hardware
     # Role -> emulated family (`scope = "rigol-ds1000z"`); a role not named gets its default.
     families: dict[str, str] = field(default_factory=dict)
+    # A negative control: two bays whose supply and probe cables are swapped (each bay's supply and
+    # thermal probes are on the other bay's phone), as a technician's slip would leave them.
+    cross_wired: list[str] = field(default_factory=list)
 
 
 # The families the emulated station can build per role (emulation/instruments/registry.py builds them).
@@ -404,7 +407,8 @@ def _parse_bays(origin: str, tables: list[Any], config: StationConfig) -> list[B
 
 
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
-    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport", *EMULATED_FAMILIES})
+    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport", "cross_wired",
+                     *EMULATED_FAMILIES})
     auth = r.get("auth", str, "any")
     if auth not in ("any", "prompt", "none", "listed"):
         raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
@@ -416,8 +420,12 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
         raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
     families = {role: emulated_family(role, r.get(role, str), f"{r.path}: {r.where}{role}")
                 for role in EMULATED_FAMILIES if role in r.table}
+    cross_wired = _strings(r, "cross_wired")
+    if cross_wired and (len(cross_wired) != 2 or len(set(cross_wired)) != 2):
+        raise r._err("cross_wired", 'two different bay names, e.g. ["bay1", "bay2"]', cross_wired)
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth, bays=bays,
-                            allowed_keys=_strings(r, "allowed_keys"), transport=transport, families=families)
+                            allowed_keys=_strings(r, "allowed_keys"), transport=transport, families=families,
+                            cross_wired=cross_wired)
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
         if not isinstance(table, dict):
             raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",

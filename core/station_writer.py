@@ -76,7 +76,8 @@ def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> st
     lines += ["[emulated]", f"instruments = {str(emulated.instruments).lower()}", f"bays = {emulated.bays}",
               f"auth = {_q(emulated.auth)}", f"transport = {_q(emulated.transport)}",
               f"allowed_keys = {_q(list(emulated.allowed_keys))}",
-              *(f"{role} = {_q(family)}" for role, family in emulated.families.items()), ""]
+              *(f"{role} = {_q(family)}" for role, family in emulated.families.items()),
+              *([f"cross_wired = {_q(list(emulated.cross_wired))}"] if emulated.cross_wired else []), ""]
     for phone in emulated.phones:
         lines += ["[[emulated.phone]]", f"serial = {_q(phone.serial)}", f"seed = {phone.seed}",
                   f"sla_persona = {_q(phone.sla_persona)}", f"faults = {_q(list(phone.faults))}"]

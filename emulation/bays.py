@@ -78,6 +78,7 @@ class BayFleet:
     shared: bool = False  # the rack: one mainframe and one probe board for every bay
     families: dict[str, str] = field(default_factory=dict)  # role -> emulated family ([emulated] scope = ...)
     servers: dict[str, Any] = field(default_factory=dict)  # instrument name -> server
+    cross_wired: tuple[str, ...] = ()  # two bays whose supply and probes sit on each other's phone
 
     def start(self, worlds: dict[str, World], with_instruments: bool) -> None:
         from .instruments.mainframe import MainframeServer
@@ -93,9 +94,10 @@ class BayFleet:
             self.servers[f"clock-{bay}"] = make_server("clock", None, world)  # the station clock: the bay's world's
             if not with_instruments:
                 continue
-            if not self.shared:
-                self.servers[f"supply-{bay}"] = make_server("supply", self.families.get("supply"), world)
-                self.servers[f"thermal-{bay}"] = make_server("thermal", self.families.get("thermal"), world)
+            if not self.shared:  # a cross-wired bay's cables reach the other bay's phone
+                wired = worlds[self._other(bay)] if bay in self.cross_wired else world
+                self.servers[f"supply-{bay}"] = make_server("supply", self.families.get("supply"), wired)
+                self.servers[f"thermal-{bay}"] = make_server("thermal", self.families.get("thermal"), wired)
             self.servers[f"scope-{bay}"] = make_server("scope", self.families.get("scope"), world)
             self.servers[f"awg-{bay}"] = make_server("stimulus", self.families.get("stimulus"), world)
             self.servers[f"fixture-{bay}"] = make_server("fixture", None, world)
@@ -104,6 +106,10 @@ class BayFleet:
                 server.idn = unit_idn(server.idn, self.slots[name.split("-", 1)[1]])
             server.start()
             log.info("emulated %s (%s) at %s", name, server.family, server.address)
+
+    def _other(self, bay: str) -> str:
+        first, second = self.cross_wired
+        return second if bay == first else first
 
     def stop(self) -> None:
         for server in self.servers.values():

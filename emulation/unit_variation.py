@@ -77,9 +77,9 @@ NOMINAL = UnitVariation()
 
 
 def unit_seed(seed: int, serial: str) -> int:
-    """The seed of a unit's random streams: its own seed when the station file gives one, else one
-    drawn from its serial, so a default fleet's phones are not clones and a run is repeatable."""
-    return int(seed) if seed else zlib.crc32(serial.encode())
+    """The seed of a unit's random streams (token jitter, voice, counters): the one its station
+    file gives, 0 by default. Its process variation differs by serial whatever the seed (draw)."""
+    return int(seed)
 
 
 def draw(soc_model: str, die_gmac_per_s: float, seed: int, serial: str) -> UnitVariation:

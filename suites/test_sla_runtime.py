@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from phonebench.bench.phone.adapters import shipped_numerics
-from phonebench.bench.checks import audit, counters, redundancy, thermal_trip, token_power, tokens, weights
+from phonebench.bench.checks import audit, counters, redundancy, thermal_trip, token_power, tokens, weights, wiring
 from phonebench.bench.checks.targets import target, targets
 from phonebench.bench.specs.payloads import find_payload
 from phonebench.core.errors import UnsupportedCapability
@@ -126,6 +126,12 @@ def test_token_latency_under_gpu_load(request, station, dut, observed_runtime, s
         except UnsupportedCapability as exc:
             pytest.skip(str(exc))
     result.record_into(record)
+
+
+@pytest.mark.needs("supply")
+def test_the_supply_is_wired_to_this_phone(observed_runtime, supply, record):
+    """The bay's cabling: its supply must follow its phone's work (a cross-wired bay fails here, named)."""
+    wiring.supply_wiring_check(supply, observed_runtime).record_into(record)
 
 
 @pytest.mark.needs("supply")

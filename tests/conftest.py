@@ -25,7 +25,7 @@ SLOW = {
     "test_adb_driver", "test_recovery_plugin", "test_token_evidence", "test_safety_evidence",
     "test_llamacpp_real", "test_adapters", "test_fault_catalogue_process", "test_lab_path", "test_plain_pytest",
     "test_phone_locks", "test_emulated_mix_run", "test_unattended", "test_killed_runs",
-    "test_tokens_checked", "test_first_contact", "test_mobly",
+    "test_tokens_checked", "test_first_contact", "test_mobly", "test_cross_wired",
     # many processes on one store at once (SQLite and PostgreSQL)
     "test_store_concurrency",
     # seeded Monte-Carlo coverage studies, fuzzing, the reference model against the published one

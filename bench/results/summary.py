@@ -80,6 +80,8 @@ def _test_lines(data: dict[str, Any], failed_only: bool) -> list[str]:
         for v in test["verdicts"]:
             if not failed_only or v["outcome"] not in GOOD_OUTCOMES:
                 lines.append(f"          {verdict_text(v)}")
+                if failed_only and v.get("detail"):  # what went wrong, in the check's words
+                    lines.append(f"            {display.prose(v['detail'])[:300]}")
         if (bad or test["outcome"] == "skipped") and test["message"] and not (failed_only and test["verdicts"]):
             lines.append(f"          {test['message'].splitlines()[0][:200]}")
     if failed_only:
