@@ -87,6 +87,7 @@ class EmulatedPhoneConfig:
     faults: list[str] = field(default_factory=list)
     seed: int = 0
     expected_soc: str | None = None  # what the lab's inventory says is in the bay (the DUT's expected_soc)
+    build: str = ""  # the runtime build the emulated phone runs ("" the release; a planted regression)
 
 
 @dataclass
@@ -431,11 +432,12 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
             raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",
                               hint="see docs/station-file.md for the station file format")
         p = _Reader(r.path, table, f"[[emulated.phone]] #{index + 1}.")
-        p.check_unknown({"serial", "npu_persona", "sla_persona", "faults", "seed", "expected_soc"})
+        p.check_unknown({"serial", "npu_persona", "sla_persona", "faults", "seed", "expected_soc", "build"})
         config.phones.append(EmulatedPhoneConfig(
             serial=p.get("serial", str), npu_persona=p.get("npu_persona", str, None),
             sla_persona=p.get("sla_persona", str, "nominal"), faults=_strings(p, "faults"),
-            seed=p.get("seed", int, index), expected_soc=p.get("expected_soc", str, None)))
+            seed=p.get("seed", int, index), expected_soc=p.get("expected_soc", str, None),
+            build=p.get("build", str, "")))
     return config
 
 

@@ -85,5 +85,7 @@ def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> st
             lines.append(f"npu_persona = {_q(phone.npu_persona)}")
         if phone.expected_soc:
             lines.append(f"expected_soc = {_q(phone.expected_soc)}")
+        if phone.build:
+            lines.append(f"build = {_q(phone.build)}")
         lines.append("")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ class PhoneSpec:
     # runtime and world understand.
     faults: list[str] = field(default_factory=list)
     seed: int = 0
+    runtime_build: str = ""  # the runtime build it runs (emulation/runtime_builds.py; "" the release)
     # llama.cpp behind the phone's llama-bench / llama-completion: "auto" (the host's real build
     # when `make llama` made one, else the imitation), "real" (the build, or an error), "imitation".
     llamacpp: str = "auto"

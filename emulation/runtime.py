@@ -29,6 +29,7 @@ import numpy as np
 
 from . import audit, gpuload, npu, tinymodel, weights
 from .npu_personas import get_persona
+from .runtime_builds import runtime_build
 from .runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
 from .runtime_counters import VMSTAT, Counters
 from .runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
@@ -47,7 +48,6 @@ log = logging.getLogger(__name__)
 __all__ = ["SLA_PERSONAS_RUNTIME", "RUNTIME_FAULTS", "EmulatedRuntime", "install", "parse_vector"]
 
 CONTRACT_VERSION = "1.2"
-RUNTIME_VERSION = "llmrt 3.4.0-emu"
 CAPABILITIES = ["identity", "status", "generate", "probe", "adapter", "config", "weights", "audit", "counters"]
 ADAPTER_DIR = "/data/vendor/llm/adapters"
 ACTIVE_POINTER = "/data/vendor/llm/adapter.active"
@@ -171,8 +171,10 @@ class EmulatedRuntime:
         seed = unit_seed(phone.spec.seed, phone.spec.serial)
         self._erratic = np.random.default_rng([seed, 0xE7])
         self._mac_rng = np.random.default_rng([seed, 0xFA17])
+        self.build = runtime_build(phone.spec.runtime_build)
+        phone.world.build_power = self.build.npu_power
         self.timer = TokenTimer(timing_profile(self.sla.timing), np.random.default_rng([seed, 0x71]),
-                                phone.world.variation)
+                                phone.world.variation, build_time=self.build.npu_time)
         self.redundancy = RedundancyController.for_persona(self.sla)
         self.governor = ThermalGovernor.for_persona(self.sla)
         self.onset_mv = float(np.random.default_rng([seed, 0x0E5E]).uniform(*ONSET_MV))
@@ -244,7 +246,7 @@ class EmulatedRuntime:
     # --- identity and state -------------------------------------------------------------
     def _identity(self, args: argparse.Namespace) -> CommandResult:
         model = tinymodel.shared_model()
-        return _lines({"contract": CONTRACT_VERSION, "runtime_version": RUNTIME_VERSION,
+        return _lines({"contract": CONTRACT_VERSION, "runtime_version": self.build.version,
                        "model": tinymodel.MODEL_NAME, "model_sha256": model.sha256,
                        "vocab": model.config.vocab, "max_seq": model.config.max_seq,
                        "microcode": self.persona.microcode, "capabilities": CAPABILITIES})

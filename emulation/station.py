@@ -19,6 +19,7 @@ from phonebench.core.station import DutConfig, EmulatedConfig, StationConfig, em
 from .device import EmulatedPhone, PhoneSpec
 from .phones import emulated_phone
 from .npu_personas import default_fleet
+from .runtime_builds import runtime_build
 from .unit_variation import unit_seed
 from .world import World
 
@@ -91,6 +92,7 @@ class EmulatedStation:
             if phone.sla_persona not in personas:
                 raise ConfigError(f"emulated phone {phone.serial}: unknown sla_persona {phone.sla_persona!r}",
                                   hint=f"known personas: {', '.join(sorted(personas))}")
+            runtime_build(phone.build)  # an unknown build: said before anything starts
             unknown = [f for f in phone.faults if f not in faults and not f.startswith("kill-on:")]
             if unknown:
                 raise ConfigError(f"emulated phone {phone.serial}: unknown fault(s) {unknown}",
@@ -100,7 +102,8 @@ class EmulatedStation:
             return npu_personas.default_fleet()
         specs = []
         for phone in self.config.phones:
-            overrides = dict(sla_persona=phone.sla_persona, faults=list(phone.faults), seed=phone.seed)
+            overrides = dict(sla_persona=phone.sla_persona, faults=list(phone.faults), seed=phone.seed,
+                             runtime_build=phone.build)
             if phone.npu_persona:
                 specs.append(npu_personas.phone_spec(phone.npu_persona, phone.serial, **overrides))
             else:

@@ -140,6 +140,7 @@ class World:
         self.persona = "nominal"
         self.power_profile = PowerProfile()
         self.variation = NOMINAL  # this unit's process variation (apply_unit)
+        self.build_power = 1.0  # the runtime build's NPU dynamic power (emulation/runtime_builds.py)
         self.thermal = ThermalModel(ambient_c)
         self.voice = VoiceAssistant(self, "nominal", self.rng("voice"))
         self.apply_persona(persona)
@@ -246,7 +247,7 @@ class World:
         idle = PHASE_POWER_W["idle"] * self.variation.leakage
         dynamic = (power - PHASE_POWER_W["idle"]) * self.variation.dynamic
         if phase in NPU_PHASES:
-            dynamic *= self.power_profile.npu_scale * (self.npu_freq_mhz / NPU_NOMINAL_MHZ) ** 2
+            dynamic *= self.power_profile.npu_scale * self.build_power * (self.npu_freq_mhz / NPU_NOMINAL_MHZ) ** 2
         power = idle + dynamic
         return power
 

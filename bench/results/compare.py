@@ -1,0 +1,179 @@
+"""Did tonight's build regress? One run's statistics against a baseline run's, per claim and model.
+
+For each measured statistic (a verdict's value, with the standard error its own confidence bound
+or uncertainty budget gives) the comparison pools a model's phones (the mean of their values; a
+claim is about a runtime build on a phone model) and, beside it, compares phone by phone. The
+difference comes with a 95 % confidence interval and a two-sided p-value; Holm's step-down
+correction over every model-level comparison of the night keeps the probability of any false
+alarm at or below ALPHA, whatever the number of claims and models. A comparison is *regressed*
+when the corrected test says the change is real and it is worse than the practical threshold the
+SLA entry states (`parameters.regression`, e.g. "5 %"; 5 % when unstated), *improved* when real
+and better by the threshold, *unchanged* otherwise. The direction of "worse" is the limit's
+(`<=`: higher is worse). Statistics without a stated uncertainty are listed, not called.
+
+The standard error of a verdict is read from its one-sided confidence bound, (bound − value) /
+z(confidence), or from its expanded uncertainty (k = 2): the run-level uncertainty its check
+computed with its own dependence model (block bootstrap, order statistics), so dependent samples
+are not treated as independent here.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy import stats
+
+from ..specs.claims import claim_of
+
+ALPHA = 0.05
+DEFAULT_THRESHOLD = 0.05
+HIGHER_IS_WORSE = {"<=": True, "<": True, ">=": False, ">": False}
+IMPROVED, UNCHANGED, REGRESSED, NOT_CALLED = "improved", "unchanged", "regressed", "not called"
+
+
+@dataclass(frozen=True)
+class Statistic:
+    value: float
+    se: float | None
+    n_phones: int
+
+
+@dataclass
+class Comparison:
+    metric: str
+    claim: int | None
+    unit: str
+    model: str
+    phone: str | None  # None: pooled over the model's phones
+    baseline: Statistic
+    tonight: Statistic
+    threshold: float
+    higher_is_worse: bool
+    p: float | None = None
+    p_holm: float | None = None
+    call: str = NOT_CALLED
+
+    @property
+    def difference(self) -> float:
+        return self.tonight.value - self.baseline.value
+
+    @property
+    def relative(self) -> float | None:
+        return self.difference / abs(self.baseline.value) if self.baseline.value else None
+
+    @property
+    def se(self) -> float | None:
+        if self.baseline.se is None or self.tonight.se is None:
+            return None
+        return math.hypot(self.baseline.se, self.tonight.se)
+
+    def interval(self, level: float = 0.95) -> tuple[float, float] | None:
+        if self.se is None:
+            return None
+        z = float(stats.norm.ppf(0.5 + level / 2))
+        return self.difference - z * self.se, self.difference + z * self.se
+
+
+@dataclass
+class Night:
+    comparisons: list[Comparison] = field(default_factory=list)
+    alpha: float = ALPHA
+
+    @property
+    def regressions(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.phone is None and c.call == REGRESSED]
+
+
+def verdict_se(v: dict[str, Any]) -> float | None:
+    """The standard error a verdict's own uncertainty statement implies (None: it states none)."""
+    value, bound, confidence = v.get("value"), v.get("bound"), v.get("confidence")
+    if isinstance(bound, (int, float)) and isinstance(confidence, (int, float)) and 0.5 < confidence < 1 \
+            and isinstance(value, (int, float)) and bound != value:
+        return abs(bound - value) / float(stats.norm.ppf(confidence))
+    expanded = (v.get("uncertainty") or {}).get("expanded")
+    return float(expanded) / 2.0 if isinstance(expanded, (int, float)) and expanded > 0 else None
+
+
+def _model(data: dict[str, Any], dut: str) -> str:
+    ident = (data.get("duts") or {}).get(dut) or {}
+    return str(ident.get("product_model") or ident.get("soc_model") or dut)
+
+
+def _statistics(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(metric, phone) -> the verdict, for every measured numeric verdict with a limit direction."""
+    found = {}
+    for test in data.get("tests") or []:
+        for v in test.get("verdicts") or []:
+            if isinstance(v.get("value"), (int, float)) and not isinstance(v.get("value"), bool) \
+                    and v.get("comparator") in HIGHER_IS_WORSE and v.get("evidence") in ("measured", "corroborated"):
+                found[(str(v["name"]), str(test.get("dut")))] = v
+    return found
+
+
+def _pool(values: list[tuple[float, float | None]]) -> Statistic:
+    mean = sum(v for v, _ in values) / len(values)
+    ses = [se for _, se in values]
+    se = None if any(s is None for s in ses) else math.sqrt(sum(s * s for s in ses)) / len(ses)  # type: ignore[operator]
+    return Statistic(mean, se, len(values))
+
+
+def compare_runs(tonight: dict[str, Any], baseline: dict[str, Any], thresholds: dict[str, float] | None = None,
+                 alpha: float = ALPHA) -> Night:
+    """Every statistic both runs measured, per model (pooled) and per phone, called as above."""
+    thresholds = thresholds or {}
+    now, then = _statistics(tonight), _statistics(baseline)
+    night = Night(alpha=alpha)
+    by_model: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: {"now": [], "then": []})
+    for (metric, dut), v in now.items():
+        model = _model(tonight, dut)
+        old = then.get((metric, dut))
+        by_model[(metric, model)]["now"].append((float(v["value"]), verdict_se(v)))
+        if old is not None:
+            night.comparisons.append(_comparison(v, metric, model, dut, Statistic(float(old["value"]), verdict_se(old), 1),
+                                                 Statistic(float(v["value"]), verdict_se(v), 1), thresholds))
+    for (metric, dut), v in then.items():
+        by_model[(metric, _model(baseline, dut))]["then"].append((float(v["value"]), verdict_se(v)))
+    sample = {metric: v for (metric, _), v in now.items()}
+    for (metric, model), sides in sorted(by_model.items()):
+        if sides["now"] and sides["then"]:
+            night.comparisons.append(_comparison(sample[metric], metric, model, None, _pool(sides["then"]),
+                                                 _pool(sides["now"]), thresholds))
+    _call(night)
+    return night
+
+
+def _comparison(v: dict[str, Any], metric: str, model: str, phone: str | None, baseline: Statistic,
+                tonight: Statistic, thresholds: dict[str, float]) -> Comparison:
+    return Comparison(metric, claim_of(v), str(v.get("unit") or ""), model, phone, baseline, tonight,
+                      thresholds.get(metric, DEFAULT_THRESHOLD), HIGHER_IS_WORSE[str(v["comparator"])])
+
+
+def _call(night: Night) -> None:
+    """p-values, Holm's correction over the model-level family (phones are shown, not counted)."""
+    for c in night.comparisons:
+        if c.se and c.se > 0:
+            c.p = float(2 * stats.norm.sf(abs(c.difference) / c.se))
+    family = sorted((c for c in night.comparisons if c.phone is None and c.p is not None), key=lambda c: c.p)
+    running, m = 0.0, len(family)
+    for rank, c in enumerate(family):
+        running = max(running, min(1.0, (m - rank) * c.p))  # type: ignore[operator]
+        c.p_holm = running
+    for c in night.comparisons:
+        p = c.p_holm if c.phone is None else (min(1.0, c.p * max(m, 1)) if c.p is not None else None)
+        if p is None or c.relative is None:
+            continue
+        worse = (c.difference > 0) == c.higher_is_worse
+        if p < night.alpha and abs(c.relative) >= c.threshold:
+            c.call = REGRESSED if worse else IMPROVED
+        else:
+            c.call = UNCHANGED
+
+
+def parse_threshold(text: Any) -> float:
+    """`"5 %"`, `"5%"`, `0.05` -> 0.05."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    raw = str(text).strip()
+    return float(raw.rstrip("% ").strip()) / 100.0 if raw.endswith("%") else float(raw)

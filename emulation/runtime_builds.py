@@ -1,0 +1,35 @@
+"""Runtime builds the emulated phone can run: a build is a change of the phone, not of its words.
+
+A lab's nightly asks whether tonight's runtime build regressed against the last accepted one. To
+test that question the emulated phone runs a named build whose NPU work takes longer (or draws more)
+than the release's: the planted regression is seen only through the instruments and the host's
+clock, while the version string the runtime reports names the build, as a real one's does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phonebench.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RuntimeBuild:
+    version: str       # what `llmrt status` reports
+    npu_time: float = 1.0   # NPU work (prompt processing and decode) takes this many times as long
+    npu_power: float = 1.0  # dynamic power of NPU work
+
+
+BUILDS: dict[str, RuntimeBuild] = {
+    "": RuntimeBuild("llmrt 3.4.0-emu"),
+    "3.4.1": RuntimeBuild("llmrt 3.4.1-emu"),  # a rebuild that changes nothing measurable
+    "npu-slow-8pct": RuntimeBuild("llmrt 3.5.0-emu+npu-slow", npu_time=1.08),
+    "npu-hungry-10pct": RuntimeBuild("llmrt 3.5.0-emu+npu-hungry", npu_power=1.10),
+}
+
+
+def runtime_build(name: str) -> RuntimeBuild:
+    try:
+        return BUILDS[name]
+    except KeyError:
+        raise ConfigError(f"unknown emulated runtime build {name!r}",
+                          hint=f"build is one of: {', '.join(repr(b) for b in BUILDS)}") from None
