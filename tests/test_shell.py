@@ -145,7 +145,7 @@ def test_fuzzed_lines_always_end_with_an_exit_status(phone):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    @settings(max_examples=400, deadline=None, derandomize=True)
+    @settings(max_examples=150, deadline=None, derandomize=True)
     @given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=9))
     def run(words):
         done = phone.shell.execute(" ".join(words))
