@@ -536,6 +536,7 @@ _BUILTINS: dict[str, Command] = {
     "dumpsys": _dumpsys,
     "stat": _stat,
     "id": _id,
+    "cd": lambda argv, ctx: _fail("cd", "the emulated shell keeps no working directory: use absolute paths", 2),
     "head": _head,
     "tail": _tail,
     "wc": _wc,
