@@ -370,8 +370,6 @@ def _grep(argv: list[str], ctx: ShellContext) -> CommandResult:
             if matches(line):
                 count += 1
                 out.append(f"{name}:{line}\n" if len(files) > 1 else f"{line}\n")
-    if count:
-        status = 0 if status != 2 or count else status
     text = "" if "q" in flags else (f"{count}\n" if "c" in flags else "".join(out))
     return CommandResult(text.encode(), "".join(errors).encode(), 0 if count else status)
 

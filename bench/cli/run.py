@@ -290,17 +290,14 @@ def _phones_reachable(station: StationConfig, phones: list[str], run_dir: Path) 
 
 def _record_not_started(station: StationConfig, run_dir: Path, reason: str) -> None:
     """A run record (results.json and the store) of a run that stopped before its first test."""
-    import os
-
+    from phonebench.fixtures.session import station_record
     from ..results.run_record import RunRecorder
     from ..store import StoreSink, resolve_database_url
 
     sink = StoreSink(resolve_database_url(station.database, run_dir.parent), run_dir.parent)
-    record = {"name": station.name, "file": str(station.source) if station.source else None, "emulated": False,
-              "location": station.location, "sla_profile": station.sla_profile, "host": os.uname().nodename,
-              "duts": {d.name: d.address for d in station.duts}}
     try:
-        RunRecorder(run_dir.parent, record, run_id=run_dir.name, sinks=[sink]).finish("incomplete", reason=reason)
+        RunRecorder(run_dir.parent, station_record(station), run_id=run_dir.name, sinks=[sink]).finish(
+            "incomplete", reason=reason)
     finally:
         sink.close()
 

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from phonebench.core.errors import BenchError, DeviceError
+from phonebench.core.errors import BenchError
 from phonebench.core.station import StationConfig
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,7 @@ def reach_phones(station: StationConfig, names: Iterable[str], connect_timeout_s
                     reach.reached.append(name)
             except PhoneBusy:
                 reach.reached.append(name)
-            except DeviceError as exc:
-                reach.unreachable[name] = exc
-            except BenchError as exc:  # a refused server, a bad address: still this phone's cause
+            except BenchError as exc:  # unreachable, a refused server, a bad address: this phone's cause
                 reach.unreachable[name] = exc
     for name, exc in reach.unreachable.items():
         log.info("phone %s unreachable: %s", name, str(exc).splitlines()[0])
