@@ -26,6 +26,7 @@ from typing import Any
 from scipy import stats
 
 from ..specs.claims import claim_of
+from .builds import phone_model
 
 ALPHA = 0.05
 DEFAULT_THRESHOLD = 0.05
@@ -97,8 +98,7 @@ def verdict_se(v: dict[str, Any]) -> float | None:
 
 
 def _model(data: dict[str, Any], dut: str) -> str:
-    ident = (data.get("duts") or {}).get(dut) or {}
-    return str(ident.get("product_model") or ident.get("soc_model") or dut)
+    return phone_model((data.get("duts") or {}).get(dut), fallback=dut)
 
 
 def _statistics(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -122,26 +122,45 @@ def _pool(values: list[tuple[float, float | None]]) -> Statistic:
 def compare_runs(tonight: dict[str, Any], baseline: dict[str, Any], thresholds: dict[str, float] | None = None,
                  alpha: float = ALPHA) -> Night:
     """Every statistic both runs measured, per model (pooled) and per phone, called as above."""
-    thresholds = thresholds or {}
-    now, then = _statistics(tonight), _statistics(baseline)
+    return compare_models(tonight, {None: baseline}, thresholds, alpha)
+
+
+def compare_models(tonight: dict[str, Any], baselines: dict[str | None, dict[str, Any]],
+                   thresholds: dict[str, float] | None = None, alpha: float = ALPHA) -> Night:
+    """Tonight's run against a baseline run per phone model (key None: for every model without its
+    own), as one family: Holm's correction runs once over all of the night's model-level comparisons."""
     night = Night(alpha=alpha)
+    for model, baseline in baselines.items():
+        only = {model} if model is not None else None
+        others = {m for m in baselines if m is not None} if model is None else set()
+        night.comparisons.extend(_comparisons(tonight, baseline, thresholds or {}, only, others))
+    _call(night)
+    return night
+
+
+def _comparisons(tonight: dict[str, Any], baseline: dict[str, Any], thresholds: dict[str, float],
+                 only: set[str] | None, skip: set[str]) -> list[Comparison]:
+    now, then = _statistics(tonight), _statistics(baseline)
+    wanted = (lambda model: model in only) if only is not None else (lambda model: model not in skip)
+    found: list[Comparison] = []
     by_model: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: {"now": [], "then": []})
     for (metric, dut), v in now.items():
         model = _model(tonight, dut)
+        if not wanted(model):
+            continue
         old = then.get((metric, dut))
         by_model[(metric, model)]["now"].append((float(v["value"]), verdict_se(v)))
         if old is not None:
-            night.comparisons.append(_comparison(v, metric, model, dut, Statistic(float(old["value"]), verdict_se(old), 1),
-                                                 Statistic(float(v["value"]), verdict_se(v), 1), thresholds))
+            found.append(_comparison(v, metric, model, dut, Statistic(float(old["value"]), verdict_se(old), 1),
+                                     Statistic(float(v["value"]), verdict_se(v), 1), thresholds))
     for (metric, dut), v in then.items():
         by_model[(metric, _model(baseline, dut))]["then"].append((float(v["value"]), verdict_se(v)))
     sample = {metric: v for (metric, _), v in now.items()}
     for (metric, model), sides in sorted(by_model.items()):
         if sides["now"] and sides["then"]:
-            night.comparisons.append(_comparison(sample[metric], metric, model, None, _pool(sides["then"]),
-                                                 _pool(sides["now"]), thresholds))
-    _call(night)
-    return night
+            found.append(_comparison(sample[metric], metric, model, None, _pool(sides["then"]), _pool(sides["now"]),
+                                     thresholds))
+    return found
 
 
 def _comparison(v: dict[str, Any], metric: str, model: str, phone: str | None, baseline: Statistic,

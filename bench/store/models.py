@@ -274,3 +274,19 @@ class AcceptanceAttempt(Base):
     recorder_host: Mapped[str | None] = mapped_column(Text)
     recorder_pid: Mapped[int | None] = mapped_column(Integer)
     details: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+
+
+# --- nightly baselines (migration 0005) ------------------------------------------------------
+class AcceptedBuild(Base):
+    """A run's build accepted as a phone model's baseline (the newest acceptance of a model wins)."""
+
+    __tablename__ = "accepted_builds"
+    __table_args__ = (Index("ix_accepted_builds_model", "model", "accepted"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    model: Mapped[str] = mapped_column(Text)
+    run_id: Mapped[str] = mapped_column(Text)
+    build: Mapped[str | None] = mapped_column(Text)  # the runtime version the model's phones ran
+    accepted: Mapped[dt.datetime] = mapped_column(DateTime)  # naive UTC
+    accepted_by: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(Text)
