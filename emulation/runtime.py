@@ -37,7 +37,7 @@ from .runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, Therma
 from .runtime_stream import EventStream
 from .runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from .shell import CommandResult, ShellContext
-from .unit_variation import unit_seed
+from .unit_variation import unit_rng, unit_seed
 from .world import NPU_NOMINAL_MHZ
 
 if TYPE_CHECKING:
@@ -170,14 +170,14 @@ class EmulatedRuntime:
         self._lock = threading.Lock()  # one inference at a time, like the real NPU queue
         seed = unit_seed(phone.spec.seed, phone.spec.serial)
         self._erratic = np.random.default_rng([seed, 0xE7])
-        self._mac_rng = np.random.default_rng([seed, 0xFA17])
+        self._mac_rng = unit_rng(phone.spec.seed, phone.spec.serial, 0xFA17)  # where this die's carries fail
         self.build = runtime_build(phone.spec.runtime_build)
         phone.world.build_power = self.build.npu_power
         self.timer = TokenTimer(timing_profile(self.sla.timing), np.random.default_rng([seed, 0x71]),
                                 phone.world.variation, build_time=self.build.npu_time)
         self.redundancy = RedundancyController.for_persona(self.sla)
         self.governor = ThermalGovernor.for_persona(self.sla)
-        self.onset_mv = float(np.random.default_rng([seed, 0x0E5E]).uniform(*ONSET_MV))
+        self.onset_mv = float(unit_rng(phone.spec.seed, phone.spec.serial, 0x0E5E).uniform(*ONSET_MV))
         self.mac_errors_detected = 0
         self.weights = weights.WeightStore(phone, corrupt_page=self.sla.corrupt_weight_page,
                                            read_time_omitted=self.sla.spot_read_omitted)

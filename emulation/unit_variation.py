@@ -82,10 +82,16 @@ def unit_seed(seed: int, serial: str) -> int:
     return int(seed)
 
 
+def unit_rng(seed: int, serial: str, stream: int) -> np.random.Generator:
+    """A random stream of this unit's own (its silicon: timing margin, fault sites), distinct per
+    serial whatever the station seed, and repeatable for a given seed."""
+    return np.random.default_rng([unit_seed(seed, serial), zlib.crc32(serial.encode()), stream])
+
+
 def draw(soc_model: str, die_gmac_per_s: float, seed: int, serial: str) -> UnitVariation:
     """This unit's factors, from its SoC's spread, its seed and its serial."""
     spread = SPREADS.get(soc_model, DEFAULT_SPREAD)
-    rng = np.random.default_rng([unit_seed(seed, serial), zlib.crc32(serial.encode()), 0x5EED])
+    rng = unit_rng(seed, serial, 0x5EED)
 
     def factor(sigma: float) -> float:
         return float(1.0 + sigma * np.clip(rng.standard_normal(), -TRUNCATE_SIGMA, TRUNCATE_SIGMA))

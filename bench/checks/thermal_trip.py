@@ -550,8 +550,9 @@ def thermal_trip_check(runtime: RuntimeClient, *, trip: SlaEntry, kills: SlaEntr
                 raw=["soak_events"], detail=f"{len(log_.trip_temperatures)} trips, {migrations} migration steps "
                                             "to the CPU (the runtime's events)", evidence=Evidence.REPORTED),
         Verdict("thermal_soak_npu_max", float(np.nanmax(log_.npu_c)), "degC", Outcome.INFO, statistic="max",
-                n=len(log_.npu_c), raw=["soak_trace"], detail="hottest NPU zone reading between dialogs",
-                evidence=Evidence.MEASURED),
+                n=len(log_.npu_c), raw=["soak_trace"], detail="hottest NPU zone reading between dialogs (the phone's "
+                                                             "own sensor: recorded, not judged)",
+                evidence=Evidence.REPORTED),
     ]
     raw = {"soak_trace": trace,
            "soak_events": {"events": log_.events, "completed": log_.completed, "pids": log_.pids,
