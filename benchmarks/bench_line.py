@@ -7,7 +7,8 @@ overhead per unit (cycle time not spent waiting for the phone or an instrument; 
 first-pass yield, units per hour on the phone/instrument clock with 10 s handling per unit (the
 takt; target >= 60 per fixture, >= 110 for two), projected for real phones and instruments (their
 waits take the simulated time they stand for, the bench's work its measured time), and each
-acceptance check's budget against its measured clock time.
+acceptance check's budget against its measured clock time. Exit 1 when any check's mean exceeds its
+budget (bench/procedures/acceptance/takt.py): the budgets are guards, not decoration.
 
     python benchmarks/bench_line.py [--count 20] [--faulty 2] [--fixtures 2]
 """
@@ -80,14 +81,20 @@ def main() -> int:
                   f"{unit.result.reason}")
     print("\n  time budget per check (phone/instrument clock, s per unit; measured over the batch)")
     print(f"    {'check':<16} {'budget':>7} {'mean':>7} {'max':>7} {'mean/budget':>12}")
+    over = []
     for name, used in run.steps.items():
         budget = BUDGETS[name].budget_s if name in BUDGETS else None
         mean = statistics.fmean(used) if used else 0.0
         ratio = f"{mean / budget:.2f}" if budget else "-"
+        if budget is not None and mean > budget:
+            over.append(f"{name} {mean:.2f} s > {budget:g} s")
         print(f"    {name:<16} {budget if budget is not None else '-':>7} {mean:7.2f} {max(used, default=0):7.2f} "
-              f"{ratio:>12}")
+              f"{ratio:>12}{'  OVER BUDGET' if budget is not None and mean > budget else ''}")
     if args.fixtures > 1:
         station_run(args)
+    if over:  # a budget is a guard (docs/production.md): whoever changes a check runs this before stopping
+        print(f"\nbench_line: {len(over)} check(s) over their budget: {'; '.join(over)}", file=sys.stderr)
+        return 1
     return 0
 
 

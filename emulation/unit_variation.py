@@ -78,7 +78,8 @@ NOMINAL = UnitVariation()
 
 def unit_seed(seed: int, serial: str) -> int:
     """The seed of a unit's random streams (token jitter, voice, counters): the one its station
-    file gives, 0 by default. Its process variation differs by serial whatever the seed (draw)."""
+    file gives, 0 by default. Its process variation and its silicon's own streams differ by serial
+    whatever the seed (unit_rng). Why not per serial: docs/emulated-fleet.md."""
     return int(seed)
 
 

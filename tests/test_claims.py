@@ -163,3 +163,25 @@ def test_the_verbose_summary_lists_every_test(tmp_path):
 
     parser = build_parser()
     assert [parser.parse_args(a).verbose for a in (["run"], ["run", "-v"], ["-v", "run"])] == [0, 1, 1]
+
+
+def test_a_claim_resting_partly_on_the_phones_word_never_shows_a_plain_pass():
+    from phonebench.bench.results.summary import grid_lines
+    from phonebench.bench.specs.claims import claims_grid
+
+    def verdict(name: str, outcome: str, evidence: str) -> dict:
+        return {"name": name, "claim": 14, "outcome": outcome, "evidence": evidence, "value": 0.9, "unit": "fraction"}
+
+    data = {"duts": {"P1": {}}, "tests": [{"nodeid": "t::counters", "dut": "P1", "verdicts": [
+        verdict("counters_mac_utilisation", "pass", "corroborated"),
+        verdict("counters_memory_bandwidth_utilisation", "pass", "corroborated"),
+        verdict("counters_kv_cache_miss_rate", "info", "reported"),
+        verdict("counters_weight_page_fault_rate", "info", "reported"),
+        verdict("counters_prefetch_accuracy", "info", "reported")]}]}
+    grid = claims_grid(data)
+    cell = next(r for r in grid.rows if r.claim.number == 14).cells["P1"]
+    assert cell.mark == "pass (2 of 5 corroborated, 3 reported)"
+    row = next(line for line in grid_lines(grid) if line.startswith("14 "))
+    assert row.split()[-1] == "pass*"
+    honest = {**data, "tests": [{**data["tests"][0], "verdicts": data["tests"][0]["verdicts"][:2]}]}
+    assert next(r for r in claims_grid(honest).rows if r.claim.number == 14).cells["P1"].mark == "pass"

@@ -76,7 +76,7 @@ RATIO_CONFIDENCE = 0.95
 BIT_EXACT_RUNS = 2
 BIT_EXACT_TOKENS = 48
 SLOWDOWN_TOKENS = 32
-SLOWDOWN_PAIRS = 20   # the per-run level varies a few %: pairs enough for a bound clear of noise
+SLOWDOWN_PAIRS = 40  # pairs scatter ~5.5 points (each run's level varies ~3.5 %): 20 left a nominal unit (19.4 %) failing the 23 % bound ~1 run in 6; 40 pass it 99 %
 MODE = "redundancy.mode"
 
 

@@ -127,7 +127,7 @@ def trend(args: argparse.Namespace) -> int:
     thresholds = thresholds_of(args.sla_profile)
     all_series = series_of(points)
     for s in all_series:
-        find_changes(s, thresholds.get(s.metric, DEFAULT_THRESHOLD))
+        find_changes(s, thresholds.get(s.metric.split(" (")[0], DEFAULT_THRESHOLD))  # the label's name part
     print("\n".join(render_trend(all_series, args.all)))
     if args.html:
         Path(args.html).write_text(render_page(all_series, "phonebench: history per phone model",

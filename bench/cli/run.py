@@ -50,6 +50,8 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, help="bays tested at once (default: all selected bays)")
     p.add_argument("-m", "--marker", help="only tests with this marker expression, e.g. acceptance")
     p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
+    p.add_argument("--sla-profile", help="SLA profile to judge against, e.g. nightly (default: the station's; "
+                                         "sla_profiles/README.md)")
     p.add_argument("--results-dir", help="where the run folder goes (default: the station's, ./reports)")
     p.add_argument("--run-id", help="name of the run folder (a plain name; an id already used is refused)")
     from ..station.backend import emulated_choices
@@ -88,7 +90,8 @@ def pytest_args(args: argparse.Namespace, run_dir: Path) -> list[str]:
         out += ["--dut", name]
     if len(getattr(args, "bay", None) or []) == 1:  # a station of one bay: that bay's name is checked
         out += ["--bay", args.bay[0]]
-    for flag, value in (("-m", args.marker), ("-k", args.keyword), ("--persona", args.persona)):
+    for flag, value in (("-m", args.marker), ("-k", args.keyword), ("--persona", args.persona),
+                        ("--sla-profile", getattr(args, "sla_profile", None))):
         if value:
             out += [flag, value]
     for fault in args.fault:
@@ -110,9 +113,13 @@ def run(args: argparse.Namespace) -> int:
     """Run the suites; exit codes in docs/faults.md (pytest's, plus 8 and 9 from phonebench.core.exits)."""
     if getattr(args, "plan", False):
         return plan(argparse.Namespace(suites=getattr(args, "suites", None), station=args.station, dut=args.dut,
-                                       marker=args.marker, keyword=args.keyword, sla_profile=None, jobs=args.jobs,
+                                       marker=args.marker, keyword=args.keyword, sla_profile=args.sla_profile, jobs=args.jobs,
                                        database=None, results_dir=args.results_dir, json=False,
                                        place=args.place, places=args.places, coordinator=args.coordinator))
+    if getattr(args, "sla_profile", None):  # a misspelt profile is one line now, not an error in every test
+        from ..specs.sla import load_profile
+
+        load_profile(args.sla_profile)
     if getattr(args, "place", None) or getattr(args, "places", None):
         from ..lab.run import run_on_places
 
@@ -356,7 +363,7 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
         return pytest_args(selection, folder)
 
     record = {"name": station.name, "file": station_file, "emulated": False,
-              "location": station.location, "sla_profile": station.sla_profile}
+              "location": station.location, "sla_profile": args.sla_profile or station.sla_profile}
     data = run_bays(args, station_file, bays, run_dir, worker_args, args.jobs or len(bays), record,
                     station.database)
     results = run_dir / "results.json"

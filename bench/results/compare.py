@@ -19,6 +19,7 @@ are not treated as independent here.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from ..specs.claims import claim_of
 from .builds import phone_model
 
 ALPHA = 0.05
+PERCENTILE = re.compile(r"^p\d+(\.\d+)?$")
 DEFAULT_THRESHOLD = 0.05
 HIGHER_IS_WORSE = {"<=": True, "<": True, ">=": False, ">": False}
 IMPROVED, UNCHANGED, REGRESSED, NOT_CALLED = "improved", "unchanged", "regressed", "not called"
@@ -43,7 +45,7 @@ class Statistic:
 
 @dataclass
 class Comparison:
-    metric: str
+    metric: str  # the verdict's name, with its statistic when that is not the usual one (e.g. "first_token_p99 (p90)")
     claim: int | None
     unit: str
     model: str
@@ -102,14 +104,23 @@ def _model(data: dict[str, Any], dut: str) -> str:
 
 
 def _statistics(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(metric, phone) -> the verdict, for every measured numeric verdict with a limit direction."""
+    """(label, phone) -> the verdict, for every measured numeric verdict with a limit direction. The
+    label is the verdict's name and its statistic, so a nightly's p90 is never compared with a
+    release run's p99 of the same claim."""
     found = {}
     for test in data.get("tests") or []:
         for v in test.get("verdicts") or []:
             if isinstance(v.get("value"), (int, float)) and not isinstance(v.get("value"), bool) \
                     and v.get("comparator") in HIGHER_IS_WORSE and v.get("evidence") in ("measured", "corroborated"):
-                found[(str(v["name"]), str(test.get("dut")))] = v
+                found[(label(v), str(test.get("dut")))] = v
     return found
+
+
+def label(v: dict[str, Any]) -> str:
+    """A verdict's name, with its percentile in brackets when the name says another (a nightly's
+    p90 of first_token_p99 is "first_token_p99 (p90)")."""
+    name, statistic = str(v["name"]), str(v.get("statistic") or "")
+    return f"{name} ({statistic})" if PERCENTILE.match(statistic) and not name.endswith(statistic) else name
 
 
 def _pool(values: list[tuple[float, float | None]]) -> Statistic:
@@ -165,8 +176,9 @@ def _comparisons(tonight: dict[str, Any], baseline: dict[str, Any], thresholds: 
 
 def _comparison(v: dict[str, Any], metric: str, model: str, phone: str | None, baseline: Statistic,
                 tonight: Statistic, thresholds: dict[str, float]) -> Comparison:
+    threshold = thresholds.get(str(v.get("metric") or v["name"]), thresholds.get(str(v["name"]), DEFAULT_THRESHOLD))
     return Comparison(metric, claim_of(v), str(v.get("unit") or ""), model, phone, baseline, tonight,
-                      thresholds.get(metric, DEFAULT_THRESHOLD), HIGHER_IS_WORSE[str(v["comparator"])])
+                      threshold, HIGHER_IS_WORSE[str(v["comparator"])])
 
 
 def _call(night: Night) -> None:

@@ -22,25 +22,31 @@ def verdict_text(v: dict[str, Any]) -> str:
 def grid_lines(grid: ClaimsGrid) -> list[str]:
     """The claims x phones grid: a row per claim with each phone's outcome, and under it, per phone,
     the check that decided it, its evidence and its lab time."""
-    name_width = max(len(f"{r.claim.number:>2} {r.claim.name}") for r in grid.rows) + 2
-    lines = [("claims (- not measured)".ljust(name_width)
+    title = "claims (- not measured; * partly the phone's word)"
+    name_width = max([len(f"{r.claim.number:>2} {r.claim.name}") for r in grid.rows] + [len(title)]) + 2
+    lines = [(title.ljust(name_width)
               + "".join(p[:CELL_WIDTH - 1].ljust(CELL_WIDTH) for p in grid.phones)).rstrip()]
     for row in grid.rows:
         head = f"{row.claim.number:>2} {row.claim.name}".ljust(name_width)
-        lines.append(head + "".join(_mark(c.outcome).ljust(CELL_WIDTH) for c in row.cells.values()).rstrip())
+        lines.append(head + "".join(_mark(c.outcome, c.qualifier).ljust(CELL_WIDTH) for c in row.cells.values()).rstrip())
         for phone, cell in row.cells.items():
             if not cell.verdicts:
                 continue
             v = cell.decisive
             lab = f", lab time {display.duration_text(cell.lab_time_s)}" if cell.lab_time_s is not None else ""
             more = f", {len(cell.verdicts)} checks" if len(cell.verdicts) > 1 else ""
+            partly = f"; {cell.qualifier}" if cell.qualifier else ""
             lines.append(f"     {phone}: {display.check_name(v)} {display.value_text(v)} "
-                         f"[{cell.evidence}{more}{lab}]")
+                         f"[{cell.evidence}{more}{partly}{lab}]")
     return lines
 
 
-def _mark(outcome: str) -> str:
-    return "-" if outcome == NOT_MEASURED else outcome.upper() if outcome not in GOOD_OUTCOMES else outcome
+def _mark(outcome: str, qualifier: str = "") -> str:
+    """A grid cell: a passing claim partly resting on the phone's word is "pass*" (the line under
+    the row says how much), never a plain pass."""
+    if outcome == NOT_MEASURED:
+        return "-"
+    return outcome.upper() if outcome not in GOOD_OUTCOMES else f"{outcome}*" if qualifier else outcome
 
 
 def summary_lines(data: dict[str, Any], quiet: bool = False, verbose: bool = False) -> list[str]:

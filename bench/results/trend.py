@@ -27,7 +27,7 @@ import numpy as np
 import ruptures
 from scipy import stats
 
-from .compare import ALPHA, DEFAULT_THRESHOLD, HIGHER_IS_WORSE, IMPROVED, REGRESSED
+from .compare import ALPHA, DEFAULT_THRESHOLD, HIGHER_IS_WORSE, IMPROVED, REGRESSED, label
 
 MIN_SEGMENT = 3  # nights on each side of a change: fewer cannot tell a step from one odd night
 
@@ -41,6 +41,7 @@ class Point(Protocol):
     model: str
     build: str | None
     name: str
+    statistic: str | None
     value: float
     unit: str | None
     comparator: str | None
@@ -95,10 +96,11 @@ class Series:
 
 
 def series_of(points: Iterable[Point]) -> list[Series]:
-    """One series per (statistic, model), one value per run (its phones' mean), oldest first."""
+    """One series per (statistic, model), one value per run (its phones' mean), oldest first; a
+    statistic is its verdict's name and percentile (a nightly's p90 is not a release run's p99)."""
     grouped: dict[tuple[str, str], dict[str, list[Point]]] = defaultdict(lambda: defaultdict(list))
     for p in points:
-        grouped[(p.name, p.model)][p.run_id].append(p)
+        grouped[(label({"name": p.name, "statistic": p.statistic}), p.model)][p.run_id].append(p)
     out = []
     for (metric, model), runs in sorted(grouped.items()):
         sample = next(iter(runs.values()))[0]

@@ -14,6 +14,7 @@ from phonebench.core.verdict import severity_of
 
 NOT_MEASURED = "not measured"
 EVIDENCE_STRENGTH = {"measured": 2, "corroborated": 1, "self-reported": 0}  # weakest decides what a cell rests on
+REPORTED = ("reported", "self-reported")  # the phone's word only
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,32 @@ class Cell:
         if None in kinds:
             return "evidence unstated"
         return min(kinds, key=lambda k: EVIDENCE_STRENGTH.get(k, -1))
+
+    @property
+    def reported(self) -> list[dict[str, Any]]:
+        """The cell's verdicts that are only the phone's word (shown, never a PASS of their own)."""
+        return [v for v in self.verdicts if v.get("evidence") in REPORTED]
+
+    @property
+    def qualifier(self) -> str:
+        """How much of a passing cell rests on the bench, when not all of it does: a claim that is
+        partly the phone's word never shows a plain pass ("2 of 5 corroborated, 3 reported")."""
+        reported = len(self.reported)
+        if not reported or self.outcome not in ("pass", "info"):
+            return ""
+        independent = [v for v in self.verdicts if v.get("evidence") not in REPORTED]
+        kind = self._weakest(independent) or "measured"
+        return f"{len(independent)} of {len(self.verdicts)} {kind}, {reported} reported"
+
+    @property
+    def mark(self) -> str:
+        """The cell's outcome with its qualifier: "pass (2 of 5 corroborated, 3 reported)"."""
+        return f"{self.outcome} ({self.qualifier})" if self.qualifier else self.outcome
+
+    @staticmethod
+    def _weakest(verdicts: list[dict[str, Any]]) -> str:
+        kinds = [v.get("evidence") for v in verdicts if v.get("evidence")]
+        return min(kinds, key=lambda k: EVIDENCE_STRENGTH.get(k, -1)) if kinds else ""
 
     @property
     def lab_time_s(self) -> float | None:

@@ -52,7 +52,11 @@ log = logging.getLogger(__name__)
 PROFILE_DIR = data_dir("sla_profiles")
 SAMPLED = ("percentile", "std", "mean", "proportion")  # statistics that carry a confidence
 STATISTICS = SAMPLED + ("max", "min", "count", "value")
-TOP_LEVEL = ("name", "description", "extends", "metrics")
+TOP_LEVEL = ("name", "description", "extends", "purpose", "metrics")
+# What a profile asks: `demonstration` (each claim shown per phone at its confidence: release) or
+# `regression` (the nightly: sizes chosen for the change each gate must detect against a baseline
+# by `bench compare`; its entries relax the base on purpose, so that is not warned about).
+PURPOSES = ("demonstration", "regression")
 FIELDS = ("description", "claim", "statistic", "comparator", "limit", "unit", "confidence", "min_samples",
           "p", "independence", "min_runs", "tolerance", "conditions", "parameters", "evidence", "decision_rule")
 # What an entry's `evidence` requirement accepts: "measured" needs the bench's own measurement;
@@ -222,6 +226,7 @@ class SlaProfile:
     entries: Mapping[str, SlaEntry]
     chain: tuple[Path, ...] = ()  # files this profile was built from, base first
     loosened: tuple[str, ...] = ()  # overrides that relax the base profile (logged as warnings)
+    purpose: str = "demonstration"  # PURPOSES
 
     def get(self, metric: str) -> SlaEntry:
         try:
@@ -251,11 +256,13 @@ def load_profile(name_or_path: str | Path, search: tuple[Path, ...] = ()) -> Sla
     raw, provenance, loosened, files = _load_chain(path, search)
     entries = {metric: _entry(metric, table, provenance[metric], raw["name"])
                for metric, table in raw["metrics"].items()}
-    for note in loosened:
-        log.warning("SLA profile %s loosens its base: %s", path, note)
+    purpose = raw.get("purpose", "demonstration")
+    for note in loosened:  # a regression profile's sizes are chosen for its gates' power, not a demonstration
+        log.log(logging.INFO if purpose == "regression" else logging.WARNING,
+                "SLA profile %s loosens its base: %s", path, note)
     return SlaProfile(name=raw["name"], description=raw.get("description", ""), path=path,
                       entries=MappingProxyType(entries), chain=tuple(files),
-                      loosened=tuple(loosened))
+                      loosened=tuple(loosened), purpose=purpose)
 
 
 def available_profiles(search: tuple[Path, ...] = ()) -> list[str]:
@@ -286,6 +293,9 @@ def _load_chain(path: Path, search: tuple[Path, ...], seen: tuple[Path, ...] = (
     if unknown:
         raise ConfigError(f"SLA profile {path}: unknown top-level field(s) {sorted(unknown)}",
                           hint=f"expected only {', '.join(TOP_LEVEL)}; metric tables go under [metrics.<id>]")
+    if "purpose" in doc and doc["purpose"] not in PURPOSES:
+        raise ConfigError(f"SLA profile {path}: field 'purpose' must be one of {', '.join(PURPOSES)}, got "
+                          f"{doc['purpose']!r}", hint='e.g. purpose = "regression" for a nightly profile')
     for key in ("name", "description"):
         if key in doc and not isinstance(doc[key], str):
             raise ConfigError(f"SLA profile {path}: field {key!r} must be a string, got {doc[key]!r}",
@@ -318,6 +328,8 @@ def _load_chain(path: Path, search: tuple[Path, ...], seen: tuple[Path, ...] = (
                 merged[key] = value
             provenance[metric][key] = path
     raw["name"] = doc.get("name", path.stem)
+    if "purpose" in doc:
+        raw["purpose"] = doc["purpose"]
     if "description" in doc:
         raw["description"] = doc["description"]
     return raw, provenance, loosened, files + [path]

@@ -36,6 +36,7 @@ class HistoryPoint:
     model: str
     build: str | None
     name: str
+    statistic: str | None
     value: float
     unit: str | None
     comparator: str | None
@@ -104,20 +105,21 @@ def history(store: Store, names: Iterable[str] = (), models: Iterable[str] = (),
     for run_pk, name, identity in _rows(store, dut_query):
         duts[(run_pk, name)] = (phone_model(identity, name), phone_build(identity))
     runs = {r[0]: r for r in _rows(store, runs_query) if not complete_only or r[3] == "complete"}
-    query = select(Measurement.run_pk, Measurement.dut, Measurement.name, Measurement.value, Measurement.unit,
+    query = select(Measurement.run_pk, Measurement.dut, Measurement.name, Measurement.statistic, Measurement.value,
+                   Measurement.unit,
                    Measurement.comparator, Measurement.claim, Measurement.bound, Measurement.confidence,
                    Measurement.uncertainty).where(Measurement.value.is_not(None), Measurement.dut.is_not(None),
                                                   Measurement.evidence.in_(("measured", "corroborated")))
     if names:
         query = query.where(Measurement.name.in_(names))
     points = []
-    for run_pk, dut, name, value, unit, comparator, claim, bound, confidence, uncertainty in _rows(store, query):
+    for run_pk, dut, name, statistic, value, unit, comparator, claim, bound, confidence, uncertainty in _rows(store, query):
         run = runs.get(run_pk)
         model, build = duts.get((run_pk, dut), (dut, None))
         if run is None or (models and model not in models):
             continue
-        points.append(HistoryPoint(run[1], run[2], dut, model, build, name, float(value), unit, comparator, claim,
-                                   bound, confidence, uncertainty))
+        points.append(HistoryPoint(run[1], run[2], dut, model, build, name, statistic, float(value), unit, comparator,
+                                   claim, bound, confidence, uncertainty))
     points.sort(key=lambda p: (p.started or dt.datetime.min, p.run_id, p.dut, p.name))
     return points
 

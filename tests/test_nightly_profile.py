@@ -1,0 +1,50 @@
+"""The nightly profile: a regression profile whose sizes are its gates', whose medians are never
+compared with a release run's p99, and which a misspelt name cannot start (docs/nightly.md)."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from phonebench.bench.cli import main
+from phonebench.bench.results.compare import compare_runs, label
+from phonebench.bench.specs.sla import load_profile
+from phonebench.core.errors import ConfigError
+
+
+def test_the_nightly_is_a_regression_profile_with_its_gates_sizes_and_thresholds(caplog):
+    with caplog.at_level(logging.INFO, logger="phonebench.bench.specs.sla"):
+        nightly = load_profile("nightly")
+    assert nightly.purpose == "regression" and load_profile("default").purpose == "demonstration"
+    assert nightly.loosened and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    first = nightly.get("first_token_p99")
+    assert (first.p, first.n_required, first.limit) == (0.5, 120, 300)  # the claim's limit, the gate's size
+    assert first.parameters["regression"] == "5 %"
+    assert nightly.get("long_dialog_success").n_required == 60
+    assert nightly.get("token_latency_std").parameters["consecutive_inferences"] == 300
+    assert load_profile("default").get("first_token_p99").n_required == 299  # the release is unchanged
+
+
+def test_an_unknown_purpose_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "lab.toml"
+    path.write_text('extends = "default"\npurpose = "vibes"\n')
+    with pytest.raises(ConfigError, match="purpose.*demonstration, regression"):
+        load_profile(path)
+
+
+def test_a_nightly_median_is_never_compared_with_a_release_p99():
+    def run(statistic: str, value: float) -> dict:
+        v = {"name": "first_token_p99", "statistic": statistic, "value": value, "comparator": "<",
+             "evidence": "measured", "bound": value + 1.6, "confidence": 0.95, "unit": "ms"}
+        return {"tests": [{"dut": "P1", "verdicts": [v]}], "duts": {"P1": {"product_model": "M"}}}
+
+    assert label({"name": "first_token_p99", "statistic": "p50"}) == "first_token_p99 (p50)"
+    assert label({"name": "first_token_p99", "statistic": "p99"}) == "first_token_p99"
+    assert compare_runs(run("p50", 100.0), run("p99", 130.0)).comparisons == []
+    assert len(compare_runs(run("p50", 100.0), run("p50", 101.0)).comparisons) == 2  # the phone and the model
+
+
+def test_bench_run_refuses_a_misspelt_profile_before_anything_starts(capsys):
+    assert main(["run", "--sla-profile", "nightlyy", "--no-preflight"]) == 2
+    err = capsys.readouterr().err
+    assert "nightlyy" in err and "Traceback" not in err
