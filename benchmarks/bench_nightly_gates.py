@@ -19,6 +19,7 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -80,6 +81,16 @@ def power(rows: list, thresholds: dict, gate: tuple[str, str], change: float, ni
     return hits / nights
 
 
+def smallest_detected(detected: Callable[[float], bool]) -> float | None:
+    """The smallest change on GRID detected with power >= 0.95, by bisection (power grows with the
+    change): ~6 simulated batches instead of one per grid point."""
+    lo, hi = -1, len(GRID)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if detected(GRID[mid]) else (mid, hi)
+    return GRID[hi] if hi < len(GRID) else None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", nargs="?", help="a nightly run folder (default: the newest under ./reports)")
@@ -99,7 +110,7 @@ def main() -> int:
         pooled_se = np.sqrt(sum(r[4] ** 2 for r in members)) / len(members)
         rel = pooled_se / abs(np.mean([r[3] for r in members]))
         powers = [power(rows, thresholds, gate, p, args.nights // 2, rng) for p in PLANTED]
-        detect = next((d for d in GRID if power(rows, thresholds, gate, d, args.nights // 4, rng) >= 0.95), None)
+        detect = smallest_detected(lambda d: power(rows, thresholds, gate, d, args.nights // 4, rng) >= 0.95)
         print(f"{gate[0][:30]:30} {gate[1][:22]:22} {rel:9.2%} {thresholds[members[0][7]]:7.0%} "
               + " ".join(f"{p:6.0%}" for p in powers) + f"  {f'+{detect:.0%}' if detect else '> +40 %'}")
     false = sum(bool([c for c in compare_runs(night(rows, rng), night(rows, rng), thresholds).comparisons

@@ -340,3 +340,25 @@ def test_a_real_fixture_asks_the_operator_for_each_step():
     assert "BNC tee" in steps[0] and "cover_b" in steps[1] and "put the phone back" in steps[2]
     with pytest.raises(ValueError):
         fixture.loopback("optical")
+
+
+def test_the_onset_bisection_finds_what_the_step_by_step_sweep_finds_in_log2_steps():
+    import math
+
+    from phonebench.bench.procedures.calibration.dut import bracket_onset
+
+    grid = [14.0 + k for k in range(33)]
+    for onset in [13.5, *[g - 0.5 for g in grid], 99.0]:
+        calls = []
+
+        def errors_at(a: float) -> int:
+            calls.append(a)
+            return 3 if a > onset else 0
+
+        sweep = bracket_onset(grid, errors_at)
+        erring = [a for a, e in sweep if e]
+        clean = [a for a, e in sweep if not e]
+        linear_first = next((a for a in grid if a > onset), None)
+        assert (erring[0] if erring else None) == linear_first
+        assert (max(clean) if clean else None) == (max((a for a in grid if a <= onset), default=None))
+        assert len(calls) <= math.ceil(math.log2(len(grid) + 1))

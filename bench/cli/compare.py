@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from phonebench.core.errors import UsageError
-from ..results.compare import ALPHA, DEFAULT_THRESHOLD, Night, compare_models, parse_threshold
+from ..results.compare import ALPHA, DEFAULT_THRESHOLD, NOT_CALLED, Night, compare_models, parse_threshold
 from . import Subcommands
 
 ACCEPTED = "accepted"
@@ -29,6 +29,7 @@ def register(subparsers: Subcommands) -> None:
                         "phone model's accepted baseline (bench accept-build)")
     p.add_argument("--sla-profile", default="default", help="where each statistic's practical threshold is stated")
     p.add_argument("--phones", action="store_true", help="list the phone-by-phone comparisons too")
+    p.add_argument("--all", action="store_true", help="list the statistics that state no uncertainty too (not called)")
     _store_args(p)
     p.set_defaults(func=compare)
 
@@ -67,7 +68,7 @@ def compare(args: argparse.Namespace) -> int:
         tonight = store.load_run(args.run).data
         baselines, against = _baselines(store, tonight, args.against)
     night = compare_models(tonight, baselines, thresholds_of(args.sla_profile))
-    print("\n".join(render(night, str(tonight.get("run_id")), against, args.phones)))
+    print("\n".join(render(night, str(tonight.get("run_id")), against, args.phones, args.all)))
     return 1 if night.regressions else 0
 
 
@@ -152,13 +153,17 @@ def render_trend(all_series: list, show_all: bool = False) -> list[str]:
     return lines
 
 
-def render(night: Night, run: str, against: str, phones: bool = False) -> list[str]:
+def render(night: Night, run: str, against: str, phones: bool = False, show_all: bool = False) -> list[str]:
     lines = [f"{run} against {against}: any false alarm among the {sum(c.phone is None and c.p is not None for c in night.comparisons)}"
              f" model-level comparisons at most {ALPHA:.0%} (Holm)",
              f"{'claim':>5}  {'statistic':34} {'model':26} {'baseline':>12} {'tonight':>12} {'change':>8} "
              f"{'95 % CI of the change':>26} {'p (Holm)':>9}  call"]
+    hidden = 0
     for c in night.comparisons:
         if c.phone is not None and not phones:
+            continue
+        if c.call == NOT_CALLED and not show_all:
+            hidden += c.phone is None
             continue
         interval = c.interval()
         ci = f"[{interval[0]:+.4g}, {interval[1]:+.4g}] {c.unit}" if interval else "no uncertainty stated"
@@ -167,6 +172,8 @@ def render(night: Night, run: str, against: str, phones: bool = False) -> list[s
         where = c.model if c.phone is None else f"  {c.phone}"
         lines.append(f"{c.claim or '-':>5}  {c.metric[:34]:34} {where[:26]:26} {c.baseline.value:12.5g} "
                      f"{c.tonight.value:12.5g} {rel:>8} {ci:>26} {p:>9}  {c.call}")
+    if hidden:
+        lines.append(f"({hidden} model-level statistics state no uncertainty and are not called: --all lists them)")
     regressed = night.regressions
     lines.append(f"{len(regressed)} regression(s)" + (": " + ", ".join(f"{c.metric} on {c.model}" for c in regressed)
                                                       if regressed else ""))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -64,6 +64,21 @@ def count_mac_errors(runtime: RuntimeClient) -> int:
     return sum(1 for r in runtime.probe(mac_error_batch()) if r.result != 0)
 
 
+def bracket_onset(amplitudes: list[float], errors_at: Callable[[float], int]) -> list[tuple[float, int]]:
+    """The grid's first erring amplitude and the clean one below it, by bisection: each point a full
+    probe batch, as in a step-by-step sweep, in ~log2(n) steps instead of up to n (the line's takt:
+    6 batches over 14-46 mV where the sweep took 10-14). MAC errors grow with ripple past the
+    unit's timing margin and are absent below it, so a clean point implies clean below it; the
+    amplitudes measured are returned in order."""
+    lo, hi = -1, len(amplitudes)  # amplitudes[lo] clean (or below the grid), amplitudes[hi] erring (or above)
+    measured: dict[int, int] = {}
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        measured[mid] = errors_at(amplitudes[mid])
+        lo, hi = (lo, mid) if measured[mid] else (mid, hi)
+    return [(float(amplitudes[i]), measured[i]) for i in sorted(measured)]
+
+
 def ripple_onset(device: Any, supply: Any, equipment: Equipment, ctx: Context) -> CalibrationRecord:
     """dut-ripple-onset: sweep ripple with redundancy off; set trigger and release with margin."""
     settings, limits = ctx.settings, ctx.settings.limits
@@ -74,16 +89,15 @@ def ripple_onset(device: Any, supply: Any, equipment: Equipment, ctx: Context) -
     supply.set_voltage(SUPPLY_V)
     supply.set_output_resistance(SUPPLY_R_OHM)
     supply.output(True)
-    sweep: list[tuple[float, int]] = []
     runtime.config_set("redundancy.mode", "off")
+
+    def errors_at(amplitude: float) -> int:
+        supply.set_ripple(amplitude / 1000.0, RIPPLE_HZ, SUPPLY_V)
+        supply.start_ripple()
+        return count_mac_errors(runtime)
+
     try:
-        for amplitude in amplitudes:
-            supply.set_ripple(amplitude / 1000.0, RIPPLE_HZ, SUPPLY_V)
-            supply.start_ripple()
-            errors = count_mac_errors(runtime)
-            sweep.append((float(amplitude), errors))
-            if errors:
-                break
+        sweep = bracket_onset(amplitudes, errors_at)
     finally:
         supply.stop_ripple()
         runtime.config_set("redundancy.mode", "auto")
@@ -104,7 +118,7 @@ def ripple_onset(device: Any, supply: Any, equipment: Equipment, ctx: Context) -
     low, high = limits.ripple_onset_mv
     acceptance = [Criterion("ripple_onset_mv", "mV", low=low, high=high),
                   Criterion("redundancy_trigger_mv", "mV", low=limits.min_trigger_mv)]
-    reference = {"method": f"ripple sweep {start:g}-{stop:g} mV step {step:g} at {RIPPLE_HZ:g} Hz, redundancy off, "
+    reference = {"method": f"ripple bisection over {start:g}-{stop:g} mV step {step:g} at {RIPPLE_HZ:g} Hz, redundancy off, "
                            f"{PROBES_PER_BATCH} x 2^30-MAC zero probes per amplitude",
                  "supply": {"manufacturer": supply.identity.manufacturer, "model": supply.identity.model,
                             "serial": supply.identity.serial},
