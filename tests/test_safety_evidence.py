@@ -190,7 +190,9 @@ def test_the_honest_unit_engages_by_behaviour_and_its_flag_is_corroborated(sla, 
     assert swept.verdict("redundancy_sensed_over_measured").value == pytest.approx(1.0, abs=0.03)
     ratio = swept.verdict("redundancy_mac_error_ratio_50mv")
     low, high = ratio.extra["interval"]
-    assert ratio.outcome is Outcome.PASS and low < 12.0 < high and low > 1.0  # errors really grow with ripple
+    # Errors really grow with ripple, and the interval reaches the claimed 12x +- 4 band (the ratio to
+    # the lowest erring step depends on where the unit's own onset falls between sweep steps).
+    assert ratio.outcome is Outcome.PASS and low > 1.0 and low <= 16.0 and high >= 8.0
 
 
 def _point(mv: float, wrong: int, probes: int = 256) -> redundancy.RipplePoint:
