@@ -12,9 +12,11 @@ from phonebench.bench.store.history import accept_build, accepted_baselines, his
 from nightly_nights import Plan, night
 
 
-@pytest.fixture
-def store_with_nights(tmp_path):
-    path = tmp_path / "results.sqlite"
+@pytest.fixture(scope="module")
+def store_with_nights(tmp_path_factory):
+    """One store of 30 nights for the module (its tests only add acceptances and an incomplete run,
+    which no reading here counts)."""
+    path = tmp_path_factory.mktemp("nights") / "results.sqlite"
     rng = np.random.default_rng(11)
     plan = Plan(step_night=20)
     with open_store(path) as store:

@@ -147,3 +147,24 @@ def test_runs_made_while_postgresql_was_down_are_imported(pg_url, tmp_path):
         [result] = store.import_folder(rec.run_dir)
         assert result.tests_added == 5
         assert store.load_run("offline").data == json.loads(rec.results_path.read_text())
+
+
+def test_the_nightlys_memory_works_on_postgresql(pg_url):
+    """Accepted baselines, a build's runs and the history with its change point, on PostgreSQL."""
+    import numpy as np
+
+    from phonebench.bench.results.trend import find_changes, series_of
+    from phonebench.bench.store.history import accept_build, accepted_baselines, history, runs_of_build
+    from tests.nightly_nights import Plan, night
+
+    rng = np.random.default_rng(5)
+    with open_store(pg_url) as store:
+        for i in range(16):
+            store.sync_run(night(Plan(step_night=8), i, rng))
+        accept_build(store, "night-0007", by="lab")
+        assert {a.run_id for a in accepted_baselines(store).values()} == {"night-0007"}
+        assert runs_of_build(store, "3.4.1", "Model A")[0] == "night-0015"
+        assert runs_of_build(store, "3.4.1", "Model B") == []
+        series = {(s.metric, s.model): s for s in series_of(history(store))}
+    changes = find_changes(series[("first_token_p99", "Model A")])
+    assert [c.index for c in changes] == [8] and "3.4.0 (run night-0007) → 3.4.1 (run night-0008)" in changes[0].build_range
