@@ -21,7 +21,7 @@ import datetime as dt
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from typing import Any, Iterable
 
 import numpy as np
 import ruptures
@@ -32,8 +32,10 @@ from .compare import ALPHA, DEFAULT_THRESHOLD, HIGHER_IS_WORSE, IMPROVED, REGRES
 MIN_SEGMENT = 3  # nights on each side of a change: fewer cannot tell a step from one odd night
 
 
-class Point(Protocol):
-    """One phone's value of one statistic in one run (bench.store.history.HistoryPoint)."""
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One phone's value of one statistic in one run, with what a trend needs around it (read from
+    the store by bench.store.history.history)."""
 
     run_id: str
     started: dt.datetime | None
@@ -46,6 +48,9 @@ class Point(Protocol):
     unit: str | None
     comparator: str | None
     claim: int | None
+    bound: float | None = None
+    confidence: float | None = None
+    uncertainty: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,10 +100,10 @@ class Series:
         return np.array([n.value for n in self.nights], dtype=float)
 
 
-def series_of(points: Iterable[Point]) -> list[Series]:
+def series_of(points: Iterable[HistoryPoint]) -> list[Series]:
     """One series per (statistic, model), one value per run (its phones' mean), oldest first; a
     statistic is its verdict's name and percentile (a nightly's p90 is not a release run's p99)."""
-    grouped: dict[tuple[str, str], dict[str, list[Point]]] = defaultdict(lambda: defaultdict(list))
+    grouped: dict[tuple[str, str], dict[str, list[HistoryPoint]]] = defaultdict(lambda: defaultdict(list))
     for p in points:
         grouped[(label({"name": p.name, "statistic": p.statistic}), p.model)][p.run_id].append(p)
     out = []

@@ -11,6 +11,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from ..results.builds import phone_build, phone_model, run_builds, run_models
+from ..results.trend import HistoryPoint
 from . import db
 from .models import AcceptedBuild, Measurement, Run, RunDut
 from .store import Store
@@ -24,26 +25,6 @@ class Acceptance:
     accepted: dt.datetime
     accepted_by: str | None
     note: str | None
-
-
-@dataclass(frozen=True)
-class HistoryPoint:
-    """One phone's value of one statistic in one run, with what a trend needs around it."""
-
-    run_id: str
-    started: dt.datetime | None
-    dut: str
-    model: str
-    build: str | None
-    name: str
-    statistic: str | None
-    value: float
-    unit: str | None
-    comparator: str | None
-    claim: int | None
-    bound: float | None
-    confidence: float | None
-    uncertainty: dict[str, Any] | None
 
 
 def accept_build(store: Store, run_id: str, models: Iterable[str] = (), by: str | None = None,
