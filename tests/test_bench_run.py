@@ -49,6 +49,7 @@ def test_identity_suite_passes_and_writes_the_run_folder(tmp_path):
     junit = ET.parse(run_dir / "junit.xml")
     props = {p.get("name"): p.get("value") for p in junit.iter("property")}
     assert props["dut.serial"] == "EMU-T1"
+    assert " of " in props["verdicts.reported"]  # a passed test resting partly on the phone's word says so
     assert list((run_dir / "raw").rglob("*.json"))  # raw data kept beside results.json
 
 
