@@ -39,7 +39,8 @@ def newest_nightly(reports: Path) -> Path:
         data = json.loads(results.read_text())
         if any(v.get("profile") == "nightly" for t in data.get("tests") or [] for v in t.get("verdicts") or []):
             return results.parent
-    raise SystemExit(f"no nightly run under {reports}: run `bench run --sla-profile nightly` first")
+    raise SystemExit(f"no nightly run under {reports}: nothing to measure; run `bench run --sla-profile nightly` "
+                     "first, or name a nightly run folder")
 
 
 def gated(data: dict, thresholds: dict[str, float]) -> list[tuple[str, str, str, float, float, str]]:
