@@ -12,6 +12,8 @@ instrument said.
 """
 from __future__ import annotations
 
+import functools
+
 import logging
 import re
 import select
@@ -213,6 +215,24 @@ class ScpiInstrument:
     role = "instrument"
     family = ""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A driver whose own opening fails after the base opened it (an empty slot, a refused
+        setting) closes what the base opened: the instrument's lock must not outlive the attempt."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def opening(self: ScpiInstrument, *args: Any, **options: Any) -> None:
+            try:
+                init(self, *args, **options)
+            except BaseException:
+                if getattr(self, "_lock", None) is not None or getattr(self, "_res", None) is not None:
+                    self.close()
+                raise
+        cls.__init__ = opening  # type: ignore[method-assign]
+
     def __init__(self, address: str, backend: str = "@py", timeout_s: float = DEFAULT_TIMEOUT_S,
                  resource: Any = None) -> None:
         self.address = address
@@ -225,6 +245,7 @@ class ScpiInstrument:
         except BaseException:
             if self._lock is not None:
                 self._lock.release()
+                self._lock = None
             raise
         if resource is None:
             locks.visa_exclusive(self._res, self.name, timeout_s)
@@ -514,10 +535,14 @@ class ScpiInstrument:
             self.check_errors(command)
 
     def close(self) -> None:
+        """Close the resource and release the lock; a second call does nothing."""
+        lock, self._lock = self._lock, None
+        res, self._res = getattr(self, "_res", None), None
         try:
-            self._res.close()
+            if res is not None:
+                res.close()
         except (VisaIOError, OSError) as exc:
             log.debug("%s: close failed: %s", self.name, exc)
         finally:
-            if self._lock is not None:
-                self._lock.release()
+            if lock is not None:
+                lock.release()

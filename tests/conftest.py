@@ -88,3 +88,19 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         install = " ".join(INSTALL[p] for p in sorted(counts))
         terminalreporter.write_line(f"skipped for missing system packages: {listed}; install them with "
                                     f"`sudo apt-get install {install}` (or `make system-deps` as root)", yellow=True)
+
+
+@pytest.fixture(autouse=True)
+def no_instrument_lock_left_behind() -> Iterator[None]:
+    """A test that leaves an instrument or phone lock held in this process fails: the lock outlives
+    it, and a later bench on the same address (an emulator reusing the port) finds it busy."""
+    from phonebench.drivers import locks
+
+    before = set(locks._held)
+    yield
+    left = sorted(set(locks._held) - before)
+    if left:
+        for address in left:  # release, so one leak does not fail every later test too
+            held = locks._held.pop(address)
+            os.close(held.fd)
+        pytest.fail(f"lock(s) left held after the test: {', '.join(left)} (a driver or phone not closed)")
