@@ -7,6 +7,7 @@ import logging
 import random
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -648,11 +649,21 @@ def test_server_address_comes_from_the_environment_as_adb_reads_it() -> None:
         server_address({"ADB_SERVER_SOCKET": "localfilesystem:/tmp/adb"})
 
 
+def _await_server_noticed_drop(server, address: str, within_s: float = 20.0) -> None:
+    """The server sees a dropped link on its own thread; until it has, it still lists `device`
+    (a command then fails as disconnected, which is another test's subject)."""
+    deadline = time.monotonic() + within_s
+    while server.state(address) == "device":
+        assert time.monotonic() < deadline, f"the adb server still lists {address} as device {within_s:g} s after adbd died"
+        time.sleep(0.05)
+
+
 def test_a_stale_offline_entry_is_cleared_before_connecting(phone: EmulatedPhone, adb_server) -> None:
     with AdbDaemon(phone) as daemon:
         first = ServerAdbPhone(daemon.address, server=adb_server, connect_timeout_s=WAIT_S)
         assert first.run("echo one") == "one\n"
         daemon.kill()  # the server keeps an offline entry for it
+        _await_server_noticed_drop(adb_server, daemon.address)
         daemon.revive()
         again = ServerAdbPhone(daemon.address, server=adb_server, connect_timeout_s=WAIT_S)
         assert again.run("echo two") == "two\n"
