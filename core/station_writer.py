@@ -43,7 +43,11 @@ def station_toml(config: StationConfig, comment: str) -> str:
     """A station file that reaches this station's DUTs and instruments, bay by bay."""
     lines = [f"# {line}" for line in comment.splitlines()] + _station_table(config)
     for dut in config.duts:
-        lines += ["[[dut]]", f"name = {_q(dut.name)}", f"adb = {_q(dut.address)}", f"transport = {_q(dut.transport)}"]
+        # A USB phone is its serial (the parser names it "usb:SERIAL"); a network phone its host:port.
+        where = f"usb = {_q(dut.address[4:])}" if dut.address.startswith("usb:") else f"adb = {_q(dut.address)}"
+        lines += ["[[dut]]", f"name = {_q(dut.name)}", where, f"transport = {_q(dut.transport)}"]
+        if dut.key:
+            lines.append(f"key = {_q(dut.key)}")
         if dut.expected_serial:
             lines.append(f"expected_serial = {_q(dut.expected_serial)}")
         if dut.recovery_timeout_s is not None:
