@@ -52,4 +52,5 @@ class InvalidMeasurement(BenchError):
 
 
 class UnsupportedCapability(BenchError):
-    """The DUT's runtime does not offer what a check needs: the check is skipped with this reason."""
+    """The DUT's runtime or the bay's instrument does not offer what a check needs: the check is
+    skipped with this reason."""

@@ -108,7 +108,7 @@ class EmulatedConfig:
 
 
 # The families the emulated station can build per role (emulation/instruments/registry.py builds them).
-EMULATED_FAMILIES = {"scope": ("keysight-infiniivision", "rigol-ds1000z"), "supply": ("keysight-n6705c",),
+EMULATED_FAMILIES = {"scope": ("keysight-infiniivision", "rigol-ds1000z"), "supply": ("keysight-n6705c", "qoitech-otii"),
                      "thermal": ("keysight-daq970a", "fluke-1529", "fluke-1521", "generic-ascii"),
                      "stimulus": ("keysight-33500b",)}
 
@@ -421,6 +421,10 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
         raise r._err("transport", '"server" (the host\'s adb server, the default) or "direct" (no server)', transport)
     families = {role: emulated_family(role, r.get(role, str), f"{r.path}: {r.where}{role}")
                 for role in EMULATED_FAMILIES if role in r.table}
+    if bays and families.get("supply", "keysight-n6705c") != "keysight-n6705c":
+        raise ConfigError(f"{r.path}: [emulated]: bays = {bays} is the shared rack, one N6705C mainframe with a module "
+                          f"per bay; it cannot be built with supply = {families['supply']!r}",
+                          hint="leave bays out (a bay per phone, each with its own supply) or the supply family out")
     cross_wired = _strings(r, "cross_wired")
     if cross_wired and (len(cross_wired) != 2 or len(set(cross_wired)) != 2):
         raise r._err("cross_wired", 'two different bay names, e.g. ["bay1", "bay2"]', cross_wired)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -22,10 +23,11 @@ from .scpi_table import Channel, Setting, Table, fixed, requires, sequence, sett
 from .trace import OVERLOAD, Trace
 from .visa import DEFAULT_TIMEOUT_S, InstrumentIdentity, ScpiInstrument
 
-__all__ = ["KeysightN6705C", "PowerAnalyzer", "Trace"]
+__all__ = ["KeysightN6705C", "PowerAnalyzer", "SupplyAccuracy", "SupplyFeatures", "Trace"]
 log = logging.getLogger(__name__)
 
 QUANTITIES = {"current": "CURR", "voltage": "VOLT"}
+TINT_STEP_S = 5.12e-6  # N678xA digitizer: intervals are whole multiples of this
 WTG_MEAS = 8  # Operation Status bit 3: the measurement system waits for a trigger
 TRIGGER_MARGIN_S = 5.0  # the pre-trigger fill plus at most this
 ARM_HINT = "arm, trigger, then fetch"
@@ -58,9 +60,35 @@ N6705C_DIGITIZER: Table = {
 }
 
 
+@dataclass(frozen=True)
+class SupplyAccuracy:
+    """The meter's stated accuracy, +-(gain x reading + offset), for the range the bench uses:
+    what a power verdict's uncertainty budget takes for this instrument."""
+
+    current_gain: float
+    current_offset_a: float
+    voltage_gain: float
+    voltage_offset_v: float
+    source: str  # the datasheet row it comes from
+
+
+@dataclass(frozen=True)
+class SupplyFeatures:
+    """What a supply can do beyond powering and measuring: checks adapt to these, never to a family."""
+
+    ripple: bool  # an ARB sine on the output (the redundancy checks' stimulus)
+    series_resistance: bool  # battery emulation behind an internal resistance
+
+
+# N6781A, 3 A current range and 6 V voltage range (Keysight N6780 series datasheet).
+N6781A_ACCURACY = SupplyAccuracy(0.0004, 100e-6, 0.0005, 2e-3, "N6781A: +-(0.04 % + 100 uA), +-(0.05 % + 2 mV)")
+
+
 @runtime_checkable
 class PowerAnalyzer(Protocol):
     identity: InstrumentIdentity
+    accuracy: SupplyAccuracy
+    features: SupplyFeatures
 
     def output(self, on: bool) -> None: ...
 
@@ -84,6 +112,9 @@ class PowerAnalyzer(Protocol):
 
     def measure_current(self) -> float: ...
 
+    def digitizer_interval(self, interval_s: float) -> float:
+        """The sample interval the digitizer really uses when asked for `interval_s`."""
+
     def arm_digitizer(self, points: int, interval_s: float, pretrigger_points: int = 0,
                       quantities: Sequence[str] = ("current", "voltage")) -> None: ...
 
@@ -102,6 +133,8 @@ class PowerAnalyzer(Protocol):
 class KeysightN6705C(ScpiInstrument):
     role = "supply"
     family = "keysight-n6705c"
+    accuracy = N6781A_ACCURACY
+    features = SupplyFeatures(ripple=True, series_resistance=True)
 
     def __init__(self, address: str, channel: int = 1, poll_s: float = 0.01, backend: str = "@py",
                  timeout_s: float = DEFAULT_TIMEOUT_S, resource: object = None) -> None:
@@ -142,6 +175,10 @@ class KeysightN6705C(ScpiInstrument):
             raise InvalidMeasurement(f"{self.name}: `{self.ch.query_of(name)}` reported overload ({value})",
                                      hint="raise the measurement range or check the DUT wiring")
         return value
+
+    def digitizer_interval(self, interval_s: float) -> float:
+        """The module's sample interval is a whole number of 5.12 us steps (SENS:SWE:TINT rounds)."""
+        return max(1, round(interval_s / TINT_STEP_S)) * TINT_STEP_S
 
     def arm_digitizer(self, points: int, interval_s: float, pretrigger_points: int = 0,
                       quantities: Sequence[str] = ("current", "voltage")) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from phonebench.core.errors import ConfigError
 from .clock import HostClock, ScpiClock, StationClock
+from .otii import QoitechOtii
 from .power import KeysightN6705C, PowerAnalyzer
 from .scope import KeysightInfiniiVision, Oscilloscope, RigolDS1000Z
 from .stimulus import AudioStimulus, Keysight33500B
@@ -24,7 +25,7 @@ from .thermal_generic import GenericAsciiProbe
 
 FAMILIES: dict[str, dict[str, Callable[..., Any]]] = {
     "scope": {"keysight-infiniivision": KeysightInfiniiVision, "rigol-ds1000z": RigolDS1000Z},
-    "supply": {"keysight-n6705c": KeysightN6705C},
+    "supply": {"keysight-n6705c": KeysightN6705C, "qoitech-otii": QoitechOtii},
     # "fluke-hart" is the 1529's older name in station files.
     "thermal": {"keysight-daq970a": KeysightDaq970a, "fluke-1529": Fluke1529, "fluke-hart": Fluke1529,
                 "fluke-1521": Fluke1521, "generic-ascii": GenericAsciiProbe},

@@ -21,7 +21,8 @@ from phonebench.bench.procedures.calibration.records import record_verdict
 from phonebench.bench.procedures.calibration.runner import calibrate_dut
 from phonebench.bench.procedures.acceptance.steps import acceptance_voice_setup, sequential_power, sequential_voice_trials
 from phonebench.bench.checks.power import battery_emulation, sustained_power_verdicts
-from phonebench.bench.checks.redundancy import bit_exact_check
+from phonebench.bench.checks.redundancy import bit_exact_check, require_ripple
+from phonebench.core.errors import UnsupportedCapability
 from phonebench.bench.checks.weights import verify_page, load_manifest
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.verdict import Outcome, Verdict
@@ -56,6 +57,7 @@ def test_dut_calibration(dut, dut_identity, supply, thermal, scanned_serial, cal
     if scanned_serial is None:
         pytest.skip("DUT calibration writes to the unit: production acceptance only "
                     "(`bench accept`; in a lab, `bench calibrate --procedure dut --dut NAME`)")
+    _require_ripple(supply)  # the redundancy trigger is calibrated from the ripple onset
     ctx = calibration_context
     ctx.ambient = ambient_conditions(thermal, ctx.settings)
     outcome = calibrate_dut(dut, dut_identity, {"supply": supply, "thermal": thermal}, calibration_book, ctx)
@@ -92,6 +94,7 @@ def test_weight_store_spot_check(dut, dut_identity, profile, record):
 def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
     """Ripple above the unit's calibrated trigger: redundancy engages and every token is bit-exact
     with the unit's clean-supply tokens; forced off, the same ripple corrupts tokens."""
+    _require_ripple(supply)
     entry = profile.get("acceptance_redundancy_mismatches")
     amplitude = float(entry.parameters.get("ripple_mv", 50))
     result = bit_exact_check(supply, dut, token_mismatches=entry,
@@ -164,3 +167,10 @@ def _no_plot(verdict: Verdict) -> Verdict:
     """Acceptance verdicts are not plotted: a plot per unit costs the line a second of takt; the
     raw data is kept, and `bench report` can draw it later."""
     return verdict.but(plot=None)
+
+
+def _require_ripple(supply) -> None:
+    try:
+        require_ripple(supply)
+    except UnsupportedCapability as exc:
+        pytest.skip(str(exc))

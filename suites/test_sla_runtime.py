@@ -67,6 +67,13 @@ def _require(runtime: RuntimeClient, *capabilities: str) -> None:
         pytest.skip(str(exc))
 
 
+def _require_ripple(supply: Any) -> None:
+    try:
+        redundancy.require_ripple(supply)
+    except UnsupportedCapability as exc:
+        pytest.skip(str(exc))
+
+
 def _bench_clock(station: StationConfig, runtime: RuntimeClient, clock: Any) -> tuple[Callable[[], float], Evidence]:
     """The clock that times device calls, and what it is as evidence: the station clock (the
     host's on hardware, the world's time server on the emulated station). Only a host clock on an
@@ -144,6 +151,7 @@ def test_token_timing_against_the_power_trace(observed_runtime, supply, record):
 @pytest.mark.needs("supply")
 def test_redundancy_ripple_sweep(runtime, supply, sla, record, progress):
     _require(runtime, "config", "probe")
+    _require_ripple(supply)
     with progress.bar(None, "ripple steps") as bar:
         result = redundancy.ripple_sweep_check(supply, runtime,
                                                engage_threshold=sla.get("redundancy_engage_threshold"),
@@ -156,6 +164,7 @@ def test_redundancy_ripple_sweep(runtime, supply, sla, record, progress):
 @pytest.mark.needs("supply")
 def test_redundancy_bit_exact_at_50mv(runtime, supply, sla, record):
     _require(runtime, "config")
+    _require_ripple(supply)
     result = redundancy.bit_exact_check(supply, runtime, token_mismatches=sla.get("redundancy_token_mismatches"),
                                         off_token_mismatches=target(sla, "redundancy_off_token_mismatches"))
     result.record_into(record)

@@ -38,7 +38,7 @@ INTEGRATION = SLOW | {
     "test_store", "test_thermal", "test_scpi_server", "test_instrument_sim", "test_runtime_client",
     "test_world", "test_report", "test_matrix", "test_labtime", "test_fault_catalogue", "test_daq970a", "test_locks",
     "test_preflight", "test_fixture_controller", "test_aggregate", "test_conformance", "test_third_party_drivers",
-    "test_heal",
+    "test_heal", "test_emulated_otii", "test_otii_driver",
 }
 
 

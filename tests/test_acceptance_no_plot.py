@@ -2,11 +2,13 @@
 the redundancy test strips the hint before recording, not on a copy it then drops."""
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from phonebench.bench.checks import CheckResult
 from phonebench.bench.specs.sla import load_profile
 from phonebench.core.verdict import PlotHint, Verdict, compare
+from phonebench.drivers.power import SupplyFeatures
 from phonebench.fixtures.plugin import Record
 import suites.test_acceptance as acceptance
 
@@ -35,7 +37,8 @@ def test_redundancy_verdicts_are_recorded_without_a_plot(monkeypatch):
     monkeypatch.setattr(acceptance, "bit_exact_check", lambda *a, **k: result)
     profile = load_profile("acceptance")
     record = FakeRecord()
-    acceptance.test_redundancy_at_one_ripple_amplitude(None, None, profile, record)
+    supply = SimpleNamespace(features=SupplyFeatures(ripple=True, series_resistance=True))
+    acceptance.test_redundancy_at_one_ripple_amplitude(None, supply, profile, record)
     recorded = {v.name: v for v in record.verdicts}
     assert "acceptance_redundancy_mismatches" in recorded
     assert all(v.plot is None for v in record.verdicts)

@@ -49,3 +49,17 @@ def test_the_factory_builds_each_family(role, family, model):
 def test_the_factory_refuses_what_it_cannot_build():
     with pytest.raises(ConfigError, match="no emulated scope of family 'tektronix'"):
         make_server("scope", "tektronix", World(seed=1))
+
+
+def test_the_shared_rack_refuses_a_supply_it_cannot_be_built_with(tmp_path):
+    path = tmp_path / "station.toml"
+    path.write_text('[emulated]\nbays = 2\nsupply = "qoitech-otii"\n')
+    with pytest.raises(ConfigError, match="shared rack, one N6705C mainframe") as err:
+        load_station(path)
+    assert "leave bays out" in err.value.hint
+
+
+@pytest.mark.parametrize("family", ["keysight-n6705c", "qoitech-otii"])
+def test_each_supply_family_is_built(family):
+    server = make_server("supply", family, World(seed=1))
+    assert server.family == family

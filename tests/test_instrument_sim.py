@@ -54,7 +54,7 @@ def test_registry_refuses_unknown_roles_families_and_options():
     assert "keysight-infiniivision" in str(err.value) and "rigol-ds1000z" in str(err.value)
     with pytest.raises(ConfigError, match="bad option"):
         open_instrument("scope", "rigol-ds1000z", "x", bogus=1)
-    assert known_families() == {"scope": ["keysight-infiniivision", "rigol-ds1000z"], "supply": ["keysight-n6705c"],
+    assert known_families() == {"scope": ["keysight-infiniivision", "rigol-ds1000z"], "supply": ["keysight-n6705c", "qoitech-otii"],
                                 "thermal": ["fluke-1521", "fluke-1529", "fluke-hart", "generic-ascii", "keysight-daq970a"],
                                 "stimulus": ["keysight-33500b"], "clock": ["host", "phonebench-clock"],
                                 "fixture": ["phonebench-fixture"]}

@@ -15,6 +15,7 @@ voltage (>= 5 kS/s, the claim's rate) and power is their product, integrated on 
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from .voice import arm_stimulus
 from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
 from ..stats.uncertainty import calibration_of, power_budget
 from phonebench.drivers.device import Device
-from phonebench.drivers.power import PowerAnalyzer, Trace
+from phonebench.drivers.power import N6781A_ACCURACY, PowerAnalyzer, SupplyAccuracy, Trace
 from phonebench.drivers.runtime import RuntimeClient
 from phonebench.drivers.stimulus import AudioStimulus
 
@@ -50,11 +51,13 @@ BATTERY_V = 3.85  # the emulated battery's setpoint: the voltage the budget's V 
 
 def battery_emulation(supply: PowerAnalyzer, volts: float = BATTERY_V, ohms: float = 0.08,
                       current_limit_a: float = 3.0) -> None:
-    """Power the phone from the analyzer as a battery: voltage, internal resistance, output on."""
+    """Power the phone from the analyzer as a battery: voltage, internal resistance (where the
+    supply can put one in series), output on."""
     supply.battery_emulation(True)
     supply.set_voltage(volts)
     supply.set_current_limit(current_limit_a)
-    supply.set_output_resistance(ohms)
+    if supply.features.series_resistance:
+        supply.set_output_resistance(ohms)
     supply.output(True)
 
 
@@ -68,6 +71,7 @@ class PowerRuns:
     idle_w: list[float] = field(default_factory=list)  # pre-trigger level of each run
     truncated: int = 0  # runs whose window ran past the end of the sweep
     calibration: dict | None = None  # the analyzer's corrections and their uncertainties
+    accuracy: SupplyAccuracy = N6781A_ACCURACY  # what the measuring supply states
 
     @property
     def sample_rate_hz(self) -> float:
@@ -98,6 +102,7 @@ class DialogEnergy:
     open_ended: int = 0  # dialogs still drawing more than idle power after max_s
     traces: list[np.ndarray] = field(default_factory=list)  # W, the first few dialogs (evidence)
     calibration: dict | None = None  # the analyzer's corrections and their uncertainties
+    accuracy: SupplyAccuracy = N6781A_ACCURACY  # what the measuring supply states
 
     @property
     def percent(self) -> np.ndarray:
@@ -124,10 +129,11 @@ def measure_sustained_power(supply: PowerAnalyzer, device: Device, runs: int, *,
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     client = RuntimeClient(device)
+    interval_s = supply.digitizer_interval(interval_s)
     warmup = client.generate(tokens, prompt_tokens=prompt_tokens, seed=0)
     expected = warmup.done_time - warmup.start_time
     pre = int(round(pre_s / interval_s))
-    result = PowerRuns(interval_s, calibration=calibration_of(supply))
+    result = PowerRuns(interval_s, calibration=calibration_of(supply), accuracy=supply.accuracy)
     for run in range(runs):
         device.run(["sleep", f"{rest_s:g}"])  # idle before the run: the pre-trigger baseline
         points = pre + int(math.ceil((1.5 * expected + 1.0) / interval_s))
@@ -170,7 +176,7 @@ def sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry, *, raw: Sequence[
     pointing at the raw data named `raw`; `note` ends the sustained mean's detail."""
     mean_w = float(np.mean(runs.means_w)) if runs.runs else 0.0
     budget = power_budget(runs.means_w, "mean", power_w=mean_w, volts=BATTERY_V, calibration=runs.calibration,
-                          note="run-mean")
+                          note="run-mean", accuracy=runs.accuracy)
     sustained = entry.evaluate(
         list(runs.runs), evidence=Evidence.MEASURED, uncertainty=budget, name="power_sustained_mean", raw=raw,
         detail_suffix="; ".join(text for text in (
@@ -211,9 +217,14 @@ class EnergySweep:
     def points(self, seconds: float) -> int:
         return int(round(seconds / self.interval_s))
 
+    def on(self, supply: PowerAnalyzer) -> "EnergySweep":
+        """This sweep at the interval `supply`'s digitizer really uses."""
+        return dataclasses.replace(self, interval_s=supply.digitizer_interval(self.interval_s))
+
 
 def start_dialog_sweep(supply: PowerAnalyzer, sweep: EnergySweep) -> None:
     """Arm and trigger the digitizer just before a dialog's stimulus is fired."""
+    sweep = sweep.on(supply)
     pre = sweep.points(sweep.pre_s)
     supply.arm_digitizer(pre + sweep.points(sweep.chunk_s), sweep.interval_s, pretrigger_points=pre)
     supply.trigger()
@@ -221,6 +232,7 @@ def start_dialog_sweep(supply: PowerAnalyzer, sweep: EnergySweep) -> None:
 
 def finish_dialog_sweep(supply: PowerAnalyzer, sweep: EnergySweep, result: DialogEnergy, keep_traces: int = 3) -> None:
     """Follow the dialog started by start_dialog_sweep until the phone is idle; its energy into `result`."""
+    sweep = sweep.on(supply)
     pre, chunk = sweep.points(sweep.pre_s), sweep.points(sweep.chunk_s)
     settle = max(1, sweep.points(sweep.settle_s))
     first = supply.fetch().require_valid().power_w()
@@ -268,7 +280,8 @@ def new_dialog_energy(supply: PowerAnalyzer, capacity_wh: float, interval_s: flo
     if capacity_wh <= 0:
         raise ConfigError(f"battery capacity must be positive, got {capacity_wh} Wh",
                           hint="set battery_capacity_wh in the profile's energy_per_dialog parameters")
-    return DialogEnergy(interval_s, capacity_wh, calibration=calibration_of(supply))
+    return DialogEnergy(supply.digitizer_interval(interval_s), capacity_wh, calibration=calibration_of(supply),
+                        accuracy=supply.accuracy)
 
 
 def energy_verdicts(energy: DialogEnergy, entry: SlaEntry, *, raw: Sequence[str] = (),
@@ -280,7 +293,7 @@ def energy_verdicts(energy: DialogEnergy, entry: SlaEntry, *, raw: Sequence[str]
     mean_w = float(np.sum(energy.energy_j) / np.sum(energy.window_s)) if np.sum(energy.window_s) > 0 else 0.0
     scale = float(np.mean(percent)) / mean_w if mean_w > 0 else 0.0  # % of capacity per W of mean power
     budget = power_budget(percent, "mean", power_w=mean_w, volts=BATTERY_V, scale=scale,
-                          calibration=energy.calibration, note="per-dialog")
+                          calibration=energy.calibration, note="per-dialog", accuracy=energy.accuracy)
     dialogs = int(entry.parameters.get("dialogs", 27))
     share = dialogs * float(np.mean(energy.percent)) if energy.energy_j else math.nan
     notes = [f"{np.mean(energy.energy_j):.1f} J per dialog of a {energy.capacity_wh:g} Wh battery: {dialogs} "

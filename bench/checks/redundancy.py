@@ -47,6 +47,7 @@ from scipy import stats as sps
 from . import CheckResult, Tick, no_tick
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from ..stats.verdicts import clopper_pearson
+from phonebench.core.errors import UnsupportedCapability
 from phonebench.core.verdict import Evidence, Outcome, PlotHint, Verdict
 from phonebench.drivers.device import Device
 from ..specs.sla import SlaEntry
@@ -299,6 +300,14 @@ def _ratio_at_50(up: list[RipplePoint], confidence: float) -> tuple[float | None
     ratio = at_50.mac_error_rate / low.mac_error_rate
     return ratio, lo50 / hi, (hi50 / lo if lo > 0 else math.inf), \
         f"error rate at 50 mV / at {low.x_mv:.1f} mV measured, the lowest erring step (claimed 12x over onset)"
+
+
+def require_ripple(supply: PowerAnalyzer) -> None:
+    """Claim 10's stimulus is a ripple on the supply's output: a supply without an arbitrary-
+    waveform source (an Otii) cannot run these checks, and says so instead of failing them."""
+    if not supply.features.ripple:
+        raise UnsupportedCapability(f"{supply.name}: no ripple source on its output; claim 10's checks need a supply "
+                                    "with an arbitrary-waveform source (e.g. keysight-n6705c) on this bay")
 
 
 def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, *, engage_threshold: SlaEntry,

@@ -59,6 +59,7 @@ def power_cross_check(supply: PowerAnalyzer, runtime: RuntimeClient, *, runs: in
         return CheckResult([verdict], {})
     battery_emulation(supply)
     device = runtime.device
+    interval_s = supply.digitizer_interval(interval_s)
     pre = int(round(PRE_S / interval_s))
     first = runtime.generate(tokens, seed=PROMPT_SEEDS[0], prompt_tokens=PROMPT_TOKENS)
     expected = first.done_time - first.start_time

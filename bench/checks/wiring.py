@@ -55,6 +55,7 @@ def supply_wiring_check(supply: PowerAnalyzer, runtime: RuntimeClient, *,
     bay running the same test at the same moment)."""
     battery_emulation(supply)
     device = runtime.device
+    interval_s = supply.digitizer_interval(interval_s)
     rng = np.random.default_rng()
     tokens = [int(t) for t in rng.integers(*TOKENS, size=BURSTS)]
     gaps = [float(g) for g in rng.uniform(*GAPS_S, size=BURSTS - 1)]

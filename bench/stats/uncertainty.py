@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from phonebench.core.verdict import Uncertainty, UncertaintyComponent
+from phonebench.drivers.power import N6781A_ACCURACY, SupplyAccuracy
 
 SQRT3, SQRT12 = math.sqrt(3.0), math.sqrt(12.0)
 
@@ -35,8 +36,6 @@ UNCALIBRATED_CURRENT_ZERO_A = 5e-3  # supply-zero acceptance limit
 UNCALIBRATED_THERMOCOUPLE_C = 1.0  # type T/K thermocouple tolerance class 1 is +-0.5..1 C
 # Instrument specifications (rectangular half-widths: "accuracy +-(gain x reading + offset)").
 SCOPE_TIMEBASE_PPM = 25.0
-ANALYZER_CURRENT_GAIN, ANALYZER_CURRENT_OFFSET_A = 0.0004, 100e-6  # DC power analyzer, 3 A range
-ANALYZER_VOLTAGE_GAIN, ANALYZER_VOLTAGE_OFFSET_V = 0.0005, 2e-3
 THERMAL_RESOLUTION_C = 0.25  # the coarsest supported probe board (generic) reports quarter degrees
 REFERENCE_THERMOMETER_C = 0.01
 
@@ -121,18 +120,22 @@ def voice_budget(samples: Any, statistic: str, unit_scale: float, *, sample_inte
 
 
 def power_budget(samples: Any, statistic: str, *, power_w: float, volts: float, scale: float = 1.0,
-                 calibration: Mapping[str, Any] | None = None, note: str = "W") -> Uncertainty:
-    """Mean power (W) or energy share (scale = verdict unit per W of mean power) from V x I."""
+                 calibration: Mapping[str, Any] | None = None, note: str = "W",
+                 accuracy: SupplyAccuracy = N6781A_ACCURACY) -> Uncertainty:
+    """Mean power (W) or energy share (scale = verdict unit per W of mean power) from V x I, with
+    the accuracy the supply that measured it states."""
     amps = power_w / volts if volts > 0 else 0.0
-    u_i = (ANALYZER_CURRENT_GAIN * amps + ANALYZER_CURRENT_OFFSET_A) / SQRT3
-    u_v = (ANALYZER_VOLTAGE_GAIN * volts + ANALYZER_VOLTAGE_OFFSET_V) / SQRT3
+    acc = accuracy
+    u_i = (acc.current_gain * amps + acc.current_offset_a) / SQRT3
+    u_v = (acc.voltage_gain * volts + acc.voltage_offset_v) / SQRT3
     parts: Components = [
         UncertaintyComponent("repeatability", standard_error(samples, statistic), "A",
                              f"standard error of the {statistic} from the {note} samples"),
         UncertaintyComponent("analyzer current accuracy", scale * volts * u_i, "B",
-                             f"+-({ANALYZER_CURRENT_GAIN:.2%} of reading + {ANALYZER_CURRENT_OFFSET_A * 1e6:g} uA)"),
+                             f"+-({acc.current_gain:.2%} of reading + {acc.current_offset_a * 1e6:g} uA), {acc.source}"),
         UncertaintyComponent("analyzer voltage accuracy", scale * amps * u_v, "B",
-                             f"+-({ANALYZER_VOLTAGE_GAIN:.2%} of reading + {ANALYZER_VOLTAGE_OFFSET_V * 1e3:g} mV)"),
+                             f"+-({acc.voltage_gain:.2%} of reading + {acc.voltage_offset_v * 1e3:g} mV), "
+                             f"{acc.source}"),
         _correction("current zero offset", "current_zero_a", calibration, UNCALIBRATED_CURRENT_ZERO_A,
                     scale * volts, "A"),
     ]

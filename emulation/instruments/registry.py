@@ -14,18 +14,19 @@ from .awg import AwgServer
 from .clock import ClockServer
 from .daq970a import Daq970aServer
 from .fixture import FixtureServer
+from .otii import OtiiServer
 from .power_analyzer import PowerAnalyzerServer
 from .scope import ScopeServer
-from .server import InstrumentServer
+from .server import LineServer
 from .thermal_probe import ThermalProbeServer
 from ..world import World
 
-Factory = Callable[[World], InstrumentServer]
+Factory = Callable[[World], LineServer]
 
 FACTORIES: dict[str, dict[str, Factory]] = {
     "scope": {"keysight-infiniivision": lambda world: ScopeServer(world, "keysight"),
               "rigol-ds1000z": lambda world: ScopeServer(world, "rigol")},
-    "supply": {"keysight-n6705c": PowerAnalyzerServer},
+    "supply": {"keysight-n6705c": PowerAnalyzerServer, "qoitech-otii": OtiiServer},
     "thermal": {"keysight-daq970a": Daq970aServer,
                 "fluke-1529": lambda world: ThermalProbeServer(world, "fluke"),
                 "fluke-1521": lambda world: ThermalProbeServer(world, "fluke1521"),
@@ -44,7 +45,7 @@ def emulated_families() -> dict[str, list[str]]:
     return {role: sorted(families) for role, families in FACTORIES.items()}
 
 
-def make_server(role: str, family: str | None, world: World) -> InstrumentServer:
+def make_server(role: str, family: str | None, world: World) -> LineServer:
     """A not yet started server of `family` (None: the role's default) living in `world`."""
     if role not in FACTORIES:
         raise ConfigError(f"no emulated instrument role {role!r}", hint=f"roles: {', '.join(FACTORIES)}")
