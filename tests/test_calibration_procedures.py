@@ -19,7 +19,7 @@ from phonebench.bench.procedures.calibration.dut import ripple_onset, skin_offse
 from phonebench.bench.procedures.calibration.fixture import OperatorFixture
 from tests.production_helpers import EmulatedFixture
 from phonebench.bench.procedures.calibration.procedures import Context
-from phonebench.bench.procedures.calibration.records import Criterion, Equipment, Reading, conclude, record_verdict
+from phonebench.bench.procedures.calibration.records import Criterion, Equipment, Reading, conclude, record_verdict, utcnow
 from phonebench.bench.procedures.calibration.runner import calibrate_instruments, expand
 from phonebench.bench.procedures.calibration.settings import CalibrationSettings, Limits, load_settings, parse_settings
 from phonebench.bench.procedures.calibration.state import (
@@ -146,6 +146,21 @@ def test_policy_states_and_which_corrections_apply(book):
     now = state(NOW + dt.timedelta(hours=2))
     assert now.state == FAILED and now.corrections == {} and "failed" in now.problems[0]
     assert role_calibration(book, "stimulus", SUPPLY, FIXTURE).state == NOT_REQUIRED
+
+
+def test_each_bay_s_unit_has_its_own_calibration_and_never_another_s_corrections(book):
+    """Two bays, a supply each: the view keys calibration by the unit, not by the role."""
+    from phonebench.bench.procedures.calibration.station import StationCalibrationView, instrument_equipment
+    from phonebench.drivers.visa import InstrumentIdentity
+
+    bay1, bay2 = (InstrumentIdentity("Keysight", "N6705C", serial, "1.0", f"addr{serial}") for serial in ("MY2", "MY3"))
+    view = StationCalibrationView("test-station", "", CalibrationSettings(), book)
+    record_of(book, instrument_equipment("supply", bay1, view.settings), "supply-zero", 0.4, performed=utcnow())
+    first, second = view.role("supply", bay1), view.role("supply", bay2)
+    assert first.state == CALIBRATED and first.corrections == {"x_correction": 0.4}
+    assert second.state == UNCALIBRATED and second.corrections == {}
+    assert "MY3" in " ".join(second.problems) and "MY2" not in " ".join(second.problems)
+    assert set(view.roles) == {"supply", "supply@MY3"} and not view.station().ok
 
 
 def test_acceptance_requires_every_instrument_calibrated_and_an_expired_one_blocks_it(book):

@@ -45,14 +45,25 @@ class StationCalibrationView:
     settings: CalibrationSettings
     book: CalibrationBook | None
     book_error: BenchError | None = None
-    roles: dict[str, RoleCalibration] = field(default_factory=dict)
+    # (role, the instrument's identity) -> its calibration: bays of one station have a unit each
+    # per role, and a unit's corrections must never be applied to another bay's unit.
+    units: dict[tuple[str, tuple[str, ...]], RoleCalibration] = field(default_factory=dict)
 
     def role(self, role: str, identity: Any) -> RoleCalibration:
-        if role not in self.roles:
+        key = (role, _unit_key(identity))
+        if key not in self.units:
             equipment = instrument_equipment(role, identity, self.settings, self.location)
             # No store, no records: nothing can be shown calibrated.
-            self.roles[role] = role_calibration(self.book or _EmptyBook(), role, equipment, self.fixture)
-        return self.roles[role]
+            self.units[key] = role_calibration(self.book or _EmptyBook(), role, equipment, self.fixture)
+        return self.units[key]
+
+    @property
+    def roles(self) -> dict[str, RoleCalibration]:
+        """Each role's first unit by the role's name, further units (other bays') as `role@serial`."""
+        named: dict[str, RoleCalibration] = {}
+        for (role, unit), calibration in self.units.items():
+            named[role if role not in named else f"{role}@{unit[-1]}"] = calibration
+        return named
 
     @property
     def fixture(self) -> Equipment:
@@ -66,6 +77,10 @@ class StationCalibrationView:
     def close(self) -> None:
         if self.book is not None:
             self.book.store.close()
+
+
+def _unit_key(identity: Any) -> tuple[str, ...]:
+    return tuple(str(getattr(identity, part, "")) for part in ("manufacturer", "model", "serial"))
 
 
 class _EmptyBook:
