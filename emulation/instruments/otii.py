@@ -18,7 +18,6 @@ arrives in batches while its client waits between polls).
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -32,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .server import MAX_MESSAGE_BYTES, Connection, LineServer
+from .server import Connection, LineServer
 from ..world import World
 
 log = logging.getLogger(__name__)
@@ -216,38 +215,18 @@ class OtiiServer(LineServer):
         return f"127.0.0.1:{port}"
 
     # --- transport ----------------------------------------------------------------------------
-    def _serve(self, conn: Connection) -> None:
-        # LineServer's loop for JSON lines: the greeting first, then split at "\n" alone. SCPI's
-        # find_message_end pairs quotes: a JSON string with an odd number of \" never ends there.
-        buf = bytearray()
-        try:
-            conn.send(_encode(GREETING))
-            while not self._stop.is_set():
-                try:
-                    chunk = conn.sock.recv(1 << 20)
-                except TimeoutError:
-                    continue
-                if not chunk:
-                    return
-                buf += chunk
-                while (end := buf.find(b"\n")) >= 0:
-                    line = bytes(buf[:end]).strip()
-                    del buf[:end + 1]
-                    if line:
-                        self.handle_message(conn, line)
-                if len(buf) > MAX_MESSAGE_BYTES:
-                    log.warning("%s: %s sent %d bytes without a line end; dropping", self.family, conn.peer, len(buf))
-                    return
-        except OSError as exc:
-            log.debug("%s: connection %s ended: %s", self.family, conn.peer, exc)
-        finally:
-            with contextlib.suppress(OSError):
-                conn.sock.close()
-            if conn in self.connections:
-                self.connections.remove(conn)
-            self.on_disconnect(conn)
+    def on_connect(self, conn: Connection) -> None:
+        conn.send(_encode(GREETING))
+
+    def message_end(self, buf: bytearray, scan_from: int) -> int | None:
+        # JSON lines end at "\n" alone: SCPI's rule pairs quotes, and a JSON string with an odd
+        # number of \" would never end there.
+        end = buf.find(b"\n")
+        return None if end < 0 else end
 
     def handle_message(self, conn: Connection, message: bytes) -> None:
+        if not message.strip():
+            return
         with self.lock:
             reply = self._reply(conn, message)
         conn.send(_encode(reply))

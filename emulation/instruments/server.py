@@ -180,6 +180,7 @@ class LineServer:
         buf = bytearray()
         scan_from = 0
         try:
+            self.on_connect(conn)
             while not self._stop.is_set():
                 conn.flush_outbox()
                 try:
@@ -190,7 +191,7 @@ class LineServer:
                     return
                 buf += chunk
                 while True:
-                    end = find_message_end(buf, scan_from)
+                    end = self.message_end(buf, scan_from)
                     if end is None:
                         scan_from = 0  # rescan once more bytes arrive (blocks may complete)
                         break
@@ -208,6 +209,13 @@ class LineServer:
             if conn in self.connections:
                 self.connections.remove(conn)
             self.on_disconnect(conn)
+
+    def message_end(self, buf: bytearray, scan_from: int) -> int | None:
+        """Index of the byte that ends the first whole message in `buf` (SCPI's rules by default)."""
+        return find_message_end(buf, scan_from)
+
+    def on_connect(self, conn: Connection) -> None:
+        """Hook: a client connected (a server that greets first says so here)."""
 
     def handle_message(self, conn: Connection, message: bytes) -> None:
         raise NotImplementedError
