@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from phonebench.core.station import DutConfig, InstrumentConfig, StationConfig
+from phonebench.core.station_writer import station_toml
 from .device import EmulatedPhone, PhoneSpec
 from .phones import emulated_phone
 from .world import World
@@ -161,18 +163,14 @@ class EmulatedLine:
         return f"127.0.0.1:{self.adb_port}"
 
     def station_toml(self, results_dir: str | Path | None = None, database: str | None = None) -> str:
-        lines = ["# The emulated production line's fixture (emulation/line.py); valid while it runs.",
-                 "[station]", f'name = "{self.name}"', 'location = "emulated line, fixture 1"']
-        if results_dir is not None:
-            lines.append(f'results_dir = "{Path(results_dir).resolve()}"')
-        if database is not None:
-            lines.append(f'database = "{database}"')
         # "direct": the emulated line runs in-process, with no adb server to share the phone with.
-        lines += ["", "[[dut]]", 'name = "fixture"', f'adb = "{self.adb_address}"', 'transport = "direct"', ""]
-        for role in ROLES:
-            server = self.instruments[role]
-            lines += [f"[instruments.{role}]", f'family = "{server.family}"', f'address = "{server.address}"', ""]
-        return "\n".join(lines)
+        config = StationConfig(
+            name=self.name, source=None, results_dir=Path(results_dir or "reports"),
+            results_dir_given=results_dir is not None, location="emulated line, fixture 1", database=database,
+            duts=[DutConfig(name="fixture", address=self.adb_address, transport="direct")],
+            inventory={role: InstrumentConfig(role=role, family=server.family, address=server.address, name=role)
+                       for role, server in ((r, self.instruments[r]) for r in ROLES)})
+        return station_toml(config, "The emulated production line's fixture (emulation/line.py); valid while it runs.")
 
     def write_station(self, path: str | Path, results_dir: str | Path | None = None,
                       database: str | None = None) -> Path:

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from phonebench.core.errors import ConfigError
-from phonebench.core.station import StationConfig
+from phonebench.core.station import BayConfig, DutConfig, InstrumentConfig, InstrumentRef, StationConfig
+from phonebench.core.station_writer import station_toml as write_station
 
 PHONE, INSTRUMENT = "PhonebenchPhone", "PhonebenchInstrument"
 
@@ -35,29 +36,26 @@ def write_exporter_config(station: StationConfig, path: Path) -> Path:
 
 
 def station_toml(place: str, resources: dict[str, dict[str, Any]], database: str | None = None) -> str:
-    """A one-bay station file from a place's acquired resources (name -> {cls, params})."""
+    """A one-bay station file from a place's acquired resources (name -> {cls, params}), written by
+    the bench's one station writer (core/station_writer.py)."""
     phones = [r["params"] for r in resources.values() if r.get("cls") == PHONE]
     if len(phones) != 1:
         raise ConfigError(f"place {place}: {len(phones)} {PHONE} resources, expected one",
                           hint=f"the place's match should select one bay group: `labgrid-client -p {place} show`")
     phone = phones[0]
-    lines = ["[station]", f"name = {json.dumps(place)}", f"location = {json.dumps('labgrid place ' + place)}"]
-    if database:
-        lines.append(f"database = {json.dumps(database)}")
-    lines += ["[[dut]]", f"name = {json.dumps(phone['name'])}"]
-    lines.append(f"adb = {json.dumps(phone['adb'])}" if phone.get("adb") else f"usb = {json.dumps(phone['usb'])}")
-    if phone.get("expected_serial"):
-        lines.append(f"expected_serial = {json.dumps(phone['expected_serial'])}")
-    wiring = []
-    for name, res in sorted(resources.items()):
+    dut = DutConfig(name=phone["name"], address=phone["adb"] if phone.get("adb") else f"usb:{phone['usb']}",
+                    expected_serial=phone.get("expected_serial") or None)
+    inventory: dict[str, InstrumentConfig] = {}
+    wiring: dict[str, InstrumentRef] = {}
+    for res in (resources[name] for name in sorted(resources)):
         if res.get("cls") != INSTRUMENT:
             continue
         p = res["params"]
         key = f"{p['name']}-{p['role']}"
-        lines += [f"[instruments.{json.dumps(key)}]", f"role = {json.dumps(p['role'])}",
-                  f"family = {json.dumps(p['family'])}", f"address = {json.dumps(p['address'])}"]
-        if p.get("shared"):  # other places' bays use it too: lock it per use
-            lines.append("shared = true")
-        wiring.append(f"{p['role']} = {json.dumps(key + ('@' + p['channel'] if p.get('channel') else ''))}")
-    lines += ["[[bay]]", f"name = {json.dumps(place)}", f"dut = {json.dumps(phone['name'])}", *wiring]
-    return "\n".join(lines) + "\n"
+        # shared: other places' bays use it too, so it is locked per use
+        inventory[key] = InstrumentConfig(role=p["role"], family=p["family"], address=p["address"], name=key,
+                                          shared=bool(p.get("shared")))
+        wiring[p["role"]] = InstrumentRef(key, p.get("channel") or None)
+    config = StationConfig(name=place, source=None, location=f"labgrid place {place}", database=database,
+                           duts=[dut], inventory=inventory, bays=[BayConfig(place, [dut.name], wiring)])
+    return write_station(config, f"labgrid place {place}: the bay its reservation holds")
