@@ -5,12 +5,19 @@ started. The format is docs/station-file.md; `load_station` reads back what is w
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from .station import LEGACY_BAY, EmulatedConfig, StationConfig
 
 _q = json.dumps  # a JSON string is a valid TOML basic string
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _key(name: str) -> str:
+    """A table key as a person writes it: bare when TOML allows, quoted otherwise."""
+    return name if _BARE_KEY.fullmatch(name) else _q(name)
 
 
 def _toml_value(value: Any) -> str:
@@ -58,7 +65,7 @@ def station_toml(config: StationConfig, comment: str) -> str:
             lines.append(f"shield_channel = {_q(dut.shield_channel)}")
         lines.append("")
     for name, inst in config.inventory.items():
-        lines += [f"[instruments.{_q(name)}]", f"role = {_q(inst.role)}", f"family = {_q(inst.family)}",
+        lines += [f"[instruments.{_key(name)}]", f"role = {_q(inst.role)}", f"family = {_q(inst.family)}",
                   f"address = {_q(inst.address)}"]
         if inst.shared:
             lines.append("shared = true")
