@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from phonebench.bench.checks.power import battery_emulation
 from phonebench.bench.checks.targets import target
 from phonebench.bench.stats.onset import measure_latency
 from phonebench.drivers.stimulus import read_wav
@@ -33,11 +34,7 @@ REST_MAX_S = 900
 
 
 def _power_up(supply) -> None:
-    supply.battery_emulation(True)
-    supply.set_voltage(SUPPLY_V)
-    supply.set_current_limit(3.0)
-    supply.set_output_resistance(SUPPLY_R_OHM)
-    supply.output(True)
+    battery_emulation(supply, SUPPLY_V, SUPPLY_R_OHM, current_limit_a=3.0)  # a series R where it has one
 
 
 @pytest.mark.parametrize("role", [pytest.param(r, marks=pytest.mark.needs(r))
@@ -59,7 +56,8 @@ def test_dialog_on_both_scope_channels_and_its_power_trace(dut, scope, stimulus,
     scope.set_timebase(0.4, 1.6)  # -0.4 s .. 3.6 s around the utterance onset (10 divisions)
     scope.set_edge_trigger(scope.channel(1), 0.05)
     scope.single()
-    supply.arm_digitizer(400_000, DIGITIZER_INTERVAL_S, pretrigger_points=20_000)
+    interval = supply.digitizer_interval(DIGITIZER_INTERVAL_S)  # 4.1 s around the stimulus, 0.2 s before it
+    supply.arm_digitizer(int(round(4.096 / interval)), interval, pretrigger_points=int(round(0.2048 / interval)))
     supply.trigger()  # waits for the pre-trigger points; then t = 0 is the stimulus on both instruments
 
     stimulus.fire()

@@ -12,8 +12,9 @@ from test_bench_run import REPO, bench
 pytestmark = pytest.mark.slow
 
 POWER_TESTS = ("sustained_and_peak_power or supply_is_wired or power_trace or gpu_load or redundancy_ripple "
-               "or sustained_use")
-SUITES = [str(REPO / "suites" / "test_sla_instruments.py"), str(REPO / "suites" / "test_sla_runtime.py")]
+               "or sustained_use or dialog_on_both_scope_channels")
+SUITES = [str(REPO / "suites" / name) for name in ("test_sla_instruments.py", "test_sla_runtime.py",
+                                                   "test_instruments.py")]
 POWER_VERDICTS = {"power_sustained_mean", "energy_per_dialog", "supply_follows_this_phone_ms",
                   "token_timing_power_consistency", "token_latency_p95_gpu_load"}
 PHONE = '[[emulated.phone]]\nserial = "EMU-OT1"\n'
