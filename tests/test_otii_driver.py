@@ -66,6 +66,7 @@ def test_a_recording_is_a_sweep_with_its_pretrigger_and_the_phone_current_in_it(
         assert otii.measure_current() == pytest.approx(float(np.mean(trace.current_a)), rel=0.3)
 
 
+@pytest.mark.slow  # two series of long generates; tests/test_otii_bay.py makes it the lab's way too
 def test_sustained_power_on_an_otii_agrees_with_the_n6705c_on_the_same_phone():
     entry = PROFILE.get(power_check.SUSTAINED)
     verdicts = {}
