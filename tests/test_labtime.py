@@ -111,6 +111,7 @@ def test_summary_shows_lab_time_per_test_phone_and_claim():
     assert "  lab time EMU1: 12.0 min (per claim, min: 1: 10.0, 4: 2.0)" in lines
 
 
+@pytest.mark.slow  # a whole `bench run --plan` process
 def test_bench_run_plan_prints_the_plan_and_opens_nothing(tmp_path):
     """`bench run --plan` is `bench plan` for the run's own selection: collection only, no run folder."""
     import os

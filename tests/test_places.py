@@ -71,6 +71,7 @@ def test_a_lab_set_lock_wait_is_kept(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not (Path(sys.executable).parent / "labgrid-client").exists(), reason="labgrid not installed (lab extra)")
+@pytest.mark.slow  # whole bench processes waiting out a coordinator that never answers
 @pytest.mark.parametrize("command", [["plan", "--places", "rack7-*"], ["run", "--plan", "--place", "rack7-a"]])
 def test_a_plan_against_an_unreachable_coordinator_names_it_and_exits_2(tmp_path, command):
     with socket.socket() as s:  # a port nobody listens on
