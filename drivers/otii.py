@@ -30,7 +30,7 @@ from otii_tcp_client import otii_client, otii_connection, otii_exception
 
 from phonebench.core.errors import ConfigError, InstrumentError
 from . import locks
-from .power import SupplyAccuracy, SupplyFeatures
+from .power import SupplyAccuracy, SupplyFeatures, require_quantities
 from .trace import Trace
 from .visa import InstrumentIdentity
 
@@ -173,10 +173,7 @@ class QoitechOtii:
 
     def arm_digitizer(self, points: int, interval_s: float, pretrigger_points: int = 0,
                       quantities: Sequence[str] = ("current", "voltage")) -> None:
-        unknown = set(quantities) - set(CHANNELS)
-        if unknown or not quantities:
-            raise ConfigError(f"{self.name}: cannot record {sorted(unknown) or 'nothing'}",
-                              hint=f"choose from {sorted(CHANNELS)}")
+        require_quantities(self.name, quantities, tuple(CHANNELS))
         if points < 1 or pretrigger_points < 0 or pretrigger_points > points:
             raise ConfigError(f"{self.name}: {points} points with {pretrigger_points} before the trigger",
                               hint="points >= 1 and 0 <= pretrigger_points <= points")

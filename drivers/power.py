@@ -60,6 +60,14 @@ N6705C_DIGITIZER: Table = {
 }
 
 
+def require_quantities(instrument: str, quantities: Sequence[str], known: Sequence[str]) -> None:
+    """What a supply's digitizer is asked to sample must be some of what it can."""
+    unknown = set(quantities) - set(known)
+    if unknown or not quantities:
+        raise ConfigError(f"{instrument}: cannot digitize {sorted(unknown) or 'nothing'}",
+                          hint=f"choose from {sorted(known)}")
+
+
 @dataclass(frozen=True)
 class SupplyAccuracy:
     """The meter's stated accuracy, +-(gain x reading + offset), for the range the bench uses:
@@ -182,10 +190,7 @@ class KeysightN6705C(ScpiInstrument):
 
     def arm_digitizer(self, points: int, interval_s: float, pretrigger_points: int = 0,
                       quantities: Sequence[str] = ("current", "voltage")) -> None:
-        unknown = set(quantities) - set(QUANTITIES)
-        if unknown or not quantities:
-            raise ConfigError(f"{self.name}: cannot digitize {sorted(unknown) or 'nothing'}",
-                              hint=f"choose from {sorted(QUANTITIES)}")
+        require_quantities(self.name, quantities, tuple(QUANTITIES))
         ch = self.ch.wire
         # What is sensed is switched on before the rest is switched off: the analyzer refuses a
         # moment with neither current nor voltage sensed (-221).

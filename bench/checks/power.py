@@ -31,7 +31,7 @@ from .voice import arm_stimulus
 from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
 from ..stats.uncertainty import calibration_of, power_budget
 from phonebench.drivers.device import Device
-from phonebench.drivers.power import N6781A_ACCURACY, PowerAnalyzer, SupplyAccuracy, Trace
+from phonebench.drivers.power import N6781A_ACCURACY, TINT_STEP_S, PowerAnalyzer, SupplyAccuracy, Trace
 from phonebench.drivers.runtime import RuntimeClient
 from phonebench.drivers.stimulus import AudioStimulus
 
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 SUSTAINED = "sustained_power_mean"
 ENERGY = "energy_per_dialog"
-TINT_STEP_S = 5.12e-6  # N678xA digitizer: intervals are multiples of this
 DEFAULT_INTERVAL_S = 32 * TINT_STEP_S  # 163.84 us: 6.1 kS/s, above the claim's 5 kS/s
 ENERGY_INTERVAL_S = 39 * TINT_STEP_S  # 199.68 us: 5.01 kS/s for the long dialog sweeps
 SMOOTH_S = 0.01  # edge detection on a 10 ms moving average
