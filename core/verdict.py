@@ -258,6 +258,16 @@ class Verdict:
 VERDICT_FIELDS = tuple(f.name for f in fields(Verdict))
 
 
+def reported_never_passes(verdict: Verdict) -> Verdict:
+    """The trust boundary is the whole phone: a PASS resting on its word alone becomes INFO, shown
+    and kept, never a PASS (the one place this rule is written; the SLA entry and the record apply it)."""
+    if verdict.outcome is not Outcome.PASS or verdict.evidence is not Evidence.REPORTED:
+        return verdict
+    return verdict.but(outcome=Outcome.INFO,
+                       detail=f"reported: only the phone's word, shown and kept, never a PASS; {verdict.detail}"
+                       .rstrip("; "))
+
+
 def compare(name: str, value: float | None, unit: str, limit: float | None, comparator: str = "<=",
             **kwargs: Any) -> Verdict:
     """A single-value check (no sampling statistics): pass when `value comparator limit`."""

@@ -69,3 +69,17 @@ def test_a_calibrated_station_applies_and_records_its_corrections_and_expiry_blo
     code, data = bench_run(station_file, results, "lab-expired")
     assert code == 0 and data["instruments"]["supply"]["calibration"]["state"] == "expired"
     assert data["instruments"]["supply"]["calibration"]["corrections"]  # still corrected, marked expired
+
+
+def test_a_session_parses_its_station_file_once(line, monkeypatch):
+    """Collection's plan, the opened station and the run record all read one parse of --station
+    (issue 34): a file parsed twice can be read differently if it changes mid-session."""
+    import phonebench.core.station as station_module
+
+    parses = []
+    parse = station_module.parse_station
+    monkeypatch.setattr(station_module, "parse_station", lambda *a, **k: parses.append(a[1]) or parse(*a, **k))
+    _line, station_file, results = line
+    code, data = bench_run(station_file, results, "one-parse")
+    assert code == 0 and data["status"] == "complete"
+    assert parses == [str(station_file)]

@@ -40,7 +40,7 @@ from phonebench.core.decoding import read_text
 from phonebench.core.errors import ConfigError
 from phonebench.core.killpoints import kill_point
 from phonebench.core.verdict import (COMPARATORS, DecisionRule, Evidence, Outcome, PlotHint, Uncertainty, Verdict,
-                                apply_decision_rule)
+                                apply_decision_rule, reported_never_passes)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -167,9 +167,7 @@ class SlaEntry:
             return verdict
         if verdict.evidence is Evidence.REPORTED:
             if self.evidence == "any":  # nothing independent exists for it: shown and kept, never judged
-                return verdict.but(outcome=Outcome.INFO,
-                                   detail=f"reported: only the phone's word, shown and kept, never a PASS; "
-                                          f"{verdict.detail}".rstrip("; "))
+                return reported_never_passes(verdict)
             return verdict.but(outcome=Outcome.INCONCLUSIVE,
                                detail=f"reported: only the phone's word, which is never a PASS; {verdict.detail}"
                                .rstrip("; "))

@@ -12,6 +12,7 @@ addresses (a station file's worth), and `EmulatedPhoneInfo` for `bench emulate` 
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import logging
 import os
@@ -38,17 +39,23 @@ log = logging.getLogger(__name__)
 EMULATED_STARTUP_S = 120.0  # the emulated station's servers are up long before this on any machine
 
 
-def _config(path: str | Path | None, emulated: EmulatedConfig | None) -> StationConfig:
-    config = load_station(path) if path else StationConfig(name="emulated", source=None)
+StationSource = str | Path | StationConfig | None  # a station file, or one already parsed (a session parses once)
+
+
+def _config(source: StationSource, emulated: EmulatedConfig | None) -> StationConfig:
+    if isinstance(source, StationConfig):
+        config = copy.deepcopy(source)  # opening or planning fills it in: the parsed file stays as read
+    else:
+        config = load_station(source) if source else StationConfig(name="emulated", source=None)
     if emulated is not None:
         config.emulated = emulated
-    elif not path:
+    elif not source:
         config.emulated = EmulatedConfig()
     return config
 
 
 @contextlib.contextmanager
-def open_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None,
+def open_station(path: StationSource = None, emulated: EmulatedConfig | None = None,
                  bay: str | None = None) -> Iterator[StationConfig]:
     """Yield a ready station config; an emulated one is started in this process (and stopped after).
 
@@ -74,7 +81,7 @@ def _narrow(config: StationConfig, bay: str | None) -> StationConfig:
     return config.for_bay(bay)
 
 
-def plan_station(path: str | Path | None = None, emulated: EmulatedConfig | None = None,
+def plan_station(path: StationSource = None, emulated: EmulatedConfig | None = None,
                  bay: str | None = None) -> StationConfig:
     """The station's DUTs and instruments as a run would see them, without starting anything:
     what collection needs (`pytest --collect-only` starts no station and writes no run)."""
