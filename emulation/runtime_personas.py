@@ -42,6 +42,7 @@ class RuntimePersona:
     gpu_counters_fake: bool = False          # the GPU driver's busy counters read gpuload_fake_busy too
     forge_known_answers: bool = False        # probes that look like known-answer ones are answered 0 uncomputed
     npu_sensor_offset_c: float = 0.0         # every NPU temperature the phone gives (zone, dumpsys, runtime) is off by this
+    replay_answers: bool = False             # a prompt it has answered before is replayed from a cache: no prefill, even cadence
 
 
 PERSONA_COUNTERS_BAD = {"kv_cache_miss_rate": 0.19, "weight_page_fault_rate": 0.021, "prefetch_accuracy": 0.71}
@@ -86,6 +87,9 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
                    counters=PERSONA_COUNTERS_BAD, counters_reported=PERSONA_COUNTERS_SAID),
     RuntimePersona("consistent-counters", timing="jittery", consistent_counters=True,  # as above, and
                    counters=PERSONA_COUNTERS_BAD, counters_reported=PERSONA_COUNTERS_SAID),  # vmstat, clock agree
+    # Jittery when it computes; an answer it has given before streams from its cache, fast and even:
+    # a check that repeats its prompts sees mostly replays (everything it says about them is true).
+    RuntimePersona("answer-replay", timing="jittery", replay_answers=True),
 )}
 
 SLA_PERSONAS_RUNTIME: set[str] = set(PERSONAS)

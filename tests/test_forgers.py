@@ -95,6 +95,13 @@ def kills(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
     return _soak(station, persona, sla, dialogs=8).verdict("npu_trip_process_kills")
 
 
+def token_jitter(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
+    """Claim 4 over 40 inferences: with a prompt repeated every 4th inference (the old design) the
+    replaying forger passed with 8.7 ms against 23; a fresh prompt per inference leaves it nothing to replay."""
+    _, runtime = _observed(station, persona)
+    return tokens.token_std_check(runtime, token_std=_few(sla.get("token_latency_std"), 0), inferences=40).verdicts[0]
+
+
 def redundancy_engagement(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
     emulated, runtime = _observed(station, persona)
     with _supply(emulated.world) as supply:
@@ -132,6 +139,7 @@ CLASSES: dict[str, tuple[Callable[..., Verdict], str, str, Outcome]] = {
     "fake GPU load": (gpu_load, "phantom-gpu-load", "nominal", Outcome.INVALID),
     "relabelled SoC": (identity, "SM8650-ES-RELABEL", "SM8650-ES", Outcome.FAIL),
     "counters": (counter_physics, "consistent-counters", "nominal", Outcome.FAIL),
+    "replayed answers": (token_jitter, "answer-replay", "nominal", Outcome.FAIL),
 }
 
 

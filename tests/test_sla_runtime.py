@@ -434,7 +434,8 @@ def test_record_into_saves_raw_data_and_points_each_verdict_at_it():
                                                                        min_samples=0), n=5)
     result.record_into(Record())
     assert recorded[0].raw == ("raw/first_token.npz", "raw/first_token_prompts.npz") and "first_token" in saved
-    assert len(saved["first_token_prompts"]["cases"]) == tokens.PROMPT_CASES  # the drawn prompts, kept
+    cases = saved["first_token_prompts"]["cases"]  # the drawn prompts, one per inference, kept
+    assert len(cases) == len(saved["first_token"]["samples"]) and not saved["first_token_prompts"]["cycled"]
 
 
 # --- over real ADB: exit statuses, big pulls and pushes survive either transport --------------------

@@ -52,7 +52,8 @@ def test_honest_tokens_are_the_models(persona):
     result = tokens.first_token_check(runtime, first_token=few(load_profile("default").get("first_token_p99")), n=8)
     verdict = result.verdicts[0]
     assert verdict.outcome is Outcome.PASS and "every token is the model's" in verdict.detail
-    assert len(result.raw["first_token_prompts"]["cases"]) == tokens.PROMPT_CASES
+    cases = result.raw["first_token_prompts"]["cases"]
+    assert len(cases) >= 8 and len({tuple(c["prompt"]) for c in cases}) == len(cases)  # a fresh prompt each
     assert "first_token_prompts" in verdict.raw
 
 

@@ -75,6 +75,9 @@ COOL_STEP_S = 300.0
 COOL_MAX_S = 3600.0
 COOL_MARGIN_C = 1.5
 NPU_ZONE = "npu"
+# The soak's long dialogs cycle a few fresh cases: its claim is survival and success (every token
+# still the reference's), and a case per dialog would put the reference's cost on every one of 373.
+SOAK_PROMPT_CASES = 4
 APPROACH_STEP_C = 0.5        # wanted NPU rise per approach call: the bracket's width
 APPROACH_TOKENS = (4, 128)   # shortest and longest approach call
 APPROACH_MAX_CALLS = 1500
@@ -401,7 +404,7 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
     try:
         bracket = approach_trip(runtime, max_calls=approach_calls, cover=cover, shield=shield, relation=relation,
                                 tick=tick)
-        log_.dialogs = draw_runs(runtime)
+        log_.dialogs = draw_runs(runtime, cycled=SOAK_PROMPT_CASES)
         for i in range(dialogs):
             log_.add_dialog(generate_case(runtime, log_.dialogs, i, tokens, allow_incomplete=True), tokens)
             log_.read_status(runtime)

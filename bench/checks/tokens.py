@@ -20,9 +20,10 @@ report, checked against those arrivals (docs/evidence.md):
 
 Tokens are checked, not only timed: every streamed token id is compared with the bench's own
 reference output for its prompt and seed (phonebench.bench.specs.reference_model), and a token that is not the
-model's fails the verdict (wrong numerics, or fabricated output). The prompts and seeds are drawn afresh for each
-check (`PROMPT_CASES` of them, cycled) and recorded with the raw data, so a stream replayed from an
-earlier run is wrong. A model the bench has no reference for leaves the tokens unchecked: such a
+model's fails the verdict (wrong numerics, or fabricated output). Every inference of claims 3-5 has its
+own prompt and seed, drawn from the operating system's entropy as it is issued and recorded with the
+raw data: a stream replayed from an earlier run is wrong, and no answer repeats within a check, so a
+phone that caches answers and replays them faster or more evenly has nothing to replay (issue 35). A model the bench has no reference for leaves the tokens unchecked: such a
 verdict is INCONCLUSIVE at best.
 
 - First token: request sent to the first token line arrived, one sample per inference whose first
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -67,7 +69,6 @@ from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
 
-PROMPT_CASES = 4         # prompts and seeds drawn per check, cycled over its inferences
 PROMPT_SEEDS = (11, 12, 13, 14)  # fixed workloads of checks that compare a unit with itself, not the model
 PROMPT_TOKENS = 16
 STD_TOKENS = 16           # tokens per inference in the jitter series
@@ -98,7 +99,21 @@ class TokenRuns:
     cases: list[PromptCase] = field(default_factory=list)    # of each generation
     reference: ReferenceModel | None = None
     max_tokens: list[int] = field(default_factory=list)      # asked of each generation
-    drawn: list[PromptCase] = field(default_factory=list)    # the series' cases, cycled
+    drawn: list[PromptCase] = field(default_factory=list)    # the series' cases: one per inference, or cycled
+    cycled: bool = False  # a few cases over and over (the soak's long dialogs), else one fresh case each
+    prompt_tokens: int = PROMPT_TOKENS
+    entropy: int = field(default_factory=lambda: secrets.randbits(128))  # recorded: the series can be redrawn
+    _rng: np.random.Generator | None = field(default=None, repr=False)
+
+    def case(self, k: int) -> PromptCase:
+        """The k-th inference's prompt case: drawn fresh when it is first asked for (or cycled)."""
+        if self.cycled:
+            return self.drawn[k % len(self.drawn)]
+        if self._rng is None:
+            self._rng = np.random.default_rng(self.entropy)
+        while len(self.drawn) <= k:
+            self.drawn += fresh_cases(1, self.prompt_tokens, rng=self._rng)
+        return self.drawn[k]
 
     def add(self, gen: Generation, case: PromptCase, max_tokens: int) -> None:
         self.generations.append(gen)
@@ -215,7 +230,8 @@ def judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, 
 
 def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
     """Times of tokens that are not the model's prove nothing: such a stream fails the verdict."""
-    facts: dict[str, Any] = {"prompt_cases": len(runs.drawn), "tokens_checked": runs.reference is not None}
+    facts: dict[str, Any] = {"prompt_cases": len(runs.drawn), "prompts_repeat": runs.cycled,
+                             "tokens_checked": runs.reference is not None}
     wrong = runs.fabricated
     if runs.reference is None:
         outcome = Outcome.INCONCLUSIVE if verdict.outcome is Outcome.PASS else verdict.outcome
@@ -268,15 +284,20 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4g}"
 
 
-def draw_runs(runtime: RuntimeClient, *, cases: int = PROMPT_CASES, prompt_tokens: int = PROMPT_TOKENS) -> TokenRuns:
-    """An empty series with fresh prompt cases and the reference for the runtime's model."""
-    return TokenRuns(reference=token_reference(runtime), drawn=fresh_cases(cases, prompt_tokens))
+def draw_runs(runtime: RuntimeClient, *, cycled: int | None = None, prompt_tokens: int = PROMPT_TOKENS) -> TokenRuns:
+    """An empty series with the reference for the runtime's model: each inference a fresh prompt
+    case, or `cycled` cases drawn now and used over and over."""
+    reference = token_reference(runtime)
+    if cycled is not None:
+        return TokenRuns(reference=reference, drawn=fresh_cases(cycled, prompt_tokens), cycled=True,
+                         prompt_tokens=prompt_tokens)
+    return TokenRuns(reference=reference, prompt_tokens=prompt_tokens)
 
 
 def generate_case(runtime: RuntimeClient, runs: TokenRuns, k: int, max_tokens: int, **options: Any) -> Generation:
-    """The k-th inference of a series, on its drawn case (cycled); kept in the series. options: of
-    RuntimeClient.generate (allow_incomplete, timeout_s)."""
-    case = runs.drawn[k % len(runs.drawn)]
+    """The k-th inference of a series, on its case (drawn fresh, or cycled); kept in the series.
+    options: of RuntimeClient.generate (allow_incomplete, timeout_s)."""
+    case = runs.case(k)
     gen = runtime.generate(max_tokens, seed=case.seed, prompt=case.prompt, **options)
     runs.add(gen, case, max_tokens)
     return gen
@@ -393,7 +414,8 @@ def std_plan(entry: SlaEntry, n: int) -> SequentialPlan:
 def with_prompts(result: CheckResult, runs: TokenRuns, name: str) -> CheckResult:
     """Keep the series' drawn prompts and seeds, and which inferences were not the model's, as the
     raw data `<name>_prompts` its verdicts point at."""
-    result.raw[f"{name}_prompts"] = {"cases": runs.prompts(), "fabricated": [list(w) for w in runs.fabricated],
+    result.raw[f"{name}_prompts"] = {"cases": runs.prompts(), "entropy": str(runs.entropy), "cycled": runs.cycled,
+                                     "fabricated": [list(w) for w in runs.fabricated],
                                      "reference": runs.reference.name if runs.reference is not None else None}
     return result
 
