@@ -19,7 +19,8 @@ import pytest
 from phonebench.bench.procedures.calibration.procedures import ambient_conditions
 from phonebench.bench.procedures.calibration.records import record_verdict
 from phonebench.bench.procedures.calibration.runner import calibrate_dut
-from phonebench.bench.procedures.acceptance.steps import acceptance_voice_setup, sequential_power, sequential_voice_trials
+from phonebench.bench.procedures.acceptance.steps import (acceptance_voice_setup, answer_end_by_power, sequential_power,
+                                                          sequential_voice_trials)
 from phonebench.bench.checks.power import battery_emulation, sustained_power_verdicts
 from phonebench.bench.checks.redundancy import bit_exact_check, require_ripple
 from phonebench.core.errors import UnsupportedCapability
@@ -111,18 +112,24 @@ def test_redundancy_at_one_ripple_amplitude(dut, supply, profile, record):
 
 @pytest.mark.needs("scope", "stimulus")
 @pytest.mark.acceptance(check="latency")
-def test_voice_latency_sanity(dut, scope, stimulus, calibration, profile, record):
+def test_voice_latency_sanity(request, station, dut, scope, stimulus, calibration, profile, record):
     """Voice trials, the fixture's calibrated delay subtracted, each within the limit; taken one
     at a time until the sequential rule decides (phonebench.bench.stats.sequential.tolerance_rule): FAIL at the
     first late answer, PASS early once a tolerance bound is within the limit, else the census of
-    every planned trial decides."""
+    every planned trial decides. With the supply on the phone a trial records only the answer's
+    onset (`onset_record_s`) and the supply shows when the answer is over; else the record holds
+    a good unit's whole dialog (`record_s`)."""
     entry = profile.get("acceptance_voice_latency_max")
     delay = calibration.fixture_delay_s
     plan = SequentialPlan(tuple(int(n) for n in entry.parameters.get("looks", [entry.min_samples])),
                           float(entry.parameters.get("confidence", 0.95)))
+    whole_s = float(entry.parameters.get("record_s", 4.5))
+    paced = "supply" in station.instruments and station.instrument_dut("supply") == dut.name
+    answer_end = answer_end_by_power(request.getfixturevalue("supply"), dut, max_s=whole_s) if paced else None
+    record_s = float(entry.parameters.get("onset_record_s", whole_s)) if paced else whole_s
     run = sequential_voice_trials(scope, stimulus, dut, entry.limit, plan, p=float(entry.parameters.get("p", 0.99)),
                                   fixture_delay_s=delay or 0.0, fixture_calibrated=delay is not None,
-                                  setup=acceptance_voice_setup(float(entry.parameters.get("record_s", 4.5))))
+                                  setup=acceptance_voice_setup(record_s), answer_end=answer_end)
     trials = run.trials
     latency_ms = 1e3 * trials.latency_s
     valid = latency_ms[~np.isnan(latency_ms)]  # invalid trials (no stimulus seen) are left out, and counted

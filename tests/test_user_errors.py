@@ -31,7 +31,7 @@ def one_line_error(capsys) -> str:
 
 @pytest.mark.parametrize("argv, says", [
     (["--dut", "EMU0009"], "--dut EMU0009: not a DUT of station 'emulated'; known: EMU0001, EMU0002"),
-    (["--persona", "nosuch"], "--persona nosuch: not a persona of the emulated phones; known: audit-drop"),
+    (["--persona", "nosuch"], "--persona nosuch: not a persona of the emulated phones; known: answer-replay, audit-drop"),
     (["--fault", "nosuch"], "--fault nosuch: not a fault of the emulated phones (or kill-on:COMMAND); known:"),
     (["--bay", "nosuch"], "--bay nosuch: not a bay of the emulated station; known: bay1, bay2, bay3, bay4"),
     (["--bays", "2", "--bay", "bay7"], "--bay bay7: not a bay of the emulated station; known: bay1, bay2"),
@@ -57,7 +57,7 @@ def test_option_help_lists_the_personas_and_faults(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     text = "".join(capsys.readouterr().out.split())  # argparse wraps at hyphens
-    assert "oneofaudit-drop," in text and ",nominal," in text and ",slow," in text
+    assert "oneofanswer-replay,audit-drop," in text and ",nominal," in text and ",slow," in text
     assert "no-redundancy" in text and "kill-on:COMMAND" in text
 
 

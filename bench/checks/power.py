@@ -121,22 +121,38 @@ def _smooth(power: np.ndarray, interval_s: float) -> np.ndarray:
     return np.convolve(power, np.ones(n) / n, mode="same")
 
 
+@dataclass(frozen=True)
+class SweepSizing:
+    """How the runs' sweeps are sized from the warm-up. The fetch waits for a sweep's end, so its
+    margin is time the phone idles: the lab's is generous, the line's (takt) tight. A run that
+    outlasts its sweep is counted (`truncated`) and widens the next sweep."""
+
+    warmup_tokens: int | None = None  # tokens of the warm-up generate (None: a run's own, a full warm-up)
+    factor: float = 1.5  # sweep after the trigger = factor x the expected run + slack_s
+    slack_s: float = 1.0
+    rest_s: float = 1.0  # idle before each run (at least the pre-trigger window)
+
+
+LAB_SWEEPS = SweepSizing()
+
+
 def measure_sustained_power(supply: PowerAnalyzer, device: Device, runs: int, *, tokens: int = 200,
                             prompt_tokens: int = 16, interval_s: float = DEFAULT_INTERVAL_S,
-                            pre_s: float = 0.5, rest_s: float = 1.0) -> PowerRuns:
+                            pre_s: float = 0.5, sizing: SweepSizing = LAB_SWEEPS) -> PowerRuns:
     """`runs` long generates, each digitized whole; a warm-up generate first sizes the sweeps."""
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     client = RuntimeClient(device)
     interval_s = supply.digitizer_interval(interval_s)
-    warmup = client.generate(tokens, prompt_tokens=prompt_tokens, seed=0)
-    expected = warmup.done_time - warmup.start_time
+    expected = _expected_run_s(client, tokens, prompt_tokens, sizing.warmup_tokens)
     pre = int(round(pre_s / interval_s))
     result = PowerRuns(interval_s, calibration=calibration_of(supply), accuracy=supply.accuracy)
     for run in range(runs):
-        device.run(["sleep", f"{rest_s:g}"])  # idle before the run: the pre-trigger baseline
-        points = pre + int(math.ceil((1.5 * expected + 1.0) / interval_s))
+        points = pre + int(math.ceil((sizing.factor * expected + sizing.slack_s) / interval_s))
+        # Armed first: the pre-trigger samples fill while the phone rests, so the trigger need not
+        # wait for them (the idle baseline is the rest's last pre_s).
         supply.arm_digitizer(points, interval_s, pretrigger_points=pre)
+        device.run(["sleep", f"{max(sizing.rest_s, pre_s):g}"])
         supply.trigger()
         gen = client.generate(tokens, prompt_tokens=prompt_tokens, seed=0)  # one fixed workload
         trace = supply.fetch().require_valid()
@@ -152,6 +168,18 @@ def measure_sustained_power(supply: PowerAnalyzer, device: Device, runs: int, *,
         expected = max(expected, duration)
         log.debug("power run %d: %.3f W over %.2f s", run, power[window].mean(), duration)
     return result
+
+
+def _expected_run_s(client: RuntimeClient, tokens: int, prompt_tokens: int, warmup_tokens: int | None) -> float:
+    """A run's length from a warm-up generate: measured whole, or extrapolated from a short one's
+    prompt phase and median token gap (the phone's timestamps: they only size the sweep)."""
+    warmup = client.generate(warmup_tokens or tokens, prompt_tokens=prompt_tokens, seed=0)
+    whole = warmup.done_time - warmup.start_time
+    times = warmup.token_times
+    if warmup_tokens is None or warmup_tokens >= tokens or len(times) < 2:
+        return whole
+    prompt_s = times[0] - warmup.start_time
+    return prompt_s + float(np.median(np.diff(times))) * (tokens - 1)
 
 
 def _inference_window(trace: Trace, power: np.ndarray, idle_w: float, duration_s: float) -> slice:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -168,9 +168,11 @@ class WaveformKeeper:
 
 
 def take_trial(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, trials: VoiceTrials, index: int,
-               setup: VoiceSetup, keeper: WaveformKeeper) -> str:
+               setup: VoiceSetup, keeper: WaveformKeeper, answer_end: Callable[[], None] | None = None) -> str:
     """One stimulus -> answer trial appended to `trials` (the scope and stimulus configured and
-    armed); returns its status. An answer still running at the end of the record is waited out."""
+    armed); returns its status. An answer still running at the end of the record is waited out:
+    by `answer_end` after every trial when given (the line's trials record only the answer's onset,
+    so a pause between words can look like its end), else settle_s after an open-ended one."""
     scope.single()
     stimulus.fire()
     scope.wait_triggered(timeout_s=setup.trigger_timeout_s)
@@ -183,7 +185,9 @@ def take_trial(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, tri
     latency = answer - stim
     if keeper.keep(trials, index, latency, status):
         trials.waveforms[index] = (ch1.t.astype(np.float32), ch1.volts, ch2.volts)
-    if status == "open-ended":  # the phone is still talking: let it finish before the next trial
+    if answer_end is not None:  # a record of the onset only cannot tell whether the answer is over
+        answer_end()
+    elif status == "open-ended":  # the phone is still talking: let it finish before the next trial
         device.run(["sleep", f"{setup.settle_s:g}"])
     log.debug("voice trial %d: %s, latency %.1f ms", index, status, 1e3 * latency)
     return status

@@ -27,20 +27,24 @@ class StepBudget:
     hold_s: float  # the most the step may take (a shared instrument is booked for this long)
 
 
-# Phone/instrument seconds per check for a good unit; the sum (49 s) plus 10 s of handling is one
-# unit a minute. Latency and power are sequential: a good unit usually stops at the first look,
-# an undecided one runs on to the last (hold_s), a faulty one stops at its first bad sample.
+# Phone/instrument seconds per check for a good unit; the sum (39.9 s) plus 10 s of handling is
+# 50 s a unit: 72 an hour per fixture. Latency and power are sequential: a good unit usually stops
+# at the first look, an undecided one runs on to the last (hold_s), a faulty one stops at its first
+# bad sample. Changed with reasons (docs/production.md, "Takt"): dut-calibration's bisection needs
+# a full probe batch (~0.45 s) per bracketing point, ~6 of them, so 1 s was never possible; latency
+# and power got cheaper (onset-only records paced by the supply; sweeps sized tightly and filled
+# while the phone rests), the checks' samples and rules unchanged.
 BUDGETS: dict[str, StepBudget] = {
-    "identity": StepBudget(0.5, 2.0),
-    "device-state": StepBudget(0.5, 2.0),
-    "fingerprint": StepBudget(0.5, 2.0),
-    "adapter": StepBudget(5.5, 10.0),
-    "serial": StepBudget(0.5, 1.0),
-    "dut-calibration": StepBudget(1.0, 5.0),
-    "weights": StepBudget(2.0, 5.0),
-    "redundancy": StepBudget(8.5, 15.0),
-    "latency": StepBudget(18.0, 33.0),  # 5 trials of 3.5 s; at most 8 and one answer waited out
-    "power": StepBudget(12.0, 30.0),  # a warm-up and 2 runs of 32 tokens; at most 4 runs
+    "identity": StepBudget(0.2, 2.0),
+    "device-state": StepBudget(0.2, 2.0),
+    "fingerprint": StepBudget(0.4, 2.0),
+    "adapter": StepBudget(5.4, 10.0),
+    "serial": StepBudget(0.1, 1.0),
+    "dut-calibration": StepBudget(3.0, 5.0),
+    "weights": StepBudget(1.6, 5.0),
+    "redundancy": StepBudget(8.5, 15.0),  # three 48-token generations (clean, ripple, forced off)
+    "latency": StepBudget(15.0, 36.0),  # 5 trials of ~2.7 s (0.9 s record, the answer waited out); at most 8
+    "power": StepBudget(5.5, 20.0),  # a 4-token warm-up and 2 runs of 32 tokens; at most 4 runs
 }
 HANDLING_S = 10.0  # the operator takes a unit out and puts the next one in
 OTHER = "other"  # clock time outside any acceptance test (session set-up, between tests)
