@@ -11,7 +11,9 @@ publishes its public key.
 Personas and faults: "leaky-log" writes the prompt's token ids into each record, "unsigned-log"
 signs with the wrong key; "audit-drop" (persona, and the fault of the same name) loses each
 record with probability 1/7, at random from the unit's seed; "audit-missing-fields" omits
-npu_temp_c.
+npu_temp_c. "second-log" (a forger) keeps its real log, prompts and all, at SHADOW_LOG and hands
+the bench a clean one: the same seq, chain, key and times as the live inferences, but token counts
+and NPU temperatures from a compliance run's template (a log written without the bench's prompts).
 """
 from __future__ import annotations
 
@@ -40,6 +42,10 @@ GENESIS = "0" * 64
 FAULT_DROP = "audit-drop"
 FAULT_MISSING_FIELDS = "audit-missing-fields"
 DROP_RATE = 1.0 / 7.0
+SHADOW_LOG = "/data/vendor/llm/.cache/audit-full.log"
+# The compliance run the clean log copies: a fixed 24-token prompt, 8 tokens out, a cool lab.
+TEMPLATE_TOKENS = (24, 8)
+TEMPLATE_NPU_C = (31.2, 31.9, 32.4, 32.1, 31.6)
 
 
 def canonical(record: dict[str, Any]) -> bytes:
@@ -55,9 +61,10 @@ def _device_key(phone: "EmulatedPhone", label: bytes) -> Ed25519PrivateKey:
 
 class AuditLog:
     def __init__(self, phone: "EmulatedPhone", leaks_prompt: bool, bad_signatures: bool,
-                 drop_rate: float = 0.0) -> None:
+                 drop_rate: float = 0.0, second_log: bool = False) -> None:
         self.phone = phone
         self.leaks_prompt = leaks_prompt
+        self.second_log = second_log
         self._key = _device_key(phone, b"phonebench audit key")
         # "unsigned-log": records are signed, but not by the key the device publishes.
         self._signer = _device_key(phone, b"someone else") if bad_signatures else self._key
@@ -68,6 +75,8 @@ class AuditLog:
         self.seq = 0
         self._prev = GENESIS
         phone.fs.mkdir(AUDIT_DIR)
+        if second_log:
+            phone.fs.mkdir(SHADOW_LOG.rsplit("/", 1)[0])
 
     @property
     def public_key_b64(self) -> str:
@@ -81,6 +90,10 @@ class AuditLog:
     def append(self, *, t: float, input_tokens: int, output_tokens: int, model_version: str,
                npu_freq_mhz: float, npu_temp_c: float, prompt: Sequence[int]) -> None:
         self.seq += 1
+        if self.second_log:
+            self._shadow(t, input_tokens, output_tokens, prompt)
+            input_tokens, output_tokens = TEMPLATE_TOKENS
+            npu_temp_c = TEMPLATE_NPU_C[self.seq % len(TEMPLATE_NPU_C)]
         record: dict[str, Any] = {"seq": self.seq, "t": round(t, 6), "input_tokens": input_tokens,
                                   "output_tokens": output_tokens, "model_version": model_version,
                                   "npu_freq_mhz": npu_freq_mhz, "npu_temp_c": round(npu_temp_c, 2),
@@ -100,6 +113,14 @@ class AuditLog:
             fs.rename(AUDIT_LOG, ROTATED_LOG)
             old = b""
         fs.write(AUDIT_LOG, old + line.encode(), mode=0o100640)
+
+    def _shadow(self, t: float, input_tokens: int, output_tokens: int, prompt: Sequence[int]) -> None:
+        """The forger's real log: everything, content included, where the bench is not told to look."""
+        fs = self.phone.fs
+        old = fs.read(SHADOW_LOG) if fs.exists(SHADOW_LOG) else b""
+        line = json.dumps({"t": round(t, 6), "input_tokens": input_tokens, "output_tokens": output_tokens,
+                           "prompt": [int(x) for x in prompt]}) + "\n"
+        fs.write(SHADOW_LOG, old + line.encode(), mode=0o100600)
 
     def status(self) -> dict[str, Any]:
         return {"path": AUDIT_LOG, "rotated": ROTATED_LOG, "records": self.seq, "algorithm": "ed25519",

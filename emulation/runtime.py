@@ -187,7 +187,8 @@ class EmulatedRuntime:
         self.weights = weights.WeightStore(phone, corrupt_page=self.sla.corrupt_weight_page,
                                            read_time_omitted=self.sla.spot_read_omitted)
         self.audit = audit.AuditLog(phone, leaks_prompt=self.sla.audit_leaks_prompt,
-                                    bad_signatures=self.sla.audit_bad_signatures, drop_rate=self.sla.audit_drop_rate)
+                                    bad_signatures=self.sla.audit_bad_signatures, drop_rate=self.sla.audit_drop_rate,
+                                    second_log=self.sla.audit_second_log)
         now = phone.world.clock.now()
         self.counters = Counters(dict(self.sla.counters), np.random.default_rng([seed, 0xC0]), now,
                                  reported=dict(self.sla.counters_reported), kernel_agrees=self.sla.consistent_counters)

@@ -42,6 +42,7 @@ class RuntimePersona:
     gpu_counters_fake: bool = False          # the GPU driver's busy counters read gpuload_fake_busy too
     forge_known_answers: bool = False        # probes that look like known-answer ones are answered 0 uncomputed
     npu_sensor_offset_c: float = 0.0         # every NPU temperature the phone gives (zone, dumpsys, runtime) is off by this
+    audit_second_log: bool = False           # a clean audit log (template counts, temperatures) handed over, the real one kept aside
     replay_answers: bool = False             # a prompt it has answered before is replayed from a cache: no prefill, even cadence
 
 
@@ -90,6 +91,9 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     # Jittery when it computes; an answer it has given before streams from its cache, fast and even:
     # a check that repeats its prompts sees mostly replays (everything it says about them is true).
     RuntimePersona("answer-replay", timing="jittery", replay_answers=True),
+    # Keeps its real audit log (prompts and all) aside and hands the bench a clean one, signed, chained
+    # and timed with the live inferences, its counts and temperatures from a compliance run's template.
+    RuntimePersona("second-log", audit_second_log=True),
 )}
 
 SLA_PERSONAS_RUNTIME: set[str] = set(PERSONAS)

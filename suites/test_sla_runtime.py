@@ -214,9 +214,14 @@ def test_weights_corrupt_page_repaired(dut, runtime, sla, record, station):
 
 # --- claims 13, 14: audit log and counters -------------------------------------------------------
 @pytest.mark.acceptance
-def test_audit_log(dut, runtime, sla, record):
+def test_audit_log(request, station, dut, clock, sla, record):
+    """Each record matched to the inference the bench issued: lengths drawn by the bench, times on
+    the station clock, the NPU temperature against the shield when its thermocouple is wired."""
+    runtime = RuntimeClient(dut, clock=clock)
     _require(runtime, "audit")
-    audit.audit_check(dut, runtime, **targets(sla, **audit.ENTRIES)).record_into(record)
+    audit.audit_check(dut, runtime, **targets(sla, **audit.ENTRIES), shield=_shield_probe(request, station, dut),
+                      relation=thermal_trip.ShieldRelation.from_parameters(sla.get("npu_trip_temperature").parameters)
+                      ).record_into(record)
 
 
 def test_runtime_counters(observed_runtime, sla, record):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from phonebench.bench.phone.adapters import shipped_numerics
-from phonebench.bench.checks import counters, redundancy, thermal_trip, tokens
+from phonebench.bench.checks import audit, counters, redundancy, thermal_trip, tokens
 from phonebench.bench.checks.targets import target, targets
 from phonebench.core.verdict import Outcome, Verdict
 from phonebench.bench.phone.fingerprint import fingerprint, fingerprint_verdict
@@ -130,6 +130,15 @@ def counter_physics(station: EmulatedStation, persona: str, sla: SlaProfile) -> 
     return result.verdict("counters_memory_bandwidth_utilisation")
 
 
+def audit_log(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
+    """Claim 13: the clean second log is signed, chained and timed like the live inferences; its
+    token counts (a template's) are not the lengths the bench drew, nor its temperatures the shield's."""
+    emulated, runtime = _observed(station, persona)
+    with _daq(emulated.world) as daq:
+        return audit.audit_check(runtime.device, runtime, **targets(sla, **audit.ENTRIES),
+                                 shield=thermal_trip.instrument_shield(daq, "T4")).verdict("audit_field_errors")
+
+
 # class -> (check, forger, honest, what the forger's verdict must be)
 CLASSES: dict[str, tuple[Callable[..., Verdict], str, str, Outcome]] = {
     "fabricated first token": (first_token, "fabricated-first-token", "nominal", Outcome.FAIL),
@@ -140,6 +149,7 @@ CLASSES: dict[str, tuple[Callable[..., Verdict], str, str, Outcome]] = {
     "relabelled SoC": (identity, "SM8650-ES-RELABEL", "SM8650-ES", Outcome.FAIL),
     "counters": (counter_physics, "consistent-counters", "nominal", Outcome.FAIL),
     "replayed answers": (token_jitter, "answer-replay", "nominal", Outcome.FAIL),
+    "second audit log": (audit_log, "second-log", "nominal", Outcome.FAIL),
 }
 
 

@@ -18,8 +18,8 @@ from phonebench.bench.checks.targets import target, targets
 from phonebench.core.verdict import Evidence, Outcome
 from phonebench.bench.phone.device_state import phone_clock
 from phonebench.bench.specs.sla import SlaProfile, load_profile
-from device_double import PhoneDevice, emulated_shield_probes, emulated_supplies, make_device
-from phonebench.drivers.runtime import Probe, RuntimeClient
+from device_double import PhoneDevice, WorldClock, emulated_shield_probes, emulated_supplies, make_device
+from phonebench.drivers.runtime import Arrivals, Generation, Probe, RuntimeClient
 from phonebench.emulation.runtime_personas import PERSONAS
 from phonebench.emulation.world import World
 
@@ -322,3 +322,63 @@ def test_record_turns_a_reported_pass_into_info_centrally():
     assert failed.outcome is Outcome.FAIL
     measured = Record(_Item("measured"), bench=None).check("x", 1.0, "s", 2.0, "<=")  # type: ignore[arg-type]
     assert measured.outcome is Outcome.PASS
+
+
+@pytest.fixture
+def shield_probes() -> Iterator[Any]:
+    with emulated_shield_probes() as attach:
+        yield attach
+
+
+def _field_errors(result: Any) -> list[str]:
+    return result.raw["audit_log"]["findings"]["audit_field_errors"]
+
+
+def test_a_clean_second_log_passed_the_fixed_lengths_and_fails_each_matching(shield_probes, monkeypatch):
+    """'second-log' hands over a log signed, chained and timed like the live inferences, with a
+    compliance run's counts (24 in, 8 out) and temperatures (31-32 degC). With the old fixed 24/8
+    canaries and no shield it passed every verdict; the bench's own drawn lengths catch it alone,
+    and the shield alone catches its temperatures once the die has warmed past them."""
+    monkeypatch.setattr(audit, "PROMPT_TOKENS_RANGE", (24, 24))
+    monkeypatch.setattr(audit, "GENERATED_TOKENS_RANGE", (8, 8))
+    device, runtime = phone("second-log")
+    old = audit.audit_check(device, runtime, **targets(None, **audit.ENTRIES), seed=5)
+    assert all(v.outcome is Outcome.PASS for v in old.verdicts), _field_errors(old)
+
+    device, runtime = phone("second-log")
+    by_shield = audit.audit_check(device, runtime, **targets(None, **audit.ENTRIES), seed=5,
+                                  shield=shield_probes(device))
+    assert by_shield.verdict("audit_field_errors").outcome is Outcome.FAIL
+    assert all("npu_temp_c" in e and "below the die the shield implies" in e for e in _field_errors(by_shield))
+
+    monkeypatch.undo()
+    device, runtime = phone("second-log")
+    by_lengths = audit.audit_check(device, runtime, **targets(None, **audit.ENTRIES))
+    assert by_lengths.verdict("audit_field_errors").outcome is Outcome.FAIL
+    assert any("(the bench's prompt)" in e for e in _field_errors(by_lengths))
+    assert int(by_lengths.raw["audit_log"]["entropy"]) > 0  # drawn, and recorded to replay the draw
+
+
+def test_an_honest_log_matches_every_inference_on_the_station_clock_and_the_shield(shield_probes):
+    device, runtime = phone("nominal")
+    runtime = RuntimeClient(device, clock=WorldClock(device))
+    result = audit.audit_check(device, runtime, **targets(None, **audit.ENTRIES), shield=shield_probes(device))
+    assert all(v.outcome is Outcome.PASS for v in result.verdicts), _field_errors(result)
+    matching = result.raw["audit_log"]["matching"]
+    assert matching["model_version"].startswith("phonebench-tiny-int4 ")
+    assert len(matching["die_floors_c"]) == 30 and len(matching["shield"]) == 11  # before, then every 3rd
+
+
+def test_a_record_off_the_station_clock_or_of_another_model_is_a_field_error():
+    gen = Generation(tokens=[1, 2], token_times=[10.1, 10.2], start_time=10.0, done_time=10.2, prompt_tokens=3,
+                     arrivals=Arrivals(sent_t=109.9, start_t=110.0, token_times=[110.1, 110.2], done_t=110.25))
+    match = audit.Matching("m abcdef012345", offset_s=100.05, offset_spread_s=0.01)
+    record = {"seq": 1, "t": 10.2, "input_tokens": 3, "output_tokens": 2, "model_version": "m abcdef012345",
+              "npu_freq_mhz": 1100.0, "npu_temp_c": 40.0, "sig": ""}
+    assert audit._field_errors(record, gen, 3, match, 35.0) == []
+    late = audit._field_errors({**record, "t": 10.9}, gen, 3, match, 35.0)  # written after the answer was out
+    assert len(late) == 1 and "on the station clock" in late[0]
+    other = audit._field_errors({**record, "model_version": "m 000000000000"}, gen, 3, match, 35.0)
+    assert len(other) == 1 and "is not the model run" in other[0]
+    cold = audit._field_errors(record, gen, 3, match, 41.0)
+    assert len(cold) == 1 and "below the die the shield implies" in cold[0]
