@@ -7,9 +7,11 @@
 Answers are JSON lines like the runtime's. `gpu_busy` is the GPU busy fraction the tool says it
 measures, near the target. Fault "gpu-load-weak": the load never gets the GPU past ~50 % (a
 throttled GPU), so a check that needs > 70 % must not pass. Persona "fake-gpu-load": the tool
-reports 80 % busy and loads nothing; "phantom-gpu-load" also has the kernel's counters say so.
-A real load draws GPU_FULL_W x its busy fraction beside the runtime's work (world.set_background:
-on the supply, and as heat next to the CPU); the runtime feels it as contention.
+reports 80 % busy and loads nothing; "phantom-gpu-load" also has the kernel's counters say so;
+"light-gpu-load" runs a real 30 % load while tool and counters say 80 %. A real load draws
+its SoC's GPU draw at full load (npu_personas.Soc.gpu_full_w: 1.7-2.7 W) x the unit's GPU power factor (unit_variation: ~3 % unit to unit) x its busy fraction
+beside the runtime's work (world.set_background: on the supply, and as heat next to the CPU); the
+runtime feels it as contention.
 
 The kernel's account: the GPU driver's busy counters in
 /sys/class/kgsl/kgsl-3d0/gpubusy, `busy total` in microseconds over the last completed window of
@@ -26,7 +28,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .unit_variation import unit_seed
+from .npu_personas import get_persona
+from .unit_variation import unit_rng
 from .runtime_personas import runtime_persona
 from .shell import CommandResult, ShellContext
 
@@ -35,7 +38,6 @@ if TYPE_CHECKING:
 
 KINDS = ("video", "call", "video+call", "game")
 FAULT_WEAK = "gpu-load-weak"
-GPU_FULL_W = 2.4  # the GPU's draw at 100 % busy (a video + call load on a flagship SoC: ~1.8 W at 75 %)
 WEAK_CEILING = 0.5
 GPUBUSY = "/sys/class/kgsl/kgsl-3d0/gpubusy"
 GPUBUSY_WINDOW_S = 1.0
@@ -69,22 +71,31 @@ class GpuLoad:
     def __init__(self, phone: "EmulatedPhone") -> None:
         self.phone = phone
         self.weak = FAULT_WEAK in phone.spec.faults
-        self._rng = np.random.default_rng([unit_seed(phone.spec.seed, phone.spec.serial), 0x6B0])
+        self._rng = unit_rng(phone.spec.seed, phone.spec.serial, 0x6B0)
         self._load: _Load | None = None
         self._offset = 0.0  # how far the achieved load sits from the target (per start)
         self._samples: list[float] = []
         persona = runtime_persona(phone.spec.sla_persona)
         self.fake_busy = persona.gpuload_fake_busy
         self.fake_counters = persona.gpu_counters_fake  # the kernel's busy counters tell the same lie
+        self.full_w = get_persona(phone.spec.npu_persona).die.gpu_full_w
+        self.real_busy = persona.gpuload_real_busy  # with fake_busy: the load it really runs (None: none)
         self._window = [0.0, 0.0]  # busy, total seconds in the current gpubusy window
 
-    def busy(self) -> float:
-        """The GPU busy fraction now (0 without a load): what the GPU really does."""
-        if self._load is None or self.fake_busy is not None:
+    def _achieved(self) -> float:
+        """The load's mean busy fraction (0 without a load): what it draws power for."""
+        if self._load is None:
             return 0.0
+        if self.fake_busy is not None:
+            return 0.0 if self.real_busy is None else float(self.real_busy)
         achieved = self._load.target + self._offset
-        if self.weak:
-            achieved = min(achieved, WEAK_CEILING)
+        return float(np.clip(min(achieved, WEAK_CEILING) if self.weak else achieved, 0.0, 1.0))
+
+    def busy(self) -> float:
+        """The GPU busy fraction now: its mean, wobbling by a point from moment to moment."""
+        achieved = self._achieved()
+        if achieved == 0.0 or self.fake_busy is not None:
+            return achieved
         return float(np.clip(achieved + self._rng.normal(0.0, 0.01), 0.0, 1.0))
 
     def __call__(self, argv: list[str], ctx: ShellContext) -> CommandResult:
@@ -98,7 +109,8 @@ class GpuLoad:
                 self._load = _Load(args.target, args.kind, self.phone.world.clock.now())
                 self._offset = float(self._rng.normal(0.015, 0.01))
                 self._samples = []
-                self.phone.world.set_background("gpu", GPU_FULL_W * self.busy())
+                world = self.phone.world
+                world.set_background("gpu", self.full_w * world.variation.gpu_power * self._achieved())
                 return _lines(self._state())
             if args.verb == "status":
                 return _lines(self._state())

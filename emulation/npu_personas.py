@@ -30,6 +30,7 @@ class Soc:
     hardware: str         # ro.hardware
     marketing_name: str
     npu_gmac_per_s: float  # INT4 MAC throughput at the nominal NPU clock (how long a probe takes)
+    gpu_full_w: float = 2.4  # the GPU's draw at 100 % busy (a design figure; units vary around it)
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,18 @@ class NpuPersona:
 
 
 _SOCS = {s.model: s for s in (
-    Soc("Qualcomm", "QTI", "SM8750", "sun", "qcom", "Snapdragon 8 Elite", 140.8),
-    Soc("Qualcomm", "QTI", "SM8650", "pineapple", "qcom", "Snapdragon 8 Gen 3", 70.4),
-    Soc("Qualcomm", "QTI", "SM8550", "kalama", "qcom", "Snapdragon 8 Gen 2", 56.3),
-    Soc("Qualcomm", "QTI", "SM8450", "taro", "qcom", "Snapdragon 8 Gen 1", 40.0),
-    Soc("MediaTek", "Mediatek", "MT6991", "mt6991", "mt6991", "Dimensity 9400", 110.0),
-    Soc("MediaTek", "Mediatek", "MT6989", "mt6989", "mt6989", "Dimensity 9300", 88.0),
-    Soc("MediaTek", "Mediatek", "MT6985", "mt6985", "mt6985", "Dimensity 9200", 64.0),
-    Soc("MediaTek", "Mediatek", "MT6897", "mt6897", "mt6897", "Dimensity 8300", 44.0),
-    Soc("HiSilicon", "HiSilicon", "Kirin9020", "kirin9020", "kirin9020", "Kirin 9020", 96.0),
-    Soc("HiSilicon", "HiSilicon", "Kirin9010", "kirin9010", "kirin9010", "Kirin 9010", 80.0),
-    Soc("HiSilicon", "HiSilicon", "Kirin9000S", "kirin9000s", "kirin9000s", "Kirin 9000S", 60.0),
-    Soc("HiSilicon", "HiSilicon", "Kirin9000", "kirin9000", "kirin9000", "Kirin 9000", 50.0),
+    Soc("Qualcomm", "QTI", "SM8750", "sun", "qcom", "Snapdragon 8 Elite", 140.8, 2.7),
+    Soc("Qualcomm", "QTI", "SM8650", "pineapple", "qcom", "Snapdragon 8 Gen 3", 70.4, 2.4),
+    Soc("Qualcomm", "QTI", "SM8550", "kalama", "qcom", "Snapdragon 8 Gen 2", 56.3, 2.2),
+    Soc("Qualcomm", "QTI", "SM8450", "taro", "qcom", "Snapdragon 8 Gen 1", 40.0, 2.5),
+    Soc("MediaTek", "Mediatek", "MT6991", "mt6991", "mt6991", "Dimensity 9400", 110.0, 2.6),
+    Soc("MediaTek", "Mediatek", "MT6989", "mt6989", "mt6989", "Dimensity 9300", 88.0, 2.3),
+    Soc("MediaTek", "Mediatek", "MT6985", "mt6985", "mt6985", "Dimensity 9200", 64.0, 2.1),
+    Soc("MediaTek", "Mediatek", "MT6897", "mt6897", "mt6897", "Dimensity 8300", 44.0, 1.7),
+    Soc("HiSilicon", "HiSilicon", "Kirin9020", "kirin9020", "kirin9020", "Kirin 9020", 96.0, 2.2),
+    Soc("HiSilicon", "HiSilicon", "Kirin9010", "kirin9010", "kirin9010", "Kirin 9010", 80.0, 2.0),
+    Soc("HiSilicon", "HiSilicon", "Kirin9000S", "kirin9000s", "kirin9000s", "Kirin 9000S", 60.0, 1.9),
+    Soc("HiSilicon", "HiSilicon", "Kirin9000", "kirin9000", "kirin9000", "Kirin 9000", 50.0, 2.0),
 )}
 
 # soc: (ES microcode, ES bits), (MP microcode, MP bits, MP rule). Every ES build wraps.

@@ -39,6 +39,7 @@ class RuntimePersona:
     fabricate_first_token: bool = False      # a made-up token streamed with the start line, the real first dropped
     patch_kills: bool = False                # a killed dialog is finished with made-up tokens, done, exit 0, same pid
     consistent_counters: bool = False        # vmstat and the status' NPU clock agree with the reported counters
+    gpuload_real_busy: float | None = None   # with gpuload_fake_busy: the real (lighter) load it runs
     gpu_counters_fake: bool = False          # the GPU driver's busy counters read gpuload_fake_busy too
     forge_known_answers: bool = False        # probes that look like known-answer ones are answered 0 uncomputed
     npu_sensor_offset_c: float = 0.0         # every NPU temperature the phone gives (zone, dumpsys, runtime) is off by this
@@ -82,6 +83,8 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("thermal-offset", npu_sensor_offset_c=7.0),
     RuntimePersona("patched-kills", kill_at_trip=True, patch_kills=True),
     RuntimePersona("phantom-gpu-load", gpuload_fake_busy=0.80, gpu_counters_fake=True),
+    # A real load at 30 % (it draws and slows a little), the tool and the GPU's counters say 80 %.
+    RuntimePersona("light-gpu-load", gpuload_fake_busy=0.80, gpuload_real_busy=0.30, gpu_counters_fake=True),
     RuntimePersona("faked-redundancy", redundancy_flag_only=True, redundancy_trigger_mv=20.0,
                    forge_known_answers=True),  # raises its flag early, never votes
     RuntimePersona("inflated-counters", timing="jittery",  # stalls and pages like "jittery" and "slow"

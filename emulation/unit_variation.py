@@ -35,6 +35,7 @@ class SocSpread:
     cooling: float = 0.03        # heat loss to air (thermal resistance, cover and board)
     audio_latency_s: float = 0.003  # audio path latency added to every answer (absolute, seconds)
     flash_read: float = 0.04     # flash random-read time
+    gpu_power: float = 0.03      # the GPU's draw at a given busy fraction (its leakage and voltage bin)
 
 
 # Spreads per SoC model; the newest nodes (N3) vary a little more than mature ones (N4).
@@ -61,6 +62,7 @@ class UnitVariation:
     cooling: float = 1.0
     audio_latency_s: float = 0.0
     flash_read: float = 1.0
+    gpu_power: float = 1.0
     npu_gmac_per_s: float = REFERENCE_GMAC_PER_S  # the die's throughput on this unit (SoC x speed bin)
 
     @property
@@ -98,9 +100,11 @@ def draw(soc_model: str, die_gmac_per_s: float, seed: int, serial: str) -> UnitV
         return float(1.0 + sigma * np.clip(rng.standard_normal(), -TRUNCATE_SIGMA, TRUNCATE_SIGMA))
 
     speed = factor(spread.npu_speed)
-    return UnitVariation(npu_speed=speed, leakage=factor(spread.leakage), dynamic=factor(spread.dynamic),
-                         cooling=factor(spread.cooling), audio_latency_s=factor(spread.audio_latency_s) - 1.0,
-                         flash_read=factor(spread.flash_read), npu_gmac_per_s=die_gmac_per_s * speed)
+    # Drawn in this order: a factor added later comes last, so a unit's earlier factors stay its own.
+    leakage, dynamic, cooling = factor(spread.leakage), factor(spread.dynamic), factor(spread.cooling)
+    audio, flash = factor(spread.audio_latency_s) - 1.0, factor(spread.flash_read)
+    return UnitVariation(npu_speed=speed, leakage=leakage, dynamic=dynamic, cooling=cooling, audio_latency_s=audio,
+                         flash_read=flash, gpu_power=factor(spread.gpu_power), npu_gmac_per_s=die_gmac_per_s * speed)
 
 
 def for_spec(spec: object) -> UnitVariation:

@@ -185,3 +185,18 @@ def test_a_claim_resting_partly_on_the_phones_word_never_shows_a_plain_pass():
     assert row.split()[-1] == "pass*"
     honest = {**data, "tests": [{**data["tests"][0], "verdicts": data["tests"][0]["verdicts"][:2]}]}
     assert next(r for r in claims_grid(honest).rows if r.claim.number == 14).cells["P1"].mark == "pass"
+
+
+def test_a_measurement_under_a_condition_only_the_phone_vouches_for_is_qualified():
+    """Claim 5 without a power analyzer (or a GPU power record): latency on the station clock, the
+    GPU's level the phone's word; the cell says so."""
+    from phonebench.bench.specs.claims import claims_grid
+
+    verdict = {"name": "token_latency_p95_gpu_load", "claim": 5, "outcome": "pass", "evidence": "measured",
+               "value": 69.0, "unit": "ms", "extra": {"condition_evidence": "reported"}}
+    data = {"duts": {"P1": {}}, "tests": [{"nodeid": "t::gpu", "dut": "P1", "verdicts": [verdict]}]}
+    cell = next(r for r in claims_grid(data).rows if r.claim.number == 5).cells["P1"]
+    assert cell.mark == "pass (0 of 1 measured, 1 on a reported condition)"
+    corroborated = {**data, "tests": [{**data["tests"][0], "verdicts": [
+        {**verdict, "extra": {"condition_evidence": "measured"}}]}]}
+    assert next(r for r in claims_grid(corroborated).rows if r.claim.number == 5).cells["P1"].mark == "pass"

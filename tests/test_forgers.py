@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from phonebench.bench.phone.adapters import shipped_numerics
-from phonebench.bench.checks import audit, counters, redundancy, thermal_trip, tokens
+from phonebench.bench.checks import audit, counters, gpu_power, redundancy, thermal_trip, tokens
 from phonebench.bench.checks.targets import target, targets
 from phonebench.core.verdict import Outcome, Verdict
 from phonebench.bench.phone.fingerprint import fingerprint, fingerprint_verdict
@@ -112,10 +112,14 @@ def redundancy_engagement(station: EmulatedStation, persona: str, sla: SlaProfil
 
 
 def gpu_load(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
+    """Claim 5 on an analyzer-fed SM8650 with its model's GPU power record: no load shows no effect
+    (INVALID); a light real load reported as 80 % is contradicted by its draw (FAIL)."""
     emulated, runtime = _observed(station, persona)
     entry = dataclasses.replace(_few(sla.get("token_latency_p95_gpu_load"), 150), min_runs=4)
     with _supply(emulated.world) as supply:
-        return tokens.contention_check(runtime.device, runtime, loaded_latency=entry, runs=4, supply=supply).verdicts[0]
+        return tokens.contention_check(runtime.device, runtime, loaded_latency=entry, runs=4, supply=supply,
+                                       gpu_power=gpu_power.GpuPowerRelation.for_model(entry.parameters, "SM8650")
+                                       ).verdicts[0]
 
 
 def identity(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdict:
@@ -146,6 +150,7 @@ CLASSES: dict[str, tuple[Callable[..., Verdict], str, str, Outcome]] = {
     "hidden kills": (kills, "patched-kills", "nominal", Outcome.FAIL),
     "faked redundancy": (redundancy_engagement, "faked-redundancy", "nominal", Outcome.FAIL),
     "fake GPU load": (gpu_load, "phantom-gpu-load", "nominal", Outcome.INVALID),
+    "light GPU load": (gpu_load, "light-gpu-load", "nominal", Outcome.FAIL),
     "relabelled SoC": (identity, "SM8650-ES-RELABEL", "SM8650-ES", Outcome.FAIL),
     "counters": (counter_physics, "consistent-counters", "nominal", Outcome.FAIL),
     "replayed answers": (token_jitter, "answer-replay", "nominal", Outcome.FAIL),

@@ -64,6 +64,7 @@ from ..stats.sequential import SequentialPlan
 from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
+from .gpu_power import GpuPowerRelation, drawn_power, judge_gpu_level
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.runtime import Generation, RuntimeClient
 
@@ -456,14 +457,6 @@ class _Schedule:
         return gen.done_time - gen.start_time
 
 
-def _supply_power_w(supply: PowerAnalyzer | None, device: Device) -> float | None:
-    """The phone's draw on the power analyzer after a short rest (no inference running), W."""
-    if supply is None:
-        return None
-    device.run(["sleep", f"{POWER_REST_S:g}"])
-    return float(np.mean([supply.measure_voltage() * supply.measure_current() for _ in range(POWER_READS)]))
-
-
 @dataclass(frozen=True)
 class LoadEffect:
     """What the bench itself sees of the GPU load: its draw on the supply and its effect on tokens."""
@@ -500,10 +493,13 @@ def _judge_load_effect(verdict: Verdict, effect: LoadEffect) -> Verdict:
 
 def contention_check(device: Device, runtime: RuntimeClient, *, loaded_latency: SlaEntry, runs: int | None = None,
                      tokens: int = CONTENTION_TOKENS, target: float = 0.75, kind: str = "video+call",
-                     supply: PowerAnalyzer | None = None, tick: Tick = no_tick) -> CheckResult:
+                     supply: PowerAnalyzer | None = None, gpu_power: GpuPowerRelation | None = None,
+                     tick: Tick = no_tick) -> CheckResult:
     """Claim 5: token latencies from the intended start while a GPU load keeps the GPU busy. The
     load must show itself to the bench: on the power analyzer (`supply`, when it feeds the phone)
-    or in slower tokens than an unloaded baseline of the same session; else INVALID."""
+    or in slower tokens than an unloaded baseline of the same session; else INVALID. Its level:
+    from its draw through `gpu_power` (the SoC model's record, bench/checks/gpu_power.py); without
+    both the level is the phone's word (`condition_evidence` reported: never a plain pass)."""
     runs = runs or max(2 * loaded_latency.min_runs, math.ceil(loaded_latency.min_samples / max(tokens - 1, 1)), 10)
     load = GpuLoad(device)
     load.status()  # a phone without the load generator is skipped before any work
@@ -525,11 +521,11 @@ def contention_check(device: Device, runtime: RuntimeClient, *, loaded_latency: 
 
     if supply is not None:
         battery_emulation(supply)  # the analyzer feeds the phone, so its draw is what the meter reads
-    idle_w = _supply_power_w(supply, device)
+    idle = drawn_power(supply, device, POWER_REST_S, POWER_READS) if supply is not None else None
     load.start(target, kind)
     try:
         device.run(["sleep", f"{LOAD_SETTLE_S:g}"])
-        loaded_w = _supply_power_w(supply, device)
+        loaded = drawn_power(supply, device, POWER_REST_S, POWER_READS) if supply is not None else None
         sample_busy()
         t0 = clock.now()
         for k in range(runs):
@@ -560,9 +556,13 @@ def contention_check(device: Device, runtime: RuntimeClient, *, loaded_latency: 
                     gpu_load=gpu_load if gpu_load is not None else tool)
     verdict = _judge_gpu_load(verdict, tool, gpu_load)
     loaded_gaps = measured.gaps_ms
-    effect = LoadEffect(None if idle_w is None or loaded_w is None else loaded_w - idle_w,
+    effect = LoadEffect(None if idle is None or loaded is None else loaded[0] - idle[0],
                         float(np.median(np.concatenate(loaded_gaps))) / expected_ms if loaded_gaps else None)
     verdict = _judge_load_effect(verdict, effect)
+    if verdict.outcome is not Outcome.INVALID:  # a load that showed no effect at all has no level to judge
+        reading_u = math.hypot(idle[1], loaded[1]) if idle is not None and loaded is not None else 0.0
+        verdict = judge_gpu_level(verdict, gpu_load if gpu_load is not None else tool, effect.drawn_w, reading_u,
+                                  gpu_power)
     raw = {"samples": np.concatenate(latencies) if latencies else np.empty(0),
            "run": np.concatenate([np.full(x.size, i) for i, x in enumerate(latencies)]) if latencies else np.empty(0),
            "start_lateness_ms": np.asarray(lateness), "gpu_busy_tool": np.asarray(tool_busy),

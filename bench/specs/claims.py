@@ -89,15 +89,27 @@ class Cell:
         return [v for v in self.verdicts if v.get("evidence") in REPORTED]
 
     @property
+    def on_reported_condition(self) -> list[dict[str, Any]]:
+        """Verdicts measured by the bench under a condition only the phone vouches for (claim 5's
+        GPU load level without a power analyzer): `extra.condition_evidence` reported."""
+        return [v for v in self.verdicts if v.get("evidence") not in REPORTED
+                and (v.get("extra") or {}).get("condition_evidence") in REPORTED]
+
+    @property
     def qualifier(self) -> str:
         """How much of a passing cell rests on the bench, when not all of it does: a claim that is
-        partly the phone's word never shows a plain pass ("2 of 5 corroborated, 3 reported")."""
-        reported = len(self.reported)
-        if not reported or self.outcome not in ("pass", "info"):
+        partly the phone's word never shows a plain pass ("2 of 5 corroborated, 3 reported";
+        "0 of 1 measured, 1 on a reported condition")."""
+        reported, conditional = len(self.reported), len(self.on_reported_condition)
+        if not (reported or conditional) or self.outcome not in ("pass", "info"):
             return ""
-        independent = [v for v in self.verdicts if v.get("evidence") not in REPORTED]
+        independent = [v for v in self.verdicts if v.get("evidence") not in REPORTED
+                       and (v.get("extra") or {}).get("condition_evidence") not in REPORTED]
         kind = self._weakest(independent) or "measured"
-        return f"{len(independent)} of {len(self.verdicts)} {kind}, {reported} reported"
+        parts = [f"{len(independent)} of {len(self.verdicts)} {kind}"]
+        parts += [f"{reported} reported"] if reported else []
+        parts += [f"{conditional} on a reported condition"] if conditional else []
+        return ", ".join(parts)
 
     @property
     def mark(self) -> str:
