@@ -9,6 +9,8 @@ import logging
 import time as _time
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from .filesystem import DeviceFileSystem
 from .logbuffer import LogBuffer
 from .logcat import logcat
@@ -27,6 +29,7 @@ TYPE_CPU, TYPE_GPU, TYPE_BATTERY, TYPE_SKIN, TYPE_NPU = 0, 1, 2, 3, 9
 SKIN_STATUS_THRESHOLDS_C = (39.0, 43.0, 45.0, 47.0, 51.0, 55.0)
 
 
+HOT_OFFSET_FROM_C, HOT_OFFSET_FULL_C = 55.0, 63.0  # "hot-thermal-offset": where its offset starts, where it is whole
 THERMAL_WATCH_S = 1.0  # how often (simulated) the thermal service re-evaluates the skin status
 
 
@@ -41,6 +44,7 @@ class EmulatedPhone:
         self.world.apply_unit(unit_variation.for_spec(spec))  # this unit's own process variation
         self.props = spec.props()
         self.npu_sensor_offset_c = runtime_persona(spec.sla_persona).npu_sensor_offset_c
+        self.npu_hot_offset_c = runtime_persona(spec.sla_persona).npu_hot_offset_c
         self.fs = DeviceFileSystem(self.world.clock.now)
         self.shell = Shell(self)
         self.logs = LogBuffer(self.world.clock.now)
@@ -108,7 +112,8 @@ class EmulatedPhone:
         """What the phone's own sensors read, °C: the world's, except a forger's NPU sensor (runtime
         persona `npu_sensor_offset_c`), which every part of the phone then repeats."""
         t = self.world.temperatures()
-        t["npu"] += self.npu_sensor_offset_c
+        hot = float(np.clip((t["npu"] - HOT_OFFSET_FROM_C) / (HOT_OFFSET_FULL_C - HOT_OFFSET_FROM_C), 0.0, 1.0))
+        t["npu"] += self.npu_sensor_offset_c + self.npu_hot_offset_c * hot
         return t
 
     def thermal_zones(self) -> list[tuple[str, int, float]]:

@@ -43,6 +43,7 @@ class RuntimePersona:
     gpu_counters_fake: bool = False          # the GPU driver's busy counters read gpuload_fake_busy too
     forge_known_answers: bool = False        # probes that look like known-answer ones are answered 0 uncomputed
     npu_sensor_offset_c: float = 0.0         # every NPU temperature the phone gives (zone, dumpsys, runtime) is off by this
+    npu_hot_offset_c: float = 0.0            # ... by this much only while the die is hot (HOT_OFFSET_FROM_C up, full at _FULL_C)
     audit_second_log: bool = False           # a clean audit log (template counts, temperatures) handed over, the real one kept aside
     replay_answers: bool = False             # a prompt it has answered before is replayed from a cache: no prefill, even cadence
 
@@ -81,6 +82,8 @@ PERSONAS: dict[str, RuntimePersona] = {p.name: p for p in (
     RuntimePersona("fabricated-first-token", timing="slow", fabricate_first_token=True),
     # Its NPU sensor reads 7 degC high everywhere, so its governor's "72" is a real 65 (the CPU's).
     RuntimePersona("thermal-offset", npu_sensor_offset_c=7.0),
+    # Right at rest, 7 degC high once the die is hot: its "72" is a real 65, and idle it reads true.
+    RuntimePersona("hot-thermal-offset", npu_hot_offset_c=7.0),
     RuntimePersona("patched-kills", kill_at_trip=True, patch_kills=True),
     RuntimePersona("phantom-gpu-load", gpuload_fake_busy=0.80, gpu_counters_fake=True),
     # A real load at 30 % (it draws and slows a little), the tool and the GPU's counters say 80 %.

@@ -147,6 +147,7 @@ def audit_log(station: EmulatedStation, persona: str, sla: SlaProfile) -> Verdic
 CLASSES: dict[str, tuple[Callable[..., Verdict], str, str, Outcome]] = {
     "fabricated first token": (first_token, "fabricated-first-token", "nominal", Outcome.FAIL),
     "+7 degC thermal": (trip, "thermal-offset", "nominal", Outcome.FAIL),
+    "+7 degC only while hot": (trip, "hot-thermal-offset", "nominal", Outcome.FAIL),
     "hidden kills": (kills, "patched-kills", "nominal", Outcome.FAIL),
     "faked redundancy": (redundancy_engagement, "faked-redundancy", "nominal", Outcome.FAIL),
     "fake GPU load": (gpu_load, "phantom-gpu-load", "nominal", Outcome.INVALID),

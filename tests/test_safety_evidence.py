@@ -124,6 +124,39 @@ def test_the_shield_relation_is_identified_from_power_steps_on_a_teardown_unit(s
     assert 2 * math.hypot(thermal_trip.SHIELD_PROBE_ACCURACY_C / math.sqrt(3), record.fit_u_c) < 2.0  # << 7 degC
 
 
+def test_the_under_load_relation_is_identified_right_after_decode_steps(sla):
+    """The profile's shield_load_* record: the teardown unit's die, shield and cover read 0.1-0.3 s
+    after decode work (the die still shedding heat through the shield), die 42-75 degC."""
+    rows = []
+    for seed, (mhz, seconds) in enumerate([(1400, 560), (1100, 300), (1400, 120), (1400, 900), (1100, 60),
+                                           (800, 600), (1400, 30), (1400, 1500), (1100, 1200), (1400, 2400)]):
+        world = World(seed=seed)
+        world.set_npu_frequency(mhz)
+        world.work("decode", seconds)
+        for k in range(3):
+            world.work("decode", 1.0 + k)
+            world.wait(0.1 + 0.1 * k)
+            t = world.surface_temperatures()
+            rows.append((t["npu"], t["shield"], t["cover_a"]))
+    found = thermal_trip.identify_shield_relation(rows)
+    record = thermal_trip.ShieldRelation.under_load(sla.get("npu_trip_temperature").parameters)
+    assert record is not None and found.n == record.n == 30
+    assert found.offset_c == pytest.approx(record.offset_c, abs=0.01)
+    assert found.gain == pytest.approx(record.gain, abs=0.002)
+    assert found.fit_u_c <= record.fit_u_c
+    assert min(r[0] for r in rows) < 45 and max(r[0] for r in rows) > 72
+
+
+def test_a_zone_that_lies_only_while_hot_fails_at_the_trip_and_reads_true_at_rest(sla):
+    verdict = _trip(sla, "hot-thermal-offset").verdict("npu_trip_temperature")
+    assert verdict.outcome is Outcome.FAIL and "off while hot" in verdict.detail
+    assert abs(verdict.extra["shield"]["zone_offset_c"]) < verdict.extra["shield"]["tolerance_c"]  # true at rest
+    assert verdict.extra["hot_shield"]["zone_offset_c"] > 5.0
+    honest = _trip(sla, "nominal").verdict("npu_trip_temperature")
+    assert honest.outcome is Outcome.PASS and "and while hot" in honest.detail
+    assert abs(honest.extra["hot_shield"]["zone_offset_c"]) < honest.extra["hot_shield"]["tolerance_c"]
+
+
 def test_a_zone_reading_below_the_back_cover_is_not_credible(sla):
     """The die heats the cover: a cover probe hotter than the NPU zone means the zone lies low."""
     verdict = _trip(sla, "early-trip", slow_cover_c=80.0).verdict("npu_trip_temperature")

@@ -33,6 +33,14 @@ new pid is a restarted, i.e. killed, runtime).
   the relation's residuals, the zone's drift during the scan), else FAIL. Agreement makes the
   verdict corroborated; without a shield channel the trip rests on the phone's zone: reported,
   never a PASS.
+- At rest the die has cooled to near its shield, so a zone that lies only while the die is hot
+  (an offset growing with temperature) reads true there. So the zone is also compared right after
+  the tripping call, with no rest: zone, shield scan, zone, through the relation identified under
+  load on the teardown unit (`ShieldRelation.under_load`: readings 0.1-0.3 s after decode work,
+  die 42-75 degC; the die sheds its heat through the shield, so it runs hotter than the shield by
+  a share of the shield-to-cover gradient: gain ~0.09 against ~0.035 at rest). A disagreement
+  beyond the expanded uncertainty fails the verdict; without that record the detail says the
+  zone was not compared while hot.
 - The migration must show where the phone says it happened: at each trip in the soak's dialogs
   the host's token gaps after the migrate event must be at least MIGRATION_MIN_SLOWDOWN longer
   than before it (layers on the CPU decode slower); a reported migration the token rate does not
@@ -129,11 +137,22 @@ class ShieldRelation:
     @classmethod
     def from_parameters(cls, parameters: dict[str, Any]) -> ShieldRelation:
         """The calibration record an SLA entry carries (shield_offset_c, shield_gain, shield_fit_u_c, shield_n)."""
-        if "shield_offset_c" not in parameters:
-            return cls()
-        return cls(float(parameters["shield_offset_c"]), float(parameters.get("shield_gain", 0.0)),
-                   float(parameters.get("shield_fit_u_c", SHIELD_DEFAULT_FIT_U_C)), int(parameters.get("shield_n", 0)),
-                   str(parameters.get("shield_source", "the profile's calibration record")))
+        return cls._record(parameters, "shield_") or cls()
+
+    @classmethod
+    def under_load(cls, parameters: dict[str, Any]) -> ShieldRelation | None:
+        """The relation right after load (shield_load_offset_c, ...): the die still hot and shedding
+        heat through the shield, read 0.1-0.3 s after the work (zone, scan, zone). None: no such record."""
+        return cls._record(parameters, "shield_load_")
+
+    @classmethod
+    def _record(cls, parameters: dict[str, Any], prefix: str) -> ShieldRelation | None:
+        if f"{prefix}offset_c" not in parameters:
+            return None
+        return cls(float(parameters[f"{prefix}offset_c"]), float(parameters.get(f"{prefix}gain", 0.0)),
+                   float(parameters.get(f"{prefix}fit_u_c", SHIELD_DEFAULT_FIT_U_C)),
+                   int(parameters.get(f"{prefix}n", 0)),
+                   str(parameters.get(f"{prefix}source", "the profile's calibration record")))
 
 
 def identify_shield_relation(rows: list[tuple[float, float, float]], source: str = "power steps") -> ShieldRelation:
@@ -206,9 +225,12 @@ def instrument_shield(probe: Any, channel: str, cover_channels: tuple[str, ...] 
     return scan
 
 
-def measure_shield(runtime: RuntimeClient, shield: ShieldProbe, relation: ShieldRelation) -> ShieldCheck:
-    """Rest the phone, then zone, shield scan, zone (module docstring)."""
-    runtime.device.run(["sleep", f"{SHIELD_SETTLE_S:g}"], timeout_s=SHIELD_SETTLE_S + 60.0)
+def measure_shield(runtime: RuntimeClient, shield: ShieldProbe, relation: ShieldRelation,
+                   rest_s: float = SHIELD_SETTLE_S) -> ShieldCheck:
+    """Rest the phone (none: the comparison while hot, right after the trip), then zone, shield
+    scan, zone (module docstring)."""
+    if rest_s > 0:
+        runtime.device.run(["sleep", f"{rest_s:g}"], timeout_s=rest_s + 60.0)
     before = _npu_zone(runtime)
     reading = shield()
     return ShieldCheck(before, _npu_zone(runtime), reading, relation)
@@ -224,7 +246,8 @@ class TripBracket:
     calls: int  # approach calls it took
     tokens: int  # length of the tripping call
     cover_c: float | None = None  # hottest cover probe at the trip
-    shield: ShieldCheck | None = None  # the zone against the shield thermocouple, right after the trip
+    shield: ShieldCheck | None = None  # the zone against the shield thermocouple, at rest after the trip
+    hot_shield: ShieldCheck | None = None  # the same, right after the tripping call, through the under-load relation
 
     @property
     def value_c(self) -> float:
@@ -260,21 +283,25 @@ def _trip_event(gen: Generation, layers_on_cpu: int) -> dict[str, Any] | None:
 
 def approach_trip(runtime: RuntimeClient, *, max_calls: int = APPROACH_MAX_CALLS, cover: CoverProbe | None = None,
                   shield: ShieldProbe | None = None, relation: ShieldRelation = ShieldRelation(),
-                  tick: Tick = no_tick) -> TripBracket | None:
+                  hot_relation: ShieldRelation | None = None, tick: Tick = no_tick) -> TripBracket | None:
     """Find the trip, then refine it; None if the runtime never migrates (or is killed). The
     cover is read once, after the trip: it changes over minutes, and reading a scanning
-    instrument between the calls would let the die cool between the bench's readings. The
-    shield comparison comes last, after a rest (module docstring)."""
-    coarse = _approach(runtime, max_calls=max_calls, tick=tick)
+    instrument between the calls would let the die cool between the bench's readings. With a
+    shield and an under-load relation, the zone is compared with the shield right after the
+    tripping call, while the die is hot; the comparison at rest comes last (module docstring)."""
+    at_trip = (lambda: measure_shield(runtime, shield, hot_relation, rest_s=0.0)) \
+        if shield is not None and hot_relation is not None else None
+    coarse = _approach(runtime, max_calls=max_calls, at_trip=at_trip, tick=tick)
     if coarse is None:
         return None
-    bracket = _refine(runtime, coarse, tick=tick) or coarse
+    bracket = _refine(runtime, coarse, at_trip=at_trip, tick=tick) or coarse
     if cover is not None:
         bracket = replace(bracket, cover_c=cover())
     return replace(bracket, shield=measure_shield(runtime, shield, relation)) if shield is not None else bracket
 
 
-def _approach(runtime: RuntimeClient, *, max_calls: int, tick: Tick) -> TripBracket | None:
+def _approach(runtime: RuntimeClient, *, max_calls: int, at_trip: Callable[[], ShieldCheck] | None,
+              tick: Tick) -> TripBracket | None:
     """Inferences sized to heat the NPU ~APPROACH_STEP_C each, until the first migration."""
     tokens, previous = 16, None  # previous: (tokens, rise) of the last call that did not trip
     layers = int(runtime.status().thermal.get("layers_on_cpu", 0))
@@ -288,9 +315,10 @@ def _approach(runtime: RuntimeClient, *, max_calls: int, tick: Tick) -> TripBrac
             if previous is None:  # tripped in the first call: it may have started above the trip
                 log.warning("%s: tripped in the first approach call; no lower bound", runtime.device.name)
                 return None
+            hot = at_trip() if at_trip is not None else None
             rise = max(previous[1], 0.0) * tokens / previous[0]
             reported = float(event["npu_c"]) if "npu_c" in event else None
-            return TripBracket(before, max(before + rise, after), reported, call, tokens)
+            return TripBracket(before, max(before + rise, after), reported, call, tokens, hot_shield=hot)
         layers = _layers_after(gen, layers)
         rise = after - before
         previous = (tokens, rise)
@@ -300,7 +328,8 @@ def _approach(runtime: RuntimeClient, *, max_calls: int, tick: Tick) -> TripBrac
     return None
 
 
-def _refine(runtime: RuntimeClient, coarse: TripBracket, *, tick: Tick) -> TripBracket | None:
+def _refine(runtime: RuntimeClient, coarse: TripBracket, *, at_trip: Callable[[], ShieldCheck] | None,
+            tick: Tick) -> TripBracket | None:
     """Let the NPU cool below the coarse bracket, then climb back with one-token inferences, the
     shortest there are: the die moves little within one, so the readings between them bracket
     the trip closely (a long call can peak between the bench's readings)."""
@@ -318,8 +347,9 @@ def _refine(runtime: RuntimeClient, coarse: TripBracket, *, tick: Tick) -> TripB
             return None
         event = _trip_event(gen, layers)
         if event is not None and layers == 0 and call > 1:
+            hot = at_trip() if at_trip is not None else coarse.hot_shield
             reported = float(event["npu_c"]) if "npu_c" in event else None
-            return TripBracket(low, max(before, after), reported, coarse.calls + call, 1)
+            return TripBracket(low, max(before, after), reported, coarse.calls + call, 1, hot_shield=hot)
         layers = _layers_after(gen, layers)
         # The last call without a trip ran through temperatures from before to after.
         low = min(before, after)
@@ -392,8 +422,9 @@ class SoakLog:
 
 def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, perf_profile: str = SOAK_PROFILE,
          cover: CoverProbe | None = None, shield: ShieldProbe | None = None,
-         relation: ShieldRelation = ShieldRelation(), approach_calls: int = APPROACH_MAX_CALLS,
-         cool_down: bool = True, tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
+         relation: ShieldRelation = ShieldRelation(), hot_relation: ShieldRelation | None = None,
+         approach_calls: int = APPROACH_MAX_CALLS, cool_down: bool = True,
+         tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
     """Approach the trip, run the soak and leave the phone as found: its perf profile restored and,
     with `cool_down`, rested near its starting temperature (a test follows that needs it so)."""
     log_ = SoakLog()
@@ -403,7 +434,7 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
     runtime.config_set("npu.perf_profile", perf_profile)
     try:
         bracket = approach_trip(runtime, max_calls=approach_calls, cover=cover, shield=shield, relation=relation,
-                                tick=tick)
+                                hot_relation=hot_relation, tick=tick)
         log_.dialogs = draw_runs(runtime, cycled=SOAK_PROMPT_CASES)
         for i in range(dialogs):
             log_.add_dialog(generate_case(runtime, log_.dialogs, i, tokens, allow_incomplete=True), tokens)
@@ -488,6 +519,16 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, fa
     else:
         detail = (f"zone corroborated by the shield thermocouple ({shield.zone_offset_c:+.2f} degC, within "
                   f"{shield.uncertainty.expanded:.2f}); {detail}")
+    hot = bracket.hot_shield
+    if shield is not None and hot is None:
+        detail = f"not compared while hot (no under-load shield relation in the profile); {detail}"
+    elif hot is not None and not hot.agrees:
+        problems.append(f"right after the trip the NPU zone reads {hot.zone_c:.2f} degC, but the shield "
+                        f"({hot.reading.shield_c:.2f} degC) puts the hot die at {hot.die_c:.2f} degC: the zone is "
+                        f"{hot.zone_offset_c:+.2f} degC off while hot (tolerance {hot.uncertainty.expanded:.2f}), "
+                        f"so the trip was really near {bracket.value_c - hot.zone_offset_c:.1f} degC")
+    elif hot is not None:
+        detail = (f"and while hot ({hot.zone_offset_c:+.2f} degC, within {hot.uncertainty.expanded:.2f}); {detail}")
     if slowdowns and float(np.median(slowdowns)) < 1.0 + MIGRATION_MIN_SLOWDOWN:
         problems.append(f"the migrations the phone reports do not show in the token rate (median gap ratio "
                         f"{float(np.median(slowdowns)):.3f} over {len(slowdowns)} trips, at least "
@@ -507,6 +548,7 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, fa
         extra={**facts, "bracket_c": [bracket.low_c, bracket.high_c], "runtime_reported_c": bracket.reported_c,
                "approach_calls": bracket.calls, "cover_c": bracket.cover_c, "reported_trips_c": reported[:50],
                "shield": None if shield is None else shield.to_dict(),
+               "hot_shield": None if hot is None else hot.to_dict(),
                "migration_slowdowns": [round(r, 4) for r in slowdowns[:50]]})
     if problems and verdict.outcome is not Outcome.INVALID:
         # A rule on the decided outcome: what the bench found wrong fails a verdict not already INVALID.
@@ -525,7 +567,8 @@ def thermal_trip_check(runtime: RuntimeClient, *, trip: SlaEntry, kills: SlaEntr
     cool_down: rest the phone afterwards (False when no test follows on it: no wait without a reason)."""
     dialogs = max(dialogs or 0, success.n_required)
     log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, shield=shield,
-                         relation=ShieldRelation.from_parameters(trip.parameters), approach_calls=approach_calls,
+                         relation=ShieldRelation.from_parameters(trip.parameters),
+                         hot_relation=ShieldRelation.under_load(trip.parameters), approach_calls=approach_calls,
                          cool_down=cool_down, tick=tick)
     t = np.asarray(log_.t) - log_.t[0]
     trace = {"t": t, "y": np.asarray(log_.npu_c), "y2": np.asarray(log_.cpu_c),
