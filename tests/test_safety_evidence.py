@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -101,9 +101,9 @@ def test_without_a_shield_thermocouple_the_trip_is_the_phones_word(sla):
     assert "no shield thermocouple" in verdict.detail
 
 
-def test_the_shield_relation_is_identified_from_power_steps_on_a_teardown_unit(sla):
-    """The calibration record in the profile is what identify_shield_relation gives for power
-    steps on a unit of the model with a thermocouple on its die (the emulated world's die node)."""
+def _teardown_readings(rest_s: Callable[[int], float]) -> list[tuple[float, float, float]]:
+    """(die, shield, cover) on a teardown unit: 10 power steps, each read 3 times after a decode
+    burst of 1-3 s and a rest of rest_s(k)."""
     rows = []
     for seed, (mhz, seconds) in enumerate([(1400, 560), (1100, 300), (1400, 120), (1400, 900), (1100, 60),
                                            (800, 600), (1400, 30), (1400, 1500), (1100, 1200), (1400, 2400)]):
@@ -112,10 +112,16 @@ def test_the_shield_relation_is_identified_from_power_steps_on_a_teardown_unit(s
         world.work("decode", seconds)
         for k in range(3):
             world.work("decode", 1.0 + k)
-            world.wait(thermal_trip.SHIELD_SETTLE_S)
+            world.wait(rest_s(k))
             t = world.surface_temperatures()
             rows.append((t["npu"], t["shield"], t["cover_a"]))
-    found = thermal_trip.identify_shield_relation(rows)
+    return rows
+
+
+def test_the_shield_relation_is_identified_from_power_steps_on_a_teardown_unit(sla):
+    """The calibration record in the profile is what identify_shield_relation gives for power
+    steps on a unit of the model with a thermocouple on its die (the emulated world's die node)."""
+    found = thermal_trip.identify_shield_relation(_teardown_readings(lambda k: thermal_trip.SHIELD_SETTLE_S))
     record = thermal_trip.ShieldRelation.from_parameters(sla.get("npu_trip_temperature").parameters)
     assert found.n == record.n == 30
     assert found.offset_c == pytest.approx(record.offset_c, abs=0.01)
@@ -127,17 +133,7 @@ def test_the_shield_relation_is_identified_from_power_steps_on_a_teardown_unit(s
 def test_the_under_load_relation_is_identified_right_after_decode_steps(sla):
     """The profile's shield_load_* record: the teardown unit's die, shield and cover read 0.1-0.3 s
     after decode work (the die still shedding heat through the shield), die 42-75 degC."""
-    rows = []
-    for seed, (mhz, seconds) in enumerate([(1400, 560), (1100, 300), (1400, 120), (1400, 900), (1100, 60),
-                                           (800, 600), (1400, 30), (1400, 1500), (1100, 1200), (1400, 2400)]):
-        world = World(seed=seed)
-        world.set_npu_frequency(mhz)
-        world.work("decode", seconds)
-        for k in range(3):
-            world.work("decode", 1.0 + k)
-            world.wait(0.1 + 0.1 * k)
-            t = world.surface_temperatures()
-            rows.append((t["npu"], t["shield"], t["cover_a"]))
+    rows = _teardown_readings(lambda k: 0.1 + 0.1 * k)
     found = thermal_trip.identify_shield_relation(rows)
     record = thermal_trip.ShieldRelation.under_load(sla.get("npu_trip_temperature").parameters)
     assert record is not None and found.n == record.n == 30
