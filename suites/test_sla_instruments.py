@@ -82,10 +82,9 @@ def test_sustained_use(request, station, dut, stimulus, sla, fixture_delay, reco
     if supply is not None:
         power_check.battery_emulation(supply)
     energy = sla.get(power_check.ENERGY) if supply is not None and scope is not None else None
-    sustained_check.sustained_use_check(scope, stimulus, thermal, dut, **sla.pick(**sustained_check.ENTRIES),
+    sustained_check.sustained_use_check(scope, stimulus, thermal, dut, supply, **sla.pick(**sustained_check.ENTRIES),
                                         energy=energy, fixture_delay_s=fixture_delay or 0.0,
-                                        fixture_calibrated=fixture_delay is not None,
-                                        supply=supply).record_into(record)
+                                        fixture_calibrated=fixture_delay is not None).record_into(record)
 
 
 def _on_this_phone(request: pytest.FixtureRequest, station: Any, dut: Any, role: str) -> Any:

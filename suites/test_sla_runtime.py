@@ -131,7 +131,7 @@ def test_token_latency_under_gpu_load(request, station, dut, observed_runtime, s
             # The record for the SoC the lab's inventory declares, else the one the phone names
             # (claim 9's fingerprint holds that name against its NPU's behaviour).
             soc = station.dut(dut.name).expected_soc or dut.getprop("ro.soc.model")
-            result = tokens.contention_check(dut, observed_runtime, loaded_latency=entry, supply=supply,
+            result = tokens.contention_check(dut, observed_runtime, supply, loaded_latency=entry,
                                              gpu_power=gpu_power.GpuPowerRelation.for_model(entry.parameters, soc),
                                              tick=bar.update)
         except UnsupportedCapability as exc:
@@ -223,7 +223,7 @@ def test_audit_log(request, station, dut, clock, sla, record):
     the station clock, the NPU temperature against the shield when its thermocouple is wired."""
     runtime = RuntimeClient(dut, clock=clock)
     _require(runtime, "audit")
-    audit.audit_check(dut, runtime, **targets(sla, **audit.ENTRIES), shield=_shield_probe(request, station, dut),
+    audit.audit_check(dut, runtime, _shield_probe(request, station, dut), **targets(sla, **audit.ENTRIES),
                       relation=thermal_trip.ShieldRelation.from_parameters(sla.get("npu_trip_temperature").parameters)
                       ).record_into(record)
 
@@ -244,10 +244,10 @@ def test_npu_thermal_trip_soak(request, station, dut, observed_runtime, sla, rec
     _require(runtime, "config")
     success = sla.get("long_dialog_success")
     with progress.bar(None, "approach and soak dialogs") as bar:
-        result = thermal_trip.thermal_trip_check(runtime, trip=sla.get("npu_trip_temperature"),
+        result = thermal_trip.thermal_trip_check(runtime, _cover_probe(request, station, dut),
+                                                 _shield_probe(request, station, dut),
+                                                 trip=sla.get("npu_trip_temperature"),
                                                  kills=sla.get("npu_process_kills"), success=success,
-                                                 cover=_cover_probe(request, station, dut),
-                                                 shield=_shield_probe(request, station, dut),
                                                  cool_down=next_on_phone is not None, tick=bar.update)
     record.raw("rest", {"after": "the soak", "rested": next_on_phone is not None,
                         "reason": f"{next_on_phone} follows on this phone" if next_on_phone

@@ -1,7 +1,9 @@
 """One shape for a check (docs/writing-tests.md): `<what>_check(resources..., *, entries..., options...)
 -> CheckResult`. The resources it uses come positionally, the SLA entries it judges keyword-only,
 each typed SlaEntry and named after what it judges, then its options; never a whole profile or a
-mapping of entries."""
+mapping of entries. A resource is an instrument role's protocol (drivers.registry.PROTOCOLS), the
+phone (Device), its runtime, or a probe built from an instrument (CoverProbe, ShieldProbe): it is
+never a keyword-only option, however optional it is."""
 from __future__ import annotations
 
 import importlib
@@ -15,6 +17,12 @@ import pytest
 import phonebench.bench.checks as checks_pkg
 from phonebench.bench.checks import CheckResult
 from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+from phonebench.drivers.registry import PROTOCOLS
+
+# Annotations name resources by these words (the probes are Callable aliases, so the name is what
+# tells them from an option such as a clock's `now`).
+RESOURCES = frozenset({*(protocol.__name__ for protocol in PROTOCOLS.values()),
+                       "Device", "RuntimeClient", "CoverProbe", "ShieldProbe"})
 
 # Checks that cannot follow the rule, with the reason. None so far: keep it that way.
 EXCEPTIONS: dict[str, str] = {}
@@ -35,6 +43,11 @@ CHECKS = _checks()
 
 def _mentions(hint: object, kind: type) -> bool:
     return hint is kind or any(_mentions(arg, kind) for arg in typing.get_args(hint))
+
+
+def _names_a_resource(annotation: object) -> bool:
+    words = str(annotation).replace("|", " ").replace("[", " ").replace("]", " ").replace(",", " ").split()
+    return any(word.rsplit(".", 1)[-1] in RESOURCES for word in words)
 
 
 def test_the_checks_are_found():
@@ -66,3 +79,12 @@ def test_a_check_takes_resources_then_its_entries_then_options(name, check):
     if entries and first_options:
         assert max(keyword_only.index(p) for p in entries) < first_options[0], \
             f"{name}: the entries come before the options"
+    for p in keyword_only:
+        assert not _names_a_resource(p.annotation), \
+            f"{name}: resource {p.name} is a keyword-only option; pass it before `*`, with the other resources"
+
+
+def test_a_resource_is_told_from_an_option():
+    assert _names_a_resource("ShieldProbe | None") and _names_a_resource("PowerAnalyzer | None")
+    assert _names_a_resource("drivers.device.Device")
+    assert not _names_a_resource("Callable[[], float] | None") and not _names_a_resource("ShieldRelation")

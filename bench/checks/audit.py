@@ -200,9 +200,9 @@ def _read_log(device: Device, path: str, rotated: str | None) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def audit_check(device: Device, runtime: RuntimeClient, *, records_missing: SlaEntry, field_errors: SlaEntry,
-                bad_signatures: SlaEntry, content_leaks: SlaEntry, inferences: int | None = None,
-                seed: int | None = None, shield: ShieldProbe | None = None,
+def audit_check(device: Device, runtime: RuntimeClient, shield: ShieldProbe | None = None, *,
+                records_missing: SlaEntry, field_errors: SlaEntry, bad_signatures: SlaEntry, content_leaks: SlaEntry,
+                inferences: int | None = None, seed: int | None = None,
                 relation: ShieldRelation = ShieldRelation(), tick: Tick = no_tick) -> CheckResult:
     """The entries judge the log's four findings (ENTRIES: the metric ids that usually hold them).
 

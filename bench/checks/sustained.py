@@ -139,12 +139,11 @@ def _as_block(entry: SlaEntry) -> SlaEntry:
 
 
 def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
-                        device: Device, *, latency_p99: SlaEntry, latency_std: SlaEntry, dialog_p99: SlaEntry,
-                        cover_max: SlaEntry, cover_spread: SlaEntry, energy: SlaEntry | None = None,
-                        fixture_delay_s: float = 0.0, fixture_calibrated: bool | None = None,
-                        trials: int | None = None, readings: int | None = None,
-                        setup: thermal_check.ThermalSetup | None = None,
-                        supply: PowerAnalyzer | None = None) -> CheckResult:
+                        device: Device, supply: PowerAnalyzer | None = None, *, latency_p99: SlaEntry,
+                        latency_std: SlaEntry, dialog_p99: SlaEntry, cover_max: SlaEntry, cover_spread: SlaEntry,
+                        energy: SlaEntry | None = None, fixture_delay_s: float = 0.0,
+                        fixture_calibrated: bool | None = None, trials: int | None = None,
+                        readings: int | None = None, setup: thermal_check.ThermalSetup | None = None) -> CheckResult:
     """Claims 1, 2 (with a scope), 6's energy per dialog (with a scope, the power analyzer, its
     battery emulation set up, and the `energy` entry) and 7 (with probes) from one study; counts
     default to what the entries need (ENTRIES: the metric ids that usually hold them)."""

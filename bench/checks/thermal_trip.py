@@ -556,9 +556,9 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, fa
     return verdict
 
 
-def thermal_trip_check(runtime: RuntimeClient, *, trip: SlaEntry, kills: SlaEntry, success: SlaEntry,
-                       dialogs: int | None = None, tokens: int = DIALOG_TOKENS, cover: CoverProbe | None = None,
-                       shield: ShieldProbe | None = None, approach_calls: int = APPROACH_MAX_CALLS,
+def thermal_trip_check(runtime: RuntimeClient, cover: CoverProbe | None = None, shield: ShieldProbe | None = None, *,
+                       trip: SlaEntry, kills: SlaEntry, success: SlaEntry, dialogs: int | None = None,
+                       tokens: int = DIALOG_TOKENS, approach_calls: int = APPROACH_MAX_CALLS,
                        cool_down: bool = True, tick: Tick = no_tick) -> CheckResult:
     """cover: the hottest back-cover probe reading, when a thermal instrument is wired (a bound);
     shield: a scan of the shield thermocouple (and the cover), the trip's independent side, held

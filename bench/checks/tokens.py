@@ -491,9 +491,9 @@ def _judge_load_effect(verdict: Verdict, effect: LoadEffect) -> Verdict:
                               f"{verdict.detail}")
 
 
-def contention_check(device: Device, runtime: RuntimeClient, *, loaded_latency: SlaEntry, runs: int | None = None,
-                     tokens: int = CONTENTION_TOKENS, target: float = 0.75, kind: str = "video+call",
-                     supply: PowerAnalyzer | None = None, gpu_power: GpuPowerRelation | None = None,
+def contention_check(device: Device, runtime: RuntimeClient, supply: PowerAnalyzer | None = None, *,
+                     loaded_latency: SlaEntry, runs: int | None = None, tokens: int = CONTENTION_TOKENS,
+                     target: float = 0.75, kind: str = "video+call", gpu_power: GpuPowerRelation | None = None,
                      tick: Tick = no_tick) -> CheckResult:
     """Claim 5: token latencies from the intended start while a GPU load keeps the GPU busy. The
     load must show itself to the bench: on the power analyzer (`supply`, when it feeds the phone)
