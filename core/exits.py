@@ -10,3 +10,4 @@ RESULTS_NOT_WRITTEN = 8  # the run folder refused part of the record (disk full,
 STORE_BEHIND = 9  # results.json is whole but the results store lacks tests: `bench store-import` adds them
 PHONE_BUSY = 10  # another bench held a phone of this run past --phone-wait: the message names the holder
 PHONES_UNREACHABLE = 11  # no selected phone could be reached (no adb, a refusing server, every phone down): stopped before any test
+REPORTED_PARTS_HELD = 12  # every test passed, but a claim passed partly on the phone's word and the profile holds that

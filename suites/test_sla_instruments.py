@@ -12,38 +12,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
-from phonebench.bench.checks import CheckResult
 from phonebench.bench.checks import power as power_check
+from phonebench.bench.checks import sanity
 from phonebench.bench.checks import sustained as sustained_check
-from phonebench.bench.checks import voice as voice_check
-from phonebench.bench.specs.sla import SlaProfile
-from phonebench.core.verdict import Verdict
 
 pytestmark = pytest.mark.evidence("measured")  # the scope, the digitizer and the probes
-
-SANITY_TRIALS = 20
-SANITY_TOKENS = 64
 
 
 @pytest.fixture
 def fixture_delay(calibration: Any) -> float | None:
     """The fixture's acoustic delay from the station's calibration (None: not calibrated)."""
     return getattr(calibration, "fixture_delay_s", None)
-
-
-def _keep(record: Any, verdict: Verdict, *raw: tuple[str, dict[str, np.ndarray]]) -> Verdict:
-    # The record step: save the raw data and point the verdict at the saved files.
-    return record(verdict.but(raw=tuple(record.raw(name, data) for name, data in raw)))
-
-
-def _voice(scope: Any, stimulus: Any, dut: Any, profile: SlaProfile, fixture_delay: float | None,
-           trials: int | None) -> CheckResult:
-    return voice_check.voice_check(scope, stimulus, dut, **profile.pick(**voice_check.METRICS), trials=trials,
-                                   fixture_delay_s=fixture_delay or 0.0,
-                                   fixture_calibrated=fixture_delay is not None)
 
 
 @pytest.mark.regression
@@ -60,13 +41,9 @@ def test_sustained_and_peak_power(dut, supply, sla, record):
 def test_voice_and_power_sanity(dut, scope, stimulus, supply, sla, fixture_delay, record):
     """Short line check: a few dialogs, each answered within the latency and dialog limits
     (every trial, no statistics over a handful), and one generate within the sustained power."""
-    power_check.battery_emulation(supply)
-    trials = _voice(scope, stimulus, dut, sla, fixture_delay, SANITY_TRIALS).measurement
-    for verdict in voice_check.sanity_verdicts(trials, sla):
-        _keep(record, verdict, (verdict.name, {"samples": voice_check.verdict_samples(trials, verdict)}),
-              ("voice-trials", trials.raw()))
-    runs = power_check.measure_sustained_power(supply, dut, 1, tokens=SANITY_TOKENS)
-    _keep(record, power_check.sanity_verdict(runs, sla.get(power_check.SUSTAINED)), ("power-run", runs.raw()))
+    sanity.voice_and_power_sanity_check(scope, stimulus, supply, dut, **sla.pick(**sanity.ENTRIES),
+                                        fixture_delay_s=fixture_delay or 0.0,
+                                        fixture_calibrated=fixture_delay is not None).record_into(record)
 
 
 @pytest.mark.regression

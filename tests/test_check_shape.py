@@ -17,6 +17,7 @@ import pytest
 import phonebench.bench.checks as checks_pkg
 from phonebench.bench.checks import CheckResult
 from phonebench.bench.specs.sla import SlaEntry, SlaProfile
+from phonebench.core.verdict import Verdict
 from phonebench.drivers.registry import PROTOCOLS
 
 # Annotations name resources by these words (the probes are Callable aliases, so the name is what
@@ -26,6 +27,18 @@ RESOURCES = frozenset({*(protocol.__name__ for protocol in PROTOCOLS.values()),
 
 # Checks that cannot follow the rule, with the reason. None so far: keep it that way.
 EXCEPTIONS: dict[str, str] = {}
+
+# Public verdict builders (a function in bench/checks that returns verdicts but is not a check),
+# with why each is still public. Issue 34's one judge takes these rules into one module; until then
+# each stands here, and no new one may join without a reason.
+BUILDERS_LEFT: dict[str, str] = {
+    "gpu_power.judge_gpu_level": "the GPU level rule; contention_check applies it, its test drives it alone",
+    "power.energy_verdicts": "dialog_energy_check's verdicts, shared with sustained_use_check's swept dialogs",
+    "power.sustained_power_verdicts": "the line's sequential power test judges its own runs with it",
+    "thermal.thermal_verdicts": "cover_temperature_check's verdicts, shared with sustained_use_check",
+    "voice.voice_verdicts": "voice_check's verdicts, shared with sustained_use_check's trials",
+    "tokens.early_decision": "the sequential plan's stop rule; benchmarks/bench_sequential_std.py simulates it",
+}
 
 
 def _checks() -> list[tuple[str, typing.Callable]]:
@@ -39,6 +52,20 @@ def _checks() -> list[tuple[str, typing.Callable]]:
 
 
 CHECKS = _checks()
+
+
+def _builders() -> list[str]:
+    """Public functions of bench/checks, not checks, whose return type mentions Verdict or CheckResult."""
+    found = []
+    for info in pkgutil.iter_modules(checks_pkg.__path__):
+        module = importlib.import_module(f"{checks_pkg.__name__}.{info.name}")
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("_") or name.endswith("_check") or fn.__module__ != module.__name__:
+                continue
+            returned = typing.get_type_hints(fn).get("return")
+            if _mentions(returned, Verdict) or _mentions(returned, CheckResult):
+                found.append(f"{info.name}.{name}")
+    return sorted(found)
 
 
 def _mentions(hint: object, kind: type) -> bool:
@@ -88,3 +115,11 @@ def test_a_resource_is_told_from_an_option():
     assert _names_a_resource("ShieldProbe | None") and _names_a_resource("PowerAnalyzer | None")
     assert _names_a_resource("drivers.device.Device")
     assert not _names_a_resource("Callable[[], float] | None") and not _names_a_resource("ShieldRelation")
+
+
+def test_verdicts_come_from_checks_not_from_public_builders():
+    """A suite gets verdicts from a check (`<what>_check -> CheckResult`), never by calling a rule
+    of judgement on data it measured itself; what is left is listed with its reason."""
+    found = _builders()
+    assert sorted(set(found) - set(BUILDERS_LEFT)) == [], "a public verdict builder: make it a check, or private"
+    assert sorted(set(BUILDERS_LEFT) - set(found)) == [], "BUILDERS_LEFT names a builder that is gone: remove it"

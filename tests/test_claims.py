@@ -187,6 +187,50 @@ def test_a_claim_resting_partly_on_the_phones_word_never_shows_a_plain_pass():
     assert next(r for r in claims_grid(honest).rows if r.claim.number == 14).cells["P1"].mark == "pass"
 
 
+def _counters_run(station_file: Path) -> dict:
+    """A run record whose every test passed; claim 14 rests on 2 corroborated and 1 reported verdict."""
+    def verdict(name: str, outcome: str, evidence: str) -> dict:
+        return {"name": name, "claim": 14, "outcome": outcome, "evidence": evidence, "value": 0.9, "unit": "fraction"}
+
+    return {"station": {"file": str(station_file), "sla_profile": "default"}, "duts": {"P1": {}},
+            "tests": [{"nodeid": "t::counters", "dut": "P1", "verdicts": [
+                verdict("counters_mac_utilisation", "pass", "corroborated"),
+                verdict("counters_memory_bandwidth_utilisation", "pass", "corroborated"),
+                verdict("counters_kv_cache_miss_rate", "info", "reported")]}]}
+
+
+def test_a_profile_that_holds_reported_parts_stops_a_run_whose_tests_all_passed(tmp_path, capsys):
+    """`reported_parts = "held"`: exit 12 naming the claim and phone; the shipped profiles qualify
+    (pass*, exit 0), so a nightly's counters with reported parts do not fail the night."""
+    import argparse
+
+    from phonebench.bench.cli.run import held_claims
+    from phonebench.bench.specs.sla import load_profile
+    from phonebench.core.exits import REPORTED_PARTS_HELD
+
+    (tmp_path / "strict.toml").write_text('name = "strict"\nextends = "default"\nreported_parts = "held"\n')
+    data = _counters_run(tmp_path / "station.toml")
+    assert claims_grid(data).qualified_passes() == ["claim 14 on P1 (2 of 3 corroborated, 1 reported)"]
+    assert held_claims(argparse.Namespace(sla_profile=None), data) == 0
+    assert held_claims(argparse.Namespace(sla_profile="nightly"), data) == 0
+    assert held_claims(argparse.Namespace(sla_profile="strict"), data) == REPORTED_PARTS_HELD
+    assert "claim 14 on P1 (2 of 3 corroborated, 1 reported)" in capsys.readouterr().err
+    assert [load_profile(n).reported_parts for n in ("default", "nightly")] == ["qualified", "qualified"]
+    bench_only = {**data, "tests": [{**data["tests"][0], "verdicts": data["tests"][0]["verdicts"][:2]}]}
+    assert held_claims(argparse.Namespace(sla_profile="strict"), bench_only) == 0
+
+
+def test_a_misspelt_reported_parts_policy_is_one_clear_error(tmp_path):
+    import pytest
+
+    from phonebench.bench.specs.sla import load_profile
+    from phonebench.core.errors import ConfigError
+
+    (tmp_path / "bad.toml").write_text('name = "bad"\nextends = "default"\nreported_parts = "hold"\n')
+    with pytest.raises(ConfigError, match="reported_parts' must be one of qualified, held"):
+        load_profile(tmp_path / "bad.toml")
+
+
 def test_a_measurement_under_a_condition_only_the_phone_vouches_for_is_qualified():
     """Claim 5 without a power analyzer (or a GPU power record): latency on the station clock, the
     GPU's level the phone's word; the cell says so."""

@@ -15,6 +15,7 @@ import pytest
 from device_double import PhoneDevice
 
 from phonebench.bench.checks import power as power_check
+from phonebench.bench.checks import sanity
 from phonebench.bench.checks import sustained as sustained_check
 from phonebench.bench.checks import thermal as thermal_check
 from phonebench.bench.checks import voice as voice_check
@@ -34,6 +35,7 @@ from phonebench.emulation.world import World
 PROFILE = load_profile("default")
 VOICE = PROFILE.pick(**voice_check.METRICS)
 COVER = PROFILE.pick(**thermal_check.ENTRIES)
+SANITY = PROFILE.pick(**sanity.ENTRIES)
 STUDY = {**PROFILE.pick(**sustained_check.ENTRIES), "energy": PROFILE.get(power_check.ENERGY)}
 
 
@@ -92,18 +94,31 @@ def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_ri
     p99 = result.verdicts[0]
     assert p99.extra["fixture_calibration"] == "none applied" and "no fixture calibration" in p99.detail
     assert p99.n == 299 and p99.bound <= 410 and p99.unit == "ms" and p99.plot.kind == "samples"
-    # The line's sanity check (every trial within the limits) passes on the same trials.
-    assert all(v.outcome is Outcome.PASS for v in voice_check.sanity_verdicts(result.measurement, PROFILE))
 
 
 def test_slow_phone_fails_latency_p99_and_dialog_time_and_the_line_sanity_check():
     with rig("slow") as r:
         result = voice_check.voice_check(r.scope, r.stimulus, r.device, **VOICE)
-        sanity = voice_check.run_voice_trials(r.scope, r.stimulus, r.device, 20)
+        quick = sanity.voice_and_power_sanity_check(r.scope, r.stimulus, r.supply, r.device, **SANITY)
     found = outcomes(result.verdicts)
     assert found["voice_latency_p99"] is Outcome.FAIL and found["dialog_time_p99"] is Outcome.FAIL
-    assert outcomes(voice_check.sanity_verdicts(sanity, PROFILE)) == {
-        "voice_latency_sanity_max": Outcome.FAIL, "dialog_time_sanity_max": Outcome.FAIL}
+    assert outcomes(quick.verdicts) == {"voice_latency_sanity_max": Outcome.FAIL, "dialog_time_sanity_max": Outcome.FAIL,
+                                        "power_sanity_mean": Outcome.PASS}
+
+
+def test_the_line_sanity_check_passes_a_nominal_phone_and_fails_a_power_hungry_one():
+    """Every one of 20 dialogs within the limits and one generate within the sustained power; each
+    verdict points at its samples and the trials (or the power run) it came from."""
+    with rig("nominal") as r:
+        nominal = sanity.voice_and_power_sanity_check(r.scope, r.stimulus, r.supply, r.device, **SANITY)
+    with rig("power-hungry") as r:
+        hungry = sanity.voice_and_power_sanity_check(r.scope, r.stimulus, r.supply, r.device, **SANITY)
+    assert set(outcomes(nominal.verdicts).values()) == {Outcome.PASS}
+    assert outcomes(hungry.verdicts)["power_sanity_mean"] is Outcome.FAIL
+    latency = nominal.verdicts[0]
+    assert latency.raw == ("voice_latency_sanity_max", "voice-trials") and latency.metric == "voice_latency_p99"
+    assert len(nominal.raw["voice_latency_sanity_max"]["samples"]) >= sanity.TRIALS - sanity.MAX_INVALID
+    assert nominal.verdicts[2].raw == ("power-run",) and "power-run" in nominal.raw
 
 
 def test_jittery_phone_fails_latency_std_and_few_trials_are_never_a_pass():
@@ -182,7 +197,6 @@ def test_nominal_phone_meets_sustained_power_and_energy_per_dialog():
     sustained, runs = sustained_result.verdicts, sustained_result.measurement
     energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained) == {"power_sustained_mean": Outcome.PASS, "power_peak": Outcome.INFO}
-    assert power_check.sanity_verdict(runs, PROFILE.get("sustained_power_mean")).outcome is Outcome.PASS
     assert len(runs.runs) == 10 and runs.sample_rate_hz >= 5000 and runs.truncated == 0
     assert np.mean(runs.means_w) == pytest.approx(3.95, abs=0.05)  # decode (and prefill) at the nominal clock
     assert sustained[1].value == pytest.approx(4.6, abs=0.05)  # prefill is the peak
@@ -199,7 +213,6 @@ def test_power_hungry_phone_fails_sustained_power_and_energy_per_dialog():
     sustained, runs = sustained_result.verdicts, sustained_result.measurement
     energy, dialogs = energy_result.verdicts, energy_result.measurement
     assert outcomes(sustained)["power_sustained_mean"] is Outcome.FAIL
-    assert power_check.sanity_verdict(runs, PROFILE.get("sustained_power_mean")).outcome is Outcome.FAIL
     assert outcomes(energy)["energy_per_dialog"] is Outcome.FAIL
     # The NPU stays awake ~90 s after each answer: every dialog's window runs until it sleeps.
     assert min(dialogs.window_s) > 85 and dialogs.open_ended == 0

@@ -219,16 +219,6 @@ def sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry, *, raw: Sequence[
     return [sustained, peak]
 
 
-def sanity_verdict(runs: PowerRuns, entry: SlaEntry) -> Verdict:
-    """A line's short check: the first run's mean power against the sustained limit (one value)."""
-    verdict = stats.value_verdict("power_sanity_mean", float(runs.means_w[0]) if runs.runs else None,
-                                  limit=entry.limit, unit=entry.unit, comparator=entry.comparator, statistic="mean")
-    # The statistic here is not the entry's (one value against its limit), so no evaluate to carry these.
-    return verdict.but(detail=(f"one generate of {runs.durations_s[0]:.1f} s at {runs.sample_rate_hz:.0f} S/s"
-                               if runs.runs else "no run"),
-                       metric=entry.metric, claim=entry.claim, plot=PlotHint("trace", y_label="W"))
-
-
 @dataclass(frozen=True)
 class EnergySweep:
     """How a dialog's energy is swept: a pre-trigger idle window, a first chunk, then back-to-back

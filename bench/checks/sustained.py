@@ -118,7 +118,7 @@ def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, therm
     return SustainedRun(result, energy, cover, elapsed, run)
 
 
-def voice_verdicts(run: SustainedRun, *, latency_p99: SlaEntry, latency_std: SlaEntry, dialog_p99: SlaEntry,
+def _voice_verdicts(run: SustainedRun, *, latency_p99: SlaEntry, latency_std: SlaEntry, dialog_p99: SlaEntry,
                    raw: Sequence[str] = ()) -> list[Verdict]:
     """Claims 1-2 over the voice phase's trials, counted by effective sample size, conditions stated;
     each points at its own samples, then the raw data named `raw`."""
@@ -161,7 +161,7 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
     raw: dict = {}
     dialog_v: list[Verdict] = []
     if scope is not None:
-        dialog_v = voice_verdicts(run, **voice, raw=("voice-trials", "voice-waveforms"))
+        dialog_v = _voice_verdicts(run, **voice, raw=("voice-trials", "voice-waveforms"))
         raw.update({"voice-trials": {**run.trials.raw(), "cover_c": np.asarray(run.cover_during_trials)},
                     "voice-waveforms": run.trials.raw_waveforms(),
                     **{v.name: {"samples": voice_check.verdict_samples(run.trials, v)} for v in dialog_v}})

@@ -218,7 +218,7 @@ def compare_report(host: np.ndarray, phone: np.ndarray, link: LinkTiming) -> Agr
                      float(diff.max()) if diff.size else 0.0)
 
 
-def judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
+def _judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
           agreement: Agreement | None, *, evidence: Evidence | None = None, raw: Sequence[str] = (),
           plot: str | PlotHint | None = None, extra: Mapping[str, Any] | None = None, **context: object) -> Verdict:
     """The entry's verdict on the host's numbers, the report corroborating them, the tokens checked
@@ -321,9 +321,9 @@ def first_token_check(runtime: RuntimeClient, *, first_token: SlaEntry, n: int |
     link = measure_link(runtime)
     runs = run_inferences(runtime, n, max_tokens=2, tick=tick)
     agreement = compare_report(*runs.intervals(gaps=False, span=False), link) if link and runs.observed else None
-    verdict = judge(first_token, runs, runs.first_token_ms, runs.reported_first_token_ms, link, agreement,
+    verdict = _judge(first_token, runs, runs.first_token_ms, runs.reported_first_token_ms, link, agreement,
                     raw=("first_token", "first_token_prompts"), plot="samples")
-    return with_prompts(CheckResult([verdict], {"first_token": {"samples": runs.first_token_ms,
+    return _with_prompts(CheckResult([verdict], {"first_token": {"samples": runs.first_token_ms,
                                                                 "reported": runs.reported_first_token_ms}}),
                         runs, "first_token")
 
@@ -343,7 +343,7 @@ def token_std_check(runtime: RuntimeClient, *, token_std: SlaEntry, inferences: 
             generate_case(runtime, runs, len(runs.generations), max_tokens)
             tick(1)
         agreement = compare_report(*runs.intervals(first=False), link) if link and runs.observed else None
-        verdict = judge(at_look, runs, runs.gaps_ms, runs.reported_gaps_ms, link, agreement,
+        verdict = _judge(at_look, runs, runs.gaps_ms, runs.reported_gaps_ms, link, agreement,
                         raw=("token_latencies", "token_latencies_prompts"), plot="samples")
         decided = verdict if look == plan.n_max else early_decision(verdict, at_look, runs.gaps_ms)
         if decided is not None:
@@ -365,7 +365,7 @@ def token_std_check(runtime: RuntimeClient, *, token_std: SlaEntry, inferences: 
            "run": np.concatenate([np.full(g.size, i) for i, g in enumerate(gaps)]) if gaps else np.empty(0),
            "reported": np.concatenate(runs.reported_gaps_ms) if runs.reported_gaps_ms else np.empty(0),
            "first_token_ms": runs.first_token_ms}
-    return with_prompts(CheckResult([verdict], {"token_latencies": raw}), runs, "token_latencies")
+    return _with_prompts(CheckResult([verdict], {"token_latencies": raw}), runs, "token_latencies")
 
 
 def early_decision(verdict: Verdict, entry: SlaEntry, gaps: list[np.ndarray]) -> Verdict | None:
@@ -412,7 +412,7 @@ def std_plan(entry: SlaEntry, n: int) -> SequentialPlan:
     return SequentialPlan(tuple(looks), entry.confidence or 0.95)
 
 
-def with_prompts(result: CheckResult, runs: TokenRuns, name: str) -> CheckResult:
+def _with_prompts(result: CheckResult, runs: TokenRuns, name: str) -> CheckResult:
     """Keep the series' drawn prompts and seeds, and which inferences were not the model's, as the
     raw data `<name>_prompts` its verdicts point at."""
     result.raw[f"{name}_prompts"] = {"cases": runs.prompts(), "entropy": str(runs.entropy), "cycled": runs.cycled,
@@ -548,7 +548,7 @@ def contention_check(device: Device, runtime: RuntimeClient, supply: PowerAnalyz
     agreement = compare_report(*measured.intervals(first=False, span=False), link) \
         if link and measured.observed else None
     evidence = Evidence.MEASURED if gpu_load is not None else Evidence.REPORTED
-    verdict = judge(loaded_latency, measured, latencies, reported, link, agreement, evidence=evidence,
+    verdict = _judge(loaded_latency, measured, latencies, reported, link, agreement, evidence=evidence,
                     raw=("token_latencies_gpu_load", "token_latencies_gpu_load_prompts"), plot="samples",
                     extra={"gpu_load": gpu_load, "gpu_load_tool": tool, "expected_interval_ms": expected_ms,
                            "schedule_period_s": period,
@@ -567,7 +567,7 @@ def contention_check(device: Device, runtime: RuntimeClient, supply: PowerAnalyz
            "run": np.concatenate([np.full(x.size, i) for i, x in enumerate(latencies)]) if latencies else np.empty(0),
            "start_lateness_ms": np.asarray(lateness), "gpu_busy_tool": np.asarray(tool_busy),
            "gpu_busy_kernel": np.asarray([np.nan if b is None else b for b in kernel_busy])}
-    return with_prompts(CheckResult([verdict], {"token_latencies_gpu_load": raw}), measured,
+    return _with_prompts(CheckResult([verdict], {"token_latencies_gpu_load": raw}), measured,
                         "token_latencies_gpu_load")
 
 

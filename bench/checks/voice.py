@@ -28,7 +28,7 @@ from . import CheckResult
 from phonebench.core.paths import data_dir
 from ..stats import verdicts as stats
 from ..stats.onset import Onset, OnsetDetector, OnsetStatus
-from ..specs.sla import SlaEntry, SlaProfile
+from ..specs.sla import SlaEntry
 from phonebench.core.verdict import Evidence, PlotHint, Verdict
 from ..stats.uncertainty import calibration_of, voice_budget
 from phonebench.drivers.device import Device
@@ -288,25 +288,6 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials, raw: S
 
 def _statistic(entry: SlaEntry) -> str:
     return f"p{100 * entry.p:.10g}" if entry.statistic == "percentile" else entry.statistic
-
-
-def sanity_verdicts(trials: VoiceTrials, profile: SlaProfile, max_invalid: int = 2) -> list[Verdict]:
-    """A line's short check: every one of a few trials within the latency and the dialog limit
-    (the maximum of a census, no claim about a percentile), at most `max_invalid` left out."""
-    verdicts = []
-    for key, samples_s, name in (("latency_p99", trials.latency_s, "voice_latency_sanity_max"),
-                                 ("dialog_p99", trials.dialog_s, "dialog_time_sanity_max")):
-        entry = profile.get(METRICS[key])
-        scaled = samples_s[~np.isnan(samples_s)] * UNIT_SCALE[entry.unit]
-        verdict = stats.extreme_verdict(name, scaled, limit=entry.limit, unit=entry.unit,
-                                        comparator=entry.comparator, min_samples=len(trials) - max_invalid)
-        # A census maximum, not the entry's statistic, so no evaluate to carry these.
-        verdicts.append(verdict.but(
-            detail=f"{verdict.detail}; every one of {len(trials)} trials ({trials.invalid} invalid) within "
-                   f"{entry.metric}'s limit",
-            metric=entry.metric, claim=entry.claim, plot=PlotHint("samples"),
-            extra={"fixture_calibration": "applied" if trials.fixture_calibrated else "none applied"}))
-    return verdicts
 
 
 def trials_needed(*entries: SlaEntry) -> int:

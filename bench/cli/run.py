@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from phonebench.core.exits import PHONES_UNREACHABLE, RESULTS_NOT_WRITTEN, STORE_BEHIND
+from phonebench.core.exits import PHONES_UNREACHABLE, REPORTED_PARTS_HELD, RESULTS_NOT_WRITTEN, STORE_BEHIND
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
 from .plan import DEFAULT_SUITES, plan
@@ -248,7 +248,7 @@ def _run_on_station(args: argparse.Namespace, run_dir: Path) -> int:
         return STORE_BEHIND
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
     if code == pytest.ExitCode.OK and bad == 0:
-        return 0
+        return held_claims(args, data)
     return 1 if code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) else int(code)
 
 
@@ -384,4 +384,24 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
               f"`bench store-import {run_dir}`", file=sys.stderr)
         return STORE_BEHIND
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
-    return 0 if bad == 0 and data["status"] == "complete" and data["tests"] else 1
+    return held_claims(args, data) if bad == 0 and data["status"] == "complete" and data["tests"] else 1
+
+
+def held_claims(args: argparse.Namespace, data: dict[str, Any]) -> int:
+    """A run whose tests all passed: 0, or REPORTED_PARTS_HELD when its SLA profile says
+    `reported_parts = "held"` and a claim passed partly on the phone's word (docs/faults.md)."""
+    from ..specs.claims import claims_grid
+    from ..specs.sla import load_profile
+
+    station = data.get("station") or {}
+    name = getattr(args, "sla_profile", None) or station.get("sla_profile") or "default"
+    search = (Path(station["file"]).parent,) if station.get("file") else ()
+    profile = load_profile(name, search=search)
+    held = claims_grid(data).qualified_passes() if profile.reported_parts == "held" else []
+    if not held:
+        return 0
+    more = f" and {len(held) - 3} more" if len(held) > 3 else ""
+    print(f"bench run: every test passed, but profile {profile.name} holds claims that pass partly on the "
+          f"phone's word ({'; '.join(held[:3])}{more}): exit {REPORTED_PARTS_HELD}; the grid above says "
+          f"which verdicts are reported", file=sys.stderr)
+    return REPORTED_PARTS_HELD

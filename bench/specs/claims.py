@@ -144,6 +144,12 @@ class ClaimsGrid:
     rows: list[ClaimRow]
     unclaimed: int = 0  # verdicts that speak to no claim (identity, instrument checks): in the tables below
 
+    def qualified_passes(self) -> list[str]:
+        """Each passing cell that rests partly on the phone's word: "claim 14 on EMU0001 (2 of 5
+        corroborated, 3 reported)" (what a profile with `reported_parts = "held"` stops a run on)."""
+        return [f"claim {row.claim.number} on {phone} ({cell.qualifier})"
+                for row in self.rows for phone, cell in row.cells.items() if cell.qualifier]
+
 
 def claims_grid(data: dict[str, Any]) -> ClaimsGrid:
     """The claims x phones grid of a results.json-shaped record."""

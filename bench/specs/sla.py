@@ -52,11 +52,16 @@ log = logging.getLogger(__name__)
 PROFILE_DIR = data_dir("sla_profiles")
 SAMPLED = ("percentile", "std", "mean", "proportion")  # statistics that carry a confidence
 STATISTICS = SAMPLED + ("max", "min", "count", "value")
-TOP_LEVEL = ("name", "description", "extends", "purpose", "metrics")
+TOP_LEVEL = ("name", "description", "extends", "purpose", "reported_parts", "metrics")
 # What a profile asks: `demonstration` (each claim shown per phone at its confidence: release) or
 # `regression` (the nightly: sizes chosen for the change each gate must detect against a baseline
 # by `bench compare`; its entries relax the base on purpose, so that is not warned about).
 PURPOSES = ("demonstration", "regression")
+# Whether a claim resting partly on the phone's word (some verdicts reported, or judged on a
+# condition only the phone vouches for) may pass the run: `qualified` (it passes, shown "pass*"
+# with how much is reported, in the grid, the summary and junit) or `held` (`bench run` exits
+# REPORTED_PARTS_HELD although every test passed).
+REPORTED_PARTS = ("qualified", "held")
 FIELDS = ("description", "claim", "statistic", "comparator", "limit", "unit", "confidence", "min_samples",
           "p", "independence", "min_runs", "tolerance", "conditions", "parameters", "evidence", "decision_rule")
 # What an entry's `evidence` requirement accepts: "measured" needs the bench's own measurement;
@@ -225,6 +230,7 @@ class SlaProfile:
     chain: tuple[Path, ...] = ()  # files this profile was built from, base first
     loosened: tuple[str, ...] = ()  # overrides that relax the base profile (logged as warnings)
     purpose: str = "demonstration"  # PURPOSES
+    reported_parts: str = "qualified"  # REPORTED_PARTS
 
     def get(self, metric: str) -> SlaEntry:
         try:
@@ -260,7 +266,8 @@ def load_profile(name_or_path: str | Path, search: tuple[Path, ...] = ()) -> Sla
                 "SLA profile %s loosens its base: %s", path, note)
     return SlaProfile(name=raw["name"], description=raw.get("description", ""), path=path,
                       entries=MappingProxyType(entries), chain=tuple(files),
-                      loosened=tuple(loosened), purpose=purpose)
+                      loosened=tuple(loosened), purpose=purpose,
+                      reported_parts=raw.get("reported_parts", "qualified"))
 
 
 def available_profiles(search: tuple[Path, ...] = ()) -> list[str]:
@@ -294,6 +301,10 @@ def _load_chain(path: Path, search: tuple[Path, ...], seen: tuple[Path, ...] = (
     if "purpose" in doc and doc["purpose"] not in PURPOSES:
         raise ConfigError(f"SLA profile {path}: field 'purpose' must be one of {', '.join(PURPOSES)}, got "
                           f"{doc['purpose']!r}", hint='e.g. purpose = "regression" for a nightly profile')
+    if "reported_parts" in doc and doc["reported_parts"] not in REPORTED_PARTS:
+        raise ConfigError(f"SLA profile {path}: field 'reported_parts' must be one of {', '.join(REPORTED_PARTS)}, "
+                          f"got {doc['reported_parts']!r}",
+                          hint='reported_parts = "held" stops a run whose claims pass partly on the phone\'s word')
     for key in ("name", "description"):
         if key in doc and not isinstance(doc[key], str):
             raise ConfigError(f"SLA profile {path}: field {key!r} must be a string, got {doc[key]!r}",
@@ -326,8 +337,9 @@ def _load_chain(path: Path, search: tuple[Path, ...], seen: tuple[Path, ...] = (
                 merged[key] = value
             provenance[metric][key] = path
     raw["name"] = doc.get("name", path.stem)
-    if "purpose" in doc:
-        raw["purpose"] = doc["purpose"]
+    for key in ("purpose", "reported_parts"):
+        if key in doc:
+            raw[key] = doc[key]
     if "description" in doc:
         raw["description"] = doc["description"]
     return raw, provenance, loosened, files + [path]
