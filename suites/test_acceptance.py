@@ -28,7 +28,6 @@ from phonebench.bench.checks.weights import verify_page, load_manifest
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.verdict import Outcome, Verdict
 from phonebench.bench.stats.sequential import SequentialPlan
-from phonebench.drivers.runtime import RuntimeClient
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.evidence("measured")]
 
@@ -68,12 +67,11 @@ def test_dut_calibration(dut, dut_identity, supply, thermal, scanned_serial, cal
 
 
 @pytest.mark.acceptance(check="weights")
-def test_weight_store_spot_check(dut, dut_identity, profile, record):
+def test_weight_store_spot_check(dut, dut_identity, runtime, profile, record):
     """The update's manifest is signed by a trusted key; the device's CRC check of every page is
     clean; a few pages (chosen per unit, so a line covers the file) and any page the CRC flags
     verify up to the manifest's Merkle root."""
     entry = profile.get("acceptance_weight_page_errors")
-    runtime = RuntimeClient(dut)
     manifest = load_manifest(dut, runtime)
     crc_bad = set(runtime.weights_verify().bad_pages)
     rng = np.random.default_rng(zlib.crc32(dut_identity.serial.encode()))

@@ -8,7 +8,6 @@ import os
 import pytest
 
 from phonebench.bench.phone.adapters import apply_adapter, choose_adapter
-from phonebench.core.errors import UnsupportedCapability
 from phonebench.bench.phone.fingerprint import FingerprintReport, fingerprint, fingerprint_verdict, overflow_probes
 from phonebench.bench.specs.profiles import ProfileLibrary, load_library
 from phonebench.core.verdict import Outcome, Verdict
@@ -17,7 +16,8 @@ from phonebench.drivers.llamacpp import DEFAULT_DIR, LlamaCpp
 from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed
 
 # The bench's own computation: probe answers and tokens against references computed off the phone.
-pytestmark = [pytest.mark.matrix, pytest.mark.acceptance, pytest.mark.regression, pytest.mark.evidence("measured")]
+pytestmark = [pytest.mark.matrix, pytest.mark.acceptance, pytest.mark.regression, pytest.mark.evidence("measured"),
+              pytest.mark.capabilities("probe")]
 
 LLAMACPP_MODEL = os.environ.get("PHONEBENCH_LLAMACPP_MODEL", "/data/local/tmp/models/model.gguf")
 
@@ -25,16 +25,6 @@ LLAMACPP_MODEL = os.environ.get("PHONEBENCH_LLAMACPP_MODEL", "/data/local/tmp/mo
 @pytest.fixture(scope="module")
 def library() -> ProfileLibrary:
     return load_library()
-
-
-@pytest.fixture
-def runtime(dut) -> RuntimeClient:
-    client = RuntimeClient(dut)
-    try:
-        client.require("probe")
-    except UnsupportedCapability as exc:
-        pytest.skip(str(exc))
-    return client
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The SLA suite, runtime side: claims 3, 4, 5, 8, 10, 11, 12, 13, 14 measured through the runtime
 contract (bench/checks/{tokens,thermal_trip,redundancy,weights,audit,counters}.py). Token timing
-and the counters' cross-checks use the station clock (`clock` fixture: the host's, or the
-emulated world's time server), so on an emulated station they run on the phone sharing its world.
+and the counters' cross-checks use the station clock (`clock`, `timed_runtime`: the host's, or the
+emulated world's time server, which every emulated station has), so on an emulated station they run on the phone sharing its world.
 
 Limits, confidence and sample counts come from the `sla` fixture's profile (the checks' own
 targets, bench/checks/targets.toml, for metrics the product profile does not hold). Every verdict
@@ -11,7 +11,6 @@ with the reason. `acceptance` marks the two checks cheap enough for a production
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,33 +20,22 @@ from phonebench.bench.checks import audit, counters, gpu_power, redundancy, ther
 from phonebench.bench.checks.targets import target, targets
 from phonebench.bench.specs.payloads import find_payload
 from phonebench.core.errors import UnsupportedCapability
-from phonebench.core.verdict import Evidence
-from phonebench.bench.phone.device_state import phone_clock
 from phonebench.core.station import StationConfig
 from phonebench.drivers.runtime import RuntimeClient
 
 COVER_CHANNELS = ("T1", "T2")  # the thermal fixture's back-cover probes (bench/checks/thermal.py)
 
 # Checks state their own evidence; what they leave unstated (informative counts) is the phone's word.
-pytestmark = [pytest.mark.regression, pytest.mark.evidence("reported")]
+pytestmark = [pytest.mark.regression, pytest.mark.evidence("reported"), pytest.mark.capabilities("generate", "status")]
 
 
 @pytest.fixture
-def runtime(dut: Any) -> RuntimeClient:
-    client = RuntimeClient(dut)
-    _require(client, "generate", "status")
-    return client
-
-
-@pytest.fixture
-def observed_runtime(dut: Any, clock: Any) -> RuntimeClient:
+def observed_runtime(timed_runtime: RuntimeClient) -> RuntimeClient:
     """The runtime with the station clock: token arrivals are stamped on the host (claims 3-5, 14),
     in its shipped numerics (the profile's overflow adapter) so its tokens can be checked against the
     bench's reference model."""
-    client = RuntimeClient(dut, clock=clock)
-    _require(client, "generate", "status")
-    _shipped_numerics(client)
-    return client
+    _shipped_numerics(timed_runtime)
+    return timed_runtime
 
 
 def _shipped_numerics(client: RuntimeClient) -> None:
@@ -59,30 +47,11 @@ def _shipped_numerics(client: RuntimeClient) -> None:
         pass
 
 
-def _require(runtime: RuntimeClient, *capabilities: str) -> None:
-    try:
-        for capability in capabilities:
-            runtime.require(capability)
-    except UnsupportedCapability as exc:
-        pytest.skip(str(exc))
-
-
 def _require_ripple(supply: Any) -> None:
     try:
         redundancy.require_ripple(supply)
     except UnsupportedCapability as exc:
         pytest.skip(str(exc))
-
-
-def _bench_clock(station: StationConfig, runtime: RuntimeClient, clock: Any) -> tuple[Callable[[], float], Evidence]:
-    """The clock that times device calls, and what it is as evidence: the station clock (the
-    host's on hardware, the world's time server on the emulated station). Only a host clock on an
-    emulated station, which sees no simulated time, falls back to the phone's own clock read over
-    ADB around each call (corroborated, not measured)."""
-    emulated = station.source is None or station.emulated is not None
-    if getattr(clock, "family", "host") == "host" and emulated:
-        return phone_clock(runtime), Evidence.CORROBORATED
-    return clock.now, Evidence.MEASURED
 
 
 def _cover_probe(request: pytest.FixtureRequest, station: StationConfig, dut: Any) -> thermal_trip.CoverProbe | None:
@@ -153,8 +122,8 @@ def test_token_timing_against_the_power_trace(observed_runtime, supply, record):
 
 # --- claim 10: voltage redundancy ----------------------------------------------------------------
 @pytest.mark.needs("supply")
+@pytest.mark.capabilities("config", "probe")
 def test_redundancy_ripple_sweep(runtime, supply, sla, record, progress):
-    _require(runtime, "config", "probe")
     _require_ripple(supply)
     with progress.bar(None, "ripple steps") as bar:
         result = redundancy.ripple_sweep_check(supply, runtime,
@@ -166,47 +135,45 @@ def test_redundancy_ripple_sweep(runtime, supply, sla, record, progress):
 
 
 @pytest.mark.needs("supply")
+@pytest.mark.capabilities("config")
 def test_redundancy_bit_exact_at_50mv(runtime, supply, sla, record):
-    _require(runtime, "config")
     _require_ripple(supply)
     result = redundancy.bit_exact_check(supply, runtime, token_mismatches=sla.get("redundancy_token_mismatches"),
                                         off_token_mismatches=target(sla, "redundancy_off_token_mismatches"))
     result.record_into(record)
 
 
-def test_redundancy_slowdown(station, runtime, clock, sla, record, progress):
-    _require(runtime, "config")
-    now, evidence = _bench_clock(station, runtime, clock)
+@pytest.mark.capabilities("config")
+def test_redundancy_slowdown(runtime, clock, sla, record, progress):
     with progress.bar(None, "paired runs") as bar:
-        redundancy.slowdown_check(runtime, slowdown=sla.get("redundancy_slowdown"), now=now, now_evidence=evidence,
+        redundancy.slowdown_check(runtime, slowdown=sla.get("redundancy_slowdown"), now=clock.now,
                                   tick=bar.update).record_into(record)
 
 
 # --- claims 11, 12: weights ----------------------------------------------------------------------
+@pytest.mark.capabilities("weights")
 def test_weight_pages_read_without_error(dut, runtime, sla, record):
-    _require(runtime, "weights")
     weights.read_errors_check(dut, runtime, read_errors=sla.get("weight_page_read_errors"),
                               error_rate=target(sla, "weights_page_error_rate")).record_into(record)
 
 
 @pytest.mark.acceptance
+@pytest.mark.capabilities("weights")
 def test_weights_merkle_root(dut, runtime, sla, record):
-    _require(runtime, "weights")
     weights.root_check(dut, runtime, root_mismatches=target(sla, "weights_root_mismatches")).record_into(record)
 
 
-def test_weights_spot_check_time(station, dut, runtime, clock, sla, record, progress):
-    _require(runtime, "weights")
+@pytest.mark.capabilities("weights")
+def test_weights_spot_check_time(dut, runtime, clock, sla, record, progress):
     entry = sla.get("merkle_spot_check_time")
-    now, evidence = _bench_clock(station, runtime, clock)
     with progress.bar(entry.n_required, "spot checks") as bar:
-        weights.spot_check_time_check(dut, runtime, spot_check_time=entry, now=now, now_evidence=evidence,
+        weights.spot_check_time_check(dut, runtime, spot_check_time=entry, now=clock.now,
                                       tick=bar.update).record_into(record)
 
 
+@pytest.mark.capabilities("weights")
 def test_weights_corrupt_page_repaired(dut, runtime, sla, record, station):
     """Inject one bad page (an engineering unit's /data/vendor is writable), detect it, re-send it alone."""
-    _require(runtime, "weights")
     manifest = weights.load_manifest(dut, runtime)
     package = find_payload(station.payloads, manifest.root, manifest.salt, manifest.data_size)
     if package is None:
@@ -218,18 +185,17 @@ def test_weights_corrupt_page_repaired(dut, runtime, sla, record, station):
 
 # --- claims 13, 14: audit log and counters -------------------------------------------------------
 @pytest.mark.acceptance
-def test_audit_log(request, station, dut, clock, sla, record):
+@pytest.mark.capabilities("audit")
+def test_audit_log(request, station, dut, timed_runtime, sla, record):
     """Each record matched to the inference the bench issued: lengths drawn by the bench, times on
     the station clock, the NPU temperature against the shield when its thermocouple is wired."""
-    runtime = RuntimeClient(dut, clock=clock)
-    _require(runtime, "audit")
-    audit.audit_check(dut, runtime, _shield_probe(request, station, dut), **targets(sla, **audit.ENTRIES),
+    audit.audit_check(dut, timed_runtime, _shield_probe(request, station, dut), **targets(sla, **audit.ENTRIES),
                       relation=thermal_trip.ShieldRelation.from_parameters(sla.get("npu_trip_temperature").parameters)
                       ).record_into(record)
 
 
+@pytest.mark.capabilities("counters")
 def test_runtime_counters(observed_runtime, sla, record):
-    _require(observed_runtime, "counters")
     counters.counters_check(observed_runtime, **targets(sla, **counters.ENTRIES)).record_into(record)
 
 
@@ -237,11 +203,11 @@ def test_runtime_counters(observed_runtime, sla, record):
 # Last: the phone it leaves hot rests only when another test follows on it (`next_on_phone`), so a
 # default run spends no cool-down at all; after the token checks, whose inferences leave the NPU
 # warm (moved first, on the phone the sustained-use study left, it took 2 lab minutes longer).
+@pytest.mark.capabilities("config")
 def test_npu_thermal_trip_soak(request, station, dut, observed_runtime, sla, record, progress, next_on_phone):
     """Dialogs streamed on the station clock and checked against the reference: kills and success
     are what the host sees (docs/evidence-safety.md)."""
     runtime = observed_runtime
-    _require(runtime, "config")
     success = sla.get("long_dialog_success")
     with progress.bar(None, "approach and soak dialogs") as bar:
         result = thermal_trip.thermal_trip_check(runtime, _cover_probe(request, station, dut),
