@@ -268,6 +268,17 @@ def reported_never_passes(verdict: Verdict) -> Verdict:
                        .rstrip("; "))
 
 
+def held_to_sequential_decision(verdict: Verdict, decision: str) -> Verdict:
+    """A sequential test's verdict on the samples it took, held to its stop rule's decision
+    (bench/stats/sequential.py: "pass", "fail" or "continue"): a decided FAIL fails even below the
+    entry's sample count; a run stopped undecided never passes."""
+    if decision == "fail" and verdict.outcome is not Outcome.FAIL:
+        return verdict.but(outcome=Outcome.FAIL)  # the rule's own account is in the detail already
+    if decision == "continue" and verdict.outcome.is_good:
+        return verdict.but(outcome=Outcome.INSUFFICIENT)
+    return verdict
+
+
 def compare(name: str, value: float | None, unit: str, limit: float | None, comparator: str = "<=",
             **kwargs: Any) -> Verdict:
     """A single-value check (no sampling statistics): pass when `value comparator limit`."""

@@ -26,7 +26,7 @@ from phonebench.bench.checks.redundancy import bit_exact_check, require_ripple
 from phonebench.core.errors import UnsupportedCapability
 from phonebench.bench.checks.weights import verify_page, load_manifest
 from phonebench.bench.specs.sla import SlaProfile, load_profile
-from phonebench.core.verdict import Outcome, Verdict
+from phonebench.core.verdict import Verdict, held_to_sequential_decision
 from phonebench.bench.stats.sequential import SequentialPlan
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.evidence("measured")]
@@ -138,7 +138,7 @@ def test_voice_latency_sanity(request, station, dut, scope, stimulus, calibratio
                 else "no fixture calibration: acoustic delay not subtracted"))
     raw = record.raw("voice", {"samples": latency_ms, **trials.raw()})
     verdict = entry.evaluate(valid, raw=raw, detail_suffix=notes, extra={"fixture_delay_s": delay})
-    record(_no_plot(_sequential(verdict, run.decision.decision)))
+    record(_no_plot(held_to_sequential_decision(verdict, run.decision.decision)))
 
 
 @pytest.mark.needs("supply")
@@ -154,18 +154,8 @@ def test_power_sanity(dut, supply, profile, record):
     path = record.raw("power", run.runs.raw())
     for verdict in sustained_power_verdicts(run.runs, entry, raw=(path,), note=f"sequential: {run.decision.detail}"):
         if verdict.metric == entry.metric:
-            verdict = _sequential(verdict, run.decision.decision)
+            verdict = held_to_sequential_decision(verdict, run.decision.decision)
         record(_no_plot(verdict))
-
-
-def _sequential(verdict: Verdict, decision: str) -> Verdict:
-    """The SLA entry's verdict on the samples taken, held to the sequential rule's decision: a
-    decided FAIL fails even below the entry's sample count, an undecided run never passes."""
-    if decision == "fail" and verdict.outcome is not Outcome.FAIL:
-        return verdict.but(outcome=Outcome.FAIL)
-    if decision == "continue" and verdict.outcome.is_good:
-        return verdict.but(outcome=Outcome.INSUFFICIENT)
-    return verdict
 
 
 def _no_plot(verdict: Verdict) -> Verdict:

@@ -9,7 +9,6 @@ import pytest
 from phonebench.core.errors import UnsupportedCapability
 from phonebench.fixtures.plugin import _with_capabilities
 
-pytestmark = pytest.mark.unit
 
 
 class _Runtime:

@@ -9,7 +9,8 @@ import pytest
 
 from phonebench.core.errors import ConfigError
 from phonebench.bench.specs.sla import PROFILE_DIR, available_profiles, load_profile
-from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.core.verdict import (Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict,
+                                     held_to_sequential_decision)
 
 
 def _measured(standard: float) -> dict:
@@ -369,3 +370,16 @@ def test_an_unknown_profile_name_lists_profiles_not_station_files(tmp_path: Path
     listed = refused.value.hint.split(";")[0]
     assert "strict" in listed and "default" in listed and "acceptance" in listed
     assert "line1" not in listed  # a station file beside the profiles is not a profile
+
+
+@pytest.mark.parametrize("outcome, decision, held", [
+    (Outcome.PASS, "fail", Outcome.FAIL),  # a decided FAIL fails even below the entry's count
+    (Outcome.INSUFFICIENT, "fail", Outcome.FAIL),
+    (Outcome.PASS, "continue", Outcome.INSUFFICIENT),  # stopped undecided: never a pass
+    (Outcome.FAIL, "continue", Outcome.FAIL),
+    (Outcome.PASS, "pass", Outcome.PASS),
+    (Outcome.INSUFFICIENT, "pass", Outcome.INSUFFICIENT),  # the entry's own count still holds
+])
+def test_a_sequential_verdict_is_held_to_its_rule_s_decision(outcome, decision, held):
+    verdict = Verdict(name="acceptance_power_mean", value=3.9, unit="W", outcome=outcome, limit=4.5)
+    assert held_to_sequential_decision(verdict, decision).outcome is held
