@@ -234,7 +234,7 @@ def encode_runs(runs: Iterable[tuple[int, int]]) -> str:
     return ",".join(f"{v}x{n}" if n != 1 else str(v) for v, n in runs)
 
 
-def encode_dense(values: Sequence[int]) -> str:
+def encode_dense(values: Iterable[int]) -> str:
     """A dense INT4 vector -> "@" + one hex nibble per value (two's complement)."""
     return "@" + "".join("%x" % (int(v) & 0xF) for v in values)
 

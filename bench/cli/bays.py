@@ -61,7 +61,8 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
     run_dir.mkdir(parents=True, exist_ok=True)
     if jobs < 1:
         raise ConfigError(f"--jobs {jobs}: at least one bay must run at a time")
-    pending, running, outcomes = list(bays), {}, {b: BayOutcome(b, None) for b in bays}
+    pending, outcomes = list(bays), {b: BayOutcome(b, None) for b in bays}
+    running: dict[str, tuple[subprocess.Popen[bytes], float]] = {}
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a stopped bench stops its workers too
     # The run is live while this process lives: a bench starting meanwhile must not heal it, and
     # one starting after a kill merges what the bays recorded (phonebench.bench.store.heal).

@@ -87,20 +87,22 @@ def _baselines(store: Any, tonight: dict[str, Any], against: str) -> tuple[dict[
                              "accept a run first with `bench accept-build RUN`")
         for m in missing:
             print(f"bench compare: no accepted baseline for {m}: its phones are not compared")
-        baselines = {m: store.load_run(accepted[m].run_id).data for m in models if m in accepted}
-        return baselines, "accepted (" + ", ".join(f"{m}: {accepted[m].run_id}" for m in sorted(baselines)) + ")"
+        present = sorted(m for m in models if m in accepted)
+        baselines: dict[str | None, dict[str, Any]] = {m: store.load_run(accepted[m].run_id).data for m in present}
+        return baselines, "accepted (" + ", ".join(f"{m}: {accepted[m].run_id}" for m in present) + ")"
     try:
         return {None: store.load_run(against).data}, against
     except StoreError:
         pass
-    found = {m: [r for r in runs_of_build(store, against, m) if r != tonight.get("run_id")]
-             for m in run_models(tonight)}
-    found = {m: runs[0] for m, runs in found.items() if runs}
+    builds = {m: [r for r in runs_of_build(store, against, m) if r != tonight.get("run_id")]
+              for m in run_models(tonight)}
+    found = {m: runs[0] for m, runs in builds.items() if runs}
     if not found:
         raise UsageError(f"{against!r} is neither a stored run nor a build any complete run's phones of "
                          f"{', '.join(sorted(run_models(tonight))) or 'these models'} ran (`bench runs` lists runs; a "
                          "build is a runtime version string)")
-    return ({m: store.load_run(r).data for m, r in found.items()},
+    by_model: dict[str | None, dict[str, Any]] = {m: store.load_run(r).data for m, r in found.items()}
+    return (by_model,
             f"build {against} (" + ", ".join(f"{m}: run {r}" for m, r in sorted(found.items())) + ")")
 
 

@@ -376,9 +376,9 @@ def serve_line(args: argparse.Namespace) -> int:
                   retestable=tuple(sorted(policy.retestable)), profile=args.profile, batch=args.batch,
                   operator=args.operator)
     if args.station:
-        station = load_station(args.station)
-        specs = [FixtureSpec(name=d.name, station_file=Path(args.station), dut=d.name, **common) for d in station.duts]
-        title = f"{station.name}: operator station"
+        config = load_station(args.station)
+        specs = [FixtureSpec(name=d.name, station_file=Path(args.station), dut=d.name, **common) for d in config.duts]
+        title = f"{config.name}: operator station"
     else:
         faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
         specs = [FixtureSpec(name=chr(ord("A") + i), emulated=EmulatedUnits(

@@ -39,7 +39,13 @@ def register(subparsers: Subcommands) -> None:
     verify.add_argument("--dir", default=str(DEFAULT_ROOT), help="profile library folder (default: %(default)s)")
     verify.add_argument("--pubkey", action="append", default=[], help="trusted public key (repeatable)")
     verify.set_defaults(func=cmd_verify)
-    prof.set_defaults(func=lambda args: prof.print_help() or 2)
+    prof.set_defaults(func=lambda args: _help(prof))
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    """`bench profiles` without a subcommand: its help, and the usage error's exit code."""
+    parser.print_help()
+    return 2
 
 
 def cmd_sign(args: argparse.Namespace) -> int:

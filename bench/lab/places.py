@@ -212,7 +212,8 @@ class Lab:
         """The place's resources: name -> {cls, params, ...} (from `labgrid-client show`): those it
         holds once acquired, else those its matches select (reading them locks nothing)."""
         resources: dict[str, dict[str, Any]] = {}
-        name, block = None, []
+        name: str | None = None
+        block: list[str] = []
         for line in [*self._checked("show", place=place).splitlines(), "Acquired resource 'end' ():"]:
             match = _RESOURCE.match(line)
             if match:

@@ -169,7 +169,7 @@ def serve(station: OperatorStation, host: str = "127.0.0.1", port: int = 8080) -
     """A threaded WSGI server for the page (werkzeug, which Flask ships); returns it, not yet serving."""
     from werkzeug.serving import make_server
 
-    server = make_server(host, port, None, threaded=True)
+    server = make_server(host, port, None, threaded=True)  # type: ignore[arg-type]  # the app needs the bound port: set below
     bound = server.server_port
     names = {f"{host}:{bound}", f"localhost:{bound}", f"127.0.0.1:{bound}"} if host in ("127.0.0.1", "localhost") \
         else {f"{host}:{bound}"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing as mp
+from multiprocessing.process import BaseProcess
 import os
 import signal
 import tempfile
@@ -14,6 +15,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from phonebench.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ class FixtureSpec:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def start_fixture(spec: FixtureSpec, events: Any) -> tuple[mp.Process, Any]:
+def start_fixture(spec: FixtureSpec, events: Any) -> tuple[BaseProcess, Any]:
     """The fixture's process and its command queue; it posts {"fixture": name, "event": ...} to `events`."""
     ctx = mp.get_context("spawn")  # a clean interpreter: no server threads or sockets inherited
     commands = ctx.Queue()
@@ -65,8 +68,11 @@ def _stop_with_the_station() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = mp.parent_process()
     if parent is not None:
-        threading.Thread(target=lambda: (parent.join(), os.kill(os.getpid(), signal.SIGTERM)),
-                         name="station-watch", daemon=True).start()
+        def watch(station: BaseProcess) -> None:
+            station.join()
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=watch, args=(parent,), name="station-watch", daemon=True).start()
 
 
 def _main(spec: FixtureSpec, commands: Any, events: Any) -> None:
@@ -116,6 +122,8 @@ def _station(spec: FixtureSpec, send: Any) -> Any:
                                                      name=f"emulated-line-{spec.name}", serial_format=e.serial_format))
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"phonebench-{spec.name}-")))
             station_file = line.write_station(folder / "fixture.toml", results_dir=spec.results_dir)
+        if station_file is None:
+            raise ConfigError(f"fixture {spec.name}: neither a station file nor emulated units")
         station = stack.enter_context(AcceptanceStation(
             station_file, dut=spec.dut, results_dir=spec.results_dir, calibration_config=spec.calibration_config,
             policy=policy, operator=spec.operator, batch=spec.batch, profile=spec.profile,

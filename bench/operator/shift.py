@@ -143,8 +143,8 @@ class Shift:
             return {
                 "retest_policy": {"retries": self.retries, "retestable": sorted(self.retestable)},
                 "fixtures": [{**asdict(f), "may_retest": self._may_retest(f),
-                              "may_repair": f.status == "result" and bool(f.result)
-                              and f.result["outcome"] != "pass" and not f.disposed}
+                              "may_repair": f.status == "result"
+                              and bool(f.result and f.result["outcome"] != "pass") and not f.disposed}
                              for f in self.fixtures.values()],
                 "units": [asdict(r) for r in list(self.units)[:30]],
                 "shift": {"units": len(rows), "passed": sum(r.outcome == "pass" for r in rows),

@@ -56,8 +56,9 @@ def parse_getprop(text: str) -> dict[str, str]:
 def collect_identity(device: Device, name: str, address: str) -> DutIdentity:
     """Read getprop and the runtime's identity in two shell calls."""
     props = parse_getprop(device.run("getprop"))
-    identity = DutIdentity(name=name, address=address,
-                           **{attr: props.get(key, "") for attr, key in PROPS.items()})
+    identity = DutIdentity(name=name, address=address)
+    for attr, key in PROPS.items():
+        setattr(identity, attr, props.get(key, ""))
     if not identity.soc_model:  # ro.soc.model exists from API 31; older phones only have the board
         identity.soc_model = props.get("ro.board.platform", "")
     _add_runtime_identity(device, identity)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -26,7 +26,7 @@ TOLERANCE = Style("#c62828", 1.0, ":")
 BOUND = Style("#ef6c00", 1.6)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     """A plottable number: numpy's scalars too (a record rendered from memory holds them), no bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -83,9 +83,9 @@ def _panel(name: str, by_phone: dict[str, dict[str, Any]], phones: list[str], y0
             for edge in (first["limit"] - tol, first["limit"] + tol):
                 panel.rule(float(edge), TOLERANCE, None, vertical=True)
     for i, phone in enumerate(phones):
-        v = by_phone.get(phone)
-        if v is None:
+        if phone not in by_phone:
             continue
+        v = by_phone[phone]
         y = float(rows - 1 - i)
         u = (v.get("uncertainty") or {}).get("expanded")
         color = OUTCOME_COLOR.get(v["outcome"], OTHER_COLOR)

@@ -125,8 +125,8 @@ def label(v: dict[str, Any]) -> str:
 
 def _pool(values: list[tuple[float, float | None]]) -> Statistic:
     mean = sum(v for v, _ in values) / len(values)
-    ses = [se for _, se in values]
-    se = None if any(s is None for s in ses) else math.sqrt(sum(s * s for s in ses)) / len(ses)  # type: ignore[operator]
+    known = [se for _, se in values if se is not None]
+    se = math.sqrt(sum(s * s for s in known)) / len(values) if len(known) == len(values) else None
     return Statistic(mean, se, len(values))
 
 
@@ -186,10 +186,11 @@ def _call(night: Night) -> None:
     for c in night.comparisons:
         if c.se and c.se > 0:
             c.p = float(2 * stats.norm.sf(abs(c.difference) / c.se))
-    family = sorted((c for c in night.comparisons if c.phone is None and c.p is not None), key=lambda c: c.p)
+    family = sorted((c.p, index, c) for index, c in enumerate(night.comparisons)
+                    if c.phone is None and c.p is not None)  # the index keeps equal p-values in order
     running, m = 0.0, len(family)
-    for rank, c in enumerate(family):
-        running = max(running, min(1.0, (m - rank) * c.p))  # type: ignore[operator]
+    for rank, (p_value, _, c) in enumerate(family):
+        running = max(running, min(1.0, (m - rank) * p_value))
         c.p_holm = running
     for c in night.comparisons:
         p = c.p_holm if c.phone is None else (min(1.0, c.p * max(m, 1)) if c.p is not None else None)

@@ -15,7 +15,7 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from phonebench.core.decoding import read_text
 from phonebench.core.errors import BenchError
@@ -209,14 +209,15 @@ def load_matrix_file(path: Path) -> list[dict[str, str]]:
 
 def _parse_csv(text: str, path: Path) -> list[dict[str, str]]:
     reader = csv.DictReader(io.StringIO(text))
-    rows = []
+    rows: list[dict[str, str]] = []
     try:
         for row in reader:
             if None in row or None in row.values():  # more cells than the header, or fewer
                 raise MatrixError(f"--against {path}:{reader.line_num}: {len(reader.fieldnames or [])} columns in "
                                   f"the header, a different number on this line",
                                   hint="give the CSV as `bench matrix --format csv` wrote it")
-            rows.append({k: _csv_unguard(v) for k, v in row.items()})
+            cells = cast("dict[str, str]", row)  # neither a None key nor a None value: checked above
+            rows.append({k: _csv_unguard(v) for k, v in cells.items()})
     except csv.Error as exc:
         raise MatrixError(f"--against {path}:{reader.line_num}: not CSV ({exc})",
                           hint="give the CSV as `bench matrix --format csv` wrote it") from None
@@ -295,7 +296,7 @@ def _csv_guard(value: object) -> object:
     return value
 
 
-def _csv_unguard(value: str | None) -> str | None:
+def _csv_unguard(value: str) -> str:
     if value and value.startswith("'") and value[1:].startswith(_FORMULA_START):
         return value[1:]
     return value

@@ -154,6 +154,8 @@ def launch_emulated(config: StationConfig, folder: Path) -> Iterator[Path]:
     from phonebench.core.files import write_atomically
     from phonebench.core.station_writer import emulated_station_toml
 
+    if config.emulated is None:
+        raise ConfigError(f"station {config.name!r}: no [emulated] table, nothing to start")
     folder.mkdir(parents=True, exist_ok=True)
     wanted, live, log_path = folder / "emulated.toml", folder / "station.toml", folder / "emulator.log"
     write_atomically(wanted, emulated_station_toml(config, config.emulated))

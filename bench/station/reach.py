@@ -66,6 +66,6 @@ def reach_phones(station: StationConfig, names: Iterable[str], connect_timeout_s
                 reach.reached.append(name)
             except BenchError as exc:  # unreachable, a refused server, a bad address: this phone's cause
                 reach.unreachable[name] = exc
-    for name, exc in reach.unreachable.items():
-        log.info("phone %s unreachable: %s", name, str(exc).splitlines()[0])
+    for name, error in reach.unreachable.items():
+        log.info("phone %s unreachable: %s", name, str(error).splitlines()[0])
     return reach

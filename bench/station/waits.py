@@ -128,6 +128,7 @@ class WaitMeter:
 
 def _subclasses(cls: type) -> list[type]:
     found: list[type] = []
-    for sub in cls.__subclasses__():
+    direct: list[type] = cls.__subclasses__()
+    for sub in direct:
         found += [sub, *_subclasses(sub)]
     return list(dict.fromkeys(found))

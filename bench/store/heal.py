@@ -82,10 +82,10 @@ def _provably_gone(run: Any, lock_held: bool | None) -> bool:
 
 
 def _heal(store: Any, run_id: str, run_dir: Path | None) -> Healed:
-    results = run_dir / "results.json" if run_dir is not None else None
-    if results is None or not results.is_file():
+    if run_dir is None or not (run_dir / "results.json").is_file():
         store.set_status(run_id, "incomplete")
         return Healed(run_id, None, None)
+    results = run_dir / "results.json"
     try:
         data = read_results(results)
         if data.get("status") == "running":

@@ -245,7 +245,7 @@ class CalibrationRecord(Base):
     ambient: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     results: Mapped[list[Any]] = mapped_column(Json, default=list)
     adjustments: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
-    acceptance: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    acceptance: Mapped[list[Any]] = mapped_column(Json, default=list)  # the criteria, each a dict
     reference: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)  # reference standards used
 
 

@@ -337,7 +337,8 @@ class Store:
         TestRecord.from_dict(test)  # a malformed record raises here (TypeError/ValueError), before any row
         # Bulk inserts, not ORM objects: a test can carry thousands of verdicts and the sink
         # writes each test inside the run's critical path.
-        test_pk = s.scalar(insert(TestResult).returning(TestResult.id), [{
+        # SQLAlchemy's stubs type scalar()'s parameters as one row's mapping; a list of one row runs as well.
+        test_pk = s.scalar(insert(TestResult).returning(TestResult.id), [{  # type: ignore[call-overload]
             "run_pk": run.id, "seq": seq, **{name: test.get(name) for name in TEST_FIELDS},
             "message": test.get("message") or "", "markers": list(test.get("markers") or [])}])
         verdicts = test.get("verdicts") or []
@@ -475,7 +476,7 @@ class Store:
             .join(RunDut, (RunDut.run_pk == TestResult.run_pk) & (RunDut.name == TestResult.dut))
             .where(TestResult.run_pk.in_(run_pks), TestResult.lab_time_s.is_not(None), on_model,
                    TestResult.outcome.in_(("passed", "failed"))))
-        samples: dict[int, list[tuple[str | None, int]]] = {}
+        samples: dict[int, list[tuple[str, int]]] = {}
         for test_pk, name, n_required in self._rows(
                 select(Measurement.test_pk, Measurement.name, Measurement.n_required)
                 .where(Measurement.test_pk.in_([t[0] for t in tests]), Measurement.n_required.is_not(None))):

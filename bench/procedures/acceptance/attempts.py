@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
-from ...store import db
+from ...store import StoreError, db
 from ...store.models import AcceptanceAttempt, Station
 from ...store.store import effective_status, iso, station_id
 
@@ -111,7 +111,7 @@ class AttemptBook:
             return None
         last = found[-1]
         with self._session() as s:
-            row = s.get(AcceptanceAttempt, last.id)
+            row = _attempt_row(s, last.id)
             row.details = {**(row.details or {}), "disposition": disposition, "disposed_by": operator,
                            "disposed_at": iso(_now())}
             last.details = dict(row.details)
@@ -120,7 +120,7 @@ class AttemptBook:
     def finish(self, record: AttemptRecord, outcome: str, reason: str | None, *, failing: list[dict[str, Any]],
                cycle_s: float, overhead_s: float | None, details: dict[str, Any] | None = None) -> None:
         with self._session() as s:
-            row = s.get(AcceptanceAttempt, record.id)
+            row = _attempt_row(s, record.id)
             row.outcome, row.reason, row.failing = outcome, reason, list(failing)
             row.finished, row.cycle_s, row.overhead_s = _now(), cycle_s, overhead_s
             row.details = {**(row.details or {}), **(details or {})}
@@ -161,7 +161,15 @@ class AttemptBook:
         done = [a for a in self.attempts(station=station, limit=5 * last)
                 if a.outcome in (PASS, FAIL, INCOMPLETE) and a.cycle_s]
         done = done[-last:]
-        return sum(a.cycle_s for a in done) / len(done) if done else None
+        return sum(a.cycle_s or 0.0 for a in done) / len(done) if done else None  # each one set: filtered above
+
+
+def _attempt_row(s: Session, attempt_id: int | None) -> AcceptanceAttempt:
+    """The stored row of an attempt this book began (one removed under it is the store's fault)."""
+    row = s.get(AcceptanceAttempt, attempt_id)
+    if row is None:
+        raise StoreError(f"acceptance attempt {attempt_id} is no longer in the store")
+    return row
 
 
 def _record(row: AcceptanceAttempt, station: str | None) -> AttemptRecord:

@@ -93,8 +93,8 @@ class UnitResult:
 
     @property
     def report(self) -> Path | None:
-        last = next((a for a in reversed(self.attempts) if a.run_dir is not None), None)
-        return last.run_dir / "report.html" if last is not None else None
+        folder = next((a.run_dir for a in reversed(self.attempts) if a.run_dir is not None), None)
+        return folder / "report.html" if folder is not None else None
 
 
 class AcceptanceStation:

@@ -123,7 +123,7 @@ def _record(found: tuple[Row, str | None]) -> CalibrationRecord:
                           row.location)
     return CalibrationRecord(
         equipment=equipment, procedure=row.procedure, procedure_version=row.procedure_version,
-        performed=_aware(row.performed), due=_aware(row.due), status=row.status,
+        performed=row.performed.replace(tzinfo=dt.timezone.utc), due=_aware(row.due), status=row.status,
         results=[Reading(**r) for r in row.results or []], adjustments=dict(row.adjustments or {}),
         acceptance=[Criterion(**c) for c in row.acceptance or []], certificate=row.certificate, reason=row.reason,
         ambient=dict(row.ambient or {}), reference=dict(row.reference or {}), operator=row.operator,

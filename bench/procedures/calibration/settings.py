@@ -154,9 +154,9 @@ def parse_settings(data: dict[str, Any], origin: str = "<settings>", source: Pat
                 raise ValueError("ripple_sweep_mv must be [start, stop, step] with 0 <= start < stop, step > 0")
             values["ripple_sweep_mv"] = (start, stop, step)
         if "limits" in table:
-            limits = dict(table["limits"])
-            values["limits"] = replace(base.limits, **{k: (tuple(float(x) for x in v) if isinstance(v, list)
-                                                          else float(v)) for k, v in limits.items()})
+            limits: dict[str, Any] = {k: (tuple(float(x) for x in v) if isinstance(v, list) else float(v))
+                                      for k, v in dict(table["limits"]).items()}  # from TOML: Limits' fields
+            values["limits"] = replace(base.limits, **limits)
         if "reference" in table:
             ref = dict(table["reference"])
             unknown_ref = set(ref) - {"channel", "points", "family", "address", "channels", "certificate", "due"}

@@ -16,13 +16,18 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from .book import CalibrationBook
 from .records import CalibrationRecord, Equipment, utcnow
 from phonebench.core.errors import BenchError
 
 log = logging.getLogger(__name__)
+
+
+class CalibrationRecords(Protocol):
+    """Where a unit's calibration records are read: the store's book, or none (nothing on record)."""
+
+    def latest(self, equipment: Equipment, procedure: str) -> CalibrationRecord | None: ...
 
 CALIBRATED, EXPIRED, FAILED, UNCALIBRATED, NOT_REQUIRED = \
     "calibrated", "expired", "failed", "uncalibrated", "not-required"
@@ -135,7 +140,7 @@ class StationCalibration:
                 "roles": {role: r.to_dict() for role, r in self.roles.items()}}
 
 
-def procedure_state(book: CalibrationBook, equipment: Equipment, procedure: str,
+def procedure_state(book: CalibrationRecords, equipment: Equipment, procedure: str,
                     now: dt.datetime) -> ProcedureState:
     record = book.latest(equipment, procedure)
     if record is None:
@@ -149,7 +154,7 @@ def procedure_state(book: CalibrationBook, equipment: Equipment, procedure: str,
     return ProcedureState(procedure, equipment, state, record)
 
 
-def role_calibration(book: CalibrationBook, role: str, instrument: Equipment, fixture: Equipment,
+def role_calibration(book: CalibrationRecords, role: str, instrument: Equipment, fixture: Equipment,
                      now: dt.datetime | None = None) -> RoleCalibration:
     now = now or utcnow()
     needed = REQUIRED.get(role, ())
@@ -165,7 +170,7 @@ def role_calibration(book: CalibrationBook, role: str, instrument: Equipment, fi
     return RoleCalibration(role, worst, states, corrections)
 
 
-def station_calibration(book: CalibrationBook, instruments: dict[str, Equipment], fixture: Equipment,
+def station_calibration(book: CalibrationRecords, instruments: dict[str, Equipment], fixture: Equipment,
                         now: dt.datetime | None = None) -> StationCalibration:
     """State of every instrument role of a station (instruments: role -> its identity)."""
     now = now or utcnow()
