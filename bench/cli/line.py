@@ -200,7 +200,7 @@ def _calibrate_dut(owner: Any, instruments: dict[str, Any], book: Any, ctx: Any,
     view = StationCalibrationView(station.name, station.location, ctx.settings, book)
     fixed = {role: corrected(role, driver, view.role(role, driver.identity)) for role, driver in instruments.items()}
     slot = owner.phone(dut_name or wired)
-    return calibrate_dut(slot.device, slot.identity, fixed, book, ctx, names)
+    return calibrate_dut(slot.opened(), slot.identity, fixed, book, ctx, names)
 
 
 def _print_records(outcome: Any) -> None:

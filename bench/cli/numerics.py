@@ -90,7 +90,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
             raise BenchError(f"no DUT selected (station DUTs: {', '.join(d.name for d in station.duts) or 'none'})")
         for cfg in duts:
             try:
-                device = owner.phone(cfg.name).device
+                device = owner.phone(cfg.name).opened()
                 # The station clock times the NPU (its MAC throughput) where it is in the phone's time
                 # domain; the inventory (expected_soc) is the lab's word on what is in the bay.
                 client = RuntimeClient(device, clock=owner.clock())

@@ -20,6 +20,9 @@ from typing import Any
 
 from phonebench.core.errors import BenchError, ConfigError
 from phonebench.core.station import DutConfig, InstrumentConfig, StationConfig
+from phonebench.drivers.clock import StationClock
+from phonebench.drivers.device import Device
+from phonebench.drivers.fixture import FixtureControl
 from ..phone.identity import DutIdentity, collect_identity
 
 log = logging.getLogger(__name__)
@@ -34,9 +37,15 @@ class PhoneSlot:
 
     name: str
     config: DutConfig
-    device: Any = None
+    device: Device | None = None
     identity: DutIdentity | None = None
     error: BenchError | None = None
+
+    def opened(self) -> Device:
+        """The phone's driver: a slot `StationOwner.phone` returns has one (it raises the error instead)."""
+        if self.device is None:
+            raise self.error or BenchError(f"{self.name}: the phone is not open")
+        return self.device
 
 
 class StationOwner:
@@ -81,7 +90,7 @@ class StationOwner:
         return slot
 
     @contextlib.contextmanager
-    def connected(self, name: str, **options: float | int) -> Iterator[Any]:
+    def connected(self, name: str, **options: float | int) -> Iterator[Device]:
         """The named phone for one short use (a preflight look, a serial read), closed after it;
         a phone another bench holds is PhoneBusy at once. Options go to the driver (connect_timeout_s=)."""
         from phonebench.drivers.locks import hold_phone
@@ -105,7 +114,7 @@ class StationOwner:
                 slot.device.close()
             slot.device = None
 
-    def _open_phone(self, cfg: DutConfig, **options: float | int) -> Any:
+    def _open_phone(self, cfg: DutConfig, **options: float | int) -> Device:
         from phonebench.drivers.adb_server import open_phone
 
         device = open_phone(cfg.address, cfg.transport, key=cfg.key, name=cfg.name, **options)
@@ -177,7 +186,7 @@ class StationOwner:
                 drivers[role] = self.instrument(role)
             yield drivers
 
-    def clock(self, dut: str | None = None) -> Any:
+    def clock(self, dut: str | None = None) -> StationClock:
         """The station clock: the station's [instruments.clock], else, in a session over every bay
         of a station wired per bay, the clock wired to `dut`'s bay (an emulated bay's world keeps
         its own time), else the host's monotonic clock."""
@@ -202,7 +211,7 @@ class StationOwner:
             return None
         return next((b.name for b in self.station.bays if dut in b.duts), None)
 
-    def fixture(self) -> Any | None:
+    def fixture(self) -> FixtureControl | None:
         """The fixture's controller (loopback relays, reference probe placement), if the station has one."""
         return self.instrument("fixture") if "fixture" in self.station.instruments else None
 
