@@ -94,6 +94,7 @@ N6781A_ACCURACY = SupplyAccuracy(0.0004, 100e-6, 0.0005, 2e-3, "N6781A: +-(0.04 
 
 @runtime_checkable
 class PowerAnalyzer(Protocol):
+    name: str  # names it in every message: role, family, address (and model, serial once known)
     identity: InstrumentIdentity
     accuracy: SupplyAccuracy
     features: SupplyFeatures

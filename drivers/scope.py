@@ -77,6 +77,7 @@ RIGOL: dict[str, Table] = {
 
 @runtime_checkable
 class Oscilloscope(Protocol):
+    name: str  # names it in every message: role, family, address (and model, serial once known)
     identity: InstrumentIdentity
 
     def channel(self, number: int) -> Channel:

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 @runtime_checkable
 class AudioStimulus(Protocol):
+    name: str  # names it in every message: role, family, address (and model, serial once known)
     identity: InstrumentIdentity
 
     def load_clip(self, samples: np.ndarray, sample_rate: float, amplitude_vpp: float = 1.0) -> None:

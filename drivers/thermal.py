@@ -124,6 +124,7 @@ class ThermalStream:
 
 @runtime_checkable
 class ThermalProbe(Protocol):
+    name: str  # names it in every message: role, family, address (and model, serial once known)
     identity: InstrumentIdentity
     channels: list[str]
 

@@ -18,13 +18,18 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import signal
 
 from .corrections import CURRENT_ZERO_KEY, DESKEW_KEY, FIXTURE_DELAY_KEY, OFFSET_KEY
 from .fixture import FixtureControl
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.scope import Oscilloscope, Waveform
+from phonebench.drivers.stimulus import AudioStimulus
+from phonebench.drivers.thermal import ThermalProbe
+from phonebench.drivers.visa import InstrumentIdentity
 from .records import CalibrationRecord, Criterion, Equipment, Reading, check_ambient, conclude
 from .settings import CalibrationSettings
 from phonebench.core.errors import BenchError, InstrumentError, InvalidMeasurement
@@ -44,6 +49,12 @@ def speed_of_sound_m_s(air_c: float) -> float:
     return 331.3 + 0.606 * air_c
 
 
+class Identified(Protocol):
+    """Any instrument's driver, as a calibration record names it: who answered."""
+
+    identity: InstrumentIdentity
+
+
 @dataclass
 class Context:
     """Who, where and under which conditions a calibration is done."""
@@ -55,7 +66,7 @@ class Context:
     ambient: dict[str, Any] = field(default_factory=dict)
     run_id: str | None = None
 
-    def equipment(self, role: str, driver: Any) -> Equipment:
+    def equipment(self, role: str, driver: Identified) -> Equipment:
         return Equipment.instrument(driver.identity, role, self.settings.asset_tag(role), self.location or None)
 
     def fixture(self) -> Equipment:
@@ -80,14 +91,14 @@ def _stats(name: str, values: list[float], unit: str, detail: str = "") -> tuple
             Reading(f"{name}_spread", std, unit, None, int(arr.size), "standard deviation of the repeats"))
 
 
-def identity_dict(driver: Any) -> dict[str, Any]:
+def identity_dict(driver: Identified) -> dict[str, Any]:
     ident = driver.identity
     return {"manufacturer": ident.manufacturer, "model": ident.model, "serial": ident.serial,
             "firmware": ident.firmware, "address": ident.address}
 
 
 # --- scope deskew and fixture delay ---------------------------------------------------------
-def _arm_quiet(scope: Any, tries: int = 5) -> None:
+def _arm_quiet(scope: Oscilloscope, tries: int = 5) -> None:
     """Arm, and check nothing (the previous shot still ringing) triggers it before the stimulus fires."""
     for _ in range(tries):
         scope.single()
@@ -99,7 +110,7 @@ def _arm_quiet(scope: Any, tries: int = 5) -> None:
                           hint="the fixture is not quiet: check for noise or hum above the trigger level on channel 1")
 
 
-def _acquire(scope: Any, stimulus: Any, scale_s: float, center_s: float, points: int,
+def _acquire(scope: Oscilloscope, stimulus: AudioStimulus, scale_s: float, center_s: float, points: int,
              ch2_v_div: float) -> tuple[Any, Any]:
     reference, skewed = scope.channel(1), scope.channel(SKEW_CHANNEL)
     scope.configure_channel(reference, 0.2)
@@ -123,7 +134,7 @@ def crossing_time(t: np.ndarray, v: np.ndarray, level: float) -> float:
     return float(t[i] + frac * (t[i + 1] - t[i]))
 
 
-def _edge_delays(scope: Any, stimulus: Any, trials: int) -> list[float]:
+def _edge_delays(scope: Oscilloscope, stimulus: AudioStimulus, trials: int) -> list[float]:
     stimulus.load_clip(STEP_CLIP, STEP_RATE, amplitude_vpp=1.0)
     stimulus.arm()
     delays = []
@@ -135,7 +146,7 @@ def _edge_delays(scope: Any, stimulus: Any, trials: int) -> list[float]:
     return delays
 
 
-def deskew_scope(scope: Any, stimulus: Any, fixture: FixtureControl, ctx: Context) -> CalibrationRecord:
+def deskew_scope(scope: Oscilloscope, stimulus: AudioStimulus, fixture: FixtureControl, ctx: Context) -> CalibrationRecord:
     """scope-deskew: channel 2's skew on the electrical loopback; programmed only if it passes."""
     limits = ctx.settings.limits
     trials = max(3, ctx.settings.loopback_trials // 2)
@@ -176,7 +187,7 @@ def _chirp() -> np.ndarray:
     return signal.chirp(t, 500.0, CHIRP_S, 6000.0) * signal.windows.tukey(t.size, 0.1)
 
 
-def correlation_delay(ch1: Any, ch2: Any) -> float:
+def correlation_delay(ch1: Waveform, ch2: Waveform) -> float:
     """Delay of channel 2 behind channel 1: cross-correlation peak, parabolic sub-sample fit."""
     a = ch1.require_valid().volts.astype(float)
     b = ch2.require_valid().volts.astype(float)
@@ -192,7 +203,7 @@ def correlation_delay(ch1: Any, ch2: Any) -> float:
     return float((lags[i] + shift) * ch1.sample_interval_s)
 
 
-def measure_fixture_delay(scope: Any, stimulus: Any, fixture: FixtureControl, ctx: Context,
+def measure_fixture_delay(scope: Oscilloscope, stimulus: AudioStimulus, fixture: FixtureControl, ctx: Context,
                           deskew: CalibrationRecord | None = None) -> CalibrationRecord:
     """fixture-delay: the empty fixture's acoustic loopback with the scope deskewed (if it passed)."""
     limits = ctx.settings.limits
@@ -227,7 +238,7 @@ def measure_fixture_delay(scope: Any, stimulus: Any, fixture: FixtureControl, ct
 
 
 # --- power analyzer zero --------------------------------------------------------------------
-def supply_zero(supply: Any, ctx: Context) -> CalibrationRecord:
+def supply_zero(supply: PowerAnalyzer, ctx: Context) -> CalibrationRecord:
     """supply-zero: the current reading with the output off (no load) is the meter's zero error."""
     supply.output(False)
     readings = [supply.measure_current() for _ in range(ctx.settings.zero_readings)]
@@ -240,7 +251,7 @@ def supply_zero(supply: Any, ctx: Context) -> CalibrationRecord:
 
 
 # --- thermocouple offsets -------------------------------------------------------------------
-def thermocouple_offsets(probe: Any, fixture: FixtureControl, ctx: Context,
+def thermocouple_offsets(probe: ThermalProbe, fixture: FixtureControl, ctx: Context,
                          reference: Any = None) -> CalibrationRecord:
     """thermocouple-offsets: each channel minus the reference probe beside it.
 
@@ -282,7 +293,7 @@ def thermocouple_offsets(probe: Any, fixture: FixtureControl, ctx: Context,
                         reference=reference_info)
 
 
-def ambient_conditions(probe: Any | None, settings: CalibrationSettings) -> dict[str, Any]:
+def ambient_conditions(probe: ThermalProbe | None, settings: CalibrationSettings) -> dict[str, Any]:
     """Air temperature from the probe board (its ambient channel, else its cold junction), and
     the lab's humidity if the settings carry it.
 
