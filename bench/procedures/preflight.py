@@ -20,10 +20,17 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from phonebench.core.errors import BenchError
 from phonebench.core.station import DutConfig, InstrumentConfig, StationConfig
+
+if TYPE_CHECKING:  # the calibration book and the owner are opened where they are used
+    from ..station.owner import StationOwner
+    from .calibration.book import CalibrationBook
+    from .calibration.settings import CalibrationSettings
+    from .calibration.state import RoleCalibration
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +153,8 @@ def _serial_path_problem(address: str) -> str | None:
     return None
 
 
-def check_instrument(role: str, cfg: InstrumentConfig, calibration: Any = None) -> Item:
+def check_instrument(role: str, cfg: InstrumentConfig,
+                     calibration: Callable[[str, Any], RoleCalibration] | None = None) -> Item:
     """Open the instrument as a run would (waiting for a shared one only), describe it, close it."""
     from ..station.owner import open_configured
     from phonebench.drivers import locks
@@ -194,7 +202,7 @@ def _problem(exc: BenchError, *prefixes: str) -> str:
     return text
 
 
-def _calibration_lines(item: Item, role_cal: Any) -> None:
+def _calibration_lines(item: Item, role_cal: RoleCalibration) -> None:
     from .calibration.records import utcnow
     from .calibration.state import EXPIRED, FAILED, NOT_REQUIRED, UNCALIBRATED
 
@@ -205,9 +213,9 @@ def _calibration_lines(item: Item, role_cal: Any) -> None:
     item.found.append(f"calibration: {role_cal.state}" + (f", due {due:%Y-%m-%d}" if due else ""))
     for proc in role_cal.procedures:
         if proc.state in (EXPIRED, FAILED):
-            item.problems.append(proc.problem() + f" — run {CALIBRATE}")
+            item.problems.append(f"{proc.problem()} — run {CALIBRATE}")
         elif proc.state == UNCALIBRATED:
-            item.warnings.append(proc.problem() + f" (results will be marked uncalibrated; run {CALIBRATE})")
+            item.warnings.append(f"{proc.problem()} (results will be marked uncalibrated; run {CALIBRATE})")
     if due is not None and role_cal.state not in (EXPIRED, FAILED):
         left = due - utcnow()
         if left < dt.timedelta(days=DUE_SOON_DAYS):
@@ -223,7 +231,7 @@ def adb_server_running(port: int | None = None) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def check_phone(owner: Any, cfg: DutConfig, connect_timeout_s: float = 5.0) -> Item:
+def check_phone(owner: StationOwner, cfg: DutConfig, connect_timeout_s: float = 5.0) -> Item:
 
     item = Item(f"phone {cfg.name} at {cfg.address}")
     if cfg.address.startswith("usb") and adb_server_running():
@@ -233,7 +241,7 @@ def check_phone(owner: Any, cfg: DutConfig, connect_timeout_s: float = 5.0) -> I
         return item
     try:
         with owner.connected(cfg.name, connect_timeout_s=connect_timeout_s) as phone:
-            serial, model = phone.serial, phone.getprop("ro.product.model")
+            serial, model = phone.getprop("ro.serialno"), phone.getprop("ro.product.model")
             item.found.append(f"serial {serial}, model {model or '?'}, "
                               f"Android {phone.getprop('ro.build.version.release') or '?'}")
     except BenchError as exc:
@@ -247,7 +255,8 @@ def check_phone(owner: Any, cfg: DutConfig, connect_timeout_s: float = 5.0) -> I
 
 
 # --- the whole station -------------------------------------------------------------------------
-def _calibration_view(station: StationConfig, settings: Any) -> tuple[Any, Any]:
+def _calibration_view(station: StationConfig, settings: CalibrationSettings
+                      ) -> tuple[Callable[[str, Any], RoleCalibration], CalibrationBook]:
     """(role, identity) -> RoleCalibration from the station's calibration book, and the book."""
     from .calibration.station import StationCalibrationView, open_book
 
@@ -256,7 +265,7 @@ def _calibration_view(station: StationConfig, settings: Any) -> tuple[Any, Any]:
     return view.role, book
 
 
-def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool = True,
+def run_preflight(station: StationConfig, settings: CalibrationSettings | None = None, *, phones: bool = True,
                   connect_timeout_s: float = 5.0, roles: set[str] | None = None) -> Preflight:
     """Check every phone and instrument of a (ready) station, or with `roles` only the instruments
     in those roles (what the selected tests need); nothing is left open."""
@@ -289,7 +298,8 @@ def run_preflight(station: StationConfig, settings: Any = None, *, phones: bool 
     return report
 
 
-def preflight_file(path: str | Path | None, settings: Any = None, **kwargs: Any) -> Preflight:
+def preflight_file(path: str | Path | None, settings: CalibrationSettings | None = None,
+                   **kwargs: Any) -> Preflight:
     """Preflight of a station file (None: the embedded emulated station, started for the check)."""
     from ..station.backend import open_station
 
@@ -326,7 +336,7 @@ class PreflightGate:
     """`bench run`'s preflight as a pytest plugin: after collection (and -k / -m), it checks the
     instruments the selected tests need, and deselects every test when one is unreachable."""
 
-    def __init__(self, path: str | Path, roles_of: Any) -> None:
+    def __init__(self, path: str | Path, roles_of: Callable[[Any], set[str]]) -> None:
         self.path, self.roles_of = path, roles_of  # roles_of(item) -> the instrument roles it needs
         self.refused = False
         self.lines: list[str] = []

@@ -3,10 +3,12 @@ procedures in a sensible order (deskew before the fixture delay it depends on), 
 the DUT calibration with the station's corrected instruments."""
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import dut as dut_procedures
 from . import procedures
@@ -15,6 +17,14 @@ from .fixture import FixtureControl
 from .procedures import Context
 from .records import CalibrationRecord
 from phonebench.core.errors import ConfigError
+from phonebench.core.station import StationConfig
+from phonebench.drivers.device import Device
+from phonebench.drivers.thermal import ThermalProbe
+from .settings import CalibrationSettings
+
+if TYPE_CHECKING:
+    from ...phone.identity import DutIdentity
+    from ...station.owner import StationOwner
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +69,7 @@ class Outcome:
 
 def calibrate_instruments(instruments: dict[str, Any], fixture: FixtureControl, book: CalibrationBook,
                           ctx: Context, names: Iterable[str] = INSTRUMENT_PROCEDURES,
-                          reference: Any = None) -> Outcome:
+                          reference: ThermalProbe | None = None) -> Outcome:
     """Run the instrument/fixture procedures the station has instruments for; store each record."""
     deskew: CalibrationRecord | None = None
 
@@ -77,7 +87,7 @@ def calibrate_instruments(instruments: dict[str, Any], fixture: FixtureControl, 
     return _run_procedures(INSTRUMENT_PROCEDURES, names, instruments, book, run)
 
 
-def calibrate_dut(device: Any, identity: Any, instruments: dict[str, Any], book: CalibrationBook,
+def calibrate_dut(device: Device, identity: DutIdentity, instruments: dict[str, Any], book: CalibrationBook,
                   ctx: Context, names: Iterable[str] = DUT_PROCEDURES) -> Outcome:
     """DUT calibration of one unit with the station's (corrected) instruments; store each record."""
     equipment = dut_procedures.unit_equipment(identity, ctx.location)
@@ -113,9 +123,9 @@ def _keep(book: CalibrationBook, record: CalibrationRecord) -> None:
     book.save(record)
 
 
-def calibrate_station(station: Any, fixture: FixtureControl | None, settings: Any, *, operator: str = "",
-                      results_dir: Any = None, names: Iterable[str] = INSTRUMENT_PROCEDURES,
-                      reference: Any = None) -> Outcome:
+def calibrate_station(station: StationConfig, fixture: FixtureControl | None, settings: CalibrationSettings, *,
+                      operator: str = "", results_dir: Path | None = None,
+                      names: Iterable[str] = INSTRUMENT_PROCEDURES, reference: ThermalProbe | None = None) -> Outcome:
     """Open a station's instruments (phonebench.core.station.StationConfig, one bay's view) through its
     owner, run the instrument and fixture procedures with them and keep every record in the
     station's store. `fixture` None: the station's fixture controller does the fixture's steps."""
@@ -135,13 +145,13 @@ def calibrate_station(station: Any, fixture: FixtureControl | None, settings: An
         book.store.close()
 
 
-def measuring_instruments(owner: Any) -> Any:
+def measuring_instruments(owner: StationOwner) -> contextlib.AbstractContextManager[dict[str, Any]]:
     """Every instrument of the owner's station that measures or stimulates (not its clock or
     fixture), role -> driver, held for the calibration (a shared one until it ends)."""
     return owner.using(role for role in owner.station.instruments if role not in ("clock", "fixture"))
 
 
-def station_fixture(owner: Any, confirm: Any = None) -> FixtureControl:
+def station_fixture(owner: StationOwner, confirm: Callable[[str], None] | None = None) -> FixtureControl:
     """The station's fixture controller, else an operator asked through `confirm` for each step."""
     from .fixture import OperatorFixture
 
