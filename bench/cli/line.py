@@ -8,10 +8,21 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from phonebench.core.errors import ConfigError
 from . import Subcommands
+
+if TYPE_CHECKING:  # the faces import what they run where they run it: `bench --help` stays quick
+    from phonebench.core.station import StationConfig
+    from phonebench.drivers.thermal import ThermalProbe
+    from ..procedures.acceptance.line import LineUnitResult
+    from ..procedures.acceptance.runner import AcceptanceStation
+    from ..procedures.calibration.book import CalibrationBook
+    from ..procedures.calibration.procedures import Context
+    from ..procedures.calibration.runner import Outcome
+    from ..procedures.calibration.settings import CalibrationSettings
+    from ..station.owner import StationOwner
 
 SERVE_STOP_GRACE_S = 5.0  # a stopped operator station lets a busy fixture finish this long, then stops it
 
@@ -114,7 +125,7 @@ def calibrate(args: argparse.Namespace) -> int:
     return max(codes, default=0)
 
 
-def _calibrate_bay(args: argparse.Namespace, station: Any, settings: Any) -> int:
+def _calibrate_bay(args: argparse.Namespace, station: StationConfig, settings: CalibrationSettings) -> int:
     """Calibrate one bay's instruments (and, when asked, its DUT) through the station's owner."""
     from ..procedures.calibration.procedures import Context, ambient_conditions
     from ..procedures.calibration.runner import calibrate_instruments, expand, measuring_instruments
@@ -150,7 +161,7 @@ def _calibrate_bay(args: argparse.Namespace, station: Any, settings: Any) -> int
         book.store.close()
 
 
-def _reference_thermometer(settings: Any) -> Any:
+def _reference_thermometer(settings: CalibrationSettings) -> ThermalProbe | None:
     if not settings.reference.address:
         return None
     from phonebench.drivers.registry import open_instrument
@@ -188,8 +199,8 @@ def _confirm(step: str) -> None:
                             hint="run it at a terminal, or with --unattended") from None
 
 
-def _calibrate_dut(owner: Any, instruments: dict[str, Any], book: Any, ctx: Any, names: list[str],
-                   dut_name: str | None) -> Any:
+def _calibrate_dut(owner: StationOwner, instruments: dict[str, Any], book: CalibrationBook, ctx: Context,
+                   names: list[str], dut_name: str | None) -> Outcome:
     """DUT calibration with the instruments corrected by their (just updated) records."""
     from ..procedures.calibration.corrections import corrected
     from ..procedures.calibration.runner import calibrate_dut
@@ -200,10 +211,10 @@ def _calibrate_dut(owner: Any, instruments: dict[str, Any], book: Any, ctx: Any,
     view = StationCalibrationView(station.name, station.location, ctx.settings, book)
     fixed = {role: corrected(role, driver, view.role(role, driver.identity)) for role, driver in instruments.items()}
     slot = owner.phone(dut_name or wired)
-    return calibrate_dut(slot.opened(), slot.identity, fixed, book, ctx, names)
+    return calibrate_dut(slot.opened(), slot.identified(), fixed, book, ctx, names)
 
 
-def _print_records(outcome: Any) -> None:
+def _print_records(outcome: Outcome) -> None:
     for record in outcome.records:
         mark = "PASS" if record.passed else "FAIL"
         adjust = ", ".join(f"{k} = {v:.6g}" for k, v in record.adjustments.items())
@@ -216,7 +227,8 @@ def _print_records(outcome: Any) -> None:
         print(f"  skip  {name:22} {why}")
 
 
-def _print_status(book: Any, station: Any, instruments: dict[str, Any], settings: Any) -> int:
+def _print_status(book: CalibrationBook, station: StationConfig, instruments: dict[str, Any],
+                  settings: CalibrationSettings) -> int:
     from ..procedures.acceptance.attempts import REFUSED
     from ..procedures.acceptance.runner import EXIT_CODES
     from ..procedures.calibration.station import evaluate
@@ -308,7 +320,7 @@ def _station(args: argparse.Namespace, station_file: Path, results: Path, batch:
                              policy=_policy(args), operator=args.operator, batch=batch, profile=args.profile)
 
 
-def _calibrate(args: argparse.Namespace, station: Any, line: Any, results: Path) -> None:
+def _calibrate(args: argparse.Namespace, station: AcceptanceStation, line: Any, results: Path) -> None:
     from ..procedures.calibration.runner import calibrate_station
     from ..procedures.calibration.settings import load_settings
 
@@ -411,7 +423,7 @@ def _interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _print_unit(unit: Any) -> None:
+def _print_unit(unit: LineUnitResult) -> None:
     r = unit.result
     overhead = f"{r.overhead_s:.2f}" if r.overhead_s is not None else "-"
     retest = f" after {len(r.attempts)} attempts" if len(r.attempts) > 1 else ""

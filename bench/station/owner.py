@@ -47,6 +47,12 @@ class PhoneSlot:
             raise self.error or BenchError(f"{self.name}: the phone is not open")
         return self.device
 
+    def identified(self) -> DutIdentity:
+        """Who the phone says it is: a slot `StationOwner.phone` returns has read it (or raises)."""
+        if self.identity is None:
+            raise self.error or BenchError(f"{self.name}: the phone was not identified")
+        return self.identity
+
 
 class StationOwner:
     """Opens, keeps and closes a station's phones and instruments (a bay's view of them)."""

@@ -10,13 +10,16 @@ import logging
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phonebench.core.files import WriteFailed, write_atomically
 from ..results.aggregate import merge_bays, orphaned_bays
 from ..results.run_record import RECORDING_LOCK, recorder_alive
 from .db import StoreError
 from .importer import read_results
+
+if TYPE_CHECKING:  # the store module imports this one
+    from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ class Healed:
                 f"from {self.results} ({self.tests_added} added)")
 
 
-def heal_killed_runs(store: Any, results_dir: Path | None = None) -> list[Healed]:
+def heal_killed_runs(store: Store, results_dir: Path | None = None) -> list[Healed]:
     """Find and heal every killed run of `store`, and of the run folders in `results_dir`."""
     healed: list[Healed] = []
     for run in store.running_runs():
@@ -81,7 +84,7 @@ def _provably_gone(run: Any, lock_held: bool | None) -> bool:
     return run.recorder_gone
 
 
-def _heal(store: Any, run_id: str, run_dir: Path | None) -> Healed:
+def _heal(store: Store, run_id: str, run_dir: Path | None) -> Healed:
     if run_dir is None or not (run_dir / "results.json").is_file():
         store.set_status(run_id, "incomplete")
         return Healed(run_id, None, None)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from ...store import StoreError, db
 from ...store.models import AcceptanceAttempt, Station
-from ...store.store import effective_status, iso, station_id
+from ...store.store import Store, effective_status, iso, station_id
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class AttemptRecord:
 class AttemptBook:
     """Acceptance attempts in one results store (a phonebench.bench.store.Store)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def start(self, serial: str, *, station: str | None, batch: str | None = None, retest_of: int | None = None,

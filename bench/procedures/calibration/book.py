@@ -14,7 +14,7 @@ from .records import CalibrationRecord, Criterion, Equipment, Reading
 from ...store import db
 from ...store.models import CalibrationRecord as Row
 from ...store.models import DutUnit, InstrumentUnit, Station
-from ...store.store import station_id
+from ...store.store import Store, station_id
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def _aware(stamp: dt.datetime | None) -> dt.datetime | None:
 class CalibrationBook:
     """Reads and writes calibration records in one results store (a phonebench.bench.store.Store)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     # --- writing ----------------------------------------------------------------------------

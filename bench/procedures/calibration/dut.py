@@ -23,6 +23,10 @@ from .procedures import Context, _stats
 from .records import CalibrationRecord, Criterion, Equipment, Reading
 from ...phone.device_state import read_thermal_zones
 from phonebench.core.errors import BenchError
+from phonebench.drivers.device import Device
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.thermal import ThermalProbe
+from ...phone.identity import DutIdentity
 from phonebench.drivers.runtime import Probe, RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -39,7 +43,7 @@ PROBES_PER_BATCH = 16
 SKIN_READINGS = 8
 
 
-def unit_equipment(identity: Any, location: str = "") -> Equipment:
+def unit_equipment(identity: DutIdentity, location: str = "") -> Equipment:
     """A DUT as calibration equipment, from phonebench.bench.phone.identity.DutIdentity."""
     return Equipment.dut(identity.serial, identity.soc_manufacturer, identity.product_model,
                          identity.build_fingerprint or None, location or None)
@@ -79,7 +83,7 @@ def bracket_onset(amplitudes: list[float], errors_at: Callable[[float], int]) ->
     return [(float(amplitudes[i]), measured[i]) for i in sorted(measured)]
 
 
-def ripple_onset(device: Any, supply: Any, equipment: Equipment, ctx: Context) -> CalibrationRecord:
+def ripple_onset(device: Device, supply: PowerAnalyzer, equipment: Equipment, ctx: Context) -> CalibrationRecord:
     """dut-ripple-onset: sweep ripple with redundancy off; set trigger and release with margin."""
     settings, limits = ctx.settings, ctx.settings.limits
     runtime = RuntimeClient(device)
@@ -133,7 +137,7 @@ def ripple_onset(device: Any, supply: Any, equipment: Equipment, ctx: Context) -
     return record
 
 
-def skin_offset(device: Any, probe: Any, equipment: Equipment, ctx: Context) -> CalibrationRecord:
+def skin_offset(device: Device, probe: ThermalProbe, equipment: Equipment, ctx: Context) -> CalibrationRecord:
     """dut-skin-offset: probes at the skin sensor's position minus the sensor; written if it passes."""
     weights = ctx.settings.skin_reference
     diffs, sensor = [], []
@@ -143,8 +147,8 @@ def skin_offset(device: Any, probe: Any, equipment: Equipment, ctx: Context) -> 
             raise BenchError(f"{device.name}: no skin thermal zone (zones: {', '.join(sorted(zones)) or 'none'})",
                              hint="the phone must expose its skin sensor as a thermal zone named 'skin'")
         reading = probe.read()
-        reference = sum(w * reading[ch] for ch, w in weights.items()) / sum(weights.values())
-        diffs.append(reference - zones["skin"])
+        at_sensor = sum(w * reading[ch] for ch, w in weights.items()) / sum(weights.values())
+        diffs.append(at_sensor - zones["skin"])
         sensor.append(zones["skin"])
     offset, spread = _stats("skin_offset_c", diffs, "degC", "probes at the sensor's position minus the skin zone")
     results = [offset, spread, Reading("skin_sensor_c", float(np.mean(sensor)), "degC", n=len(sensor))]

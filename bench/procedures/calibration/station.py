@@ -17,11 +17,13 @@ from .state import (
     station_calibration,
 )
 from phonebench.core.errors import BenchError
+from phonebench.drivers.visa import InstrumentIdentity
 
 log = logging.getLogger(__name__)
 
 
-def instrument_equipment(role: str, identity: Any, settings: CalibrationSettings, location: str = "") -> Equipment:
+def instrument_equipment(role: str, identity: InstrumentIdentity, settings: CalibrationSettings,
+                         location: str = "") -> Equipment:
     return Equipment.instrument(identity, role, settings.asset_tag(role), location or None)
 
 
@@ -49,7 +51,7 @@ class StationCalibrationView:
     # per role, and a unit's corrections must never be applied to another bay's unit.
     units: dict[tuple[str, tuple[str, ...]], RoleCalibration] = field(default_factory=dict)
 
-    def role(self, role: str, identity: Any) -> RoleCalibration:
+    def role(self, role: str, identity: InstrumentIdentity) -> RoleCalibration:
         key = (role, _unit_key(identity))
         if key not in self.units:
             equipment = instrument_equipment(role, identity, self.settings, self.location)
@@ -79,7 +81,7 @@ class StationCalibrationView:
             self.book.store.close()
 
 
-def _unit_key(identity: Any) -> tuple[str, ...]:
+def _unit_key(identity: InstrumentIdentity) -> tuple[str, ...]:
     return tuple(str(getattr(identity, part, "")) for part in ("manufacturer", "model", "serial"))
 
 
