@@ -10,11 +10,14 @@ import argparse
 import datetime as dt
 import getpass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phonebench.core.errors import UsageError
 from ..results.compare import ALPHA, DEFAULT_THRESHOLD, NOT_CALLED, Night, compare_models, parse_threshold
 from . import Subcommands
+
+if TYPE_CHECKING:  # annotations only
+    from ..store.store import Store
 
 ACCEPTED = "accepted"
 
@@ -72,7 +75,7 @@ def compare(args: argparse.Namespace) -> int:
     return 1 if night.regressions else 0
 
 
-def _baselines(store: Any, tonight: dict[str, Any], against: str) -> tuple[dict[str | None, dict[str, Any]], str]:
+def _baselines(store: Store, tonight: dict[str, Any], against: str) -> tuple[dict[str | None, dict[str, Any]], str]:
     """The baseline run of each model (None: all models), and how to name it."""
     from ..results.builds import run_models
     from ..store import StoreError

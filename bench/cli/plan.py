@@ -10,7 +10,7 @@ import io
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,6 +19,9 @@ from ..results import labtime
 from phonebench.core.errors import ConfigError
 from phonebench.core.paths import data_dir
 from . import Subcommands
+
+if TYPE_CHECKING:  # annotations only
+    from phonebench.core.station import StationConfig
 
 DEFAULT_SUITES = data_dir("suites")  # bench run's default too: `bench run --plan` imports this module
 
@@ -71,7 +74,7 @@ def collect(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     return grab.tests
 
 
-def _bays(station: Any, duts: list[str]) -> dict[str, str]:
+def _bays(station: StationConfig | None, duts: list[str]) -> dict[str, str]:
     """Which bay each phone is tested in; one bay for a station without bays (its phones in turn)."""
     if station is not None and station.bays:
         return {d: b.name for b in station.bays for d in b.duts}

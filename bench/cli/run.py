@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +21,9 @@ from ..results.summary import print_summary
 from phonebench.fixtures.plugin import roles_needed
 from phonebench.fixtures.session import BENCH
 from . import Subcommands
+
+if TYPE_CHECKING:  # annotations only
+    from ..results.run_record import RunRecorder
 
 NEXT_STEP = "next: open the report (claims first); `bench runs` lists the stored runs, `bench run -v` prints every verdict"
 
@@ -318,7 +321,7 @@ def _release(run_dir: Path) -> None:
             run_dir.rmdir()
 
 
-def _results_not_written(recorder: Any) -> int:
+def _results_not_written(recorder: RunRecorder) -> int:
     tests = len(recorder.data["tests"])
     lines = [f"bench: the run folder {recorder.run_dir} did not take the whole record: "
              + "; ".join(recorder.write_errors)]

@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phonebench.core.errors import InvalidMeasurement
 from phonebench.drivers.device import Device
+
+if TYPE_CHECKING:  # annotations only
+    from phonebench.drivers.runtime import RuntimeClient
 
 # Zones report millidegrees, but some vendors report degrees or decidegrees: judge by magnitude.
 _PLAUSIBLE_C = (-40.0, 150.0)
@@ -102,7 +105,7 @@ def zone_celsius(zones: list[ThermalZone], zone_type: str) -> float | None:
     return next((z.celsius for z in zones if z.type == zone_type), None)
 
 
-def phone_clock(runtime: Any) -> Callable[[], float]:
+def phone_clock(runtime: RuntimeClient) -> Callable[[], float]:
     """The phone's clock (the runtime's status `t`, seconds), read over ADB at each call.
 
     Two reads around a device call bracket the whole call on the phone: what its reads took, not

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the calibration book and the owner are opened where they ar
     from .calibration.book import CalibrationBook
     from .calibration.settings import CalibrationSettings
     from .calibration.state import RoleCalibration
+    import pytest
 
 log = logging.getLogger(__name__)
 
@@ -341,7 +342,7 @@ class PreflightGate:
         self.refused = False
         self.lines: list[str] = []
 
-    def pytest_collection_finish(self, session: Any) -> None:
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         roles: set[str] = set()
         for item in session.items:
             roles |= self.roles_of(item)

@@ -15,11 +15,14 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from phonebench.core.decoding import read_text
 from phonebench.core.errors import BenchError
 from phonebench.core.verdict import GOOD_OUTCOMES, severity_of
+
+if TYPE_CHECKING:  # annotations only
+    from ..store.store import Store
 
 NOT_MEASURED = "not measured"
 ANOMALIES = ("unknown", "mismatch", "inconsistent")
@@ -123,7 +126,7 @@ def column_of(name: str) -> str | None:
     return None
 
 
-def build_matrix(store: Any, before: dt.datetime | None = None) -> Matrix:
+def build_matrix(store: Store, before: dt.datetime | None = None) -> Matrix:
     """The matrix from every run in the store (started before `before`, if given)."""
     exact = {*FINGERPRINT_NAMES, *(n for c in VERDICT_COLUMNS for n in c[1])}
     prefixes = [p for c in VERDICT_COLUMNS for p in c[2]]

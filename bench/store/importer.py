@@ -4,9 +4,12 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .db import StoreError
+
+if TYPE_CHECKING:  # annotations only
+    from .store import Store, SyncResult
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,7 @@ def read_results(path: Path) -> dict[str, Any]:
     return data
 
 
-def import_folder(store: Any, folder: Path) -> list[Any]:
+def import_folder(store: Store, folder: Path) -> list[SyncResult]:
     results = []
     for run_dir in run_folders(folder):
         data = read_results(run_dir / "results.json")

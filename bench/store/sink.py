@@ -7,9 +7,12 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .db import StoreError, describe
+
+if TYPE_CHECKING:  # annotations only
+    from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +27,11 @@ class StoreSink:
     Raw data stays in the run folder, <results_dir>/<run_id>; the store keeps that location.
     """
 
-    def __init__(self, target: Any, results_dir: str | Path | None = None,
+    def __init__(self, target: str | Path | Store, results_dir: str | Path | None = None,
                  retry_after_s: float = RETRY_AFTER_S) -> None:
-        self._target = target
-        self._store: Any = None if isinstance(target, (str, Path)) else target
+        # A URL or path is opened (and closed) by the sink; an open Store stays its owner's.
+        self._location = target if isinstance(target, (str, Path)) else None
+        self._store: Store | None = None if isinstance(target, (str, Path)) else target
         self.results_dir = Path(results_dir) if results_dir is not None else None
         self.retry_after_s = retry_after_s
         self._down_since: float | None = None
@@ -59,7 +63,7 @@ class StoreSink:
         self._down_since = self._down_error = None
         self.stored_tests = result.tests_stored
 
-    def _heal(self, store: Any) -> None:
+    def _heal(self, store: Store) -> None:
         """Before this run's first record: heal the runs a killed bench left in this store."""
         from .heal import heal_killed_runs
 
@@ -71,7 +75,7 @@ class StoreSink:
             log.warning("results store %s: killed runs not checked: %s", describe(store.url), exc)
             self.healed = []
 
-    def _claim(self, store: Any, run_id: str, run_dir: Path | None) -> None:
+    def _claim(self, store: Store, run_id: str, run_dir: Path | None) -> None:
         """Refuse to add to a stored run of the same id that another recorder wrote: two runs'
         tests must never mix under one summary."""
         try:
@@ -87,19 +91,21 @@ class StoreSink:
             raise self.refused
         self._claimed = True
 
-    def _open(self, retry_now: bool = False) -> Any:
+    def _open(self, retry_now: bool = False) -> Store:
         if not retry_now and self._down_since is not None and \
                 time.monotonic() - self._down_since < self.retry_after_s:
             raise StoreError(f"results store still unavailable (not retried for {self.retry_after_s:.0f} s): "
                              f"{self._down_error}")
-        if self._store is None:
+        if self._store is None and self._location is not None:
             from .store import open_store
 
             try:
-                self._store = open_store(self._target)
+                self._store = open_store(self._location)
             except StoreError as exc:
                 self._mark_down(exc)
                 raise
+        if self._store is None:  # the owner's store, after close()
+            raise StoreError("results store closed")
         return self._store
 
     def _mark_down(self, exc: StoreError) -> None:
@@ -108,6 +114,6 @@ class StoreSink:
         self._down_since = time.monotonic()
 
     def close(self) -> None:
-        if self._store is not None and self._store is not self._target:
+        if self._store is not None and self._location is not None:
             self._store.close()
         self._store = None

@@ -252,7 +252,7 @@ def supply_zero(supply: PowerAnalyzer, ctx: Context) -> CalibrationRecord:
 
 # --- thermocouple offsets -------------------------------------------------------------------
 def thermocouple_offsets(probe: ThermalProbe, fixture: FixtureControl, ctx: Context,
-                         reference: Any = None) -> CalibrationRecord:
+                         reference: ThermalProbe | None = None) -> CalibrationRecord:
     """thermocouple-offsets: each channel minus the reference probe beside it.
 
     The reference is the probe board's own reference input (settings.reference.channel, moved

@@ -12,9 +12,12 @@ import datetime as dt
 import math
 import secrets
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phonebench.core.errors import InvalidMeasurement
+
+if TYPE_CHECKING:  # annotations only
+    from phonebench.drivers.visa import InstrumentIdentity
 
 PASSED, FAILED = "passed", "failed"
 KINDS = ("instrument", "fixture", "dut")
@@ -47,7 +50,7 @@ class Equipment:
         return (self.kind, self.manufacturer, self.model, self.serial)
 
     @classmethod
-    def instrument(cls, identity: Any, role: str, asset_tag: str | None = None,
+    def instrument(cls, identity: InstrumentIdentity, role: str, asset_tag: str | None = None,
                    location: str | None = None) -> Equipment:
         """From a driver's InstrumentIdentity (phonebench.drivers.visa)."""
         return cls("instrument", identity.manufacturer, identity.model, identity.serial, identity.firmware or None,
