@@ -25,6 +25,7 @@ copy of the salted state per block (executor="thread" to measure threads anyway)
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
 from collections.abc import Callable
@@ -225,7 +226,7 @@ def check_hash_device(tree: MerkleTree) -> tuple[list[int], bool]:
     return bad, top.digest() == tree.root
 
 
-def spot_check(page: int, read_page: Callable[[int], bytes], read_hash_block: Callable[[int], bytes], *,
+def spot_check(page: int, read_page: Callable[[int], bytes | memoryview], read_hash_block: Callable[[int], bytes], *,
                root: bytes, salt: bytes, data_size: int) -> SpotCheck:
     """Check one page against the trusted root, reading the page and one hash block per level.
 
@@ -309,7 +310,7 @@ class _Hasher(Protocol):
 
 def _hash_blocks(view: memoryview, base: _Hasher, first: int, last: int) -> bytes:
     """Concatenated salted digests of whole blocks first..last-1 of an in-memory `view`."""
-    copy, out = base.copy, []
+    copy, out = base.copy, list[bytes]()
     append = out.append
     for off in range(first * BLOCK_SIZE, last * BLOCK_SIZE, BLOCK_SIZE):
         h = copy()
@@ -374,38 +375,46 @@ class _Source:
     """The data: a bytes-like view of a buffer, or an open file read with pread/preadv."""
 
     def __init__(self, data: Data) -> None:
-        self._data, self.path, self._file, self.view = data, None, None, None
+        self._data = data
+        self.path: str | None = None
+        self._file: io.FileIO | None = None
+        self.view: memoryview | None = None
         self.fd: int | None = None
 
     def __enter__(self) -> _Source:
         if isinstance(self._data, (str, os.PathLike)):
-            self.path = os.fspath(self._data)
+            self.path = path = str(os.fspath(self._data))
             try:
-                self._file = open(self.path, "rb", buffering=0)
-                self.size = os.fstat(self._file.fileno()).st_size
+                self._file = file = open(path, "rb", buffering=0)
+                self.size = os.fstat(file.fileno()).st_size
             except OSError as exc:
                 raise IntegrityError(f"cannot read weight file {self.path}: {exc.strerror}",
                                      hint="check the path and permissions") from exc
             if self.size == 0:
-                self._file.close()
+                file.close()
                 raise IntegrityError(f"weight file {self.path} is empty", hint="nothing to hash")
-            self.fd = self._file.fileno()
+            self.fd = file.fileno()
         else:
-            self.view = memoryview(self._data).cast("B")
-            if self.view.nbytes == 0:
+            self.view = view = memoryview(self._data).cast("B")
+            if view.nbytes == 0:
                 raise IntegrityError("weight data is empty", hint="nothing to hash")
-            self.size = self.view.nbytes
+            self.size = view.nbytes
         return self
 
     def read(self, offset: int, length: int) -> bytes | memoryview:
-        if self.fd is None:
+        if self.view is not None:  # a buffer; else an open file
             return self.view[offset:offset + length]
-        return os.pread(self.fd, length, offset)
+        return os.pread(self._fd(), length, offset)
+
+    def _fd(self) -> int:
+        if self.fd is None:
+            raise IntegrityError("weight data read outside its `with` block")
+        return self.fd
 
     def hash_blocks(self, salt: bytes, first: int, last: int) -> bytes:
-        if self.fd is None:
+        if self.view is not None:
             return _hash_blocks(self.view, hashlib.sha256(salt), first, last)
-        return _hash_file_blocks(self.fd, salt, first, last)
+        return _hash_file_blocks(self._fd(), salt, first, last)
 
     def __exit__(self, *exc: object) -> None:
         if self.view is not None:

@@ -36,7 +36,7 @@ class TestRecord:
         return Outcome.worst(v.outcome for v in self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"nodeid": self.nodeid, "dut": self.dut, "outcome": self.outcome.value,
+        return {"nodeid": self.nodeid, "dut": self.dut, "outcome": TestOutcome(self.outcome).value,
                 "duration_s": round(self.duration_s, 4), "message": self.message, "markers": list(self.markers),
                 "verdicts": [v.to_dict() for v in self.verdicts], "acceptance_check": self.acceptance_check,
                 "started": self.started, "bay": self.bay,
@@ -69,7 +69,8 @@ class RunRecord:
     def summary(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for test in self.tests:
-            counts[test.outcome.value] = counts.get(test.outcome.value, 0) + 1
+            outcome = TestOutcome(test.outcome).value
+            counts[outcome] = counts.get(outcome, 0) + 1
         counts["verdicts_failed"] = sum(1 for t in self.tests for v in t.verdicts if not v.passed)
         return counts
 
@@ -82,10 +83,11 @@ class RunRecord:
         return {dut: round(seconds, 3) for dut, seconds in per_dut.items()}
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"schema": SCHEMA, "run_id": self.run_id, "status": self.status, "started": self.started,
-                "finished": self.finished, "code_version": self.code_version, "station": self.station,
-                "duts": self.duts, "instruments": self.instruments, "tests": [t.to_dict() for t in self.tests],
-                "summary": self.summary(), "lab_time_s": self.lab_time_per_dut()}
+        data: dict[str, Any] = {
+            "schema": SCHEMA, "run_id": self.run_id, "status": self.status, "started": self.started,
+            "finished": self.finished, "code_version": self.code_version, "station": self.station,
+            "duts": self.duts, "instruments": self.instruments, "tests": [t.to_dict() for t in self.tests],
+            "summary": self.summary(), "lab_time_s": self.lab_time_per_dut()}
         if self.problems:
             data["problems"] = list(self.problems)
         return data

@@ -255,12 +255,12 @@ def audit_check(device: Device, runtime: RuntimeClient, shield: ShieldProbe | No
     expected = list(range(status.records + 1, status.records + inferences + 1))
     by_seq = {r["seq"]: (r, line) for r, line in records}
     findings.missing += [f"seq {s} absent" for s in expected if s not in by_seq]
-    previous_line = None
+    previous_line: str | None = None
     for index, ((prompt, gen), seq) in enumerate(zip(runs, expected)):
-        record, line = by_seq.get(seq, (None, None))
-        if record is None:
+        if seq not in by_seq:
             previous_line = None
             continue
+        record, line = by_seq[seq]
         if previous_line is not None and record.get("prev") != hashlib.sha256(previous_line.encode()).hexdigest():
             findings.missing.append(f"seq {seq}: prev does not chain to seq {seq - 1}")
         previous_line = line + "\n"

@@ -89,7 +89,7 @@ def counters_check(runtime: RuntimeClient, *, kv_cache_miss_rate: SlaEntry, mac_
             value, how = float(data[name]), "the runtime's own ratio (no raw counts)"
         else:
             verdicts.append(Verdict(metric, None, entries[metric].unit, Outcome.INFO, statistic="value",
-                                    raw=["counters"], detail="not exposed by this runtime"))
+                                    raw=("counters",), detail="not exposed by this runtime"))
             continue
         check = cross[name](value, entries[metric]) if name in cross else None
         verdicts.append(_judge(entries[metric], metric, value, how, check, data.get("tokens")))
@@ -112,7 +112,7 @@ class _Plausibility:
 
 def _judge(entry: SlaEntry, metric: str, value: float, how: str,
            check: _Plausibility | ClockDomainProblem | str | None, tokens: Any) -> Verdict:
-    own = dict(name=metric, raw="counters")
+    own: dict[str, Any] = dict(name=metric, raw="counters")
     if isinstance(check, ClockDomainProblem):  # a station error: nothing to corroborate with
         return check.invalidate(entry.evaluate(value, evidence=Evidence.SELF_REPORTED, **own,
                                                extra={"tokens": tokens}))

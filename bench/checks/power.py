@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 SUSTAINED = "sustained_power_mean"
 ENERGY = "energy_per_dialog"
 DEFAULT_INTERVAL_S = 32 * TINT_STEP_S  # 163.84 us: 6.1 kS/s, above the claim's 5 kS/s
+CURRENT_HINT = "the digitizer was armed for current: check the analyzer's channel wiring and its firmware's trace"
 ENERGY_INTERVAL_S = 39 * TINT_STEP_S  # 199.68 us: 5.01 kS/s for the long dialog sweeps
 SMOOTH_S = 0.01  # edge detection on a 10 ms moving average
 MAX_SWEEP_POINTS = 200_000  # per follow-up sweep (the N678xA holds 512 k points per parameter)

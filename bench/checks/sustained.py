@@ -83,7 +83,7 @@ def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, therm
     cover loop alone; without probes, the voice trials alone."""
     missing = [] if thermal is None else \
         [c for c in (*setup.cover_channels, setup.ambient_channel) if c and c not in thermal.channels]
-    if missing:  # refused before any dialog: the voice phase would be wasted
+    if thermal is not None and missing:  # refused before any dialog: the voice phase would be wasted
         raise InvalidMeasurement(f"thermal probe has no channel(s) {missing}; it has {thermal.channels}",
                                  hint="name the cover and ambient channels of this station's probe")
     calibrated = fixture_calibrated if fixture_calibrated is not None else fixture_delay_s != 0.0
@@ -97,11 +97,11 @@ def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, therm
         voice_check.configure(scope, stimulus, voice)
         keeper = voice_check.WaveformKeeper()
         for index in range(trials):
-            swept = energy is not None and index < energy_dialogs
-            if swept:
+            swept = supply is not None and energy is not None and index < energy_dialogs
+            if swept and supply is not None:
                 power_check.start_dialog_sweep(supply, ENERGY_SWEEP)
             status = voice_check.take_trial(scope, stimulus, device, result, index, voice, keeper)
-            if swept:
+            if swept and supply is not None and energy is not None:
                 power_check.finish_dialog_sweep(supply, ENERGY_SWEEP, energy)
             elapsed += voice.pre_s + voice.post_s + (voice.settle_s if status == "open-ended" else 0.0)
             if thermal is not None:
@@ -165,7 +165,7 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
         raw.update({"voice-trials": {**run.trials.raw(), "cover_c": np.asarray(run.cover_during_trials)},
                     "voice-waveforms": run.trials.raw_waveforms(),
                     **{v.name: {"samples": voice_check.verdict_samples(run.trials, v)} for v in dialog_v}})
-    if run.energy is not None:
+    if run.energy is not None and energy_entry is not None:  # swept only when the entry asks for it
         n = len(run.energy.energy_j)
         dialog_v += power_check.energy_verdicts(run.energy, energy_entry, raw=("dialog-energy",),
                                                 note=f"the study's first {n} voice trials, each swept until the "

@@ -22,6 +22,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -165,7 +166,7 @@ def thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: SlaE
     """Cover maximum and spread by their entries; the phone's thermal status as a record. Each
     points at the cover readings (the spread at its own series first); `note` ends each detail."""
     part = slice(run.measure_from, None)
-    context = {}
+    context: dict[str, Any] = {}  # the measurement's conditions, beside the verdict's own fields
     if run.setup.ambient_channel:
         context["ambient_c"] = float(np.nanmean(run.channel(run.setup.ambient_channel)[part]))
     warmup = (f"measured after {run.t_s[run.measure_from - 1] if run.measure_from else 0:.0f} s of warm-up "

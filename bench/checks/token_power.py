@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from . import CheckResult
-from .power import DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
+from .power import CURRENT_HINT, DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_emulation
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from ..phone.link import CLOCK_RATE_RANGE, ClockDomainProblem, measure_link
 from phonebench.core.errors import InvalidMeasurement
@@ -74,6 +74,8 @@ def power_cross_check(supply: PowerAnalyzer, runtime: RuntimeClient, *, runs: in
         arrivals = gen.arrivals
         if arrivals is None or arrivals.start_t is None or arrivals.done_t is None:
             raise InvalidMeasurement(f"{device.name}: the generate's start and done lines were not both observed")
+        if trace.current_a is None:
+            raise InvalidMeasurement(f"{supply.name}: the digitized trace has no current", hint=CURRENT_HINT)
         power.append(active_span_s(trace.current_a, trace.interval_s, pre))
         host.append(arrivals.done_t - arrivals.start_t)
         said.append(gen.done_time - gen.start_time)

@@ -201,13 +201,13 @@ def analyse_trial(ch1: Waveform, ch2: Waveform, setup: VoiceSetup = VoiceSetup()
     fs = 1.0 / ch1.sample_interval_s
     t0 = float(ch1.t[0])
     stim = _detector(setup, ch1).detect(ch1.volts, fs, t0=t0)
-    if not stim.found:
+    if not stim.found or stim.time_s is None:
         return nan, nan, nan, f"invalid: stimulus {stim.status.value}: {stim.reason}"
     detector = _detector(setup, ch2)
     answer = detector.detect(ch2.volts, fs, t0=t0, not_before_s=stim.time_s + setup.min_latency_s)
     if answer.status is OnsetStatus.INVALID:
         return nan, nan, nan, f"invalid: answer: {answer.reason}"
-    if not answer.found:
+    if not answer.found or answer.time_s is None:
         return float(stim.time_s), math.inf, math.inf, "no-answer"
     end = _end_of_sound(_detector(setup, ch2, end=True), ch2, fs, setup.hangover_s)
     if end is None or end.time_s is None:
@@ -239,7 +239,8 @@ def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float, hangover_s
     if not speech.found or not speech.rejected:
         return speech if speech.found else None
     burst = replace(detector, hold_s=0.0).detect(reversed_volts, fs, t0=0.0)
-    if burst.found and speech.time_s - burst.time_s <= hangover_s:
+    if burst.found and burst.time_s is not None and speech.time_s is not None \
+            and speech.time_s - burst.time_s <= hangover_s:
         return burst
     return speech
 
@@ -287,7 +288,7 @@ def _verdict(entry: SlaEntry, samples_s: np.ndarray, trials: VoiceTrials, raw: S
 
 
 def _statistic(entry: SlaEntry) -> str:
-    return f"p{100 * entry.p:.10g}" if entry.statistic == "percentile" else entry.statistic
+    return f"p{100 * entry.p:.10g}" if entry.statistic == "percentile" and entry.p is not None else entry.statistic
 
 
 def trials_needed(*entries: SlaEntry) -> int:
@@ -302,11 +303,11 @@ def voice_check(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, *,
     """Claims 1 and 2 by their entries (METRICS: the metric ids that usually hold them); `trials`
     defaults to what the entries need. Each verdict points at its own samples (what its plot
     shows), the trials and the waveforms; `measurement` is the VoiceTrials."""
-    entries = {"latency_p99": latency_p99, "latency_std": latency_std, "dialog_p99": dialog_p99}
-    count = trials if trials is not None else trials_needed(*entries.values())
+    count = trials if trials is not None else trials_needed(latency_p99, latency_std, dialog_p99)
     result = run_voice_trials(scope, stimulus, device, count, fixture_delay_s=fixture_delay_s,
                               fixture_calibrated=fixture_calibrated, setup=setup, clip=clip)
-    verdicts = voice_verdicts(result, **entries, raw=("voice-trials", "voice-waveforms"))
+    verdicts = voice_verdicts(result, latency_p99=latency_p99, latency_std=latency_std, dialog_p99=dialog_p99,
+                              raw=("voice-trials", "voice-waveforms"))
     raw = {"voice-trials": result.raw(), "voice-waveforms": result.raw_waveforms(),
            **{v.name: {"samples": verdict_samples(result, v)} for v in verdicts}}
     return CheckResult(verdicts, raw, measurement=result)

@@ -151,12 +151,13 @@ def read_errors_check(device: Device, runtime: RuntimeClient, *, read_errors: Sl
         errors += len(crc | (merkle or set()))
     bad = sorted(crc_bad | (merkle_bad or set()))
     evidence = Evidence.REPORTED if merkle_bad is None else Evidence.MEASURED
-    merkle = "not possible (the hash device does not match the signed root)" if merkle_bad is None else len(merkle_bad)
+    merkle_text = ("not possible (the hash device does not match the signed root)" if merkle_bad is None
+                   else str(len(merkle_bad)))
     verdict = _no_pass_without_merkle(read_errors.evaluate(
         len(bad), evidence=evidence, name="weights_page_read_errors", raw="weights_read_errors",
         extra={"crc_bad": sorted(crc_bad)[:100],
                "merkle_bad": None if merkle_bad is None else sorted(merkle_bad)[:100]},
-        n=manifest.pages, detail=f"{len(bad)} of {manifest.pages} pages bad (CRC: {len(crc_bad)}, Merkle: {merkle})"),
+        n=manifest.pages, detail=f"{len(bad)} of {manifest.pages} pages bad (CRC: {len(crc_bad)}, Merkle: {merkle_text})"),
         merkle_bad is None)
     verdicts = [verdict]
     reads = passes * manifest.pages

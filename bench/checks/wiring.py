@@ -15,8 +15,9 @@ import math
 import numpy as np
 
 from . import CheckResult
-from .power import DEFAULT_INTERVAL_S, _smooth, battery_emulation
+from .power import CURRENT_HINT, DEFAULT_INTERVAL_S, _smooth, battery_emulation
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
+from phonebench.core.errors import InvalidMeasurement
 from phonebench.core.verdict import Evidence, compare
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.runtime import RuntimeClient
@@ -69,11 +70,15 @@ def supply_wiring_check(supply: PowerAnalyzer, runtime: RuntimeClient, *,
     for k, count in enumerate(tokens):
         gen = runtime.generate(count, seed=PROMPT_SEEDS[k % len(PROMPT_SEEDS)], prompt_tokens=PROMPT_TOKENS)
         arrivals = gen.arrivals
-        observed = arrivals is not None and arrivals.start_t is not None and arrivals.done_t is not None
-        bursts.append(arrivals.done_t - arrivals.start_t if observed else gen.done_time - gen.start_time)
+        if arrivals is not None and arrivals.start_t is not None and arrivals.done_t is not None:
+            bursts.append(arrivals.done_t - arrivals.start_t)  # seen on the station clock
+        else:
+            bursts.append(gen.done_time - gen.start_time)
         if k < len(gaps):
             device.run(["sleep", f"{gaps[k]:.3f}"])
     trace = supply.fetch().require_valid()
+    if trace.current_a is None:
+        raise InvalidMeasurement(f"{supply.name}: the digitized trace has no current", hint=CURRENT_HINT)
     current = trace.current_a.astype(np.float64)
     segments, step = active_segments(current, trace.interval_s, pre)
     seen = [end - start for start, end in segments]

@@ -77,11 +77,12 @@ class Cell:
     @property
     def evidence(self) -> str:
         kinds = [v.get("evidence") for v in self.verdicts]
+        stated = [str(k) for k in kinds if k is not None]
         if not kinds:
             return ""
-        if None in kinds:
+        if len(stated) < len(kinds):
             return "evidence unstated"
-        return min(kinds, key=lambda k: EVIDENCE_STRENGTH.get(k, -1))
+        return min(stated, key=lambda k: EVIDENCE_STRENGTH.get(k, -1))
 
     @property
     def reported(self) -> list[dict[str, Any]]:
@@ -118,7 +119,7 @@ class Cell:
 
     @staticmethod
     def _weakest(verdicts: list[dict[str, Any]]) -> str:
-        kinds = [v.get("evidence") for v in verdicts if v.get("evidence")]
+        kinds = [str(v["evidence"]) for v in verdicts if v.get("evidence")]
         return min(kinds, key=lambda k: EVIDENCE_STRENGTH.get(k, -1)) if kinds else ""
 
     @property

@@ -141,7 +141,8 @@ class _Locator:
     def __init__(self, text: str) -> None:
         self.sections: dict[tuple[str, int], int] = {}
         self.keys: dict[tuple[tuple[str, int], str], int] = {}
-        current, counts = ("", 0), {}
+        current: tuple[str, int] = ("", 0)
+        counts: dict[str, int] = {}
         for number, line in enumerate(text.splitlines(), start=1):
             header = self._HEADER.match(line)
             if header:

@@ -117,12 +117,12 @@ def measure_latency(stimulus: ArrayLike, response: ArrayLike, fs: float, *, fixt
     """
     detector = detector or OnsetDetector()
     first = detector.detect(stimulus, fs, t0=t0)
-    if not first.found:
+    if not first.found or first.time_s is None:
         none = Onset(OnsetStatus.INVALID, None, None, math.nan, math.nan, math.nan,
                      reason="not searched: no stimulus onset")
         return Latency(None, first, none, fixture_delay_s, f"stimulus: {first.status.value}: {first.reason}")
     second = (response_detector or detector).detect(response, fs, t0=t0, not_before_s=first.time_s + min_latency_s)
-    if not second.found:
+    if not second.found or second.time_s is None:
         return Latency(None, first, second, fixture_delay_s, f"response: {second.status.value}: {second.reason}")
     return Latency(second.time_s - first.time_s - fixture_delay_s, first, second, fixture_delay_s)
 

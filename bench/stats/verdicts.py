@@ -44,7 +44,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -295,9 +295,10 @@ def std_verdict(name: str, samples: Samples, *, limit: float | None, unit: str, 
     if independence == "run" and side == "upper" and len(runs) >= 3:
         between, within, components = std_components_bound(runs, confidence)
         bound = max(chi2, components)
-        extra = {"n_eff": eff.n_eff, "bound_factor": bound / s if s > 0 else None, "independence": independence,
-                 "runs": eff.runs, "chi_square_bound": chi2, "components_bound": components,
-                 "between_run_variance_bound": between, "within_run_variance_bound": within}
+        extra: dict[str, Any] = {
+            "n_eff": eff.n_eff, "bound_factor": bound / s if s > 0 else None, "independence": independence,
+            "runs": eff.runs, "chi_square_bound": chi2, "components_bound": components,
+            "between_run_variance_bound": between, "within_run_variance_bound": within}
         detail = (f"s = {s:.4g} {unit}, {confidence:.0%} upper bound {bound:.4g} {unit}: between-run variance "
                   f"<= {between:.4g} (chi-square over {len(runs)} run means) plus within-run variance <= "
                   f"{within:.4g} (skew-corrected t over runs), chi-square from {eff.n_eff:.0f} effective "
@@ -623,7 +624,7 @@ def count_verdict(name: str, count: int | ArrayLike, *, limit: float | None, uni
 def value_verdict(name: str, value: float | None, *, limit: float | None, unit: str, comparator: str = "<=",
                   tolerance: float | None = None, statistic: str = "value") -> Verdict:
     """One measured value; with comparator "==" a tolerance makes it |value - limit| <= tolerance."""
-    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic, n=1)
+    base: dict[str, Any] = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic, n=1)
     if value is None or not math.isfinite(value):
         return _invalid(base, f"no valid value ({value})")
     if comparator == "==" and tolerance is not None and limit is not None:
