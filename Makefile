@@ -61,8 +61,8 @@ system-deps:
 run: $(STAMP)
 	$(BIN)/bench run
 
-# Layer contracts (pyproject.toml [tool.importlinter]): one-way layers, no cycles.
-# The floors (import-linter), then the types of what is ours (mypy over bench/, fixtures/, core/).
+# The floors (pyproject.toml [tool.importlinter]: one-way layers, no cycles), then the types of what
+# is ours (mypy over bench/, fixtures/, core/; pyproject.toml [tool.mypy]).
 # mypy cannot follow the editable install's folder mapping (phonebench.bench is bench/), so it
 # reads the folders through links under .typecheck/phonebench/.
 lint: $(STAMP)
