@@ -5,7 +5,7 @@ numerics suite runs against in-process phones without the station:
 
     python -m pytest -p tests.device_double suites/test_numerics.py --double-persona SM8650-ES
 
-(the `dut` and `record` fixtures here stand in for the phonebench plugin's).
+(the `dut`, `runtime` and `record` fixtures here stand in for the phonebench plugin's).
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from phonebench.drivers.device import ShellResult, TimedShellResult
 from phonebench.emulation.device import EmulatedPhone
 from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.npu_personas import default_fleet, phone_spec
-from phonebench.fixtures.plugin import Record
+from phonebench.drivers.runtime import RuntimeClient
+from phonebench.fixtures.plugin import MARKERS, Record, _with_capabilities
 
 PushHook = Callable[[str, bytes], bytes]
 
@@ -104,6 +105,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--double-fault", action="append", default=[], help="fault injected into each phone")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"capabilities: {MARKERS['capabilities']}")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "dut" in metafunc.fixturenames:
         personas = metafunc.config.getoption("--double-persona") or [s.npu_persona for s in default_fleet()]
@@ -114,6 +119,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def dut(request: pytest.FixtureRequest) -> PhoneDevice:
     faults = request.config.getoption("--double-fault")
     return make_device(request.param, f"EMU-{request.param}", faults=list(faults))
+
+
+@pytest.fixture
+def runtime(request: pytest.FixtureRequest, dut: PhoneDevice) -> RuntimeClient:
+    """The plugin's `runtime`, its `capabilities` marker asked the same way."""
+    return _with_capabilities(request, RuntimeClient(dut))
 
 
 @pytest.fixture
