@@ -34,11 +34,11 @@ FULL_RECORD = 4_000_000  # the emulated InfiniiVision 3000T's deepest record
 def _serve(kind: str, conn) -> None:  # runs in the child process
     from phonebench.emulation.audio import synth_speech
     from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
-    from phonebench.emulation.instruments.scope import ScopeServer
+    from phonebench.emulation.instruments.scope import KeysightScopeServer
     from phonebench.emulation.world import World
 
     world = World(seed=1)
-    server = ScopeServer(world) if kind == "scope" else PowerAnalyzerServer(world)
+    server = KeysightScopeServer(world) if kind == "scope" else PowerAnalyzerServer(world)
     server.start()
     if kind == "scope":
         world.schedule("decode", world.clock.now(), world.clock.now() + 5)

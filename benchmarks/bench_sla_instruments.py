@@ -33,14 +33,14 @@ def main() -> int:
     from phonebench.emulation.phones import emulated_phone
     from phonebench.emulation.instruments.awg import AwgServer
     from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
-    from phonebench.emulation.instruments.scope import ScopeServer
+    from phonebench.emulation.instruments.scope import KeysightScopeServer
     from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
     from phonebench.emulation.world import World
 
     profile = load_profile("default")
     world = World(seed=1)
     device = PhoneDevice(emulated_phone(PhoneSpec(), world=world))
-    servers = {"scope": ScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
+    servers = {"scope": KeysightScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
                "thermal": ThermalProbeServer(world)}
     drivers = {}
     for role, server in servers.items():

@@ -99,15 +99,15 @@ class EmulatedLine:
         from .instruments.daq970a import Daq970aServer
         from .instruments.fixture import FixtureServer
         from .instruments.power_analyzer import PowerAnalyzerServer
-        from .instruments.scope import ScopeServer
+        from .instruments.scope import KeysightScopeServer
 
         # The emulated station's instrument models (emulation/station.py), so `bench calibrate` on
         # the emulated station calibrates the very instruments (same models and *IDN? identities)
         # that `bench accept` finds in this fixture: the documented flow needs no extra step.
         try:
-            for role, server in (("scope", ScopeServer(self.world)), ("supply", PowerAnalyzerServer(self.world)),
-                                 ("thermal", Daq970aServer(self.world)), ("stimulus", AwgServer(self.world)),
-                                 ("fixture", FixtureServer(self.world))):
+            for role, server in (("scope", KeysightScopeServer(self.world)),
+                                 ("supply", PowerAnalyzerServer(self.world)), ("thermal", Daq970aServer(self.world)),
+                                 ("stimulus", AwgServer(self.world)), ("fixture", FixtureServer(self.world))):
                 server.start()
                 self.instruments[role] = server
             self.load(self.units[0])  # the fixture holds a unit (and has its ADB address) from the start

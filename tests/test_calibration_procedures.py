@@ -44,7 +44,7 @@ from phonebench.emulation.device import PhoneSpec
 from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.awg import AwgServer
 from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
-from phonebench.emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
+from phonebench.emulation.instruments.scope import INPUT_DELAY_S, KeysightScopeServer
 from phonebench.emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
 from phonebench.emulation.world import World
 from tests.device_double import PhoneDevice
@@ -64,7 +64,7 @@ def rig():
     """The emulated fixture with its instruments, each with its known error."""
     world = World(seed=3)
     phone = emulated_phone(PhoneSpec(seed=3), world=world)
-    servers = {"scope": ScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
+    servers = {"scope": KeysightScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
                "thermal": ThermalProbeServer(world)}
     for server in servers.values():
         server.start()

@@ -14,7 +14,7 @@ from phonebench.emulation.device import EmulatedPhone, PhoneSpec
 from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.awg import AwgServer
 from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
-from phonebench.emulation.instruments.scope import ScopeServer
+from phonebench.emulation.instruments.scope import scope_server
 from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
 from phonebench.emulation.world import PHASE_POWER_W, World
 
@@ -37,7 +37,7 @@ def rig(request):
     scope_dialect, probe_dialect, scope_options = COMBOS[request.param]
     world = World(seed=21)
     phone = emulated_phone(PhoneSpec(), world=world)
-    servers = {"scope": ScopeServer(world, scope_dialect), "supply": PowerAnalyzerServer(world),
+    servers = {"scope": scope_server(world, scope_dialect), "supply": PowerAnalyzerServer(world),
                "stimulus": AwgServer(world), "thermal": ThermalProbeServer(world, probe_dialect)}
     options = {"scope": scope_options, "supply": {}, "stimulus": {}, "thermal": {}}
     drivers = {}

@@ -17,7 +17,7 @@ from phonebench.emulation.device import PhoneSpec
 from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.awg import AwgServer
 from phonebench.emulation.instruments.power_analyzer import CURRENT_ZERO_OFFSET_A, PowerAnalyzerServer
-from phonebench.emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
+from phonebench.emulation.instruments.scope import INPUT_DELAY_S, KeysightScopeServer
 from phonebench.emulation.instruments.thermal_probe import GENERIC_CHANNELS, ThermalProbeServer
 from phonebench.emulation.world import FRESH_CAPACITY_PCT, SLA_PERSONAS_WORLD, World
 
@@ -28,7 +28,7 @@ CLIP = synth_speech(0.3, 16_000, np.random.default_rng(5))
 def rig():
     world = World(seed=3)
     phone = emulated_phone(PhoneSpec(seed=3), world=world)
-    servers = [ScopeServer(world), AwgServer(world), PowerAnalyzerServer(world), ThermalProbeServer(world)]
+    servers = [KeysightScopeServer(world), AwgServer(world), PowerAnalyzerServer(world), ThermalProbeServer(world)]
     for server in servers:
         server.start()
     scope = KeysightInfiniiVision(servers[0].address, poll_s=0)

@@ -9,7 +9,7 @@ from phonebench.core.errors import InstrumentError, InvalidMeasurement
 from phonebench.drivers.scope import KeysightInfiniiVision, Oscilloscope, Preamble, RigolDS1000Z, Waveform
 from phonebench.emulation import audio as audio_module
 from phonebench.emulation.audio import synth_speech
-from phonebench.emulation.instruments.scope import ScopeServer
+from phonebench.emulation.instruments.scope import KeysightScopeServer, RigolScopeServer, scope_server
 from phonebench.emulation.world import World
 
 KEYSIGHT_IDN = "KEYSIGHT TECHNOLOGIES,DSOX3024T,MY58101234,07.50.2021102830"
@@ -163,7 +163,7 @@ DRIVERS = {"keysight": KeysightInfiniiVision, "rigol": RigolDS1000Z}
 @pytest.fixture(params=["keysight", "rigol"])
 def bench(request):
     world = World(seed=3)
-    server = ScopeServer(world, dialect=request.param)
+    server = scope_server(world, request.param)
     server.start()
     options = {"memory_depth": 60_000} if request.param == "rigol" else {}  # two channels on: 6k, 60k, ...
     scope = DRIVERS[request.param](server.address, poll_s=0, timeout_s=2, **options)
@@ -272,7 +272,7 @@ def test_unknown_command_and_out_of_range_deskew_are_reported(bench):
 
 def test_keysight_holes_are_nan_and_invalid():
     world = World()
-    with ScopeServer(world) as server:
+    with KeysightScopeServer(world) as server:
         scope = KeysightInfiniiVision(server.address, poll_s=0)
         server.inject_fault("holes")
         wf = scope.read_waveform(1, points=10_000)
@@ -286,7 +286,7 @@ def test_deskew_shifts_the_channels_time_axis(monkeypatch):
     # Noise-free fixture: an 80 ns shift is far below the jitter noise puts on a slow audio edge.
     monkeypatch.setitem(audio_module.NOISE_RMS_V, 1, 0.0)
     world = World(seed=5)
-    with ScopeServer(world) as server:
+    with KeysightScopeServer(world) as server:
         scope = KeysightInfiniiVision(server.address, poll_s=0)
         scope.configure_channel(1, 0.2)
         scope.set_timebase(20e-6, 0)  # 200 µs window, 1 M points: 0.2 ns per point
@@ -308,7 +308,7 @@ def test_deskew_shifts_the_channels_time_axis(monkeypatch):
 def test_same_seed_same_waveform():
     def capture() -> np.ndarray:
         world = World(seed=9)
-        with ScopeServer(world) as server:
+        with KeysightScopeServer(world) as server:
             scope = KeysightInfiniiVision(server.address, poll_s=0)
             scope.set_timebase(0.4, 1.5)
             scope.set_edge_trigger(1, 0.05)
@@ -323,7 +323,7 @@ def test_same_seed_same_waveform():
 
 def test_keysight_digitize_then_opc_waits_in_simulated_time_or_stays_silent():
     world = World(seed=8)
-    with ScopeServer(world) as server:
+    with KeysightScopeServer(world) as server:
         scope = KeysightInfiniiVision(server.address, poll_s=0, timeout_s=2)
         scope.set_timebase(0.4, 1.6)
         scope.set_edge_trigger(1, 0.05)
@@ -346,7 +346,7 @@ def test_keysight_digitize_then_opc_waits_in_simulated_time_or_stays_silent():
 
 def test_keysight_ter_stays_latched_from_a_running_scope_until_read():
     world = World(seed=4)
-    with ScopeServer(world) as server:
+    with KeysightScopeServer(world) as server:
         scope = KeysightInfiniiVision(server.address, poll_s=0)
         scope.set_timebase(0.4, 1.5)
         scope.set_edge_trigger(1, 0.05)
@@ -361,7 +361,7 @@ def test_keysight_ter_stays_latched_from_a_running_scope_until_read():
 
 def test_keysight_stimulus_before_the_arm_is_missed_and_early_data_reads_are_refused():
     world = World(seed=4)
-    with ScopeServer(world) as server:
+    with KeysightScopeServer(world) as server:
         scope = KeysightInfiniiVision(server.address, poll_s=0, timeout_s=1)
         scope.set_timebase(0.4, 1.5)  # 0.5 s of record before the trigger must fill first
         scope.set_edge_trigger(1, 0.05)
@@ -377,7 +377,7 @@ def test_keysight_stimulus_before_the_arm_is_missed_and_early_data_reads_are_ref
 
 def test_keysight_operation_register_shows_run_and_wait_trig():
     world = World(seed=4)
-    with ScopeServer(world) as server:
+    with KeysightScopeServer(world) as server:
         scope = KeysightInfiniiVision(server.address, poll_s=0)
         scope.set_timebase(0.4, 1.5)
         scope.set_edge_trigger(1, 0.05)
@@ -392,7 +392,7 @@ def test_keysight_operation_register_shows_run_and_wait_trig():
 
 def test_rigol_status_lags_single_and_raw_reads_need_the_scope_stopped():
     world = World(seed=4)
-    with ScopeServer(world, dialect="rigol") as server:
+    with RigolScopeServer(world) as server:
         scope = RigolDS1000Z(server.address, poll_s=0, timeout_s=1)
         scope.set_timebase(0.4, 1.5)
         scope.set_edge_trigger(1, 0.05)
@@ -414,7 +414,7 @@ def test_rigol_status_lags_single_and_raw_reads_need_the_scope_stopped():
 
 def test_rigol_rejects_a_read_of_more_than_250000_points():
     world = World(seed=4)
-    with ScopeServer(world, dialect="rigol") as server:
+    with RigolScopeServer(world) as server:
         scope = RigolDS1000Z(server.address, poll_s=0, timeout_s=0.3)
         scope.configure(":STOP", ":WAVeform:MODE RAW", ":WAVeform:STARt 1", ":WAVeform:STOP 300000")
         with pytest.raises(InstrumentError, match="-222"):
@@ -424,7 +424,7 @@ def test_rigol_rejects_a_read_of_more_than_250000_points():
 
 def test_rigol_memory_depth_follows_the_channels_on():
     world = World(seed=4)
-    with ScopeServer(world, dialect="rigol") as server:
+    with RigolScopeServer(world) as server:
         with pytest.raises(InstrumentError, match=r"-224.*memory depth 120000 with 2 channel"):
             RigolDS1000Z(server.address, poll_s=0, memory_depth=120_000)  # a one-channel depth
         scope = RigolDS1000Z(server.address, poll_s=0, memory_depth=600_000)

@@ -28,7 +28,7 @@ from phonebench.emulation.device import PhoneSpec
 from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.instruments.awg import AwgServer
 from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
-from phonebench.emulation.instruments.scope import ScopeServer
+from phonebench.emulation.instruments.scope import KeysightScopeServer
 from phonebench.emulation.instruments.thermal_probe import ThermalProbeServer
 from phonebench.emulation.world import World
 
@@ -53,7 +53,7 @@ class Rig:
 def rig(persona: str, seed: int = 7) -> Iterator[Rig]:
     world = World(seed=seed, persona=persona)
     phone = emulated_phone(PhoneSpec(serial=f"EMU-{persona}", sla_persona=persona, seed=seed), world=world)
-    servers = {"scope": ScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
+    servers = {"scope": KeysightScopeServer(world), "stimulus": AwgServer(world), "supply": PowerAnalyzerServer(world),
                "thermal": ThermalProbeServer(world)}
     options = {"scope": {"poll_s": 0}}
     drivers: dict[str, Any] = {}

@@ -18,7 +18,7 @@ from pymeasure.instruments.keysight import KeysightDSOX1102G  # noqa: E402
 
 from phonebench.emulation.instruments.awg import AwgServer  # noqa: E402
 from phonebench.emulation.instruments.daq970a import Daq970aServer  # noqa: E402
-from phonebench.emulation.instruments.scope import ScopeServer  # noqa: E402
+from phonebench.emulation.instruments.scope import KeysightScopeServer, RigolScopeServer  # noqa: E402
 from phonebench.emulation.world import World  # noqa: E402
 
 VISA = {"visa_library": "@py", "read_termination": "\n", "write_termination": "\n"}
@@ -76,7 +76,7 @@ def test_pymeasure_33500_sets_each_channel_and_fires_a_sine_burst(world):
 
 @pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 def test_pymeasure_infiniivision_sets_up_digitizes_and_downloads(world):
-    with ScopeServer(world, "keysight") as server:
+    with KeysightScopeServer(world) as server:
         scope = KeysightDSOX1102G(server.address, **VISA)
         scope.factory_reset()
         scope.clear_status()
@@ -121,7 +121,7 @@ def test_pymeasure_generic_scpi_on_the_daq970a_measures_temperature(world):
 
 
 def test_pymeasure_generic_scpi_on_the_ds1000z_reads_a_screen(world):
-    with ScopeServer(world, "rigol") as server:
+    with RigolScopeServer(world) as server:
         scope = ScpiInstrument(server.address, "DS1104Z", **VISA)
         scope.clear()
         scope.write(":WAV:SOUR CHAN1;:WAV:MODE NORM;:WAV:FORM BYTE")

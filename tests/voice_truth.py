@@ -16,7 +16,7 @@ import numpy as np
 from phonebench.bench.checks import voice as voice_check
 from phonebench.drivers.registry import open_instrument
 from phonebench.emulation.instruments.awg import AwgServer
-from phonebench.emulation.instruments.scope import INPUT_DELAY_S, ScopeServer
+from phonebench.emulation.instruments.scope import INPUT_DELAY_S, KeysightScopeServer
 from phonebench.emulation.voice import VOICE_BEHAVIOURS
 from phonebench.emulation.world import World
 
@@ -38,9 +38,9 @@ class OnsetErrors:
 
 
 @contextlib.contextmanager
-def voice_rig(persona: str, seed: int) -> Iterator[tuple[World, ScopeServer, object, object]]:
+def voice_rig(persona: str, seed: int) -> Iterator[tuple[World, KeysightScopeServer, object, object]]:
     world = World(seed=seed, persona=persona)
-    scope_server, awg_server = ScopeServer(world), AwgServer(world)
+    scope_server, awg_server = KeysightScopeServer(world), AwgServer(world)
     drivers = []
     try:
         for server in (scope_server, awg_server):

@@ -16,7 +16,7 @@ from .daq970a import Daq970aServer
 from .fixture import FixtureServer
 from .otii import OtiiServer
 from .power_analyzer import PowerAnalyzerServer
-from .scope import ScopeServer
+from .scope import KeysightScopeServer, RigolScopeServer
 from .server import LineServer
 from .thermal_probe import ThermalProbeServer
 from ..world import World
@@ -24,8 +24,7 @@ from ..world import World
 Factory = Callable[[World], LineServer]
 
 FACTORIES: dict[str, dict[str, Factory]] = {
-    "scope": {"keysight-infiniivision": lambda world: ScopeServer(world, "keysight"),
-              "rigol-ds1000z": lambda world: ScopeServer(world, "rigol")},
+    "scope": {"keysight-infiniivision": KeysightScopeServer, "rigol-ds1000z": RigolScopeServer},
     "supply": {"keysight-n6705c": PowerAnalyzerServer, "qoitech-otii": OtiiServer},
     "thermal": {"keysight-daq970a": Daq970aServer,
                 "fluke-1529": lambda world: ThermalProbeServer(world, "fluke"),
