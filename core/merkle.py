@@ -383,7 +383,7 @@ class _Source:
 
     def __enter__(self) -> _Source:
         if isinstance(self._data, (str, os.PathLike)):
-            self.path = path = str(os.fspath(self._data))
+            self.path = path = os.fspath(self._data)
             try:
                 self._file = file = open(path, "rb", buffering=0)
                 self.size = os.fstat(file.fileno()).st_size
@@ -408,7 +408,7 @@ class _Source:
 
     def _fd(self) -> int:
         if self.fd is None:
-            raise IntegrityError("weight data read outside its `with` block")
+            raise TypeError("weight data read outside its `with` block")  # a caller's mistake, not bad data
         return self.fd
 
     def hash_blocks(self, salt: bytes, first: int, last: int) -> bytes:

@@ -77,7 +77,7 @@ class Cell:
     @property
     def evidence(self) -> str:
         kinds = [v.get("evidence") for v in self.verdicts]
-        stated = [str(k) for k in kinds if k is not None]
+        stated: list[str] = [k for k in kinds if k is not None]  # results.json holds evidence as text
         if not kinds:
             return ""
         if len(stated) < len(kinds):
@@ -119,7 +119,7 @@ class Cell:
 
     @staticmethod
     def _weakest(verdicts: list[dict[str, Any]]) -> str:
-        kinds = [str(v["evidence"]) for v in verdicts if v.get("evidence")]
+        kinds: list[str] = [v["evidence"] for v in verdicts if v.get("evidence")]
         return min(kinds, key=lambda k: EVIDENCE_STRENGTH.get(k, -1)) if kinds else ""
 
     @property
