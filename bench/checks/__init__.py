@@ -12,13 +12,22 @@ data and replacing the verdict's raw names by the saved files' paths.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
-from phonebench.core.verdict import Verdict
+from phonebench.core.verdict import PlotHint, Verdict
 
 Tick = Callable[[int], Any]  # progress: called with the number of steps just done
+
+
+class VerdictData(TypedDict, total=False):
+    """Some of a verdict's own data, as SlaEntry.evaluate takes it: what a check gives several
+    evaluate calls alike, passed as `**data`."""
+
+    name: str
+    raw: str | Sequence[str]
+    plot: str | PlotHint | None
 
 
 class Recorder(Protocol):

@@ -38,6 +38,7 @@ import logging
 import math
 import secrets
 from dataclasses import asdict, dataclass
+from typing import cast
 
 from collections.abc import Callable
 
@@ -47,7 +48,7 @@ from scipy import stats as sps
 from . import CheckResult, Tick, no_tick
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from ..stats.verdicts import clopper_pearson
-from phonebench.core.errors import UnsupportedCapability
+from phonebench.core.errors import InvalidMeasurement, UnsupportedCapability
 from phonebench.core.verdict import Evidence, Outcome, PlotHint, Verdict
 from phonebench.drivers.device import Device
 from ..specs.sla import SlaEntry
@@ -70,6 +71,7 @@ RUN_LENGTH = (2048, 4096)  # MACs per run of a known-answer probe vector
 DISTINCT_VECTORS = 8   # vector pairs drawn per probe batch (each probe picks one, under a random id)
 DIGITIZER_POINTS = 1024
 DIGITIZER_INTERVAL_S = 50e-6  # 51 ms: eleven 217 Hz periods
+VOLTAGE_HINT = "the digitizer was armed for voltage: check the analyzer's channel wiring and its firmware's trace"
 CLAIMED_TRIGGER_MV = 30.0
 RIPPLE_TOLERANCE_MV = 2.0  # digitizer accuracy plus the supply-to-sensor difference
 MIN_SLOWDOWN_PCT = 5.0     # dual compute costs at least this; less means it did not run
@@ -110,7 +112,8 @@ class RipplePoint:
         A vote leaves far fewer wrong results than single compute (two copies wrong alike are
         rare), so: engaged when at most VOTED_FRACTION of the unprotected expectation erred."""
         expected = self.expected_unprotected
-        if expected is None or expected < MIN_EXPECTED_WRONG:
+        # expected is None without probes_wrong_auto; testing both lets the type checker see it
+        if expected is None or self.probes_wrong_auto is None or expected < MIN_EXPECTED_WRONG:
             return None
         return self.probes_wrong_auto <= VOTED_FRACTION * expected
 
@@ -150,6 +153,8 @@ def measure_ripple_mv(supply: PowerAnalyzer, hz: float = RIPPLE_HZ) -> float:
     """Ripple amplitude at the phone's terminals: a sine at `hz` least-squares fitted to the
     digitizer's voltage channel (the fit rejects the meter's noise and the load's own steps)."""
     trace = supply.digitize(DIGITIZER_POINTS, DIGITIZER_INTERVAL_S, quantities=("voltage",)).require_valid()
+    if trace.voltage_v is None:
+        raise InvalidMeasurement(f"{supply.name}: the digitized trace has no voltage", hint=VOLTAGE_HINT)
     t, v = trace.t, trace.voltage_v.astype(np.float64)
     design = np.column_stack([np.sin(2 * np.pi * hz * t), np.cos(2 * np.pi * hz * t), np.ones_like(t)])
     (a, b, _), *_ = np.linalg.lstsq(design, v, rcond=None)
@@ -195,7 +200,7 @@ def known_answer_batch(macs: int, n: int, *, distinct: int = DISTINCT_VECTORS,
     bench computes), in a random order under random ids: nothing in a batch can be answered
     without computing it."""
     rng = rng or np.random.default_rng(secrets.randbits(128))
-    vectors = []
+    vectors: list[tuple[str, str, int]] = []  # (a, b, exact answer)
     while len(vectors) < min(distinct, n):
         a, b, answer = _bounded_walk(macs, rng)
         if answer != 0:
@@ -293,11 +298,13 @@ def _ratio_at_50(up: list[RipplePoint], confidence: float) -> tuple[float | None
     if not erring or at_50 is None or erring[0] is at_50:
         return None, math.nan, math.nan, "no MAC errors below the 50 mV step to compare with"
     low = erring[0]
+    # Both steps erred (the filters above), and redundancy_at sets the MAC error rate with the count.
+    wrong_50, wrong_low = cast(int, at_50.probes_wrong), cast(int, low.probes_wrong)
     # Bonferroni: each rate's two-sided interval at half the miss probability.
     each = 1.0 - (1.0 - confidence) / 2.0
-    lo50, hi50 = _rate_bounds(at_50.probes_wrong, at_50.probes, at_50.macs_per_probe, each)
-    lo, hi = _rate_bounds(low.probes_wrong, low.probes, low.macs_per_probe, each)
-    ratio = at_50.mac_error_rate / low.mac_error_rate
+    lo50, hi50 = _rate_bounds(wrong_50, at_50.probes, at_50.macs_per_probe, each)
+    lo, hi = _rate_bounds(wrong_low, low.probes, low.macs_per_probe, each)
+    ratio = cast(float, at_50.mac_error_rate) / cast(float, low.mac_error_rate)
     return ratio, lo50 / hi, (hi50 / lo if lo > 0 else math.inf), \
         f"error rate at 50 mV / at {low.x_mv:.1f} mV measured, the lowest erring step (claimed 12x over onset)"
 
@@ -375,13 +382,14 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, *
         engage_v,
         unprotected_v,
         Verdict("redundancy_release_threshold", release, "mV", Outcome.INFO, statistic="value",
-                raw=["ripple_sweep"], detail="midpoint of the measured ripple where the down sweep first finds "
-                                             "redundancy released (the runtime's flag: no probes on the way down)",
+                raw=("ripple_sweep",), detail="midpoint of the measured ripple where the down sweep first finds "
+                                               "redundancy released (the runtime's flag: no probes on the way down)",
                 evidence=Evidence.REPORTED,
-                extra={"engage_mv": engage, "hysteresis_mv": None if None in (engage, release) else engage - release}),
+                extra={"engage_mv": engage,
+                       "hysteresis_mv": None if engage is None or release is None else engage - release}),
         _ratio_verdict(error_ratio, up),
         Verdict("redundancy_sensed_over_measured", sense_ratio, "x", Outcome.INFO, statistic="median",
-                raw=["ripple_sweep"], evidence=Evidence.CORROBORATED,
+                raw=("ripple_sweep",), evidence=Evidence.CORROBORATED,
                 detail="the runtime's sensed ripple over the digitizer's, median over the steps with ripple"),
     ]
     return CheckResult(verdicts, {"ripple_sweep": raw, "ripple_points": [asdict(p) for p in sweep]})
@@ -394,7 +402,7 @@ def _ratio_verdict(entry: SlaEntry | None, up: list[RipplePoint]) -> Verdict:
     detail = f"{detail}; {confidence:.0%} interval {lo:.3g}..{hi:.3g}"
     if entry is None:
         return Verdict("redundancy_mac_error_ratio_50mv", ratio, "x", Outcome.INFO, statistic="ratio",
-                       raw=["ripple_sweep"], evidence=Evidence.MEASURED, confidence=confidence, detail=detail,
+                       raw=("ripple_sweep",), evidence=Evidence.MEASURED, confidence=confidence, detail=detail,
                        extra={"interval": [lo, hi]})
     verdict = entry.evaluate(ratio, evidence=Evidence.MEASURED, name="redundancy_mac_error_ratio_50mv",
                              raw="ripple_sweep", extra={"interval": [lo, hi]},

@@ -62,13 +62,13 @@ rests until it is near its starting temperatures, so the next check does not inh
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from . import CheckResult, Tick, no_tick
+from . import CheckResult, Tick, VerdictData, no_tick
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
 from ..phone.device_state import read_thermal_zones, zone_celsius
 from ..specs.sla import SlaEntry
@@ -135,18 +135,18 @@ class ShieldRelation:
         return reading.shield_c + self.offset_c + self.gain * spread
 
     @classmethod
-    def from_parameters(cls, parameters: dict[str, Any]) -> ShieldRelation:
+    def from_parameters(cls, parameters: Mapping[str, Any]) -> ShieldRelation:
         """The calibration record an SLA entry carries (shield_offset_c, shield_gain, shield_fit_u_c, shield_n)."""
         return cls._record(parameters, "shield_") or cls()
 
     @classmethod
-    def under_load(cls, parameters: dict[str, Any]) -> ShieldRelation | None:
+    def under_load(cls, parameters: Mapping[str, Any]) -> ShieldRelation | None:
         """The relation right after load (shield_load_offset_c, ...): the die still hot and shedding
         heat through the shield, read 0.1-0.3 s after the work (zone, scan, zone). None: no such record."""
         return cls._record(parameters, "shield_load_")
 
     @classmethod
-    def _record(cls, parameters: dict[str, Any], prefix: str) -> ShieldRelation | None:
+    def _record(cls, parameters: Mapping[str, Any], prefix: str) -> ShieldRelation | None:
         if f"{prefix}offset_c" not in parameters:
             return None
         return cls(float(parameters[f"{prefix}offset_c"]), float(parameters.get(f"{prefix}gain", 0.0)),
@@ -493,8 +493,8 @@ def migration_slowdowns(log_: SoakLog) -> list[float]:
 
 def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, facts: dict[str, Any]) -> Verdict:
     reported = log_.trip_temperatures
-    own = dict(name="npu_trip_temperature", raw="soak_trace",
-               plot=PlotHint("trace", labels=("NPU", "CPU"), y_label="degC", x_label="soak time (s)"))
+    own = VerdictData(name="npu_trip_temperature", raw="soak_trace",
+                      plot=PlotHint("trace", labels=("NPU", "CPU"), y_label="degC", x_label="soak time (s)"))
     if bracket is None:
         hottest = np.nanmax(log_.npu_c)
         return trip.evaluate(None, evidence=Evidence.MEASURED, **own,
@@ -593,11 +593,11 @@ def thermal_trip_check(runtime: RuntimeClient, cover: CoverProbe | None = None, 
     migrations = sum(1 for e in log_.events if e.get("action") == "migrate")
     info = [
         Verdict("thermal_throttle_events", float(migrations), "events", Outcome.INFO, statistic="count", n=dialogs,
-                raw=["soak_events"], detail=f"{len(log_.trip_temperatures)} trips, {migrations} migration steps "
-                                            "to the CPU (the runtime's events)", evidence=Evidence.REPORTED),
+                raw=("soak_events",), detail=f"{len(log_.trip_temperatures)} trips, {migrations} migration steps "
+                                              "to the CPU (the runtime's events)", evidence=Evidence.REPORTED),
         Verdict("thermal_soak_npu_max", float(np.nanmax(log_.npu_c)), "degC", Outcome.INFO, statistic="max",
-                n=len(log_.npu_c), raw=["soak_trace"], detail="hottest NPU zone reading between dialogs (the phone's "
-                                                             "own sensor: recorded, not judged)",
+                n=len(log_.npu_c), raw=("soak_trace",), detail="hottest NPU zone reading between dialogs (the phone's "
+                                                               "own sensor: recorded, not judged)",
                 evidence=Evidence.REPORTED),
     ]
     raw = {"soak_trace": trace,

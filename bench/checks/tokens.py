@@ -50,11 +50,11 @@ import math
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from . import CheckResult, Tick, no_tick
+from . import CheckResult, Tick, VerdictData, no_tick
 from .power import battery_emulation
 from ..phone.link import CLOCK_RATE_RANGE, LinkTiming, measure_link
 from phonebench.core.errors import InvalidMeasurement
@@ -66,7 +66,10 @@ from phonebench.drivers.device import Device
 from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
 from .gpu_power import GpuPowerRelation, drawn_power, judge_gpu_level
 from phonebench.drivers.power import PowerAnalyzer
-from phonebench.drivers.runtime import Generation, RuntimeClient
+from phonebench.drivers.runtime import Arrivals, Generation, RuntimeClient
+
+if TYPE_CHECKING:  # annotations only: typing.Unpack is Python 3.11's
+    from typing_extensions import Unpack
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +125,14 @@ class TokenRuns:
         self.max_tokens.append(max_tokens)
 
     @property
+    def arrivals(self) -> list[Arrivals] | None:
+        """Each inference's arrivals on the station clock, or None unless every one was observed."""
+        seen = [g.arrivals for g in self.generations if g.arrivals is not None]
+        return seen if self.generations and len(seen) == len(self.generations) else None
+
+    @property
     def observed(self) -> bool:
-        return bool(self.generations) and all(g.arrivals is not None for g in self.generations)
+        return self.arrivals is not None
 
     def first_wrong(self, i: int) -> int | None:
         """Index of the first token of inference i that is not the model's (a missing token counts),
@@ -148,10 +157,11 @@ class TokenRuns:
     def first_token_ms(self) -> np.ndarray:
         """The judged first tokens: request to the first correct token's arrival when observed, else
         the report."""
-        if self.observed:
+        arrivals = self.arrivals
+        if arrivals is not None:
             wrong_first = {i for i, index in self.fabricated if index == 0}
-            return np.array([1000.0 * g.arrivals.first_token_s for i, g in enumerate(self.generations)
-                             if g.arrivals.token_times and i not in wrong_first])
+            return np.array([1000.0 * first for i, a in enumerate(arrivals)
+                             if (first := a.first_token_s) is not None and i not in wrong_first])
         return self.reported_first_token_ms
 
     def prompts(self) -> list[dict[str, object]]:
@@ -160,13 +170,13 @@ class TokenRuns:
 
     @property
     def reported_first_token_ms(self) -> np.ndarray:
-        return np.array([1000.0 * g.first_token_s for g in self.generations if g.token_times])
+        return np.array([1000.0 * first for g in self.generations if (first := g.first_token_s) is not None])
 
     @property
     def gaps_ms(self) -> list[np.ndarray]:
-        if self.observed:
-            return [1000.0 * np.diff(np.asarray(g.arrivals.token_times)) for g in self.generations
-                    if len(g.arrivals.token_times) > 1]
+        arrivals = self.arrivals
+        if arrivals is not None:
+            return [1000.0 * np.diff(np.asarray(a.token_times)) for a in arrivals if len(a.token_times) > 1]
         return self.reported_gaps_ms
 
     @property
@@ -218,15 +228,22 @@ def compare_report(host: np.ndarray, phone: np.ndarray, link: LinkTiming) -> Agr
                      float(diff.max()) if diff.size else 0.0)
 
 
+class _Conditions(TypedDict, total=False):
+    """The measurement's conditions a token check shows (SlaEntry.evaluate's context)."""
+
+    gpu_load: float  # busy fraction during contention_check
+
+
 def _judge(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
           agreement: Agreement | None, *, evidence: Evidence | None = None, raw: Sequence[str] = (),
-          plot: str | PlotHint | None = None, extra: Mapping[str, Any] | None = None, **context: object) -> Verdict:
+          plot: str | PlotHint | None = None, extra: Mapping[str, Any] | None = None,
+          **context: Unpack[_Conditions]) -> Verdict:
     """The entry's verdict on the host's numbers, the report corroborating them, the tokens checked
     against the reference (module docstring). raw, plot and extra are the verdict's own data
     (SlaEntry.evaluate); context the measurement's conditions."""
-    own = {"raw": raw, "plot": plot, "extra": dict(extra or {})}
-    return _check_tokens(_judge_times(entry, runs, measured, reported, link, agreement, own, evidence=evidence,
-                                      **context), runs)
+    own = VerdictData(raw=raw, plot=plot)
+    return _check_tokens(_judge_times(entry, runs, measured, reported, link, agreement, own, extra or {},
+                                      evidence=evidence, **context), runs)
 
 
 def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
@@ -234,6 +251,7 @@ def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
     facts: dict[str, Any] = {"prompt_cases": len(runs.drawn), "prompts_repeat": runs.cycled,
                              "tokens_checked": runs.reference is not None}
     wrong = runs.fabricated
+    outcome: Outcome
     if runs.reference is None:
         outcome = Outcome.INCONCLUSIVE if verdict.outcome is Outcome.PASS else verdict.outcome
         detail = (f"no reference for the model the runtime names: its tokens cannot be told from invented ones; "
@@ -253,9 +271,8 @@ def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
 
 
 def _judge_times(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
-                 agreement: Agreement | None, own: dict[str, Any], *, evidence: Evidence | None = None,
-                 **context: object) -> Verdict:
-    extra = own.pop("extra")
+                 agreement: Agreement | None, own: VerdictData, extra: Mapping[str, Any], *,
+                 evidence: Evidence | None = None, **context: Unpack[_Conditions]) -> Verdict:
     if link is None or not runs.observed or agreement is None:
         return entry.evaluate(reported, evidence=Evidence.REPORTED, **own, extra={**extra, "source": "runtime report"},
                               detail_prefix="the runtime's own timestamps only (no station clock or stream)",
@@ -388,7 +405,12 @@ def early_decision(verdict: Verdict, entry: SlaEntry, gaps: list[np.ndarray]) ->
         per_run = replace(entry, independence="run").evaluate(gaps)
         if per_run.bound is None or not within(per_run.bound, entry.limit):
             return None
-        bound = max(verdict.bound, per_run.bound) if entry.comparator in ("<=", "<") else verdict.bound
+        if entry.comparator not in ("<=", "<"):
+            bound = verdict.bound
+        elif verdict.bound is None:  # max() would fail; a sampled statistic's PASS is decided on its bound
+            raise TypeError(f"{entry.metric}: a PASS without its confidence bound")
+        else:
+            bound = max(verdict.bound, per_run.bound)
         return verdict.but(bound=bound, extra={"per_inference_bound": per_run.bound},
                            detail=f"{verdict.detail}; each inference as the unit: bound {per_run.bound:.4g} "
                                   f"{entry.unit}")

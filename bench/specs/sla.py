@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypedDict, TypeGuard, cast
 
 import numpy as np
 
@@ -81,6 +81,14 @@ SIGNED_UNITS = frozenset({"degC", "°C", "C", "dB", "dBm", "dBV", "dBFS"})
 METRIC_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+class _Common(TypedDict):
+    """The arguments every statistic's verdict takes from an entry."""
+
+    limit: float
+    comparator: str
+    min_samples: int
+
+
 @dataclass(frozen=True)
 class SlaEntry:
     """One target: what statistic of which samples must meet which limit, how surely."""
@@ -95,7 +103,7 @@ class SlaEntry:
     confidence: float | None = None
     min_samples: int = 0
     p: float | None = None
-    independence: str = "sample"
+    independence: stats.Independence = "sample"
     min_runs: int = stats.MIN_RUNS
     tolerance: float | None = None
     conditions: Mapping[str, Any] = field(default_factory=dict)  # must hold while measuring
@@ -155,9 +163,10 @@ class SlaEntry:
         given = (raw,) if isinstance(raw, str) else tuple(raw)
         text = verdict.detail if detail is None else detail
         text = "; ".join(part for part in (detail_prefix, text, detail_suffix) if part)
+        shown = verdict.name if name is None else name  # reported under another name: `metric` keeps the id
         # One replace, not a chain of copies: the verdict's own data on top of the decided numbers.
         return replace(
-            verdict, **({"name": name, "metric": self.metric} if name not in (None, verdict.name) else {}),
+            verdict, name=shown, metric=verdict.metric if shown == verdict.name else self.metric,
             raw=(*given, *[r for r in verdict.raw if r not in given]),
             plot=verdict.plot if plot is None else PlotHint(plot) if isinstance(plot, str) else plot,
             n=verdict.n if n is None else n, bound=verdict.bound if bound is None else bound,
@@ -182,22 +191,25 @@ class SlaEntry:
                                   f"evidence for {self.metric}; {verdict.detail}".rstrip("; "))
 
     def _dispatch(self, data: Any) -> Verdict:
-        common = dict(limit=self.limit, comparator=self.comparator, min_samples=self.min_samples)
+        common = _Common(limit=self.limit, comparator=self.comparator, min_samples=self.min_samples)
+        # _entry accepts a sampled statistic only with its confidence, and a percentile only with its p.
+        confidence, p = cast(float, self.confidence), cast(float, self.p)
         if self.statistic == "percentile":
-            return stats.percentile_verdict(self.metric, data, p=self.p, unit=self.unit, confidence=self.confidence,
+            return stats.percentile_verdict(self.metric, data, p=p, unit=self.unit, confidence=confidence,
                                             independence=self.independence, min_runs=self.min_runs, **common)
         if self.statistic == "std":
-            return stats.std_verdict(self.metric, data, unit=self.unit, confidence=self.confidence,
+            return stats.std_verdict(self.metric, data, unit=self.unit, confidence=confidence,
                                      independence=self.independence, min_runs=self.min_runs, **common)
         if self.statistic == "mean":
-            return stats.mean_verdict(self.metric, data, unit=self.unit, confidence=self.confidence,
+            return stats.mean_verdict(self.metric, data, unit=self.unit, confidence=confidence,
                                       independence=self.independence, min_runs=self.min_runs, **common)
         if self.statistic == "proportion":
             successes, n = _successes(data, self.metric)
             return stats.proportion_verdict(self.metric, successes, n, unit=self.unit,
-                                            confidence=self.confidence, **common)
+                                            confidence=confidence, **common)
         if self.statistic in ("max", "min"):
-            return stats.extreme_verdict(self.metric, data, unit=self.unit, statistic=self.statistic, **common)
+            return stats.extreme_verdict(self.metric, data, unit=self.unit,
+                                         statistic="max" if self.statistic == "max" else "min", **common)
         if self.statistic == "count":
             return stats.count_verdict(self.metric, data, unit=self.unit, **common)
         value = None if data is None else float(np.asarray(data, dtype=float))
@@ -518,7 +530,7 @@ def _successes(data: Any, metric: str) -> tuple[int, int]:
     return int(outcomes.sum()), int(outcomes.size)
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 

@@ -41,10 +41,10 @@ from __future__ import annotations
 import logging
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -59,6 +59,23 @@ Independence = Literal["sample", "block", "run"]
 INDEPENDENCE: tuple[str, ...] = ("sample", "block", "run")
 Samples = ArrayLike | Sequence[ArrayLike]  # one series, or a list of runs
 MIN_RUNS = 5  # fewer runs cannot show run-to-run variation
+
+
+class _Base(TypedDict):
+    """The Verdict fields a statistic fixes before deciding (_decide, _invalid add the rest)."""
+
+    name: str
+    unit: str
+    limit: float | None
+    comparator: str
+    statistic: str
+    n: int
+
+
+class _SampledBase(_Base):
+    """A statistic decided on a confidence bound."""
+
+    confidence: float
 
 
 # --------------------------------------------------------------------------- sample counts
@@ -227,8 +244,8 @@ def percentile_verdict(name: str, samples: Samples, *, p: float, limit: float | 
     side = _side(comparator)
     statistic = _percentile_label(p)
     flat, runs = _normalise(samples)
-    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic,
-                confidence=confidence, n=int(flat.size))
+    base = _SampledBase(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic,
+                        confidence=confidence, n=int(flat.size))
     if np.isnan(flat).any():
         return _invalid(base, f"{int(np.isnan(flat).sum())} NaN samples")
     if side == "upper" and np.isneginf(flat).any() or side == "lower" and np.isposinf(flat).any():
@@ -279,8 +296,8 @@ def std_verdict(name: str, samples: Samples, *, limit: float | None, unit: str, 
     """
     side = _side(comparator)
     flat, runs = _normalise(samples)
-    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic="std",
-                confidence=confidence, n=int(flat.size))
+    base = _SampledBase(name=name, unit=unit, limit=limit, comparator=comparator, statistic="std",
+                        confidence=confidence, n=int(flat.size))
     if not np.isfinite(flat).all():
         return _invalid(base, f"{int((~np.isfinite(flat)).sum())} non-finite samples")
     n_required = max(min_samples, 2)
@@ -295,7 +312,7 @@ def std_verdict(name: str, samples: Samples, *, limit: float | None, unit: str, 
     if independence == "run" and side == "upper" and len(runs) >= 3:
         between, within, components = std_components_bound(runs, confidence)
         bound = max(chi2, components)
-        extra: dict[str, Any] = {
+        extra: dict[str, float | str | None] = {
             "n_eff": eff.n_eff, "bound_factor": bound / s if s > 0 else None, "independence": independence,
             "runs": eff.runs, "chi_square_bound": chi2, "components_bound": components,
             "between_run_variance_bound": between, "within_run_variance_bound": within}
@@ -545,8 +562,8 @@ def mean_verdict(name: str, samples: Samples, *, limit: float | None, unit: str,
     """
     side = _side(comparator)
     flat, runs = _normalise(samples)
-    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic="mean",
-                confidence=confidence, n=int(flat.size))
+    base = _SampledBase(name=name, unit=unit, limit=limit, comparator=comparator, statistic="mean",
+                        confidence=confidence, n=int(flat.size))
     if not np.isfinite(flat).all():
         return _invalid(base, f"{int((~np.isfinite(flat)).sum())} non-finite samples")
     n_required = max(min_samples, 2)
@@ -581,8 +598,8 @@ def proportion_verdict(name: str, successes: int, n: int, *, limit: float | None
                        comparator: str = ">=", min_samples: int = 0, unit: str = "fraction") -> Verdict:
     """Success (or failure) rate against a limit, decided on the exact Clopper-Pearson bound."""
     side = _side(comparator)
-    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic="rate",
-                confidence=confidence, n=int(n))
+    base = _SampledBase(name=name, unit=unit, limit=limit, comparator=comparator, statistic="rate",
+                        confidence=confidence, n=int(n))
     if n < 0 or not 0 <= successes <= max(n, 0):
         return _invalid(base, f"impossible count {successes} of {n}")
     n_required = max(min_samples, 1)
@@ -599,8 +616,8 @@ def extreme_verdict(name: str, samples: ArrayLike, *, limit: float | None, unit:
                     min_samples: int = 0, statistic: Literal["max", "min"] = "max") -> Verdict:
     """Every sample within the limit (max <= limit, or min >= limit). No confidence: it is a census."""
     flat, _ = _normalise(samples)
-    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic,
-                n=int(flat.size))
+    base = _Base(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic,
+                 n=int(flat.size))
     if np.isnan(flat).any():
         return _invalid(base, f"{int(np.isnan(flat).sum())} NaN samples")
     if flat.size == 0:
@@ -614,7 +631,7 @@ def count_verdict(name: str, count: int | ArrayLike, *, limit: float | None, uni
     """A number of events (errors, kills) against a limit; an array is summed (one count per trial)."""
     counts = np.asarray(count, dtype=float).ravel()
     n = int(trials if trials is not None else counts.size)
-    base = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic="count", n=n)
+    base = _Base(name=name, unit=unit, limit=limit, comparator=comparator, statistic="count", n=n)
     if np.isnan(counts).any():
         return _invalid(base, "NaN counts")
     total = float(counts.sum())
@@ -624,7 +641,7 @@ def count_verdict(name: str, count: int | ArrayLike, *, limit: float | None, uni
 def value_verdict(name: str, value: float | None, *, limit: float | None, unit: str, comparator: str = "<=",
                   tolerance: float | None = None, statistic: str = "value") -> Verdict:
     """One measured value; with comparator "==" a tolerance makes it |value - limit| <= tolerance."""
-    base: dict[str, Any] = dict(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic, n=1)
+    base = _Base(name=name, unit=unit, limit=limit, comparator=comparator, statistic=statistic, n=1)
     if value is None or not math.isfinite(value):
         return _invalid(base, f"no valid value ({value})")
     if comparator == "==" and tolerance is not None and limit is not None:
@@ -637,8 +654,8 @@ def value_verdict(name: str, value: float | None, *, limit: float | None, unit: 
 
 # --------------------------------------------------------------------------- helpers
 
-def _decide(base: dict, value: float | None, bound: float | None, n_required: int, detail: str,
-            extra: dict, runs: int = 1, min_runs: int = 0) -> Verdict:
+def _decide(base: _Base, value: float | None, bound: float | None, n_required: int, detail: str,
+            extra: Mapping[str, object], runs: int = 1, min_runs: int = 0) -> Verdict:
     n = base["n"]
     if n < n_required or runs < min_runs:
         outcome = Outcome.INSUFFICIENT
@@ -655,7 +672,7 @@ def _decide(base: dict, value: float | None, bound: float | None, n_required: in
                    detail=detail, extra=extra)
 
 
-def _invalid(base: dict, why: str) -> Verdict:
+def _invalid(base: _Base, why: str) -> Verdict:
     return Verdict(**base, value=None, outcome=Outcome.INVALID, detail=f"invalid: {why}")
 
 
