@@ -1,6 +1,8 @@
-"""A verdict is data: what was measured, against which limit, how sure, on what evidence, and the
-outcome. Frozen: a step that adds context (a profile, a calibration, a reported name) makes a new
-verdict with `Verdict.but(...)`, so a verdict already recorded can never change under a report.
+"""A verdict is data: what was measured, against which limit, how sure, on what evidence, what a
+check found that the numbers cannot show, and the outcome. Frozen: a step that adds context (a
+profile, a calibration, a reported name) makes a new verdict with `Verdict.but(...)`, so a verdict
+already recorded can never change under a report. The outcome is written by one module only,
+core/judge.py, from the measurement's own decision (`basis`) and the findings.
 """
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-from .killpoints import kill_point
 
 
 class Outcome(str, Enum):
@@ -105,6 +106,32 @@ class DecisionRule(str, Enum):
 
     SIMPLE = "simple"  # compare the value (or confidence bound) to the limit
     GUARDED = "guarded"  # PASS only when value + U meets the limit, FAIL only when value - U misses it
+
+
+class FindingKind(str, Enum):
+    """What a check found that its numbers alone cannot show; core/judge.py says what each does."""
+
+    CONTRADICTED = "contradicted"  # the phone's account disagrees with the bench's: FAIL
+    NOT_THE_MODELS = "not-the-models-tokens"  # streamed tokens the model would not produce: FAIL
+    UNSETTLED = "unsettled"  # the bench could not settle what a PASS needs: no PASS
+    INVALID = "invalid"  # the measurement or its condition cannot be trusted: INVALID
+    STOP_FAIL = "sequential-fail"  # a sequential test's stop rule decided fail
+    STOP_UNDECIDED = "sequential-undecided"  # a sequential test stopped before deciding
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of a check, in its words (shown before the verdict's detail)."""
+
+    kind: FindingKind
+    detail: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, FindingKind):
+            object.__setattr__(self, "kind", FindingKind(self.kind))
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind.value, "detail": self.detail}
 
 
 COMPARATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq}
@@ -206,9 +233,19 @@ class Verdict:
     plot: PlotHint | None = None
     raw: tuple[str, ...] = ()  # raw-data names, then files relative to the run folder once saved
     extra: Mapping[str, Any] = field(default_factory=dict)  # check-specific facts (measured, reported, …)
+    # What the judge (core/judge.py) decides from: the measurement's own decision, the findings and
+    # the evidence the SLA entry requires; `ruling` holds the notes of the rules that changed it.
+    basis: Outcome | None = None  # None: the outcome given at construction
+    findings: tuple[Finding, ...] = ()
+    evidence_required: str | None = None  # the entry's `evidence` (core.judge.EVIDENCE_ACCEPTED)
+    ruling: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome.parse(self.outcome))
+        object.__setattr__(self, "basis", self.outcome if self.basis is None else Outcome.parse(self.basis))
+        object.__setattr__(self, "findings", tuple(f if isinstance(f, Finding) else Finding(**f)
+                                                   for f in self.findings))
+        object.__setattr__(self, "ruling", tuple(self.ruling))
         if self.evidence is not None and not isinstance(self.evidence, Evidence):
             object.__setattr__(self, "evidence", Evidence(self.evidence))
         if not isinstance(self.decision_rule, DecisionRule):
@@ -222,8 +259,16 @@ class Verdict:
     def passed(self) -> bool:
         return self.outcome.is_good
 
+    @property
+    def explanation(self) -> str:
+        """The judge's notes, then the check's detail: what a reader is shown."""
+        return "; ".join(part for part in (*self.ruling, self.detail) if part)
+
     def but(self, **changes: Any) -> Verdict:
-        """A copy with some fields changed; `extra=` entries are merged into the existing ones."""
+        """A copy with some fields changed (never the outcome: core/judge.py decides it); `extra=`
+        entries are merged into the existing ones."""
+        if {"outcome", "basis", "findings", "ruling"} & changes.keys():
+            raise TypeError("a verdict's outcome is decided by core/judge.py: add a finding with judge.found()")
         if "extra" in changes:
             changes["extra"] = {**self.extra, **changes["extra"]}
         return replace(self, **changes)
@@ -236,6 +281,8 @@ class Verdict:
                 value = value.value
             elif isinstance(value, (Uncertainty, PlotHint)):
                 value = value.to_dict()
+            elif f.name == "findings":
+                value = [finding.to_dict() for finding in value]
             elif isinstance(value, Mapping):
                 value = dict(value)
             elif isinstance(value, tuple):
@@ -243,6 +290,7 @@ class Verdict:
             elif isinstance(value, float):
                 value = _finite(value)  # JSON has no NaN/inf
             out[f.name] = value
+        out["detail"] = self.explanation  # a reader of results.json sees what a report shows
         return out
 
     @classmethod
@@ -252,47 +300,13 @@ class Verdict:
         if kwargs.get("uncertainty") is not None:
             kwargs["uncertainty"] = Uncertainty.from_dict(kwargs["uncertainty"])
         kwargs["plot"] = PlotHint.from_dict(kwargs.get("plot"))
+        shown = "; ".join(kwargs.get("ruling") or ())
+        if shown and str(kwargs.get("detail", "")).startswith(shown):  # to_dict put the notes first
+            kwargs["detail"] = str(kwargs["detail"])[len(shown):].removeprefix("; ")
         return cls(**kwargs)
 
 
 VERDICT_FIELDS = tuple(f.name for f in fields(Verdict))
-
-
-def reported_never_passes(verdict: Verdict) -> Verdict:
-    """The trust boundary is the whole phone: a PASS resting on its word alone becomes INFO, shown
-    and kept, never a PASS (the one place this rule is written; the SLA entry and the record apply it)."""
-    if verdict.outcome is not Outcome.PASS or verdict.evidence is not Evidence.REPORTED:
-        return verdict
-    return verdict.but(outcome=Outcome.INFO,
-                       detail=f"reported: only the phone's word, shown and kept, never a PASS; {verdict.detail}"
-                       .rstrip("; "))
-
-
-def held_to_sequential_decision(verdict: Verdict, decision: str) -> Verdict:
-    """A sequential test's verdict on the samples it took, held to its stop rule's decision
-    (bench/stats/sequential.py: "pass", "fail" or "continue"): a decided FAIL fails even below the
-    entry's sample count; a run stopped undecided never passes."""
-    if decision == "fail" and verdict.outcome is not Outcome.FAIL:
-        return verdict.but(outcome=Outcome.FAIL)  # the rule's own account is in the detail already
-    if decision == "continue" and verdict.outcome.is_good:
-        return verdict.but(outcome=Outcome.INSUFFICIENT)
-    return verdict
-
-
-def compare(name: str, value: float | None, unit: str, limit: float | None, comparator: str = "<=",
-            **kwargs: Any) -> Verdict:
-    """A single-value check (no sampling statistics): pass when `value comparator limit`."""
-    kill_point("verdict")
-    if comparator not in COMPARATORS:
-        raise ValueError(f"unknown comparator {comparator!r}; use one of {sorted(COMPARATORS)}")
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        outcome = Outcome.INVALID
-    elif limit is None:
-        outcome = Outcome.INFO
-    else:
-        outcome = Outcome.PASS if COMPARATORS[comparator](value, limit) else Outcome.FAIL
-    return Verdict(name=name, value=value, unit=unit, outcome=outcome, limit=limit,
-                   comparator=comparator, **kwargs)
 
 
 def _finite(value: float | None) -> float | None:
@@ -301,34 +315,3 @@ def _finite(value: float | None) -> float | None:
 
 def _float(value: Any) -> float:
     return float("nan") if value is None else float(value)
-
-
-def apply_decision_rule(verdict: Verdict, rule: DecisionRule | str) -> Verdict:
-    """Re-decide a verdict by `rule`. Guarded acceptance needs the verdict's expanded uncertainty U:
-    PASS only when (bound or value) + U meets the limit, FAIL only when (bound or value) - U misses
-    it, otherwise INCONCLUSIVE; a guarded verdict without an uncertainty is INCONCLUSIVE, never a PASS.
-    """
-    rule = DecisionRule(rule)
-    verdict = verdict.but(decision_rule=rule)
-    if rule is DecisionRule.SIMPLE or verdict.outcome not in (Outcome.PASS, Outcome.FAIL) or verdict.limit is None:
-        return verdict
-    if verdict.uncertainty is None or not math.isfinite(verdict.uncertainty.expanded):
-        return verdict.but(outcome=Outcome.INCONCLUSIVE,
-                           detail=f"guarded decision without an uncertainty; {verdict.detail}".rstrip("; "))
-    x = verdict.bound if verdict.bound is not None else verdict.value
-    if x is None:
-        return verdict
-    u = verdict.uncertainty.expanded
-    test = COMPARATORS[verdict.comparator]
-    if verdict.comparator in ("<=", "<"):
-        passes, fails = test(x + u, verdict.limit), not test(x - u, verdict.limit)
-    elif verdict.comparator in (">=", ">"):
-        passes, fails = test(x - u, verdict.limit), not test(x + u, verdict.limit)
-    else:  # "==": within U of the value on both sides
-        passes, fails = abs(x - verdict.limit) <= 0 and u == 0, abs(x - verdict.limit) > u
-    outcome = Outcome.PASS if passes else Outcome.FAIL if fails else Outcome.INCONCLUSIVE
-    if outcome is Outcome.INCONCLUSIVE:
-        detail = (f"within its expanded uncertainty ±{u:.4g} {verdict.unit} of the limit (guarded decision); "
-                  f"{verdict.detail}").rstrip("; ")
-        return verdict.but(outcome=outcome, detail=detail)
-    return verdict.but(outcome=outcome)

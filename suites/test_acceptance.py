@@ -26,7 +26,8 @@ from phonebench.bench.checks.redundancy import bit_exact_check, require_ripple
 from phonebench.core.errors import UnsupportedCapability
 from phonebench.bench.checks.weights import verify_page, load_manifest
 from phonebench.bench.specs.sla import SlaProfile, load_profile
-from phonebench.core.verdict import Verdict, held_to_sequential_decision
+from phonebench.core import judge
+from phonebench.core.verdict import Verdict
 from phonebench.bench.stats.sequential import SequentialPlan
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.evidence("measured")]
@@ -138,7 +139,7 @@ def test_voice_latency_sanity(request, station, dut, scope, stimulus, calibratio
                 else "no fixture calibration: acoustic delay not subtracted"))
     raw = record.raw("voice", {"samples": latency_ms, **trials.raw()})
     verdict = entry.evaluate(valid, raw=raw, detail_suffix=notes, extra={"fixture_delay_s": delay})
-    record(_no_plot(held_to_sequential_decision(verdict, run.decision.decision)))
+    record(_no_plot(judge.sequential(verdict, run.decision.decision)))
 
 
 @pytest.mark.needs("supply")
@@ -154,7 +155,7 @@ def test_power_sanity(dut, supply, profile, record):
     path = record.raw("power", run.runs.raw())
     for verdict in sustained_power_verdicts(run.runs, entry, raw=(path,), note=f"sequential: {run.decision.detail}"):
         if verdict.metric == entry.metric:
-            verdict = held_to_sequential_decision(verdict, run.decision.decision)
+            verdict = judge.sequential(verdict, run.decision.decision)
         record(_no_plot(verdict))
 
 

@@ -18,7 +18,8 @@ import pytest
 
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.station import DutConfig
-from phonebench.core.verdict import Verdict, compare
+from phonebench.core.verdict import Verdict
+from phonebench.core.judge import compare
 from phonebench.drivers.adb import timed_lines
 from phonebench.drivers.device import ShellResult, TimedShellResult
 from phonebench.emulation.device import EmulatedPhone
@@ -185,7 +186,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     failing = [v for v in rec.verdicts if not v.passed] if isinstance(rec, _Record) else []
     if failing:
         pytest.fail("verdicts failed:\n  " + "\n  ".join(f"{v.name}: {v.value} vs {v.comparator} {v.limit} "
-                                                          f"[{v.detail}]" for v in failing), pytrace=False)
+                                                          f"[{v.explanation}]" for v in failing), pytrace=False)
     return result
 
 

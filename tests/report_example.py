@@ -12,7 +12,8 @@ import numpy as np
 from phonebench.core.records import TestRecord
 from phonebench.bench.stats.verdicts import value_verdict
 from phonebench.bench.results.run_record import RunRecorder
-from phonebench.core.verdict import Outcome, PlotHint, Uncertainty, UncertaintyComponent, Verdict, compare
+from phonebench.core.verdict import Outcome, PlotHint, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.core.judge import compare
 
 
 @dataclass

@@ -15,7 +15,7 @@ KILLED_RUN = textwrap.dedent("""
     from phonebench.core.records import TestRecord
     from phonebench.bench.results.run_record import RunRecorder
     from phonebench.bench.store import StoreSink
-    from phonebench.core.verdict import compare
+    from phonebench.core.judge import compare
     url, folder = sys.argv[1], sys.argv[2]
     rec = RunRecorder(folder, {"name": "rack"}, run_id="killed", sinks=[StoreSink(url, folder)])
     rec.add_dut("bay1", {"name": "bay1", "serial": "S1", "soc_model": "SM8650", "microcode": "mc"})

@@ -42,7 +42,7 @@ def writer(url: str, folder: str, name: str, runs: int, tests: int) -> WorkerRep
     from phonebench.bench.store import StoreSink, open_store
     from phonebench.core.errors import BenchError
     from phonebench.core.records import TestRecord
-    from phonebench.core.verdict import compare
+    from phonebench.core.judge import compare
 
     report = WorkerReport(name)
     for r in range(runs):

@@ -7,7 +7,8 @@ from typing import Any
 
 from phonebench.bench.checks import CheckResult
 from phonebench.bench.specs.sla import load_profile
-from phonebench.core.verdict import PlotHint, Verdict, compare
+from phonebench.core.verdict import PlotHint, Verdict
+from phonebench.core.judge import compare
 from phonebench.drivers.power import SupplyFeatures
 from phonebench.fixtures.plugin import Record
 import suites.test_acceptance as acceptance

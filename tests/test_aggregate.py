@@ -7,7 +7,7 @@ from pathlib import Path
 
 from phonebench.bench.results.aggregate import BayOutcome, bay_folder, merge_bays
 from phonebench.core.records import RunRecord, TestRecord
-from phonebench.core.verdict import compare
+from phonebench.core.judge import compare
 
 NODE = "suites/test_instruments.py::test_instrument_identifies_itself[scope]"
 RAW = "raw/suites_test_instruments.py_test_instrument_identifies_itself_scope/identity.json"

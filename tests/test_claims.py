@@ -13,7 +13,8 @@ import numpy as np
 from phonebench.bench.specs.claims import NOT_MEASURED, claim_of, claims_grid, claims_markdown, load_claims
 from phonebench.core.records import TestRecord
 from phonebench.bench.stats.verdicts import value_verdict
-from phonebench.core.verdict import PlotHint, compare
+from phonebench.core.verdict import PlotHint
+from phonebench.core.judge import compare
 from phonebench.bench.report import render_run
 from phonebench.bench.report.claim_plot import claim_plot
 from tests.report_example import ExampleDut, ExampleRun, write_example_run

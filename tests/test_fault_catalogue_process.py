@@ -24,7 +24,7 @@ from phonebench.bench.cli import main
 from phonebench.core import files
 from phonebench.core.exits import RESULTS_NOT_WRITTEN
 from phonebench.core.records import TestRecord
-from phonebench.core.verdict import compare
+from phonebench.core.judge import compare
 from phonebench.bench.results.run_record import RESCUE_ENV, RunIdTaken, RunRecorder, claim_run_dir
 from phonebench.bench.store import StoreSink, open_store
 from phonebench.bench.store import db
@@ -358,7 +358,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     import phonebench.bench.results.run_record as results
     from phonebench.core.records import TestRecord
-    from phonebench.core.verdict import compare
+    from phonebench.core.judge import compare
     from phonebench.bench.store import StoreSink
     from phonebench.bench.store.store import Store
     url, folder, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])

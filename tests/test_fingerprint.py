@@ -70,7 +70,7 @@ def test_unknown_build_gets_a_reviewable_stub(library):
     assert (stub["accumulator_bits"], stub["overflow"]) == (17, "saturate-each-step")
     assert library.adapters[stub["adapter"]].protects(17)
     verdict = fingerprint_verdict(report)
-    assert verdict.outcome is Outcome.INFO and "unknown" in verdict.detail
+    assert verdict.outcome is Outcome.INFO and "unknown" in verdict.explanation
 
 
 def test_mismatch_is_flagged_and_never_trusted(library):

@@ -165,9 +165,9 @@ def test_each_forger_is_caught_and_the_honest_phone_passes(over_adb, sla, forger
     check, forger, nominal, caught = CLASSES[forgery]
     verdict = check(over_adb, nominal if honest else forger, sla)
     if honest:
-        assert verdict.outcome is Outcome.PASS, verdict.detail
+        assert verdict.outcome is Outcome.PASS, verdict.explanation
     else:
-        assert verdict.outcome is caught, verdict.detail
+        assert verdict.outcome is caught, verdict.explanation
 
 
 def test_every_forger_is_a_station_persona():

@@ -41,14 +41,14 @@ def test_the_three_rules_on_the_verdict():
     agreed = judge_gpu_level(_verdict(), 0.76, 1.8, 0.0, relation)
     assert agreed.outcome is Outcome.PASS and agreed.extra["condition_evidence"] == "measured"
     lie = judge_gpu_level(_verdict(), 0.80, 0.72, 0.0, relation)  # a 30 % load said to be 80 %
-    assert lie.outcome is Outcome.FAIL and "was not there" in lie.detail
+    assert lie.outcome is Outcome.FAIL and "was not there" in lie.explanation
     loose = GpuPowerRelation(2.4, 0.0, 0.0, 0.30, units=8)
     assert judge_gpu_level(_verdict(), 0.76, 1.8, 0.0, loose).outcome is Outcome.INCONCLUSIVE
     unknown = judge_gpu_level(_verdict(), 0.76, 1.8, 0.0, None)
     assert unknown.outcome is Outcome.PASS and unknown.extra["condition_evidence"] == "reported"
-    assert "phone's word (no GPU power record" in unknown.detail
+    assert "phone's word (no GPU power record" in unknown.explanation
     no_analyzer = judge_gpu_level(_verdict(), 0.76, None, 0.0, relation)
-    assert no_analyzer.extra["condition_evidence"] == "reported" and "no power analyzer" in no_analyzer.detail
+    assert no_analyzer.extra["condition_evidence"] == "reported" and "no power analyzer" in no_analyzer.explanation
 
 
 def test_the_profiles_records_are_what_reference_units_give():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from phonebench.bench.cli import main
 from phonebench.core.records import TestRecord
-from phonebench.core.verdict import compare
+from phonebench.core.judge import compare
 from phonebench.bench.results.run_record import RECORDING_LOCK, RunRecorder, recorder_alive
 from phonebench.bench.store import StoreSink, open_store
 from phonebench.bench.store.heal import KILLED_NOTE, heal_killed_runs

@@ -16,7 +16,8 @@ from tests.report_example import ExampleDut, ExampleRun, write_example_run
 from phonebench.core.records import TestRecord
 from phonebench.bench.results.run_record import RunRecorder
 from phonebench.bench.store import open_store
-from phonebench.core.verdict import Outcome, PlotHint, compare
+from phonebench.core.verdict import Outcome, PlotHint
+from phonebench.core.judge import compare
 
 XSS_DUT = "<script>alert(1)</script>"
 XSS_MICROCODE = 'mc "quoted" & <b>amp</b> \'single\''
@@ -232,7 +233,8 @@ def test_reported_values_are_shown_apart_from_the_verdicts(tmp_path):
     results = rec.run_dir / "results.json"
     data = json.loads(results.read_text())
     said = compare("counters_kv_cache_miss_rate", 0.112, "fraction", 0.12, evidence="reported", claim=14)
-    data["tests"][0]["verdicts"].append(json.loads(json.dumps(said.but(outcome=Outcome.INFO).to_dict(), default=str)))
+    assert said.outcome is Outcome.INFO  # the judge: the phone's word alone is never a PASS
+    data["tests"][0]["verdicts"].append(json.loads(json.dumps(said.to_dict(), default=str)))
     results.write_text(json.dumps(data))
     html = render_run(rec.run_dir).read_text()
     section = html[html.index('id="reported"'):html.index('id="checks"')]

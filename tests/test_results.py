@@ -7,7 +7,8 @@ import numpy as np
 
 from phonebench.core.records import TestRecord
 from phonebench.bench.results.run_record import RunRecorder
-from phonebench.core.verdict import Outcome, compare
+from phonebench.core.verdict import Outcome
+from phonebench.core.judge import compare
 
 
 def test_every_test_is_on_disk_before_the_next(tmp_path):

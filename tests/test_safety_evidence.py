@@ -78,7 +78,7 @@ def test_a_trip_reported_at_72_but_taken_at_65_fails_on_the_bench_reading(sla):
     assert verdict.outcome is Outcome.FAIL and verdict.evidence is Evidence.CORROBORATED
     low, high = verdict.extra["bracket_c"]
     assert 63.0 < low <= high < 67.0 and high - low < 1.5  # the bench's own bracket, tight
-    assert verdict.extra["runtime_reported_c"] == 72.0 and "report is wrong" in verdict.detail
+    assert verdict.extra["runtime_reported_c"] == 72.0 and "report is wrong" in verdict.explanation
 
 
 def test_an_honest_trip_is_bracketed_by_the_bench_and_the_report_agrees(sla):
@@ -98,7 +98,7 @@ def test_without_a_shield_thermocouple_the_trip_is_the_phones_word(sla):
     """The zone bracket alone is what the phone says: shown, never a PASS."""
     verdict = _trip(sla, "nominal", shield=False).verdict("npu_trip_temperature")
     assert verdict.evidence is Evidence.REPORTED and verdict.outcome is Outcome.INCONCLUSIVE
-    assert "no shield thermocouple" in verdict.detail
+    assert "no shield thermocouple" in verdict.explanation
 
 
 def _teardown_readings(rest_s: Callable[[int], float]) -> list[tuple[float, float, float]]:
@@ -145,18 +145,18 @@ def test_the_under_load_relation_is_identified_right_after_decode_steps(sla):
 
 def test_a_zone_that_lies_only_while_hot_fails_at_the_trip_and_reads_true_at_rest(sla):
     verdict = _trip(sla, "hot-thermal-offset").verdict("npu_trip_temperature")
-    assert verdict.outcome is Outcome.FAIL and "off while hot" in verdict.detail
+    assert verdict.outcome is Outcome.FAIL and "off while hot" in verdict.explanation
     assert abs(verdict.extra["shield"]["zone_offset_c"]) < verdict.extra["shield"]["tolerance_c"]  # true at rest
     assert verdict.extra["hot_shield"]["zone_offset_c"] > 5.0
     honest = _trip(sla, "nominal").verdict("npu_trip_temperature")
-    assert honest.outcome is Outcome.PASS and "and while hot" in honest.detail
+    assert honest.outcome is Outcome.PASS and "and while hot" in honest.explanation
     assert abs(honest.extra["hot_shield"]["zone_offset_c"]) < honest.extra["hot_shield"]["tolerance_c"]
 
 
 def test_a_zone_reading_below_the_back_cover_is_not_credible(sla):
     """The die heats the cover: a cover probe hotter than the NPU zone means the zone lies low."""
     verdict = _trip(sla, "early-trip", slow_cover_c=80.0).verdict("npu_trip_temperature")
-    assert verdict.outcome is Outcome.INVALID and "back cover" in verdict.detail
+    assert verdict.outcome is Outcome.INVALID and "back cover" in verdict.explanation
     assert verdict.extra["cover_c"] == 80.0
 
 
@@ -200,7 +200,7 @@ def test_a_redundancy_flag_without_dual_compute_fails_sweep_tokens_and_cost(sla,
     assert exact.raw["bit_exact"]["engaged"] is True  # it did say so
     cost = redundancy.slowdown_check(runtime, slowdown=sla.get("redundancy_slowdown"), pairs=10, now=phone_clock(runtime),
                                      now_evidence=Evidence.CORROBORATED).verdicts[0]
-    assert cost.outcome is Outcome.FAIL and "did not really engage" in cost.detail
+    assert cost.outcome is Outcome.FAIL and "did not really engage" in cost.explanation
 
 
 def test_a_ripple_sensor_reading_low_fails_on_the_measured_ripple(sla, bench_supply):
@@ -284,7 +284,7 @@ def test_without_the_benchs_merkle_verify_a_clean_crc_is_inconclusive(sla):
     result = weights.read_errors_check(device, runtime, read_errors=sla.get("weight_page_read_errors"),
                                        error_rate=target(sla, "weights_page_error_rate"))
     assert set(outcomes(result).values()) == {Outcome.INCONCLUSIVE}
-    assert "Merkle verify could not run" in result.verdicts[0].detail
+    assert "Merkle verify could not run" in result.verdicts[0].explanation
 
 
 def test_a_spot_check_time_that_omits_the_read_fails_on_the_benchs_clock(sla):
@@ -306,7 +306,7 @@ def test_the_runtimes_read_time_is_only_a_report(sla):
     slow-flash report exceeds what the bench measured: the check refuses to pass."""
     device, runtime = phone("nominal", "slow-flash")
     verdict = weights.spot_check_time_check(device, runtime, spot_check_time=sla.get("merkle_spot_check_time"), n=20).verdicts[0]
-    assert verdict.outcome is Outcome.INVALID and "longer than the bench measured" in verdict.detail
+    assert verdict.outcome is Outcome.INVALID and "longer than the bench measured" in verdict.explanation
 
 
 # --- claim 13: sample size from the fault rate to detect ------------------------------------------
@@ -347,7 +347,7 @@ def test_record_turns_a_reported_pass_into_info_centrally():
     record = Record(_Item("self-reported"), bench=None)  # type: ignore[arg-type]
     shown = record.check("identity_fields_missing", 0, "fields", 0, "==")
     failed = record.check("thermal_zone_vs_hal_max_diff", 6.0, "degC", 2.0, "<=")
-    assert shown.outcome is Outcome.INFO and shown.evidence is Evidence.REPORTED and "reported" in shown.detail
+    assert shown.outcome is Outcome.INFO and shown.evidence is Evidence.REPORTED and "reported" in shown.explanation
     assert failed.outcome is Outcome.FAIL
     measured = Record(_Item("measured"), bench=None).check("x", 1.0, "s", 2.0, "<=")  # type: ignore[arg-type]
     assert measured.outcome is Outcome.PASS

@@ -92,7 +92,7 @@ def test_nominal_phone_meets_latency_and_dialog_claims_and_the_measurement_is_ri
         assert {"repeatability", "sample interval", "onset detector residual", "fixture delay"} <= \
             {c.name for c in verdict.uncertainty.components}
     p99 = result.verdicts[0]
-    assert p99.extra["fixture_calibration"] == "none applied" and "no fixture calibration" in p99.detail
+    assert p99.extra["fixture_calibration"] == "none applied" and "no fixture calibration" in p99.explanation
     assert p99.n == 299 and p99.bound <= 410 and p99.unit == "ms" and p99.plot.kind == "samples"
 
 
@@ -290,7 +290,7 @@ def test_sustained_use_study_decides_voice_and_cover_claims_from_one_loop():
     assert latency.extra["independence"] == "block" and latency.n == 299
     assert "back cover" in latency.extra["conditions_measured"]
     cover = next(v for v in result.verdicts if v.name == "cover_temp_max")
-    assert 35 < cover.value <= 41.7 and "dialog every 3 s" in cover.detail and "299 voice trials" in cover.detail
+    assert 35 < cover.value <= 41.7 and "dialog every 3 s" in cover.explanation and "299 voice trials" in cover.explanation
     # The digitizer watched the first 27 dialogs, each until idle: the energy study's own figures.
     assert len(run.energy.energy_j) == 27 and run.energy.open_ended == 0
     assert 5 < np.mean(run.energy.energy_j) < 16 and max(run.energy.window_s) < 3.9

@@ -9,8 +9,8 @@ import pytest
 
 from phonebench.core.errors import ConfigError
 from phonebench.bench.specs.sla import PROFILE_DIR, available_profiles, load_profile
-from phonebench.core.verdict import (Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict,
-                                     held_to_sequential_decision)
+from phonebench.core import judge
+from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, Uncertainty, UncertaintyComponent, Verdict
 
 
 def _measured(standard: float) -> dict:
@@ -120,9 +120,9 @@ def test_conditions_must_be_shown(default):
     entry = default.get("token_latency_p95_gpu_load")
     runs = [np.full(60, 100.0) + np.arange(60) % 7 for _ in range(20)]
     missing = entry.evaluate(runs)
-    assert missing.outcome is Outcome.INVALID and "gpu_load" in missing.detail
+    assert missing.outcome is Outcome.INVALID and "gpu_load" in missing.explanation
     idle = entry.evaluate(runs, gpu_load=0.35)
-    assert idle.outcome is Outcome.INVALID and "not met" in idle.detail
+    assert idle.outcome is Outcome.INVALID and "not met" in idle.explanation
     assert entry.evaluate(runs, evidence=Evidence.MEASURED, gpu_load=0.9).outcome is Outcome.PASS
     mism = default.get("redundancy_token_mismatches")
     assert mism.evaluate(0, evidence=Evidence.MEASURED, ripple_mv=50.4).outcome is Outcome.PASS
@@ -131,13 +131,17 @@ def test_conditions_must_be_shown(default):
 
 
 
-def test_a_checks_own_outcome_can_only_make_a_verdict_worse(default):
-    """Negative control: a check cannot hand evaluate() a PASS past the decision and evidence rules."""
+def test_a_check_gives_findings_never_an_outcome(default):
+    """Negative control: a check cannot hand evaluate() an outcome, and no finding makes a PASS."""
     entry = default.get("redundancy_token_mismatches")
-    with pytest.raises(ValueError, match="FAIL or INVALID"):
+    with pytest.raises(TypeError, match="findings"):
         entry.evaluate(3, evidence=Evidence.REPORTED, ripple_mv=50.4, outcome=Outcome.PASS)
-    found = entry.evaluate(0, evidence=Evidence.MEASURED, ripple_mv=50.4, outcome=Outcome.FAIL)
-    assert found.outcome is Outcome.FAIL
+    with pytest.raises(TypeError, match="judge"):
+        entry.evaluate(3, ripple_mv=50.4).but(outcome=Outcome.PASS)
+    found = entry.evaluate(0, evidence=Evidence.MEASURED, ripple_mv=50.4,
+                           findings=[Finding(FindingKind.CONTRADICTED, "the flag says off")])
+    assert found.outcome is Outcome.FAIL and found.explanation.startswith("the flag says off")
+    assert {judge.decide(found.but(detail=d)).outcome for d in ("a", "b")} == {Outcome.FAIL}
 
 # --------------------------------------------------------------------------- lab profiles
 
@@ -287,8 +291,8 @@ def test_a_pass_on_weaker_evidence_than_required_is_inconclusive(tmp_path):
     unstated = entry.evaluate([120.0, 130.0])
     checked = entry.evaluate([120.0, 130.0], evidence=Evidence.CORROBORATED)
     measured = entry.evaluate([120.0, 130.0], evidence=Evidence.MEASURED)
-    assert said.outcome is Outcome.INCONCLUSIVE and "never a PASS" in said.detail
-    assert unstated.outcome is Outcome.INCONCLUSIVE and "unstated evidence" in unstated.detail
+    assert said.outcome is Outcome.INCONCLUSIVE and "never a PASS" in said.explanation
+    assert unstated.outcome is Outcome.INCONCLUSIVE and "unstated evidence" in unstated.explanation
     assert checked.outcome is Outcome.PASS and checked.evidence is Evidence.CORROBORATED
     assert measured.outcome is Outcome.PASS
     slow = entry.evaluate([120.0, 330.0], evidence=Evidence.SELF_REPORTED)  # a self-reported miss still fails
@@ -312,7 +316,7 @@ def test_guarded_decision_needs_the_uncertainty_clear_of_the_limit(tmp_path):
     assert clear.outcome is Outcome.PASS and clear.decision_rule.value == "guarded"
     assert close.outcome is Outcome.INCONCLUSIVE and over.outcome is Outcome.INCONCLUSIVE
     assert far.outcome is Outcome.FAIL
-    assert bare.outcome is Outcome.INCONCLUSIVE and "without an uncertainty" in bare.detail
+    assert bare.outcome is Outcome.INCONCLUSIVE and "without an uncertainty" in bare.explanation
 
 
 def test_evidence_and_rule_fields_are_validated(tmp_path):
@@ -382,4 +386,4 @@ def test_an_unknown_profile_name_lists_profiles_not_station_files(tmp_path: Path
 ])
 def test_a_sequential_verdict_is_held_to_its_rule_s_decision(outcome, decision, held):
     verdict = Verdict(name="acceptance_power_mean", value=3.9, unit="W", outcome=outcome, limit=4.5)
-    assert held_to_sequential_decision(verdict, decision).outcome is held
+    assert judge.sequential(verdict, decision).outcome is held

@@ -79,7 +79,7 @@ def test_token_std_is_decided_sequentially_at_the_profiles_looks(sla):
     jittery = tokens.token_std_check(phone("jittery")[1], token_std=early, inferences=100).verdicts[0]
     assert ok.outcome is Outcome.PASS and ok.extra["inferences"] == 70
     assert ok.confidence == pytest.approx(0.975) and ok.extra["sequential"]["stopped_at"] == 70
-    assert "70 of 100 consecutive inferences" in ok.detail
+    assert "70 of 100 consecutive inferences" in ok.explanation
     # Its upper bound is past the limit at the first look, its lower bound not yet: it goes on, and fails.
     assert jittery.outcome is Outcome.FAIL and jittery.extra["sequential"]["stopped_at"] in (70, 100)
     assert ok.bound < 23 < jittery.value and ok.bound >= ok.extra["per_inference_bound"]
@@ -105,7 +105,7 @@ def test_contention_passes_nominal_and_fails_contention_sensitive(sla):
 def test_contention_without_enough_gpu_load_is_invalid(sla):
     device, runtime = phone("nominal", "gpu-load-weak")
     result = tokens.contention_check(device, runtime, loaded_latency=sla.get("token_latency_p95_gpu_load"))
-    assert result.verdicts[0].outcome is Outcome.INVALID and "gpu_load" in result.verdicts[0].detail
+    assert result.verdicts[0].outcome is Outcome.INVALID and "gpu_load" in result.verdicts[0].explanation
 
 
 def test_latency_from_the_intended_start_counts_the_tokens_a_stall_delayed():
@@ -176,7 +176,7 @@ def test_thermal_soak_without_a_station_clock_rests_on_the_phones_word(sla):
                                                                  min_samples=0), dialogs=10)
     kills = result.verdict("npu_trip_process_kills")
     assert kills.evidence is Evidence.SELF_REPORTED and kills.outcome is not Outcome.PASS
-    assert "phone's word only" in kills.detail
+    assert "phone's word only" in kills.explanation
 
 
 def test_thermal_soak_fails_a_phone_whose_every_npu_reading_is_7_degrees_high(sla):
@@ -189,7 +189,7 @@ def test_thermal_soak_fails_a_phone_whose_every_npu_reading_is_7_degrees_high(sl
     assert low - 1.0 <= 72.0 <= high + 1.0  # the phone's own story is consistent
     shield = verdict.extra["shield"]
     assert 6.0 < shield["zone_offset_c"] < 8.0 and shield["tolerance_c"] < 2.0
-    assert "shield thermocouple" in verdict.detail and "really near 6" in verdict.detail
+    assert "shield thermocouple" in verdict.explanation and "really near 6" in verdict.explanation
 
 
 def test_thermal_soak_fails_a_trip_at_the_cpus_65_degrees(sla):
@@ -204,7 +204,7 @@ def test_thermal_soak_that_never_reaches_the_trip_shows_nothing(sla):
                                              success=dataclasses.replace(sla.get("long_dialog_success"), limit=0.9), dialogs=5,
                                              tokens=8, approach_calls=5)
     assert outcomes(result)["npu_trip_temperature"] is Outcome.INVALID
-    assert "no thermal trip" in result.verdict("npu_trip_temperature").detail
+    assert "no thermal trip" in result.verdict("npu_trip_temperature").explanation
 
 
 # --- claim 10: redundancy ------------------------------------------------------------------------
@@ -273,7 +273,7 @@ def test_redundancy_slowdown_passes_nominal_and_fails_costly_or_absent(sla):
     assert ok.outcome is Outcome.PASS and 15 < ok.value < 23
     assert _slowdown(sla, "costly-redundancy").outcome is Outcome.FAIL
     absent = _slowdown(sla, "no-redundancy", pairs=10)
-    assert absent.outcome is Outcome.FAIL and "did not really engage" in absent.detail
+    assert absent.outcome is Outcome.FAIL and "did not really engage" in absent.explanation
 
 
 def test_redundancy_slowdown_on_the_runtimes_own_timestamps_is_not_a_pass(sla):
@@ -298,14 +298,14 @@ def test_merkle_root_check_passes_nominal_and_fails_a_corrupt_hash_tree(sla):
     assert ok.outcome is Outcome.PASS and ok.extra["root"] == update_package().tree.root_hex
     device, runtime = phone("nominal", "verity-tree-corrupt")
     bad = weights.root_check(device, runtime, root_mismatches=entry).verdicts[0]
-    assert bad.outcome is Outcome.FAIL and "hash block" in bad.detail
+    assert bad.outcome is Outcome.FAIL and "hash block" in bad.explanation
 
 
 def test_merkle_root_check_fails_an_unsigned_manifest(sla):
     device, runtime = phone()
     device.phone.fs.write("/data/vendor/llm/weights/model.bin.manifest.json.sig", b"ed25519 0000 AAAA\n")
     bad = weights.root_check(device, runtime, root_mismatches=target(sla, "weights_root_mismatches")).verdicts[0]
-    assert bad.outcome is Outcome.FAIL and "signature" in bad.detail
+    assert bad.outcome is Outcome.FAIL and "signature" in bad.explanation
 
 
 def test_spot_check_time_passes_nominal_and_fails_slow_flash(sla):
@@ -326,7 +326,7 @@ def _repair_targets(sla: SlaProfile) -> dict:
 def test_corrupted_page_is_detected_and_repaired_alone(sla):
     device, runtime = phone("corrupt-weights")
     result = weights.corrupt_and_repair_check(device, runtime, update_package().page, **_repair_targets(sla))
-    assert all(v.outcome is Outcome.PASS for v in result.verdicts), [(v.name, v.detail) for v in result.verdicts]
+    assert all(v.outcome is Outcome.PASS for v in result.verdicts), [(v.name, v.explanation) for v in result.verdicts]
     raw = result.raw["weights_repair"]
     assert len(raw["found"]) == 2 and len(raw["at_rest"]) == 1 and len(raw["injected"]) == 1
     assert set(raw["bytes_pushed"].values()) == {4096}
@@ -405,7 +405,7 @@ def test_counters_not_exposed_are_recorded_not_failed():
 
     result = counters.counters_check(NoCounters(), **targets(None, **counters.ENTRIES),
                                      inferences=1)
-    assert all(v.outcome is Outcome.INFO and "not exposed" in v.detail for v in result.verdicts)
+    assert all(v.outcome is Outcome.INFO and "not exposed" in v.explanation for v in result.verdicts)
 
 
 # --- plumbing ------------------------------------------------------------------------------------

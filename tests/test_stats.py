@@ -71,7 +71,7 @@ def test_percentile_verdict_pass_fail_insufficient():
     bad = stats.percentile_verdict("lat", _with_exceedances(1000, 5), p=0.99, limit=100, unit="ms")
     assert bad.outcome is Outcome.FAIL and bad.bound > 100
     few = stats.percentile_verdict("lat", np.full(298, 50.0), p=0.99, limit=100, unit="ms")
-    assert few.outcome is Outcome.INSUFFICIENT and few.n_required == 299 and "insufficient" in few.detail
+    assert few.outcome is Outcome.INSUFFICIENT and few.n_required == 299 and "insufficient" in few.explanation
     enough = stats.percentile_verdict("lat", np.full(299, 50.0), p=0.99, limit=100, unit="ms")
     assert enough.outcome is Outcome.PASS
     floor = stats.percentile_verdict("lat", np.full(400, 50.0), p=0.99, limit=100, unit="ms", min_samples=500)
@@ -144,7 +144,7 @@ def test_mean_verdict_t_bound_and_runs():
     assert r.extra["n_eff"] == 12
     assert r.bound == pytest.approx(means.mean() + sps.t.ppf(0.95, 11) * means.std(ddof=1) / math.sqrt(12))
     three = stats.mean_verdict("power", runs[:3], limit=4.2, unit="W", independence="run")
-    assert three.outcome is Outcome.INSUFFICIENT and "runs" in three.detail
+    assert three.outcome is Outcome.INSUFFICIENT and "runs" in three.explanation
 
 
 def test_proportion_verdict():
@@ -247,7 +247,7 @@ def test_clustered_slow_samples_are_worth_fewer_independent_samples():
     assert spread.outcome is Outcome.PASS and spread.n_required == 299
     clustered = stats.percentile_verdict("q", burst, p=0.99, limit=1000, unit="ms", independence="block")
     assert clustered.outcome is Outcome.INSUFFICIENT
-    assert clustered.n_required > 1000 and "independent samples" in clustered.detail
+    assert clustered.n_required > 1000 and "independent samples" in clustered.explanation
 
 
 # --------------------------------------------------------------------------- emulator distributions

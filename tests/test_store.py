@@ -28,7 +28,7 @@ from phonebench.bench.store import StoreError, StoreSink, open_store, resolve_da
 from phonebench.bench.store.db import VERSION_TABLE, head_revision
 from phonebench.bench.store.models import Base, DutUnit, InstrumentUnit, RawRef, RunDut, RunInstrument
 from phonebench.bench.store.store import effective_status, utc
-from phonebench.core.verdict import compare
+from phonebench.core.judge import compare
 from tests.store_helpers import run_and_kill
 
 

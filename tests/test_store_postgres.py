@@ -23,7 +23,7 @@ from phonebench.bench.store.db import VERSION_TABLE
 from phonebench.bench.store.models import Base
 from tests.system_packages import require
 from tests.postgres_helpers import ScratchPostgres, postgres_bindir
-from phonebench.core.verdict import compare
+from phonebench.core.judge import compare
 from tests.store_helpers import run_and_kill
 
 

@@ -136,7 +136,7 @@ CLAIMS_3_TO_5 = ("first_token_p99", "token_latency_std", "token_latency_p95_gpu_
 def test_honest_phone_is_measured_and_its_report_agrees(over_adb, sla, metric):
     _, device, runtime = observed(over_adb)
     verdict = claim(metric, device, runtime, sla)
-    assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED, verdict.detail
+    assert verdict.outcome is Outcome.PASS and verdict.evidence is Evidence.MEASURED, verdict.explanation
     assert verdict.extra["report"]["agrees"] and verdict.extra["source"].startswith("host arrivals")
     assert verdict.uncertainty is not None
 
@@ -151,7 +151,7 @@ def test_shifted_first_token_fails_with_both_numbers(over_adb, sla):
     _, device, runtime = observed(over_adb, "shifted-timestamps")
     verdict = claim("first_token_p99", device, runtime, sla)
     assert verdict.outcome is Outcome.FAIL and verdict.value >= 300
-    assert "disagrees with what arrived" in verdict.detail and verdict.extra["reported_value"] < verdict.value
+    assert "disagrees with what arrived" in verdict.explanation and verdict.extra["reported_value"] < verdict.value
 
 
 def test_compressed_timestamps_are_caught(over_adb, sla):
@@ -159,7 +159,7 @@ def test_compressed_timestamps_are_caught(over_adb, sla):
     gen = runtime.generate(12, seed=3, prompt_tokens=16)
     np.testing.assert_allclose(np.diff(gen.token_times), 0.35 * np.diff(gen.arrivals.token_times), rtol=1e-4)
     verdict = tokens.token_std_check(runtime, token_std=sla.get("token_latency_std"), inferences=20).verdicts[0]
-    assert verdict.outcome is Outcome.FAIL and "disagrees with what arrived" in verdict.detail
+    assert verdict.outcome is Outcome.FAIL and "disagrees with what arrived" in verdict.explanation
     assert verdict.extra["reported_value"] < 0.5 * verdict.value  # the report shows a much steadier phone
 
 
@@ -173,9 +173,9 @@ def test_a_station_clock_of_another_world_is_a_station_error_not_a_phone_fail(ov
     verdicts.append(counters.counters_check(runtime, **targets(None, **counters.ENTRIES), inferences=4)
                     .verdict("counters_mac_utilisation"))
     for verdict in verdicts:
-        assert verdict.outcome is Outcome.INVALID, verdict.detail
-        assert "station error" in verdict.detail and "not in the phone's time domain" in verdict.detail
-        assert runtime.clock.name in verdict.detail and verdict.extra["station_error"] == "clock"
+        assert verdict.outcome is Outcome.INVALID, verdict.explanation
+        assert "station error" in verdict.explanation and "not in the phone's time domain" in verdict.explanation
+        assert runtime.clock.name in verdict.explanation and verdict.extra["station_error"] == "clock"
 
 
 # --- the power trace as a second witness -----------------------------------------------------------
@@ -191,13 +191,13 @@ def test_inference_span_in_the_supply_current_matches_the_station_clock(over_adb
         supply.close()
         server.stop()
     assert verdict.outcome is outcome and verdict.value < verdict.limit  # the host always agrees with the trace
-    assert ("reported spans disagree" in verdict.detail) is (outcome is Outcome.FAIL)
+    assert ("reported spans disagree" in verdict.explanation) is (outcome is Outcome.FAIL)
 
 
 def test_a_station_clock_running_at_another_rate_than_the_power_trace_is_a_station_error():
     problem = token_power._clock_against_trace("clock X", [0.0046, 0.0044], [1.4416, 1.5969])
     assert problem is not None and problem.rate < 0.01 and "clock X" in problem.invalidate(
-        Verdict("m", 1.0, "ms", Outcome.FAIL)).detail
+        Verdict("m", 1.0, "ms", Outcome.FAIL)).explanation
     assert token_power._clock_against_trace("clock X", [1.44, 1.60], [1.4416, 1.5969]) is None
 
 
@@ -230,7 +230,7 @@ def test_fake_gpu_load_reports_busy_while_the_gpu_idles(sla):
     load.stop()
     result = tokens.contention_check(device, runtime, loaded_latency=sla.get("token_latency_p95_gpu_load"), runs=3)
     verdict = result.verdicts[0]
-    assert verdict.outcome is Outcome.FAIL and "busy counters read 0%" in verdict.detail
+    assert verdict.outcome is Outcome.FAIL and "busy counters read 0%" in verdict.explanation
     assert verdict.extra["gpu_load_tool"] == pytest.approx(0.8) and verdict.extra["gpu_load"] == 0.0
 
 
@@ -253,7 +253,7 @@ def test_the_gpu_load_must_show_on_the_supply_or_in_the_tokens(sla, persona, out
     if outcome is Outcome.PASS:
         assert effect["drawn_w"] > tokens.LOAD_MIN_W and effect["gap_ratio"] > 1.1
     else:
-        assert abs(effect["drawn_w"]) < 0.05 and "no effect the bench can see" in verdict.detail
+        assert abs(effect["drawn_w"]) < 0.05 and "no effect the bench can see" in verdict.explanation
 
 
 def test_a_phone_without_gpu_counters_rests_the_load_on_the_tools_word(sla, monkeypatch):
@@ -276,7 +276,7 @@ def test_honest_counters_are_corroborated_where_the_bench_can_check_them(over_ad
     assert all(v.outcome is (Outcome.INFO if v.name in reported else Outcome.PASS) for v in result.verdicts)
     assert evidence["counters_mac_utilisation"] is Evidence.CORROBORATED
     bandwidth = result.verdict("counters_memory_bandwidth_utilisation")
-    assert bandwidth.evidence is Evidence.CORROBORATED and "GB/s peak" in bandwidth.detail
+    assert bandwidth.evidence is Evidence.CORROBORATED and "GB/s peak" in bandwidth.explanation
 
 
 def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
@@ -286,12 +286,12 @@ def test_counters_lying_in_status_and_vmstat_together_pass_nothing():
     device, runtime = phone("consistent-counters")
     result = counters.counters_check(runtime, **targets(None, **counters.ENTRIES), inferences=10)
     mac = result.verdict("counters_mac_utilisation")
-    assert mac.outcome is Outcome.FAIL and "implausible" in mac.detail and "datasheet clock" in mac.detail
+    assert mac.outcome is Outcome.FAIL and "implausible" in mac.explanation and "datasheet clock" in mac.explanation
     bandwidth = result.verdict("counters_memory_bandwidth_utilisation")  # 0.96 said, ~0.87 moved
-    assert bandwidth.outcome is Outcome.FAIL and "implausible" in bandwidth.detail
+    assert bandwidth.outcome is Outcome.FAIL and "implausible" in bandwidth.explanation
     assert not any(v.outcome is Outcome.PASS for v in result.verdicts)
     faults = result.verdict("counters_weight_page_fault_rate")
-    assert faults.evidence is Evidence.REPORTED and "consistent with the phone's own" in faults.detail
+    assert faults.evidence is Evidence.REPORTED and "consistent with the phone's own" in faults.explanation
     entries = targets(None, **counters.ENTRIES)
     entries["mac_utilisation"] = dataclasses.replace(
         entries["mac_utilisation"],
@@ -306,7 +306,7 @@ def test_inflated_counters_are_implausible(over_adb):
     failed = {v.name: v for v in result.verdicts if v.outcome is Outcome.FAIL}
     assert set(failed) == {"counters_mac_utilisation", "counters_memory_bandwidth_utilisation",
                            "counters_weight_page_fault_rate"}
-    assert all("implausible" in v.detail for v in failed.values())
+    assert all("implausible" in v.explanation for v in failed.values())
     mac = failed["counters_mac_utilisation"]
     assert mac.value == pytest.approx(0.97, abs=1e-3) and mac.extra["independent"] < 0.97 - mac.extra["tolerance"]
 
@@ -314,7 +314,7 @@ def test_inflated_counters_are_implausible(over_adb):
 def test_counters_without_a_station_clock_cannot_be_corroborated():
     result = counters.counters_check(phone(clocked=False)[1], **targets(None, **counters.ENTRIES), inferences=4)
     mac = result.verdict("counters_mac_utilisation")
-    assert mac.outcome is Outcome.INCONCLUSIVE and "no station clock" in mac.detail
+    assert mac.outcome is Outcome.INCONCLUSIVE and "no station clock" in mac.explanation
 
 
 def test_vmstat_counts_the_faults_the_runtime_incurs():

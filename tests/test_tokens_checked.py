@@ -30,7 +30,7 @@ def test_fabricated_first_token_fails_as_fabricated_output():
     gen = runtime.generate(3, seed=5, prompt=[1, 2, 3, 4])
     assert gen.arrivals.token_times[0] - gen.arrivals.start_t < 1e-3  # it would pass on time alone
     verdict = tokens.first_token_check(runtime, first_token=few(load_profile("default").get("first_token_p99")), n=8).verdicts[0]
-    assert verdict.outcome is Outcome.FAIL and "fabricated" in verdict.detail
+    assert verdict.outcome is Outcome.FAIL and "fabricated" in verdict.explanation
     assert verdict.extra["fabricated_inferences"] == verdict.extra["report"]["intervals"]  # every one
     assert verdict.value is None  # no inference delivered the model's first token
 
@@ -40,7 +40,7 @@ def test_without_a_reference_tokens_cannot_be_told_from_invented_ones(monkeypatc
     runtime = RuntimeClient(device, clock=WorldClock(device))
     monkeypatch.setattr(tokens, "reference_for", lambda model, sha: None)
     verdict = tokens.first_token_check(runtime, first_token=few(load_profile("default").get("first_token_p99")), n=8).verdicts[0]
-    assert verdict.outcome is Outcome.INCONCLUSIVE and "no reference" in verdict.detail
+    assert verdict.outcome is Outcome.INCONCLUSIVE and "no reference" in verdict.explanation
     assert verdict.extra["tokens_checked"] is False
 
 
@@ -51,7 +51,7 @@ def test_honest_tokens_are_the_models(persona):
     assert shipped_numerics(runtime) is not None
     result = tokens.first_token_check(runtime, first_token=few(load_profile("default").get("first_token_p99")), n=8)
     verdict = result.verdicts[0]
-    assert verdict.outcome is Outcome.PASS and "every token is the model's" in verdict.detail
+    assert verdict.outcome is Outcome.PASS and "every token is the model's" in verdict.explanation
     cases = result.raw["first_token_prompts"]["cases"]
     assert len(cases) >= 8 and len({tuple(c["prompt"]) for c in cases}) == len(cases)  # a fresh prompt each
     assert "first_token_prompts" in verdict.raw

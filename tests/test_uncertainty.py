@@ -65,7 +65,7 @@ def test_guarded_entry_is_inconclusive_within_u_and_the_summary_shows_it():
     entry = load_profile("default").get("back_cover_temperature_max")
     budget = unc.thermal_budget(np.full(60, 41.2), "max", channels=("T1", "T2"))
     near = entry.evaluate(np.full(60, 41.2), evidence=Evidence.MEASURED, uncertainty=budget, ambient_c=25.0)
-    assert near.outcome is Outcome.INCONCLUSIVE and "expanded uncertainty" in near.detail
+    assert near.outcome is Outcome.INCONCLUSIVE and "expanded uncertainty" in near.explanation
     far = entry.evaluate(np.full(60, 38.0), evidence=Evidence.MEASURED, uncertainty=budget, ambient_c=25.0)
     assert far.outcome is Outcome.PASS and far.uncertainty is budget
     hot = entry.evaluate(np.full(60, 44.0), evidence=Evidence.MEASURED, uncertainty=budget, ambient_c=25.0)

@@ -39,7 +39,7 @@ from . import CheckResult, Tick, no_tick
 from .tokens import TokenRuns, run_inferences
 from ..phone.link import ClockDomainProblem, measure_link
 from phonebench.core.counters import COUNTER_RATIOS as COUNTERS
-from phonebench.core.verdict import Evidence, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, Uncertainty, UncertaintyComponent, Verdict
 from ..specs.sla import SlaEntry
 from phonebench.drivers.runtime import RuntimeClient
 
@@ -127,10 +127,11 @@ def _judge(entry: SlaEntry, metric: str, value: float, how: str,
         value, evidence=evidence, uncertainty=check.uncertainty, **own,
         extra={"tokens": tokens, "independent": check.independent, "tolerance": check.tolerance,
                "cross_check": check.what},
-        outcome=None if check.agrees else Outcome.FAIL,
+        findings=() if check.agrees else (Finding(
+            FindingKind.CONTRADICTED, f"implausible: the runtime reports {check.reported:.4g} but {check.what} "
+                                      f"gives {check.independent:.4g} (tolerance {check.tolerance:.2g})"),),
         detail_prefix=f"{how}; {said} {check.what} gives {check.independent:.4g} (within {check.tolerance:.2g})"
-        if check.agrees else f"{how}; implausible: the runtime reports {check.reported:.4g} but {check.what} gives "
-                             f"{check.independent:.4g} (tolerance {check.tolerance:.2g})")
+        if check.agrees else how)
 
 
 @dataclass(frozen=True)

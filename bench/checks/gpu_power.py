@@ -41,7 +41,8 @@ import numpy as np
 
 from scipy import stats
 
-from phonebench.core.verdict import Outcome, Verdict
+from phonebench.core import judge
+from phonebench.core.verdict import Finding, FindingKind, Verdict
 from phonebench.drivers.device import Device
 from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
 from phonebench.drivers.power import PowerAnalyzer
@@ -171,10 +172,9 @@ def judge_gpu_level(verdict: Verdict, reported: float, drawn_w: float | None, re
     said = (f"the power analyzer implies a load {level.busy:.0%} +- {level.expanded_u:.0%} busy "
             f"({CONFIDENCE:.0%}, k={level.k:.2f})")
     if abs(reported - level.busy) > level.expanded_u:
-        return verdict.but(outcome=Outcome.FAIL, extra=extra,
-                           detail=f"{said}, the phone reports {reported:.0%}: the load's level was not there; "
-                                  f"{verdict.detail}")
-    if level.expanded_u > SETTLE_U and verdict.outcome is not Outcome.FAIL:
-        return verdict.but(outcome=Outcome.INCONCLUSIVE, extra=extra,
-                           detail=f"{said}: too wide to settle the reported {reported:.0%}; {verdict.detail}")
+        return judge.found(verdict, Finding(FindingKind.CONTRADICTED, f"{said}, the phone reports {reported:.0%}: "
+                                                                      f"the load's level was not there"), extra=extra)
+    if level.expanded_u > SETTLE_U:
+        return judge.found(verdict, Finding(FindingKind.UNSETTLED,
+                                            f"{said}: too wide to settle the reported {reported:.0%}"), extra=extra)
     return verdict.but(extra=extra, detail=f"{said}, corroborating the reported {reported:.0%}; {verdict.detail}")

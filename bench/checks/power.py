@@ -28,7 +28,8 @@ from phonebench.core.errors import ConfigError, InvalidMeasurement
 from ..specs.sla import SlaEntry
 from ..stats import verdicts as stats
 from .voice import arm_stimulus
-from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
+from phonebench.core.verdict import Evidence, PlotHint, Verdict
+from phonebench.core.judge import compare
 from ..stats.uncertainty import calibration_of, power_budget
 from phonebench.drivers.device import Device
 from phonebench.drivers.power import N6781A_ACCURACY, TINT_STEP_S, PowerAnalyzer, SupplyAccuracy, Trace

@@ -49,7 +49,8 @@ from . import CheckResult, Tick, no_tick
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from ..stats.verdicts import clopper_pearson
 from phonebench.core.errors import InvalidMeasurement, UnsupportedCapability
-from phonebench.core.verdict import Evidence, Outcome, PlotHint, Verdict
+from phonebench.core import judge
+from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, PlotHint, Verdict
 from phonebench.drivers.device import Device
 from ..specs.sla import SlaEntry
 from phonebench.drivers.power import PowerAnalyzer
@@ -356,16 +357,17 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, *
                     y_label="INT4 MAC error rate (per MAC, redundancy off)",
                     state_label="redundancy engaged (auto; by results where they tell)", limit_axis="x", log_y=True)
     evidence = Evidence.CORROBORATED if spoke else Evidence.REPORTED
-    findings = [f"fail: known-answer probes drawn for this run come back wrong on a clean supply: the unit does "
-                f"not compute them" if not clean else "",
-                f"the runtime's flag disagrees with its results at {contradicted} mV, so only the results place "
-                f"the threshold" if contradicted else ""]
+    # What the numbers cannot show, for the judge: probes wrong on a clean supply, or no engagement.
+    findings = [Finding(FindingKind.CONTRADICTED, text) for text, found in (
+        ("fail: known-answer probes drawn for this run come back wrong on a clean supply: the unit does not "
+         "compute them", not clean),
+        (f"fail: redundancy never engaged up to {up[-1].x_mv:.1f} mV measured", engage is None)) if found]
     engage_v = engage_threshold.evaluate(
         engage, evidence=evidence, name="redundancy_engage_threshold", raw="ripple_sweep", plot=plot,
-        extra={"flag_contradicted_at_mv": contradicted},
-        outcome=Outcome.FAIL if engage is None or not clean else None,
-        detail=f"fail: redundancy never engaged up to {up[-1].x_mv:.1f} mV measured" if engage is None else None,
-        detail_prefix="; ".join(f for f in findings if f))
+        extra={"flag_contradicted_at_mv": contradicted}, findings=findings,
+        detail="" if engage is None else None,
+        detail_prefix=f"the runtime's flag disagrees with its results at {contradicted} mV, so only the results "
+                      f"place the threshold" if contradicted else "")
     claimed = float(engage_threshold.parameters.get("claimed_mv", CLAIMED_TRIGGER_MV))
     tolerance = float(engage_threshold.parameters.get("ripple_tolerance_mv", RIPPLE_TOLERANCE_MV))
     unprotected = [p for p in up if p.probes_wrong_auto and p.behaviour is False and p.x_mv > claimed + tolerance]
@@ -412,12 +414,11 @@ def _ratio_verdict(entry: SlaEntry | None, up: list[RipplePoint]) -> Verdict:
     tolerance = entry.tolerance or 0.0
     band = (entry.limit - tolerance, entry.limit + tolerance)
     inside = lo <= band[1] and hi >= band[0]
-    outcome = Outcome.PASS if inside else Outcome.FAIL
-    # The claim's own decision rule: the exact interval must reach the claimed band (then the
-    # evidence requirement again, as for any decided verdict).
-    return entry.require_evidence(verdict.but(
-        outcome=outcome, bound=lo, confidence=confidence,
-        detail=f"claimed {band[0]:g}..{band[1]:g}x {'meets' if inside else 'misses'} the interval; {detail}"))
+    # The claim's own statistic: the exact interval must reach the claimed band (the judge's rules
+    # then run over it, as over any decided verdict).
+    return judge.rebased(verdict, judge.census(inside), bound=lo, confidence=confidence,
+                         detail=f"claimed {band[0]:g}..{band[1]:g}x {'meets' if inside else 'misses'} the interval; "
+                                f"{detail}")
 
 
 def _generate_set(client: RuntimeClient, runs: int, tokens: int) -> list[list[int]]:
@@ -538,8 +539,8 @@ def slowdown_check(runtime: RuntimeClient | Device, *, slowdown: SlaEntry, pairs
         samples, evidence=evidence, name="redundancy_slowdown", raw="redundancy_slowdown", plot="samples",
         extra={"reported_on": flags.count(True), "reported_runs": len(flags),
                "definition": "100 x (1 - decode rate with redundancy / without), paired runs, clean supply"},
-        outcome=Outcome.FAIL if idle else None,
-        detail_prefix=f"fail: mode=on costs {samples.mean():.3g} % ({confidence:.0%} lower bound {lower:.3g} %), "
-                      f"under the {MIN_SLOWDOWN_PCT:g} % a second compute costs: redundancy did not really engage "
-                      f"(the runtime said on in {flags.count(True)} of {len(flags)} runs)" if idle else "")
+        findings=[Finding(FindingKind.CONTRADICTED,
+                          f"fail: mode=on costs {samples.mean():.3g} % ({confidence:.0%} lower bound {lower:.3g} %), "
+                          f"under the {MIN_SLOWDOWN_PCT:g} % a second compute costs: redundancy did not really "
+                          f"engage (the runtime said on in {flags.count(True)} of {len(flags)} runs)")] if idle else [])
     return CheckResult([verdict], {"redundancy_slowdown": {"samples": samples}})

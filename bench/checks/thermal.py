@@ -31,7 +31,8 @@ from .voice import arm_stimulus
 from ..phone.device_state import read_thermal_status
 from phonebench.core.errors import InvalidMeasurement
 from ..specs.sla import SlaEntry
-from phonebench.core.verdict import Evidence, PlotHint, Verdict, compare
+from phonebench.core.verdict import Evidence, PlotHint, Verdict
+from phonebench.core.judge import compare
 from ..stats.uncertainty import calibration_of, thermal_budget
 from phonebench.drivers.device import Device
 from phonebench.drivers.stimulus import AudioStimulus

@@ -72,7 +72,8 @@ from . import CheckResult, Tick, VerdictData, no_tick
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
 from ..phone.device_state import read_thermal_zones, zone_celsius
 from ..specs.sla import SlaEntry
-from phonebench.core.verdict import Evidence, Outcome, PlotHint, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.core.verdict import (Evidence, Finding, FindingKind, Outcome, PlotHint, Uncertainty,
+                                     UncertaintyComponent, Verdict)
 from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -538,22 +539,19 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, fa
     elif not bracket.low_c - REPORT_TOLERANCE_C <= bracket.reported_c <= bracket.high_c + REPORT_TOLERANCE_C:
         problems.append(f"the runtime reports its trip at {bracket.reported_c:.2f} degC, outside the bench's "
                         f"bracket: its report is wrong")
-    incredible = bracket.cover_c is not None and bracket.high_c < bracket.cover_c - COVER_TOLERANCE_C
-    if incredible:
-        detail = (f"invalid: the NPU zone reads {bracket.high_c:.2f} degC, below the back cover's "
-                  f"{bracket.cover_c:.2f} degC: the zone is not credible; {detail}")
-    verdict = trip.evaluate(
-        bracket.value_c, evidence=evidence, uncertainty=u, **own, outcome=Outcome.INVALID if incredible else None,
-        detail_prefix=detail,
+    # What the bench found wrong fails the verdict; a zone it cannot credit makes it INVALID (core/judge.py).
+    findings = [Finding(FindingKind.CONTRADICTED, problem) for problem in problems]
+    if bracket.cover_c is not None and bracket.high_c < bracket.cover_c - COVER_TOLERANCE_C:
+        findings.append(Finding(FindingKind.INVALID, f"invalid: the NPU zone reads {bracket.high_c:.2f} degC, "
+                                                     f"below the back cover's {bracket.cover_c:.2f} degC: the zone "
+                                                     f"is not credible"))
+    return trip.evaluate(
+        bracket.value_c, evidence=evidence, uncertainty=u, **own, findings=findings, detail_prefix=detail,
         extra={**facts, "bracket_c": [bracket.low_c, bracket.high_c], "runtime_reported_c": bracket.reported_c,
                "approach_calls": bracket.calls, "cover_c": bracket.cover_c, "reported_trips_c": reported[:50],
                "shield": None if shield is None else shield.to_dict(),
                "hot_shield": None if hot is None else hot.to_dict(),
                "migration_slowdowns": [round(r, 4) for r in slowdowns[:50]]})
-    if problems and verdict.outcome is not Outcome.INVALID:
-        # A rule on the decided outcome: what the bench found wrong fails a verdict not already INVALID.
-        return verdict.but(outcome=Outcome.FAIL, detail=f"{'; '.join(problems)}; {verdict.detail}")
-    return verdict
 
 
 def thermal_trip_check(runtime: RuntimeClient, cover: CoverProbe | None = None, shield: ShieldProbe | None = None, *,

@@ -24,7 +24,9 @@ from .power import CURRENT_HINT, DEFAULT_INTERVAL_S, SMOOTH_S, _smooth, battery_
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from ..phone.link import CLOCK_RATE_RANGE, ClockDomainProblem, measure_link
 from phonebench.core.errors import InvalidMeasurement
-from phonebench.core.verdict import Evidence, Outcome, Verdict, compare
+from phonebench.core import judge
+from phonebench.core.judge import compare
+from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, Verdict
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.runtime import RuntimeClient
 
@@ -89,10 +91,11 @@ def power_cross_check(supply: PowerAnalyzer, runtime: RuntimeClient, *, runs: in
                       evidence=Evidence.MEASURED, detail=detail, raw=("token_power",),
                       extra={"reported_off_ms": 1000.0 * said_off},
                       description="Inference span on the station clock vs the active span in the current trace")
-    if verdict.outcome is Outcome.PASS and said_off > tolerance_s:
-        # The corroboration rule on the decided outcome: a report the power trace contradicts fails.
-        verdict = verdict.but(outcome=Outcome.FAIL, detail=f"the runtime's reported spans disagree with the power "
-                                                          f"trace by up to {1000 * said_off:.4g} ms; {detail}")
+    if said_off > tolerance_s:
+        # The corroboration rule: a report the power trace contradicts fails.
+        verdict = judge.found(verdict, Finding(FindingKind.CONTRADICTED, f"the runtime's reported spans disagree "
+                                                                        f"with the power trace by up to "
+                                                                        f"{1000 * said_off:.4g} ms"))
     problem = link.domain_problem or _clock_against_trace(link.clock, host, power)
     if problem is not None:
         verdict = problem.invalidate(verdict)

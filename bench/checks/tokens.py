@@ -58,7 +58,8 @@ from . import CheckResult, Tick, VerdictData, no_tick
 from .power import battery_emulation
 from ..phone.link import CLOCK_RATE_RANGE, LinkTiming, measure_link
 from phonebench.core.errors import InvalidMeasurement
-from phonebench.core.verdict import COMPARATORS, Evidence, Outcome, PlotHint, Verdict
+from phonebench.core import judge
+from phonebench.core.verdict import COMPARATORS, Evidence, Finding, FindingKind, Outcome, PlotHint, Verdict
 from ..specs.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
 from ..stats.sequential import SequentialPlan
 from ..specs.sla import SlaEntry
@@ -251,23 +252,20 @@ def _check_tokens(verdict: Verdict, runs: TokenRuns) -> Verdict:
     facts: dict[str, Any] = {"prompt_cases": len(runs.drawn), "prompts_repeat": runs.cycled,
                              "tokens_checked": runs.reference is not None}
     wrong = runs.fabricated
-    outcome: Outcome
+    # Findings for the judge: without the model's tokens checked no PASS, and tokens that are not
+    # the model's fail it.
     if runs.reference is None:
-        outcome = Outcome.INCONCLUSIVE if verdict.outcome is Outcome.PASS else verdict.outcome
-        detail = (f"no reference for the model the runtime names: its tokens cannot be told from invented ones; "
-                  f"{verdict.detail}")
-    elif not wrong:
-        outcome, detail = verdict.outcome, (f"{verdict.detail}; every token is the model's "
-                                            f"({len(runs.generations)} inferences checked)")
-    else:
-        i, index = wrong[0]
-        outcome, facts["fabricated_inferences"] = Outcome.FAIL, len(wrong)
-        detail = (f"not the model's output (wrong numerics or fabricated): {len(wrong)} of {len(runs.generations)} "
-                  f"inferences streamed tokens that are not the model's (first: inference {i}, token {index}); "
-                  f"{verdict.detail}")
-    # A rule on the decided verdict, like the evidence requirement: without the model's tokens
-    # checked no PASS, and tokens that are not the model's fail it.
-    return verdict.but(outcome=outcome, extra=facts, detail=detail)
+        return judge.found(verdict, Finding(FindingKind.UNSETTLED, "no reference for the model the runtime names: "
+                                            "its tokens cannot be told from invented ones"), extra=facts)
+    if not wrong:
+        return verdict.but(extra=facts, detail=f"{verdict.detail}; every token is the model's "
+                                               f"({len(runs.generations)} inferences checked)")
+    i, index = wrong[0]
+    facts["fabricated_inferences"] = len(wrong)
+    return judge.found(verdict, Finding(
+        FindingKind.NOT_THE_MODELS,
+        f"not the model's output (wrong numerics or fabricated): {len(wrong)} of {len(runs.generations)} "
+        f"inferences streamed tokens that are not the model's (first: inference {i}, token {index})"), extra=facts)
 
 
 def _judge_times(entry: SlaEntry, runs: TokenRuns, measured: object, reported: object, link: LinkTiming | None,
@@ -291,11 +289,12 @@ def _judge_times(entry: SlaEntry, runs: TokenRuns, measured: object, reported: o
     if agreement.agrees:
         return verdict
     # The corroboration rule: a runtime report that disagrees with what arrived fails the verdict.
-    return verdict.but(outcome=Outcome.FAIL,
-                       detail=f"the runtime's report disagrees with what arrived: measured {_fmt(verdict.value)} "
-                              f"{entry.unit}, reported {_fmt(said.value)} {entry.unit}; {agreement.disagreeing} of "
-                              f"{agreement.intervals} intervals differ by more than {1000 * link.tolerance_s:.3g} ms "
-                              f"(worst {1000 * agreement.worst_s:.4g} ms); {verdict.detail}")
+    return judge.found(verdict, Finding(
+        FindingKind.CONTRADICTED,
+        f"the runtime's report disagrees with what arrived: measured {_fmt(verdict.value)} "
+        f"{entry.unit}, reported {_fmt(said.value)} {entry.unit}; {agreement.disagreeing} of "
+        f"{agreement.intervals} intervals differ by more than {1000 * link.tolerance_s:.3g} ms "
+        f"(worst {1000 * agreement.worst_s:.4g} ms)"))
 
 
 def _fmt(value: float | None) -> str:
@@ -499,18 +498,18 @@ class LoadEffect:
 
 
 def _judge_load_effect(verdict: Verdict, effect: LoadEffect) -> Verdict:
-    """A load that neither draws power nor changes anything was not there, whatever the counters say
-    (a rule on the decided verdict: a caught lie stays FAIL, anything else becomes INVALID)."""
-    if effect.drew_power or effect.slowed_tokens or verdict.outcome is Outcome.FAIL:  # a caught lie stays FAIL
+    """A load that neither draws power nor changes anything was not there, whatever the counters say:
+    the judge makes the verdict INVALID (a lie the counters caught stays FAIL, core/judge.py rule 4)."""
+    if effect.drew_power or effect.slowed_tokens:
         seen = (f"the load drew {effect.drawn_w:.2f} W on the supply" if effect.drew_power
                 else f"the load slowed tokens {effect.gap_ratio:.2f}x against the unloaded baseline")
         return verdict.but(extra={"load_effect": effect.as_dict()}, detail=f"{seen}; {verdict.detail}")
     drawn = "no power analyzer" if effect.drawn_w is None else f"{effect.drawn_w:.2f} W drawn"
     ratio = "n/a" if effect.gap_ratio is None else f"{effect.gap_ratio:.3f}x"
-    return verdict.but(outcome=Outcome.INVALID, extra={"load_effect": effect.as_dict()},
-                       detail=f"invalid: the GPU load shows no effect the bench can see ({drawn}, token gaps "
-                              f"{ratio} the unloaded baseline): the contention condition was not shown; "
-                              f"{verdict.detail}")
+    return judge.found(verdict, Finding(
+        FindingKind.INVALID, f"invalid: the GPU load shows no effect the bench can see ({drawn}, token gaps "
+                             f"{ratio} the unloaded baseline): the contention condition was not shown"),
+        extra={"load_effect": effect.as_dict()})
 
 
 def contention_check(device: Device, runtime: RuntimeClient, supply: PowerAnalyzer | None = None, *,
@@ -607,10 +606,9 @@ def _judge_gpu_load(verdict: Verdict, tool: float, kernel: float | None) -> Verd
         return verdict.but(detail=f"GPU load {tool:.0%} is the load tool's word (no GPU busy counters); "
                                   f"{verdict.detail}")
     if abs(tool - kernel) > GPU_AGREE:
-        return verdict.but(outcome=Outcome.FAIL,
-                           detail=f"the GPU load tool reports {tool:.0%} busy but the GPU's busy counters read "
-                                  f"{kernel:.0%} (more than {GPU_AGREE:.0%} apart): the contention was not "
-                                  f"there; {verdict.detail}")
+        return judge.found(verdict, Finding(
+            FindingKind.CONTRADICTED, f"the GPU load tool reports {tool:.0%} busy but the GPU's busy counters read "
+                                      f"{kernel:.0%} (more than {GPU_AGREE:.0%} apart): the contention was not there"))
     return verdict.but(detail=f"GPU {kernel:.0%} busy by its counters (tool: {tool:.0%}); {verdict.detail}")
 
 

@@ -39,7 +39,8 @@ from phonebench.core import signing
 from . import CheckResult, Tick, no_tick
 from phonebench.core.errors import BenchError, InvalidMeasurement
 from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
-from phonebench.core.verdict import Evidence, Outcome, Verdict
+from phonebench.core import judge
+from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, Verdict
 from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed
@@ -175,11 +176,11 @@ def read_errors_check(device: Device, runtime: RuntimeClient, *, read_errors: Sl
 def _no_pass_without_merkle(verdict: Verdict, merkle_missing: bool) -> Verdict:
     """Only the unit's CRC word: a clean result shows nothing the bench checked itself (a rule on
     the decided outcome, like the evidence requirement)."""
-    if not merkle_missing or verdict.outcome not in (Outcome.PASS, Outcome.INCONCLUSIVE):
+    if not merkle_missing:
         return verdict
-    return verdict.but(outcome=Outcome.INCONCLUSIVE, detail="inconclusive: the bench's Merkle verify could not "
-                       "run (hash device does not rebuild the signed root), only the unit's CRC check is left; "
-                       + verdict.detail)
+    return judge.found(verdict, Finding(FindingKind.UNSETTLED, "inconclusive: the bench's Merkle verify could not "
+                                        "run (hash device does not rebuild the signed root), only the unit's CRC "
+                                        "check is left"))
 
 
 def hash_time_s(blocks: int = HASH_CALIBRATION_BLOCKS) -> float:
@@ -250,11 +251,11 @@ def spot_check_time_check(device: Device, runtime: RuntimeClient, *, spot_check_
                              extra={"failed_pages": failed, "reports_longer_than_measured": impossible[:20],
                                     "timing": "bench clock around the page request + host time of the bench's "
                                               "hashing"})
-    if impossible and verdict.outcome is Outcome.PASS:
-        # A rule on the decided outcome: a PASS timed on a clock the phone contradicts shows nothing.
-        verdict = verdict.but(outcome=Outcome.INVALID, detail=f"invalid: the runtime reports reads longer than "
-                              f"the bench measured around them on {len(impossible)} pages: the bench's clock and "
-                              f"the phone disagree; {verdict.detail}")
+    if impossible:
+        # Timed on a clock the phone contradicts, the reads show nothing.
+        verdict = judge.found(verdict, Finding(FindingKind.INVALID, f"invalid: the runtime reports reads longer "
+                                               f"than the bench measured around them on {len(impossible)} pages: "
+                                               f"the bench's clock and the phone disagree"))
     raw = {"samples": samples, "fetch_ms": np.asarray([c.fetch_ms for c in checks]),
            "hash_ms": np.asarray([c.hash_ms for c in checks]),
            "device_read_ms": np.asarray([c.reported_ms for c in checks]), "page": pages.astype(float)}

@@ -18,7 +18,8 @@ from . import CheckResult
 from .power import CURRENT_HINT, DEFAULT_INTERVAL_S, _smooth, battery_emulation
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from phonebench.core.errors import InvalidMeasurement
-from phonebench.core.verdict import Evidence, compare
+from phonebench.core.verdict import Evidence
+from phonebench.core.judge import compare
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.runtime import RuntimeClient
 

@@ -333,8 +333,8 @@ def fingerprint_verdict(report: FingerprintReport) -> Verdict:
     """The fingerprint as a recorded verdict: known passes, unknown is information (with a stub
     to review), mismatch and inconsistent fail."""
     outcome = {KNOWN: Outcome.PASS, UNKNOWN: Outcome.INFO}.get(report.verdict, Outcome.FAIL)
-    return Verdict(name="npu_microcode_fingerprint", value=None if report.measured is None else report.measured.bits,
-                   unit="bits", outcome=outcome, statistic=f"{report.verdict} build, accumulator width",
+    return Verdict("npu_microcode_fingerprint", None if report.measured is None else report.measured.bits,
+                   "bits", outcome, statistic=f"{report.verdict} build, accumulator width",
                    n=len(report.probes),
                    detail=f"{report.verdict}: {report.detail}",
                    extra={"verdict": report.verdict, "microcode": report.microcode, "soc_model": report.soc_model,

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from phonebench.core.errors import InvalidMeasurement
-from phonebench.core.verdict import Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.core import judge
+from phonebench.core.verdict import Finding, FindingKind, Uncertainty, UncertaintyComponent, Verdict
 from phonebench.drivers.runtime import RuntimeClient
 
 LINK_PROBES = 20          # round trips of a trivial command that measure the link
@@ -69,12 +70,12 @@ class ClockDomainProblem:
         """The verdict as INVALID, naming the clock: nothing timed on that clock says anything."""
         rate = "n/a" if self.rate is None else f"{self.rate:.3g}"
         low, high = CLOCK_RATE_RANGE
-        return verdict.but(outcome=Outcome.INVALID, extra={"station_error": "clock", "clock": self.clock,
-                                                           "clock_rate": self.rate},
-                           detail=f"invalid: station error: {self.clock} is not in the phone's time domain "
-                                  f"({self.witness}: rate {rate}, expected {low:g}..{high:g}); check the "
-                                  f"station file's [instruments.clock] (each emulated bay needs its own world's "
-                                  f"clock, hardware the host clock); nothing timed on it is judged")
+        return judge.found(verdict, Finding(
+            FindingKind.INVALID, f"invalid: station error: {self.clock} is not in the phone's time domain "
+                                 f"({self.witness}: rate {rate}, expected {low:g}..{high:g}); check the "
+                                 f"station file's [instruments.clock] (each emulated bay needs its own world's "
+                                 f"clock, hardware the host clock); nothing timed on it is judged"),
+            extra={"station_error": "clock", "clock": self.clock, "clock_rate": self.rate})
 
 
 def _timed_arrival(runtime: RuntimeClient, command: str, expect: str) -> float:

@@ -39,8 +39,10 @@ from ..stats import verdicts as stats
 from phonebench.core.decoding import read_text
 from phonebench.core.errors import ConfigError
 from phonebench.core.killpoints import kill_point
-from phonebench.core.verdict import (COMPARATORS, DecisionRule, Evidence, Outcome, PlotHint, Uncertainty, Verdict,
-                                apply_decision_rule, reported_never_passes)
+from phonebench.core import judge
+from phonebench.core.judge import EVIDENCE_ACCEPTED
+from phonebench.core.verdict import (COMPARATORS, DecisionRule, Evidence, Finding, FindingKind, PlotHint, Uncertainty,
+                                     Verdict)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -64,14 +66,6 @@ PURPOSES = ("demonstration", "regression")
 REPORTED_PARTS = ("qualified", "held")
 FIELDS = ("description", "claim", "statistic", "comparator", "limit", "unit", "confidence", "min_samples",
           "p", "independence", "min_runs", "tolerance", "conditions", "parameters", "evidence", "decision_rule")
-# What an entry's `evidence` requirement accepts: "measured" needs the bench's own measurement;
-# "corroborated" also takes the DUT's report checked against one. "any" is "corroborated": the
-# phone's word alone (`reported`) is never a PASS, and no profile can require less.
-EVIDENCE_ACCEPTED = {
-    "measured": (Evidence.MEASURED,),
-    "corroborated": (Evidence.MEASURED, Evidence.CORROBORATED),
-    "any": (Evidence.MEASURED, Evidence.CORROBORATED),
-}
 REQUIRED = ("statistic", "comparator", "limit", "unit")
 TEXT_FIELDS = ("statistic", "comparator", "unit", "independence", "evidence", "decision_rule", "description")
 CLAIMS = range(1, 15)  # the rows of the claims table in docs/claims.md
@@ -126,7 +120,7 @@ class SlaEntry:
 
     def evaluate(self, data: Any, *, evidence: Evidence | None = None, uncertainty: Uncertainty | None = None,
                  name: str | None = None, raw: str | Sequence[str] = (), plot: str | PlotHint | None = None,
-                 n: int | None = None, bound: float | None = None, outcome: Outcome | None = None,
+                 n: int | None = None, bound: float | None = None, findings: Sequence[Finding] = (),
                  detail: str | None = None, detail_prefix: str = "", detail_suffix: str = "",
                  extra: Mapping[str, Any] | None = None, **context: Any) -> Verdict:
         """Verdict for samples (array, or list of runs), a value, a count, or (successes, n).
@@ -143,52 +137,32 @@ class SlaEntry:
         names it points at, the `plot` hint (a kind or a PlotHint), `n`, the decision's `bound` and
         `extra` facts. They are applied after the statistic, the conditions, the decision rule and
         the evidence requirement have decided, so they never change how the numbers are judged.
-        `outcome` is the check's own finding that the numbers cannot show (a contradiction is a
-        FAIL, an unusable run INVALID) and overrides theirs; it can never be a PASS; `detail` replaces the statistic's
-        detail, `detail_prefix` and `detail_suffix` join it with "; ".
+        `findings` are the check's own findings that the numbers cannot show (a contradiction, an
+        unusable run); core/judge.py decides the outcome from all of it, in its stated order.
+        `detail` replaces the statistic's detail, `detail_prefix` and `detail_suffix` join it with "; ".
         """
-        if outcome not in (None, Outcome.FAIL, Outcome.INVALID):
-            # A finding may only make a verdict worse: a PASS must come through the rules above.
-            raise ValueError(f"{self.metric}: a check's own outcome is FAIL or INVALID, not {outcome}")
-        kill_point("verdict")  # a verdict being computed (core/killpoints.py), as compare() has it
+        if "outcome" in context:  # not a condition: the judge decides outcomes
+            raise TypeError(f"{self.metric}: evaluate() takes a check's findings, never an outcome")
+        kill_point("verdict")  # a verdict being computed (core/killpoints.py), as judge.compare() has it
         verdict = self._dispatch(data)
         problems = self._unmet_conditions(context)
-        if problems and verdict.outcome != Outcome.INVALID:
-            verdict = verdict.but(outcome=Outcome.INVALID, detail=f"invalid: {'; '.join(problems)}; {verdict.detail}")
-        verdict = verdict.but(profile=self.profile, claim=self.claim, description=self.description,
-                              evidence=evidence, uncertainty=uncertainty,
-                              extra={"conditions": dict(self.conditions),
-                                     "context": {k: _plain(v) for k, v in context.items()}})
-        verdict = self.require_evidence(apply_decision_rule(verdict, self.decision_rule))
+        unmet = (Finding(FindingKind.INVALID, f"invalid: {'; '.join(problems)}"),) if problems else ()
         given = (raw,) if isinstance(raw, str) else tuple(raw)
         text = verdict.detail if detail is None else detail
         text = "; ".join(part for part in (detail_prefix, text, detail_suffix) if part)
         shown = verdict.name if name is None else name  # reported under another name: `metric` keeps the id
-        # One replace, not a chain of copies: the verdict's own data on top of the decided numbers.
-        return replace(
+        # One replace, not a chain of copies: the entry's requirements and the verdict's own data on
+        # top of the decided numbers, then the judge.
+        return judge.decide(replace(
             verdict, name=shown, metric=verdict.metric if shown == verdict.name else self.metric,
+            profile=self.profile, claim=self.claim, description=self.description, evidence=evidence,
+            uncertainty=uncertainty, decision_rule=self.decision_rule, evidence_required=self.evidence,
+            findings=(*verdict.findings, *unmet, *findings),
             raw=(*given, *[r for r in verdict.raw if r not in given]),
             plot=verdict.plot if plot is None else PlotHint(plot) if isinstance(plot, str) else plot,
-            n=verdict.n if n is None else n, bound=verdict.bound if bound is None else bound,
-            outcome=verdict.outcome if outcome is None else outcome, detail=text,
-            extra={**verdict.extra, **(extra or {})})
-
-    def require_evidence(self, verdict: Verdict) -> Verdict:
-        """A PASS resting on less than this entry's `evidence` requirement is INCONCLUSIVE; one that
-        rests on the phone's word alone where the entry asks no more (`any`) is INFO: reported."""
-        if verdict.outcome is not Outcome.PASS or verdict.evidence in EVIDENCE_ACCEPTED[self.evidence] \
-                or (self.evidence == "any" and verdict.evidence is None):
-            return verdict
-        if verdict.evidence is Evidence.REPORTED:
-            if self.evidence == "any":  # nothing independent exists for it: shown and kept, never judged
-                return reported_never_passes(verdict)
-            return verdict.but(outcome=Outcome.INCONCLUSIVE,
-                               detail=f"reported: only the phone's word, which is never a PASS; {verdict.detail}"
-                               .rstrip("; "))
-        rests_on = verdict.evidence.value if verdict.evidence else "unstated evidence"
-        return verdict.but(outcome=Outcome.INCONCLUSIVE,
-                           detail=f"rests on {rests_on}, but profile {self.profile!r} requires {self.evidence} "
-                                  f"evidence for {self.metric}; {verdict.detail}".rstrip("; "))
+            n=verdict.n if n is None else n, bound=verdict.bound if bound is None else bound, detail=text,
+            extra={**verdict.extra, "conditions": dict(self.conditions),
+                   "context": {k: _plain(v) for k, v in context.items()}, **(extra or {})}))
 
     def _dispatch(self, data: Any) -> Verdict:
         common = _Common(limit=self.limit, comparator=self.comparator, min_samples=self.min_samples)

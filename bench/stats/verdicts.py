@@ -51,7 +51,8 @@ from numpy.typing import ArrayLike
 from scipy import signal
 from scipy import stats as sps
 
-from phonebench.core.verdict import COMPARATORS, Outcome, Verdict
+from phonebench.core import judge
+from phonebench.core.verdict import COMPARATORS, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -645,10 +646,8 @@ def value_verdict(name: str, value: float | None, *, limit: float | None, unit: 
     if value is None or not math.isfinite(value):
         return _invalid(base, f"no valid value ({value})")
     if comparator == "==" and tolerance is not None and limit is not None:
-        ok = abs(value - limit) <= tolerance
-        return Verdict(**base, value=value, bound=value, outcome=Outcome.PASS if ok else Outcome.FAIL,
-                       detail=f"|{value:g} - {limit:g}| {'<=' if ok else '>'} {tolerance:g} {unit}",
-                       extra={"tolerance": tolerance})
+        return judge.decide_statistic(**base, value=value, bound=value, n_required=1, tolerance=tolerance,
+                                      extra={"tolerance": tolerance})
     return _decide(base, value, value, 1, "", {})
 
 
@@ -656,24 +655,12 @@ def value_verdict(name: str, value: float | None, *, limit: float | None, unit: 
 
 def _decide(base: _Base, value: float | None, bound: float | None, n_required: int, detail: str,
             extra: Mapping[str, object], runs: int = 1, min_runs: int = 0) -> Verdict:
-    n = base["n"]
-    if n < n_required or runs < min_runs:
-        outcome = Outcome.INSUFFICIENT
-        why = (f"{n} samples, {n_required} needed" if n < n_required else f"{runs} runs, {min_runs} needed")
-        detail = f"insufficient: {why}; {detail}" if detail else f"insufficient: {why}"
-    elif base["limit"] is None:
-        outcome = Outcome.INFO
-    elif bound is None or (isinstance(bound, float) and math.isnan(bound)):
-        outcome = Outcome.INSUFFICIENT
-        detail = f"insufficient: no confidence bound at this sample size; {detail}"
-    else:
-        outcome = Outcome.PASS if COMPARATORS[base["comparator"]](bound, base["limit"]) else Outcome.FAIL
-    return Verdict(**base, value=value, bound=bound, n_required=n_required, outcome=outcome,
-                   detail=detail, extra=extra)
+    return judge.decide_statistic(**base, value=value, bound=bound, n_required=n_required, detail=detail,
+                                  extra=extra, runs=runs, min_runs=min_runs)
 
 
 def _invalid(base: _Base, why: str) -> Verdict:
-    return Verdict(**base, value=None, outcome=Outcome.INVALID, detail=f"invalid: {why}")
+    return judge.invalid_statistic(**base, why=why)
 
 
 def _normalise(samples: Samples) -> tuple[np.ndarray, list[np.ndarray]]:

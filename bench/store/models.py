@@ -186,6 +186,10 @@ class Measurement(Base):
     calibration: Mapped[dict[str, Any] | None] = mapped_column(Json)
     plot: Mapped[dict[str, Any] | None] = mapped_column(Json)
     extra: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    basis: Mapped[str | None] = mapped_column(String(40))  # core/judge.py's record (migration 0006)
+    findings: Mapped[list[dict[str, str]] | None] = mapped_column(Json)
+    evidence_required: Mapped[str | None] = mapped_column(String(20))
+    ruling: Mapped[list[str] | None] = mapped_column(Json)
 
     test: Mapped[TestResult] = relationship(back_populates="measurements")
     raw_refs: Mapped[list[RawRef]] = relationship(cascade="all, delete-orphan", order_by="RawRef.id")

@@ -206,12 +206,14 @@ def conclude(equipment: Equipment, procedure: str, version: str, results: list[R
 
 def record_verdict(record: CalibrationRecord) -> Any:
     """A calibration as a bench verdict (pass/fail), so runs and reports show it like any check."""
-    from phonebench.core.verdict import Outcome, Verdict
+    from phonebench.core.judge import census
+    from phonebench.core.verdict import Verdict
 
     main = record.results[0] if record.results else None
-    return Verdict(name=f"calibration_{record.procedure.replace('-', '_')}",
-                   value=main.value if main is not None else None, unit=main.unit if main is not None else "",
-                   outcome=Outcome.PASS if record.passed else Outcome.FAIL, statistic=main.name if main else "value",
+    # The procedure's own acceptance criteria decided it: the judge's census of that.
+    return Verdict(f"calibration_{record.procedure.replace('-', '_')}", main.value if main is not None else None,
+                   main.unit if main is not None else "", census(record.passed),
+                   statistic=main.name if main else "value",
                    n=main.n if main is not None else None,
                    detail=record.reason or ", ".join(f"{k} = {v:.6g}" for k, v in record.adjustments.items()),
                    extra={"calibration": {**record.summary(), "equipment": record.equipment.label(),
