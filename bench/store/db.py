@@ -7,7 +7,6 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
 
 from alembic import command
 from alembic.config import Config

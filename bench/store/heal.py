@@ -10,7 +10,7 @@ import logging
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from phonebench.core.files import WriteFailed, write_atomically
 from ..results.aggregate import merge_bays, orphaned_bays

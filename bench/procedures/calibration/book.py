@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Any
 
 from sqlalchemy import Select, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
