@@ -12,7 +12,7 @@ import socket
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,6 +23,10 @@ from .decoding import read_text
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+_U = TypeVar("_U")
+_D = TypeVar("_D")
 
 # clock: default host (drivers/clock.py); fixture: the fixture's controller, else an operator does its steps
 INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock", "fixture")
@@ -201,12 +205,22 @@ class _Reader:
     def __init__(self, path: str, table: dict[str, Any], where: str) -> None:
         self.path, self.table, self.where = path, table, where
 
-    def _err(self, key: str, expected: str, got: Any = None) -> ConfigError:
+    def _err(self, key: str, expected: str, got: object = None) -> ConfigError:
         got_text = "" if got is None else f", got {type(got).__name__} {got!r}"
         return ConfigError(f"{self.path}: {self.where}{key}: expected {expected}{got_text}",
                            hint="see docs/station-file.md for the station file format")
 
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., expected: str = "") -> Any:
+    # The value comes back as the type asked for (or the default's): `kind` is checked below.
+    @overload
+    def get(self, key: str, kind: type[_T], *, expected: str = "") -> _T: ...
+
+    @overload
+    def get(self, key: str, kind: type[_T], default: _D, expected: str = "") -> _T | _D: ...
+
+    @overload
+    def get(self, key: str, kind: tuple[type[_T], type[_U]], default: _D, expected: str = "") -> _T | _U | _D: ...
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: object = ..., expected: str = "") -> object:
         if key not in self.table:
             if default is ...:
                 raise ConfigError(f"{self.path}: {self.where}{key}: missing (required)",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from .station import LEGACY_BAY, EmulatedConfig, StationConfig
 
@@ -20,7 +19,7 @@ def _key(name: str) -> str:
     return name if _BARE_KEY.fullmatch(name) else _q(name)
 
 
-def _toml_value(value: Any) -> str:
+def _toml_value(value: object) -> str:
     """An inline TOML value for a driver option: strings, numbers, booleans, arrays, tables."""
     if isinstance(value, bool):
         return "true" if value else "false"

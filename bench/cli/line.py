@@ -8,6 +8,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Iterator
 
 from phonebench.core.errors import ConfigError
@@ -15,13 +16,16 @@ from . import Subcommands
 
 if TYPE_CHECKING:  # the faces import what they run where they run it: `bench --help` stays quick
     from phonebench.core.station import StationConfig
+    from phonebench.drivers.fixture import FixtureControl
     from phonebench.drivers.thermal import ThermalProbe
+    from ..procedures.acceptance.judge import RetestPolicy
     from ..procedures.acceptance.line import LineUnitResult
     from ..procedures.acceptance.runner import AcceptanceStation
     from ..procedures.calibration.book import CalibrationBook
     from ..procedures.calibration.procedures import Context
     from ..procedures.calibration.runner import Outcome
     from ..procedures.calibration.settings import CalibrationSettings
+    from ..station.backend import EmulatedLine
     from ..station.owner import StationOwner
 
 SERVE_STOP_GRACE_S = 5.0  # a stopped operator station lets a busy fixture finish this long, then stops it
@@ -99,7 +103,7 @@ def _acceptance_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", help="a batch / lot id stored with every attempt")
 
 
-def _policy(args: argparse.Namespace) -> Any:
+def _policy(args: argparse.Namespace) -> RetestPolicy:
     from ..procedures.acceptance.judge import RetestPolicy
 
     try:
@@ -169,7 +173,7 @@ def _reference_thermometer(settings: CalibrationSettings) -> ThermalProbe | None
     return open_instrument("thermal", settings.reference.family or "fluke-hart", settings.reference.address)
 
 
-def _real_fixture(unattended: bool, names: list[str]) -> Any:
+def _real_fixture(unattended: bool, names: list[str]) -> FixtureControl:
     """The operator's fixture, asked at the terminal; unattended, one nobody is asked about. With
     no terminal to ask at (cron, CI, </dev/null) the command stops before any procedure runs."""
     from ..procedures.calibration.fixture import FIXTURE_PROCEDURES, OperatorFixture, PresetFixture
@@ -313,14 +317,14 @@ def run_line(args: argparse.Namespace) -> int:
     return 0 if figures["as_expected"] else 1
 
 
-def _station(args: argparse.Namespace, station_file: Path, results: Path, batch: str) -> Any:
+def _station(args: argparse.Namespace, station_file: Path, results: Path, batch: str) -> AcceptanceStation:
     from ..procedures.acceptance.runner import AcceptanceStation
 
     return AcceptanceStation(station_file, results_dir=results, calibration_config=args.calibration_config,
                              policy=_policy(args), operator=args.operator, batch=batch, profile=args.profile)
 
 
-def _calibrate(args: argparse.Namespace, station: AcceptanceStation, line: Any, results: Path) -> None:
+def _calibrate(args: argparse.Namespace, station: AcceptanceStation, line: EmulatedLine, results: Path) -> None:
     from ..procedures.calibration.runner import calibrate_station
     from ..procedures.calibration.settings import load_settings
 
@@ -331,7 +335,7 @@ def _calibrate(args: argparse.Namespace, station: AcceptanceStation, line: Any, 
                                          results_dir=results))
 
 
-def _run_station(args: argparse.Namespace, first: Any, count: int) -> int:
+def _run_station(args: argparse.Namespace, first: EmulatedLine, count: int) -> int:
     """Several emulated fixtures side by side, the units dealt to whichever is free first; `first`
     is fixture A's line, planned with the whole batch."""
     from ..procedures.acceptance.line import run_station
@@ -419,7 +423,7 @@ def serve_line(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupt(_signum: int, _frame: Any) -> None:
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 

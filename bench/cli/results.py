@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from phonebench.core.errors import BenchError
 from . import Subcommands
+
+if TYPE_CHECKING:  # the store is imported where a command opens it
+    from ..store.store import Store
 
 
 def register(subparsers: Subcommands) -> None:
@@ -85,7 +88,7 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def _open(args: argparse.Namespace, *, reading: bool = True) -> Any:
+def _open(args: argparse.Namespace, *, reading: bool = True) -> Store:
     """The results store. A given --database whose folder does not exist is an error (a typo must
     not become a new empty store); a command that only reads never creates one (nor ./reports)."""
     from ..store import open_store

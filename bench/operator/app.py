@@ -11,12 +11,18 @@ import secrets
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask, abort, g, jsonify, render_template, request
+from flask import Flask, Response, abort, g, jsonify, render_template, request
 
 from .fixture import FixtureSpec, start_fixture
 from .shift import Shift
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.queues import Queue
+
+    from werkzeug.serving import BaseWSGIServer
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +44,7 @@ class OperatorStation:
         retestable = frozenset(first.retestable) if first.retestable is not None else _default_retestable()
         self.shift = Shift([s.name for s in specs], first.retries, retestable)
         self._events = mp.get_context("spawn").Queue()
-        self._fixtures: dict[str, tuple[Any, Any]] = {}
+        self._fixtures: dict[str, tuple[BaseProcess, Queue[dict[str, Any]]]] = {}  # process, its commands
         self._stop = threading.Event()
         self._pump = threading.Thread(target=self._pump_events, name="operator-events", daemon=True)
         self.token = secrets.token_urlsafe(24)
@@ -134,7 +140,7 @@ def create_app(station: OperatorStation, allowed_hosts: Sequence[str]) -> Flask:
                 abort(403)
 
     @app.after_request
-    def _no_outside_content(response: Any) -> Any:
+    def _no_outside_content(response: Response) -> Response:
         response.headers["Content-Security-Policy"] = (
             f"default-src 'none'; script-src 'nonce-{g.nonce}'; style-src 'nonce-{g.nonce}'; "
             "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -143,16 +149,16 @@ def create_app(station: OperatorStation, allowed_hosts: Sequence[str]) -> Flask:
         return response
 
     @app.get("/")
-    def page() -> Any:
+    def page() -> str:
         return render_template("operator.html.j2", title=station.title, token=station.token,
                                fixtures=list(station.specs), nonce=g.nonce)
 
     @app.get("/api/state")
-    def state() -> Any:
+    def state() -> Response:
         return jsonify(station.shift.view())
 
     @app.post("/api/<action>")
-    def act(action: str) -> Any:
+    def act(action: str) -> tuple[Response, int]:
         if action not in ACTIONS:
             abort(404)
         body = request.get_json(silent=True) or {}
@@ -165,7 +171,7 @@ def create_app(station: OperatorStation, allowed_hosts: Sequence[str]) -> Flask:
     return app
 
 
-def serve(station: OperatorStation, host: str = "127.0.0.1", port: int = 8080) -> Any:
+def serve(station: OperatorStation, host: str = "127.0.0.1", port: int = 8080) -> BaseWSGIServer:
     """A threaded WSGI server for the page (werkzeug, which Flask ships); returns it, not yet serving."""
     from werkzeug.serving import make_server
 

@@ -12,11 +12,20 @@ import signal
 import tempfile
 import threading
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from phonebench.core.errors import ConfigError
+
+if TYPE_CHECKING:  # the station and the line are imported where they start (in the fixture's process)
+    from multiprocessing.queues import Queue
+
+    from ..procedures.acceptance.runner import AcceptanceStation
+    from ..station.backend import EmulatedLine
+    from .progress import Send
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +57,7 @@ class FixtureSpec:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def start_fixture(spec: FixtureSpec, events: Any) -> tuple[BaseProcess, Any]:
+def start_fixture(spec: FixtureSpec, events: Queue[dict[str, Any]]) -> tuple[BaseProcess, Queue[dict[str, Any]]]:
     """The fixture's process and its command queue; it posts {"fixture": name, "event": ...} to `events`."""
     ctx = mp.get_context("spawn")  # a clean interpreter: no server threads or sockets inherited
     commands = ctx.Queue()
@@ -61,7 +70,7 @@ def _stop_with_the_station() -> None:
     """SIGTERM ends this worker as Ctrl-C ends `bench accept` (its emulated line stops listening,
     an attempt under way is stored incomplete); SIGINT is the station's to handle (it stops every
     worker); a station process that dies without stopping it ends it too."""
-    def interrupt(_signum: int, _frame: Any) -> None:
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
@@ -75,7 +84,7 @@ def _stop_with_the_station() -> None:
         threading.Thread(target=watch, args=(parent,), name="station-watch", daemon=True).start()
 
 
-def _main(spec: FixtureSpec, commands: Any, events: Any) -> None:
+def _main(spec: FixtureSpec, commands: Queue[dict[str, Any]], events: Queue[dict[str, Any]]) -> None:
     def send(event: dict[str, Any]) -> None:
         events.put({"fixture": spec.name, **event})
 
@@ -103,7 +112,7 @@ def _main(spec: FixtureSpec, commands: Any, events: Any) -> None:
 
 
 @contextlib.contextmanager
-def _station(spec: FixtureSpec, send: Any) -> Any:
+def _station(spec: FixtureSpec, send: Send) -> Iterator[tuple[AcceptanceStation, EmulatedLine | None]]:
     from ..procedures.acceptance.judge import RetestPolicy
     from ..procedures.acceptance.runner import AcceptanceStation
     from .progress import ProgressReporter
@@ -138,7 +147,7 @@ def _station(spec: FixtureSpec, send: Any) -> Any:
         yield station, line
 
 
-def _accept(station: Any, line: Any, serial: str, send: Any) -> None:
+def _accept(station: AcceptanceStation, line: EmulatedLine | None, serial: str, send: Send) -> None:
     if line is not None:  # the operator places the unit with this serial (an unknown one: the last stays)
         unit = next((u for u in line.units if u.serial == serial), None)
         if unit is not None:

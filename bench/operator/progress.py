@@ -35,7 +35,7 @@ class ProgressReporter:
                 steps.append(check)
         self.send({"event": "plan", "steps": [{"check": c, "words": _words(c)} for c in steps]})
 
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         self.send({"event": "step", "check": self._check_of.get(nodeid, "other"), "state": "running"})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

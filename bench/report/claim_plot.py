@@ -26,7 +26,7 @@ TOLERANCE = Style("#c62828", 1.0, ":")
 BOUND = Style("#ef6c00", 1.6)
 
 
-def _is_number(value: Any) -> TypeGuard[float]:
+def _is_number(value: object) -> TypeGuard[float]:
     """A plottable number: numpy's scalars too (a record rendered from memory holds them), no bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -146,7 +146,7 @@ def _raw_paths(test: dict[str, Any], moved: dict[str, str]) -> dict[str, Any]:
     if not moved:
         return test
 
-    def fix(path: Any) -> Any:
+    def fix(path: object) -> object:
         if not isinstance(path, str):
             return path
         old = next((o for o in moved if path.startswith(o)), None)

@@ -203,7 +203,7 @@ def _call(night: Night) -> None:
             c.call = UNCHANGED
 
 
-def parse_threshold(text: Any) -> float:
+def parse_threshold(text: object) -> float:
     """`"5 %"`, `"5%"`, `0.05` -> 0.05."""
     if isinstance(text, (int, float)):
         return float(text)

@@ -11,7 +11,7 @@ UNIT_SPELLING = {"degC": "°C", "C": "°C", "deg C": "°C", "celsius": "°C"}
 MISSING = "–"  # shown where a value is absent; never "None"
 
 
-def number(value: Any) -> str:
+def number(value: object) -> str:
     if value is None:
         return MISSING
     if isinstance(value, bool):
@@ -32,7 +32,7 @@ def prose(text: str | None) -> str:
     return re.sub(r"(?<=[\d ])degC\b", "°C", text or "")
 
 
-def with_unit(value: Any, unit_text: str | None) -> str:
+def with_unit(value: object, unit_text: str | None) -> str:
     u = unit(unit_text)
     if value is None:
         return MISSING

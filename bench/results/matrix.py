@@ -180,7 +180,7 @@ def assemble(sightings: list[Any], facts: list[Any]) -> Matrix:
     return Matrix(rows=ordered, runs=len(runs))
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 

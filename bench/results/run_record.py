@@ -79,8 +79,9 @@ def _now() -> str:
 class ResultSink(Protocol):
     """Somewhere else a run's record goes as it grows (e.g. the results database)."""
 
-    def run_updated(self, data: dict[str, Any], event: str, payload: Any) -> None:
-        """Called after each change; event is start, dut, instrument, test or finish."""
+    def run_updated(self, data: dict[str, Any], event: str, payload: object) -> None:
+        """Called after each change; event is start, dut, instrument, test or finish; `payload` what
+        changed (None, the DUT's name, the instrument's role, the test's record, the final status)."""
 
 
 class RunRecorder:
@@ -129,7 +130,7 @@ class RunRecorder:
         self.record.tests.append(record)
         self._write("test", record.to_dict())
 
-    def save_raw(self, test_slug: str, name: str, data: Any) -> str:
+    def save_raw(self, test_slug: str, name: str, data: object) -> str:
         """Save raw data (numpy arrays -> .npz, anything else -> .json); returns the relative path.
 
         Raises WriteFailed (and stops the run after this test) when the disk refuses it."""
@@ -169,7 +170,7 @@ class RunRecorder:
         release_recording_lock(self.run_dir, self._lock)
         self._lock = None
 
-    def _write(self, event: str, payload: Any) -> bool:
+    def _write(self, event: str, payload: object) -> bool:
         """Write results.json, then update the sinks; False if results.json could not be written."""
         self.data = self.record.to_dict()
         written = True
@@ -311,7 +312,7 @@ def recorder_alive(run_dir: Path) -> bool | None:
     return False
 
 
-def _json_default(obj: Any) -> Any:
+def _json_default(obj: object) -> object:
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, np.generic):

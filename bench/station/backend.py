@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phonebench.core.errors import BenchError, ConfigError
 from phonebench.core.station import (
@@ -33,6 +33,9 @@ from phonebench.core.station import (
     StationConfig,
     load_station,
 )
+
+if TYPE_CHECKING:  # the line and its units, for annotations: the emulator is imported when a line starts
+    from phonebench.emulation.line import EmulatedLine, LineUnit
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +203,7 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def emulated_line(**kwargs: Any) -> Any:
+def emulated_line(**kwargs: Any) -> EmulatedLine:
     """An emulated production line (phonebench.emulation.line.EmulatedLine: units, a fixture, its instruments)."""
     from phonebench.emulation.line import EmulatedLine
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from phonebench.core.verdict import Uncertainty, UncertaintyComponent
 from phonebench.drivers.power import N6781A_ACCURACY, SupplyAccuracy
@@ -42,7 +43,7 @@ REFERENCE_THERMOMETER_C = 0.01
 Components = list[UncertaintyComponent]
 
 
-def standard_error(samples: Any, statistic: str) -> float:
+def standard_error(samples: ArrayLike, statistic: str) -> float:
     """Type A: the standard error of a statistic of independent samples (NaN-free, finite)."""
     x = np.asarray(samples, dtype=float).ravel()
     x = x[np.isfinite(x)]
@@ -83,7 +84,7 @@ def _correction(name: str, key: str, calibration: Mapping[str, Any] | None, unca
     return UncertaintyComponent(name, scale * u, "B", f"calibration {certificate or 'record'}: u = {u:.3g} {unit_note}")
 
 
-def voice_budget(samples: Any, statistic: str, unit_scale: float, *, sample_interval_s: float,
+def voice_budget(samples: ArrayLike, statistic: str, unit_scale: float, *, sample_interval_s: float,
                  dialog: bool = False, fixture_delay_s: float | None = None,
                  calibration: Mapping[str, Any] | None = None, typical_s: float = 0.0) -> Uncertainty:
     """Voice latency (answer onset - stimulus onset - fixture delay) or dialog time (answer end ...),
@@ -119,7 +120,7 @@ def voice_budget(samples: Any, statistic: str, unit_scale: float, *, sample_inte
     return Uncertainty.combine(_finite(parts))
 
 
-def power_budget(samples: Any, statistic: str, *, power_w: float, volts: float, scale: float = 1.0,
+def power_budget(samples: ArrayLike, statistic: str, *, power_w: float, volts: float, scale: float = 1.0,
                  calibration: Mapping[str, Any] | None = None, note: str = "W",
                  accuracy: SupplyAccuracy = N6781A_ACCURACY) -> Uncertainty:
     """Mean power (W) or energy share (scale = verdict unit per W of mean power) from V x I, with
@@ -142,7 +143,7 @@ def power_budget(samples: Any, statistic: str, *, power_w: float, volts: float, 
     return Uncertainty.combine(_finite(parts))
 
 
-def thermal_budget(samples: Any, statistic: str, *, channels: Sequence[str], difference: bool = False,
+def thermal_budget(samples: ArrayLike, statistic: str, *, channels: Sequence[str], difference: bool = False,
                    calibration: Mapping[str, Any] | None = None) -> Uncertainty:
     """Cover temperature (one probe's reading) or spread (difference of two probes), degC."""
     probes = 2 if difference else 1
@@ -163,7 +164,7 @@ def thermal_budget(samples: Any, statistic: str, *, channels: Sequence[str], dif
     return Uncertainty.combine(_finite(parts))
 
 
-def calibration_of(instrument: Any) -> dict[str, Any] | None:
+def calibration_of(instrument: object) -> dict[str, Any] | None:
     """Corrections, their standard uncertainties and certificates of a corrected driver
     (phonebench.bench.procedures.calibration.corrections), or None for a bare driver."""
     role = getattr(instrument, "calibration", None)

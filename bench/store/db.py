@@ -7,14 +7,15 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from phonebench.core.errors import BenchError
 
@@ -61,7 +62,7 @@ def describe(url: str) -> str:
         return "<unparsable database URL>"
 
 
-def alembic_config(connection: Any = None) -> Config:
+def alembic_config(connection: Connection | None = None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
@@ -89,7 +90,7 @@ def create_store_engine(url: str) -> Engine:
         engine = create_engine(parsed, connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S})
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+        def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
             dbapi_conn.isolation_level = None  # the driver's own BEGIN off: ours is below
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
@@ -98,7 +99,7 @@ def create_store_engine(url: str) -> Engine:
             cursor.close()
 
         @event.listens_for(engine, "begin")
-        def _begin(conn: Any) -> None:
+        def _begin(conn: Connection) -> None:
             # Many bench processes share one file. A deferred transaction that reads and then
             # writes cannot wait for another writer (SQLite answers SQLITE_BUSY at once, past the
             # busy timeout, to avoid a deadlock); a writing one (writer(engine)) takes the write
@@ -235,7 +236,7 @@ def prepare_schema(engine: Engine, url: str, tables: set[str], current: str | No
         raise database_error(exc, url) from None
 
 
-def _lock_schema(conn: Any) -> None:
+def _lock_schema(conn: Connection) -> None:
     """Serialize migrations between processes: an advisory lock on PostgreSQL, the write lock on SQLite."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(7201946)"))  # any constant, the same everywhere

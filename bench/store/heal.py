@@ -10,7 +10,7 @@ import logging
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from phonebench.core.files import WriteFailed, write_atomically
 from ..results.aggregate import merge_bays, orphaned_bays
@@ -19,7 +19,7 @@ from .db import StoreError
 from .importer import read_results
 
 if TYPE_CHECKING:  # the store module imports this one
-    from .store import Store
+    from .store import RunningRun, Store
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def heal_killed_runs(store: Store, results_dir: Path | None = None) -> list[Heal
     return healed
 
 
-def _provably_gone(run: Any, lock_held: bool | None) -> bool:
+def _provably_gone(run: RunningRun, lock_held: bool | None) -> bool:
     """A stored running run is healed only when its recorder is provably gone: its recording lock
     is free and, on this host, its process is dead too (another host's lock may not be visible
     here: its free lock or a lapsed lease says it); with no lock to read, by process or lease

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Unpack
 
-from sqlalchemy import select
+from sqlalchemy import Executable, Row, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -105,7 +105,8 @@ def history(store: Store, names: Iterable[str] = (), models: Iterable[str] = (),
     return points
 
 
-def _rows(store: Store, query: Any) -> list[Any]:
+def _rows(store: Store, query: Executable) -> list[Row[Unpack[tuple[Any, ...]]]]:
+    # Rows of any select, their columns untyped: the queries' filters (is_not(None)) narrow what the models declare
     try:
         with store.engine.connect() as conn:
             return list(conn.execute(query))

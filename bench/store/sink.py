@@ -41,7 +41,7 @@ class StoreSink:
         self.stored_tests = 0
         self.healed: list[Any] | None = None  # killed runs healed when this one started (phonebench.bench.store.heal)
 
-    def run_updated(self, data: dict[str, Any], event: str, payload: Any) -> None:
+    def run_updated(self, data: dict[str, Any], event: str, payload: object) -> None:
         if self.refused is not None:
             raise self.refused
         store = self._open(retry_now=event == "finish")  # the last event always tries again

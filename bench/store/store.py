@@ -10,9 +10,9 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Unpack
 
-from sqlalchemy import Engine, func, insert, or_, select
+from sqlalchemy import Engine, Executable, Row, func, insert, or_, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, selectinload
@@ -197,7 +197,7 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # --- writing ----------------------------------------------------------------------------
@@ -392,7 +392,7 @@ class Store:
             return None
         return f"another run {data['run_id']!r} (started {iso(row[2])}, folder {row[3] or 'not recorded'})"
 
-    def _run_row(self, run_id: str) -> Any:
+    def _run_row(self, run_id: str) -> Row[str | None, int | None, dt.datetime | None, str | None] | None:
         try:
             with self.engine.connect() as conn:
                 return conn.execute(select(Run.recorder_host, Run.recorder_pid, Run.started, Run.run_dir)
@@ -498,7 +498,8 @@ class Store:
         return [VerdictFact(run_id=r[0], started=r[1], dut=r[2], name=r[3], outcome=r[4], extra=r[5] or {})
                 for r in self._rows(query)]
 
-    def _rows(self, query: Any) -> list[Any]:
+    def _rows(self, query: Executable) -> list[Row[Unpack[tuple[Any, ...]]]]:
+        # Rows of any select, their columns untyped: the queries' filters (is_not(None)) narrow what the models declare
         try:
             with self.engine.connect() as conn:
                 return list(conn.execute(query))

@@ -9,13 +9,16 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .attempts import FAIL, PASS
 from .runner import AcceptanceStation, UnitResult
 from .takt import HANDLING_S, ShareGate, SharedInstrument, StepClock
+
+if TYPE_CHECKING:  # the line comes from the station backend, which starts the emulator
+    from ...station.backend import EmulatedLine, LineUnit
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ def _mean(values: list[float]) -> float:
 class _Fixture:
     """One fixture of a run: its line, station, step clock and figures so far."""
 
-    def __init__(self, name: str, line: Any, station: AcceptanceStation, batch: str, handling_s: float,
+    def __init__(self, name: str, line: EmulatedLine, station: AcceptanceStation, batch: str, handling_s: float,
                  gate: ShareGate | None) -> None:
         self.name, self.line, self.station = name, line, station
         self.steps = StepClock(line.world.clock, per_run=False)
@@ -94,7 +97,7 @@ class _Fixture:
         self.observers = station.observers
         station.observers = (*station.observers, self.steps, *((gate,) if gate is not None else ()))
 
-    def accept(self, unit: Any, on_unit: Callable[[LineUnitResult], None] | None) -> None:
+    def accept(self, unit: LineUnit, on_unit: Callable[[LineUnitResult], None] | None) -> None:
         world0 = self.line.world.clock.now()
         swap = time.perf_counter()
         self.line.load(unit)
@@ -117,7 +120,7 @@ class _Fixture:
         return self.run
 
 
-def run_line(line: Any, station: AcceptanceStation, batch: str,
+def run_line(line: EmulatedLine, station: AcceptanceStation, batch: str,
              on_unit: Callable[[LineUnitResult], None] | None = None, handling_s: float = HANDLING_S) -> LineRun:
     """Every unit of an phonebench.emulation.line.EmulatedLine through `station`, in order; `handling_s` of
     the line's clock pass while each unit is swapped in."""
@@ -161,7 +164,7 @@ class StationRun:
         }
 
 
-def run_station(fixtures: dict[str, tuple[Any, AcceptanceStation]], units: list[Any], batch: str, *,
+def run_station(fixtures: dict[str, tuple[EmulatedLine, AcceptanceStation]], units: Sequence[LineUnit], batch: str, *,
                 shared: tuple[str, ...] = (), on_unit: Callable[[LineUnitResult], None] | None = None,
                 handling_s: float = HANDLING_S) -> StationRun:
     """`units` through the fixtures ({name: (EmulatedLine, AcceptanceStation)}) side by side on

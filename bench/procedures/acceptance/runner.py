@@ -30,7 +30,7 @@ from ..calibration.state import REFUSED_EXIT, UNREADABLE_EXIT
 from ..calibration.station import evaluate
 from phonebench.core.errors import BenchError, ConfigError
 from ...results.run_record import new_run_id
-from phonebench.core.station import StationConfig, load_station
+from phonebench.core.station import DutConfig, StationConfig, load_station
 from ...station.waits import WaitMeter
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ class AcceptanceStation:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _pick_dut(self, name: str | None) -> Any:
+    def _pick_dut(self, name: str | None) -> DutConfig:
         if name is not None:
             return self.station.dut(name)
         if len(self.station.duts) != 1:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+import pluggy
 import pytest
 
 from .judge import CHECKS
@@ -54,6 +56,16 @@ class Clock(Protocol):
     def now(self) -> float: ...
 
 
+class SharedTime(Protocol):
+    """The time the fixtures of a station share (the emulated line's world): a fixture waits on it
+    for its turn at a shared instrument."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def wait_until(self, t: float) -> float: ...
+
+
 def budget_total() -> float:
     return sum(b.budget_s for b in BUDGETS.values())
 
@@ -82,7 +94,7 @@ class StepClock:
         self._t0 = self.clock.now()
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         t0 = self.clock.now()
         self.units[-1][OTHER] += float(t0 - self._t0)
         yield
@@ -148,11 +160,11 @@ class SharedInstrument:
 class ShareGate:
     """Pytest plugin of one fixture: a test that needs a shared instrument waits for its slot."""
 
-    def __init__(self, fixture: str, world: Any, shared: dict[str, SharedInstrument]) -> None:
+    def __init__(self, fixture: str, world: SharedTime, shared: dict[str, SharedInstrument]) -> None:
         self.fixture, self.world, self.shared = fixture, world, shared
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
         needs = item.get_closest_marker("needs")
         roles = [r for r in (needs.args if needs is not None else ()) if r in self.shared]
         hold = BUDGETS.get(_check_of(item), StepBudget(0.0, 60.0)).hold_s
@@ -179,7 +191,8 @@ class StopOnFault:
         self.not_run: list[str] = []
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
         report = (yield).get_result()
         if report.failed and not item.session.shouldfail:
             item.session.shouldfail = f"{item.nodeid} failed: the unit fails here"  # as -x does

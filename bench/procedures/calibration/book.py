@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
@@ -107,12 +106,12 @@ class CalibrationBook:
         rows = self._select(select(Row).where(Row.id == record_id))
         return _record(rows[0]) if rows else None
 
-    def _select(self, query: Any) -> list[tuple[Row, str | None]]:
+    def _select(self, query: Select[Row]) -> list[tuple[Row, str | None]]:
         """Rows of a select(Row) query, each with its station's name."""
-        query = query.add_columns(Station.name).outerjoin(Station, Row.station_id == Station.id)
+        named = query.add_columns(Station.name).outerjoin(Station, Row.station_id == Station.id)
         try:
             with Session(self.store.engine) as s:
-                return [(row, name) for row, name in s.execute(query)]
+                return [(row, name) for row, name in s.execute(named)]
         except DBAPIError as exc:
             raise db.database_error(exc, self.store.url) from None
 

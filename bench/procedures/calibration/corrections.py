@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
+from phonebench.drivers.power import PowerAnalyzer
+from phonebench.drivers.scope import Oscilloscope
+from phonebench.drivers.thermal import ThermalProbe, ThermalReading, ThermalStream
+from phonebench.drivers.trace import Trace
 from .state import RoleCalibration
 
 log = logging.getLogger(__name__)
@@ -28,15 +33,19 @@ CURRENT_ZERO_KEY = "current_zero_a"
 OFFSET_KEY = "{}_offset_c"
 
 
-class Corrected:
+# The role protocol a wrapper corrects (its driver satisfies it; the wrapper passes the rest through).
+_Driver = TypeVar("_Driver")
+
+
+class Corrected(Generic[_Driver]):
     """Delegates every attribute to the driver; subclasses override what a correction changes."""
 
-    def __init__(self, driver: Any, calibration: RoleCalibration) -> None:
+    def __init__(self, driver: _Driver, calibration: RoleCalibration) -> None:
         self._driver = driver
         self.calibration = calibration
 
     @property
-    def raw(self) -> Any:
+    def raw(self) -> _Driver:
         return self._driver
 
     @property
@@ -50,8 +59,8 @@ class Corrected:
         return f"{type(self).__name__}({self._driver!r}, {self.calibration.state})"
 
 
-class CorrectedScope(Corrected):
-    def __init__(self, driver: Any, calibration: RoleCalibration) -> None:
+class CorrectedScope(Corrected[Oscilloscope]):
+    def __init__(self, driver: Oscilloscope, calibration: RoleCalibration) -> None:
         super().__init__(driver, calibration)
         for key, value in calibration.corrections.items():
             channel = _deskew_channel(key)
@@ -64,7 +73,7 @@ class CorrectedScope(Corrected):
         return self.calibration.corrections.get(FIXTURE_DELAY_KEY)
 
 
-class CorrectedSupply(Corrected):
+class CorrectedSupply(Corrected[PowerAnalyzer]):
     @property
     def current_zero_a(self) -> float:
         return self.calibration.corrections.get(CURRENT_ZERO_KEY, 0.0)
@@ -72,44 +81,48 @@ class CorrectedSupply(Corrected):
     def measure_current(self) -> float:
         return self._driver.measure_current() - self.current_zero_a
 
-    def _correct(self, trace: Any) -> Any:
+    def _correct(self, trace: Trace) -> Trace:
         if trace.current_a is None or not self.current_zero_a:
             return trace
         return dataclasses.replace(trace, current_a=(trace.current_a - np.float32(self.current_zero_a)))
 
-    def fetch(self) -> Any:
+    def fetch(self) -> Trace:
         return self._correct(self._driver.fetch())
 
-    def digitize(self, *args: Any, **kwargs: Any) -> Any:
-        return self._correct(self._driver.digitize(*args, **kwargs))
+    def digitize(self, points: int, interval_s: float, pretrigger_points: int = 0,
+                 quantities: Sequence[str] = ("current", "voltage")) -> Trace:
+        return self._correct(self._driver.digitize(points, interval_s, pretrigger_points, quantities))
 
 
-class CorrectedThermal(Corrected):
+class CorrectedThermal(Corrected[ThermalProbe]):
     def offset_c(self, channel: str) -> float:
         return self.calibration.corrections.get(OFFSET_KEY.format(channel), 0.0)
 
-    def _correct(self, reading: Any) -> Any:
+    def _correct(self, reading: ThermalReading) -> ThermalReading:
         celsius = {ch: value - self.offset_c(ch) for ch, value in reading.celsius.items()}
         return dataclasses.replace(reading, celsius=celsius)
 
-    def read(self) -> Any:
+    def read(self) -> ThermalReading:
         return self._correct(self._driver.read())
 
-    def stream(self, *args: Any, **kwargs: Any) -> Any:
-        stream = self._driver.stream(*args, **kwargs)
+    def stream(self, n: int | None = None, duration_s: float | None = None) -> ThermalStream:
+        stream = self._driver.stream(n, duration_s)
         return dataclasses.replace(stream, samples=[self._correct(s) for s in stream.samples])
 
 
 WRAPPERS = {"scope": CorrectedScope, "supply": CorrectedSupply, "thermal": CorrectedThermal}
 
 
-def corrected(role: str, driver: Any, calibration: RoleCalibration) -> Any:
+def corrected(role: str, driver: object, calibration: RoleCalibration) -> object:
     """The driver with the role's corrections applied (unchanged for a role that needs none)."""
     wrapper = WRAPPERS.get(role)
-    return driver if wrapper is None else wrapper(driver, calibration)
+    if wrapper is None:
+        return driver
+    # The owner opened `role`'s driver from registry.FAMILIES[role]: it is the protocol this wrapper takes.
+    return wrapper(cast(Any, driver), calibration)
 
 
-def uncorrected(driver: Any) -> Any:
+def uncorrected(driver: object) -> object:
     """The bare driver under a corrected wrapper (what calibration procedures measure with)."""
     return driver.raw if isinstance(driver, Corrected) else driver
 

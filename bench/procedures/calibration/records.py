@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from phonebench.core.errors import InvalidMeasurement
 
 if TYPE_CHECKING:  # annotations only
+    from phonebench.core.verdict import Verdict
     from phonebench.drivers.visa import InstrumentIdentity
 
 PASSED, FAILED = "passed", "failed"
@@ -204,7 +205,7 @@ def conclude(equipment: Equipment, procedure: str, version: str, results: list[R
         run_id=run_id)
 
 
-def record_verdict(record: CalibrationRecord) -> Any:
+def record_verdict(record: CalibrationRecord) -> Verdict:
     """A calibration as a bench verdict (pass/fail), so runs and reports show it like any check."""
     from phonebench.core.judge import census
     from phonebench.core.verdict import Verdict
