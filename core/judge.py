@@ -28,10 +28,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .killpoints import kill_point
-from .verdict import COMPARATORS, DecisionRule, Evidence, Finding, FindingKind, Outcome, Verdict
+from .verdict import (COMPARATORS, DecisionRule, Evidence, Finding, FindingKind, Outcome, Verdict, VerdictFields,
+                      VerdictOptions)
+
+if TYPE_CHECKING:  # annotations only: typing.Unpack is Python 3.11's
+    from typing_extensions import Unpack
 
 # What an entry's `evidence` requirement accepts: "measured" needs the bench's own measurement;
 # "corroborated" also accepts the phone's report checked against one; "any" accepts both and
@@ -145,7 +149,7 @@ def decide(verdict: Verdict, rules: Sequence[Rule] = RULES) -> Verdict:
     return replace(verdict, outcome=outcome, ruling=(*notes, *shown))
 
 
-def found(verdict: Verdict, *findings: Finding, **changes: object) -> Verdict:
+def found(verdict: Verdict, *findings: Finding, **changes: Unpack[VerdictFields]) -> Verdict:
     """The verdict with a check's findings added (and other fields, as `Verdict.but`), judged again."""
     return decide(replace(verdict.but(**changes) if changes else verdict,
                           findings=(*verdict.findings, *findings)))
@@ -156,7 +160,7 @@ def with_requirement(verdict: Verdict, *, decision_rule: DecisionRule, evidence:
     return decide(replace(verdict, decision_rule=decision_rule, evidence_required=evidence))
 
 
-def rebased(verdict: Verdict, basis: Outcome, **changes: object) -> Verdict:
+def rebased(verdict: Verdict, basis: Outcome, **changes: Unpack[VerdictFields]) -> Verdict:
     """The verdict on a decision the check's own statistic made (e.g. an exact interval against a
     claimed band), the rules run again over it."""
     return decide(replace(verdict.but(**changes) if changes else verdict, basis=basis, outcome=basis))
@@ -217,7 +221,7 @@ def census(passed: bool) -> Outcome:
 
 
 def compare(name: str, value: float | None, unit: str, limit: float | None, comparator: str = "<=",
-            **kwargs: Any) -> Verdict:
+            **fields: Unpack[VerdictOptions]) -> Verdict:
     """A single-value check (no sampling statistics): pass when `value comparator limit`."""
     kill_point("verdict")
     if comparator not in COMPARATORS:
@@ -228,4 +232,4 @@ def compare(name: str, value: float | None, unit: str, limit: float | None, comp
         outcome = Outcome.INFO
     else:
         outcome = census(COMPARATORS[comparator](value, limit))
-    return decide(Verdict(name, value, unit, outcome, limit, comparator, **kwargs))
+    return decide(Verdict(name, value, unit, outcome, limit, comparator, **fields))

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:  # annotations only: typing.Unpack is Python 3.11's
+    from typing_extensions import Unpack
 
 
 
@@ -45,7 +48,7 @@ class Outcome(str, Enum):
                              f"{', '.join(o.value for o in cls)}") from None
 
     @classmethod
-    def worst(cls, outcomes: Any) -> Outcome | None:
+    def worst(cls, outcomes: Iterable[str | Outcome]) -> Outcome | None:
         parsed = [cls.parse(o) for o in outcomes]
         return max(parsed, key=lambda o: o.severity) if parsed else None
 
@@ -208,6 +211,38 @@ class PlotHint:
         return cls(**kwargs)
 
 
+class VerdictOptions(TypedDict, total=False):
+    """A verdict's fields besides what it measured and its limit (core.judge.compare's keywords)."""
+
+    statistic: str
+    bound: float | None
+    confidence: float | None
+    n: int | None
+    n_required: int | None
+    detail: str
+    metric: str | None
+    claim: int | None
+    profile: str | None
+    description: str
+    evidence: Evidence | None
+    decision_rule: DecisionRule
+    uncertainty: Uncertainty | None
+    calibration: Mapping[str, Any] | None
+    plot: PlotHint | None
+    raw: tuple[str, ...]
+    extra: Mapping[str, Any]
+
+
+class VerdictFields(VerdictOptions, total=False):
+    """A verdict's own fields a builder may set or change (never its outcome: core/judge.py's)."""
+
+    name: str
+    value: float | None
+    unit: str
+    limit: float | None
+    comparator: str
+
+
 @dataclass(frozen=True)
 class Verdict:
     name: str
@@ -264,7 +299,7 @@ class Verdict:
         """The judge's notes, then the check's detail: what a reader is shown."""
         return "; ".join(part for part in (*self.ruling, self.detail) if part)
 
-    def but(self, **changes: Any) -> Verdict:
+    def but(self, **changes: Unpack[VerdictFields]) -> Verdict:
         """A copy with some fields changed (never the outcome: core/judge.py decides it); `extra=`
         entries are merged into the existing ones."""
         if {"outcome", "basis", "findings", "ruling"} & changes.keys():
@@ -313,5 +348,5 @@ def _finite(value: float | None) -> float | None:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def _float(value: Any) -> float:
+def _float(value: float | str | None) -> float:
     return float("nan") if value is None else float(value)
