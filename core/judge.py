@@ -155,11 +155,6 @@ def found(verdict: Verdict, *findings: Finding, **changes: Unpack[VerdictFields]
                           findings=(*verdict.findings, *findings)))
 
 
-def with_requirement(verdict: Verdict, *, decision_rule: DecisionRule, evidence: str | None) -> Verdict:
-    """The verdict under an SLA entry's decision rule and evidence requirement, judged again."""
-    return decide(replace(verdict, decision_rule=decision_rule, evidence_required=evidence))
-
-
 def rebased(verdict: Verdict, basis: Outcome, **changes: Unpack[VerdictFields]) -> Verdict:
     """The verdict on a decision the check's own statistic made (e.g. an exact interval against a
     claimed band), the rules run again over it."""

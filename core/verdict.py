@@ -18,7 +18,6 @@ if TYPE_CHECKING:  # annotations only: typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
 
 
-
 class Outcome(str, Enum):
     """The one meaning of a verdict's outcome, used by results, summary, judge, matrix and report."""
 

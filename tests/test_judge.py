@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -60,10 +61,9 @@ def test_the_guard_band_and_the_evidence_requirement_are_the_judges():
     close = _passing(evidence=Evidence.MEASURED, decision_rule=DecisionRule.GUARDED,
                      uncertainty=Uncertainty(expanded=80.0))
     assert close.outcome is Outcome.INCONCLUSIVE and "guarded decision" in close.explanation
-    weak = judge.with_requirement(_passing(evidence=Evidence.CORROBORATED), decision_rule=DecisionRule.SIMPLE,
-                                  evidence="measured")
+    weak = judge.decide(replace(_passing(evidence=Evidence.CORROBORATED), evidence_required="measured"))
     assert weak.outcome is Outcome.INCONCLUSIVE and "requires measured" in weak.explanation
-    assert judge.with_requirement(weak, decision_rule=DecisionRule.SIMPLE, evidence="any").outcome is Outcome.PASS
+    assert judge.decide(replace(weak, evidence_required="any")).outcome is Outcome.PASS
 
 
 def test_a_verdict_cannot_be_given_an_outcome_past_the_judge():

@@ -26,7 +26,6 @@ import numpy as np
 from . import CheckResult
 from phonebench.core.errors import ConfigError, InvalidMeasurement
 from ..specs.sla import SlaEntry
-from ..stats import verdicts as stats
 from .voice import arm_stimulus
 from phonebench.core.verdict import Evidence, PlotHint, Verdict
 from phonebench.core.judge import compare

@@ -9,7 +9,7 @@ with the span the runtime reports. They must agree within the trace's edge resol
 smoothing window plus two samples) plus the link's tolerance; the verdict's value is the
 largest difference between the host's span and the power trace's, and its detail gives the
 report's. A station clock whose spans run at another rate than the trace's (outside
-tokens.CLOCK_RATE_RANGE), or that failed the link's pause check, is a station error naming the
+phone.link.CLOCK_RATE_RANGE), or that failed the link's pause check, is a station error naming the
 clock: INVALID, never the phone's FAIL.
 """
 from __future__ import annotations

@@ -56,7 +56,7 @@ import numpy as np
 
 from . import CheckResult, Tick, VerdictData, no_tick
 from .power import battery_emulation
-from ..phone.link import CLOCK_RATE_RANGE, LinkTiming, measure_link
+from ..phone.link import LinkTiming, measure_link
 from phonebench.core.errors import InvalidMeasurement
 from phonebench.core import judge
 from phonebench.core.verdict import COMPARATORS, Evidence, Finding, FindingKind, Outcome, PlotHint, Verdict

@@ -26,7 +26,6 @@ import numpy as np
 
 from . import CheckResult
 from phonebench.core.paths import data_dir
-from ..stats import verdicts as stats
 from ..stats.onset import Onset, OnsetDetector, OnsetStatus
 from ..specs.sla import SlaEntry
 from phonebench.core.verdict import Evidence, PlotHint, Verdict

@@ -40,7 +40,7 @@ from . import CheckResult, Tick, no_tick
 from phonebench.core.errors import BenchError, InvalidMeasurement
 from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, SpotCheck, check_hash_device, spot_check, verify
 from phonebench.core import judge
-from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, Verdict
+from phonebench.core.verdict import Evidence, Finding, FindingKind, Verdict
 from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed

@@ -36,7 +36,6 @@ import numpy as np
 
 import math
 import secrets
-from collections.abc import Callable
 
 from phonebench.core.errors import BenchError
 from .identity import parse_getprop
