@@ -109,9 +109,9 @@ def test_token_latency_under_gpu_load(request, station, dut, observed_runtime, s
 
 
 @pytest.mark.needs("supply")
-def test_the_supply_is_wired_to_this_phone(observed_runtime, supply, record):
+def test_the_supply_is_wired_to_this_phone(observed_runtime, supply, sla, record):
     """The bay's cabling: its supply must follow its phone's work (a cross-wired bay fails here, named)."""
-    wiring.supply_wiring_check(supply, observed_runtime).record_into(record)
+    wiring.supply_wiring_check(supply, observed_runtime, follows=target(sla, wiring.METRIC)).record_into(record)
 
 
 @pytest.mark.needs("supply")

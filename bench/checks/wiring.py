@@ -18,8 +18,8 @@ from . import CheckResult
 from .power import CURRENT_HINT, DEFAULT_INTERVAL_S, _smooth, battery_emulation
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS
 from phonebench.core.errors import InvalidMeasurement
-from phonebench.core.verdict import Evidence
-from phonebench.core.judge import compare
+from phonebench.core.verdict import Evidence, Outcome
+from ..specs.sla import SlaEntry
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.runtime import RuntimeClient
 
@@ -29,7 +29,6 @@ PRE_S = 0.3
 BURSTS = 3
 TOKENS = (8, 40)  # each burst's length in tokens, drawn from entropy
 GAPS_S = (0.25, 0.9)  # rests between bursts, drawn from entropy
-TOLERANCE_S = 0.06  # smoothing, two samples and the link, with room
 
 
 def active_segments(current_a: np.ndarray, interval_s: float, pretrigger: int) -> tuple[list[tuple[float, float]], float]:
@@ -49,12 +48,13 @@ def active_segments(current_a: np.ndarray, interval_s: float, pretrigger: int) -
     return [(a * interval_s, b * interval_s) for a, b in zip(starts, ends)], busy - idle
 
 
-def supply_wiring_check(supply: PowerAnalyzer, runtime: RuntimeClient, *,
+def supply_wiring_check(supply: PowerAnalyzer, runtime: RuntimeClient, *, follows: SlaEntry,
                         interval_s: float = DEFAULT_INTERVAL_S) -> CheckResult:
     """The bay's supply must show this phone's work in a pattern only the bench knows: bursts of
     inference of random lengths separated by random rests, drawn now from entropy. A supply on
     another phone sees that phone's own life, which cannot follow this pattern (not even another
-    bay running the same test at the same moment)."""
+    bay running the same test at the same moment). `follows` (metric supply_follows_this_phone_ms,
+    bench/checks/targets.toml) bounds the largest burst or rest the supply saw off the pattern."""
     battery_emulation(supply)
     device = runtime.device
     interval_s = supply.digitizer_interval(interval_s)
@@ -87,14 +87,12 @@ def supply_wiring_check(supply: PowerAnalyzer, runtime: RuntimeClient, *,
     expected = f"bursts {_ms(bursts)} ms with rests {_ms(gaps)} ms"
     found = f"{len(segments)} burst(s) {_ms(seen)} ms, rests {_ms(rests)} ms, step {1000 * step:.0f} mA"
     if step < MIN_STEP_A or len(segments) != BURSTS:
-        off_s = float("inf")
+        off_ms = np.array([np.inf])  # the pattern is not there at all
     else:
-        off_s = float(max(np.max(np.abs(np.subtract(seen, bursts))), np.max(np.abs(np.subtract(rests, gaps)))))
+        off_ms = 1000.0 * np.abs(np.concatenate([np.subtract(seen, bursts), np.subtract(rests, gaps)]))
     detail = f"{trace.instrument}: {device.name} ran {expected}; the supply saw {found}"
-    verdict = compare(METRIC, 1000.0 * off_s, "ms", 1000.0 * TOLERANCE_S, "<=", statistic="max", n=BURSTS,
-                      evidence=Evidence.MEASURED, detail=detail, raw=("wiring",),
-                      description="How far the bay's supply current departs from a work pattern only its phone ran")
-    if off_s > TOLERANCE_S:
+    verdict = follows.evaluate(off_ms, evidence=Evidence.MEASURED, detail=detail, raw="wiring", n=BURSTS)
+    if verdict.outcome is Outcome.FAIL:
         verdict = verdict.but(detail=f"cross-wired? {trace.instrument} does not follow {device.name}: {device.name} ran "
                                      f"{expected}, the supply saw {found}; its output feeds another phone: check this "
                                      f"bay's supply cable (two bays' cables swapped?) before trusting any power result")
