@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from phonebench.bench.checks.tokens import STD_TOKENS, early_decision, std_plan  # noqa: E402
+from phonebench.bench.checks.tokens import STD_TOKENS, look_bounds, std_plan  # noqa: E402
+from phonebench.core import judge  # noqa: E402
 from phonebench.core.verdict import Evidence, Outcome  # noqa: E402
 from phonebench.bench.specs.sla import SlaEntry, load_profile  # noqa: E402
 
@@ -61,7 +62,9 @@ def sequential(entry: SlaEntry, series: np.ndarray) -> tuple[Outcome, float | No
     for look in plan.looks:
         gaps = list(series[:look])
         verdict = at_look.evaluate(gaps, evidence=Evidence.MEASURED)
-        decided = verdict if look == plan.n_max else early_decision(verdict, at_look, gaps)
+        decided = verdict if look == plan.n_max else judge.sequential_look(
+            verdict, limit=at_look.limit, comparator=at_look.comparator, unit=at_look.unit,
+            bounds=look_bounds(at_look, gaps))
         if decided is not None:  # an early FAIL rests on the opposite bound: is that one below the truth?
             return decided.outcome, decided.extra.get("settling_bound", decided.bound), look
     raise AssertionError("unreachable: the last look decides")

@@ -171,6 +171,58 @@ def sequential(verdict: Verdict, decision: str) -> Verdict:
     return verdict
 
 
+@dataclass(frozen=True)
+class LookBounds:
+    """The other bounds a sequential look may need, each computed only when the stop rule asks
+    (each is a fresh evaluation of the samples): with each run as the unit, and on the statistic's
+    other side."""
+
+    per_run: Callable[[], float | None]
+    opposite: Callable[[], float | None]
+
+
+def sequential_look(verdict: Verdict, *, limit: float | None, comparator: str, unit: str,
+                    bounds: LookBounds) -> Verdict | None:
+    """A look before a sequential series' last: the verdict the series stops on, or None to go on
+    sampling (the stop rule; the plan's looks and their Bonferroni share: bench/stats/sequential.py).
+
+    - INVALID stops: more samples of a measurement that cannot be trusted show nothing.
+    - PASS only if the bound also holds with each run as the unit (a rare stall may not have
+      shown in a look's first runs, and the consecutive-series bound alone then covers the truth
+      less often than it states: benchmarks/bench_sequential_std.py); the verdict keeps the
+      larger bound.
+    - FAIL when the look's bound on the other side is already past the limit (whatever more
+      samples show), or when it failed for something other than the bound (a finding); a bound
+      past the limit alone only says "not shown yet".
+    - Anything else (inconclusive, insufficient) goes on: more samples may decide.
+    """
+    within = COMPARATORS[comparator]
+    if verdict.outcome is Outcome.INVALID:
+        return verdict
+    if verdict.outcome is Outcome.PASS:
+        per_run = bounds.per_run()
+        if per_run is None or limit is None or not within(per_run, limit):
+            return None
+        if comparator not in ("<=", "<"):
+            bound = verdict.bound
+        elif verdict.bound is None:  # max() would fail; a sampled statistic's PASS is decided on its bound
+            raise TypeError(f"{verdict.name}: a PASS without its confidence bound")
+        else:
+            bound = max(verdict.bound, per_run)
+        return verdict.but(bound=bound, extra={"per_inference_bound": per_run},
+                           detail=f"{verdict.detail}; each inference as the unit: bound {per_run:.4g} {unit}")
+    if verdict.outcome is not Outcome.FAIL:
+        return None
+    if verdict.bound is None or limit is None or within(verdict.bound, limit):
+        return verdict  # the bound is within the limit, yet it failed: for something other than the bound
+    opposite = bounds.opposite()
+    if opposite is None or within(opposite, limit):
+        return None
+    return verdict.but(extra={"settling_bound": opposite},
+                       detail=f"{verdict.detail}; settled: the opposite bound {opposite:.4g} {unit} is past "
+                              f"the limit too")
+
+
 # --------------------------------------------------------------------------- the basis: a statistic's decision
 
 def statistic_outcome(bound: float | None, limit: float | None, comparator: str, *, n: int, n_required: int,

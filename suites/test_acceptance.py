@@ -19,9 +19,9 @@ import pytest
 from phonebench.bench.procedures.calibration.procedures import ambient_conditions
 from phonebench.bench.procedures.calibration.records import record_verdict
 from phonebench.bench.procedures.calibration.runner import calibrate_dut
-from phonebench.bench.procedures.acceptance.steps import (acceptance_voice_setup, answer_end_by_power, sequential_power,
+from phonebench.bench.procedures.acceptance.steps import (LINE_SWEEPS, acceptance_voice_setup, answer_end_by_power,
                                                           sequential_voice_trials)
-from phonebench.bench.checks.power import battery_emulation, sustained_power_verdicts
+from phonebench.bench.checks.power import battery_emulation, sequential_power_check
 from phonebench.bench.checks.redundancy import bit_exact_check, require_ripple
 from phonebench.core.errors import UnsupportedCapability
 from phonebench.bench.checks.weights import verify_page, load_manifest
@@ -146,17 +146,12 @@ def test_voice_latency_sanity(request, station, dut, scope, stimulus, calibratio
 @pytest.mark.acceptance(check="power")
 def test_power_sanity(dut, supply, profile, record):
     """Sustained power over generate runs digitized at >= 5 kS/s, run after run until the
-    sequential t rule (phonebench.bench.stats.sequential.mean_rule) decides."""
-    entry = profile.get("acceptance_power_mean")
+    sequential t rule (phonebench.bench.stats.sequential.mean_rule) decides, the runs sized for takt."""
     battery_emulation(supply)
-    plan = SequentialPlan(tuple(int(n) for n in entry.parameters.get("looks", [entry.min_runs])),
-                          entry.confidence or 0.90)
-    run = sequential_power(supply, dut, entry.limit, plan, tokens=int(entry.parameters.get("tokens", 120)))
-    path = record.raw("power", run.runs.raw())
-    for verdict in sustained_power_verdicts(run.runs, entry, raw=(path,), note=f"sequential: {run.decision.detail}"):
-        if verdict.metric == entry.metric:
-            verdict = judge.sequential(verdict, run.decision.decision)
-        record(_no_plot(verdict))
+    result = sequential_power_check(supply, dut, sustained_power=profile.get("acceptance_power_mean"),
+                                    sizing=LINE_SWEEPS)
+    result.verdicts = [_no_plot(verdict) for verdict in result.verdicts]
+    result.record_into(record)
 
 
 def _no_plot(verdict: Verdict) -> Verdict:

@@ -28,19 +28,6 @@ RESOURCES = frozenset({*(protocol.__name__ for protocol in PROTOCOLS.values()),
 # Checks that cannot follow the rule, with the reason. None so far: keep it that way.
 EXCEPTIONS: dict[str, str] = {}
 
-# Public verdict builders (a function in bench/checks that returns verdicts but is not a check),
-# with why each is still public. Issue 34's one judge takes these rules into one module; until then
-# each stands here, and no new one may join without a reason.
-BUILDERS_LEFT: dict[str, str] = {
-    "gpu_power.judge_gpu_level": "the GPU level rule; contention_check applies it, its test drives it alone",
-    "power.energy_verdicts": "dialog_energy_check's verdicts, shared with sustained_use_check's swept dialogs",
-    "power.sustained_power_verdicts": "the line's sequential power test judges its own runs with it",
-    "thermal.thermal_verdicts": "cover_temperature_check's verdicts, shared with sustained_use_check",
-    "voice.voice_verdicts": "voice_check's verdicts, shared with sustained_use_check's trials",
-    "tokens.early_decision": "the sequential plan's stop rule; benchmarks/bench_sequential_std.py simulates it",
-}
-
-
 def _checks() -> list[tuple[str, typing.Callable]]:
     found = []
     for info in pkgutil.iter_modules(checks_pkg.__path__):
@@ -119,7 +106,6 @@ def test_a_resource_is_told_from_an_option():
 
 def test_verdicts_come_from_checks_not_from_public_builders():
     """A suite gets verdicts from a check (`<what>_check -> CheckResult`), never by calling a rule
-    of judgement on data it measured itself; what is left is listed with its reason."""
-    found = _builders()
-    assert sorted(set(found) - set(BUILDERS_LEFT)) == [], "a public verdict builder: make it a check, or private"
-    assert sorted(set(BUILDERS_LEFT) - set(found)) == [], "BUILDERS_LEFT names a builder that is gone: remove it"
+    of judgement on data it measured itself: judgement shared between checks is private to the
+    checks package, and the rules of judgement themselves are the one judge's (core/judge.py)."""
+    assert _builders() == [], "a public verdict builder: make it a check, or private to bench/checks"

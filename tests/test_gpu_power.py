@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from phonebench.bench.checks import gpu_power
-from phonebench.bench.checks.gpu_power import GpuPowerRelation, identify_gpu_power, judge_gpu_level
+from phonebench.bench.checks.gpu_power import GpuPowerRelation, gpu_level_reading, identify_gpu_power
 from phonebench.bench.checks.power import battery_emulation
 from phonebench.bench.specs.sla import load_profile
 from phonebench.core.verdict import Evidence, Outcome, Verdict
@@ -38,16 +38,16 @@ def test_the_level_and_its_uncertainty_follow_the_record():
 
 def test_the_three_rules_on_the_verdict():
     relation = GpuPowerRelation(2.4, 0.0, 0.0, 0.03, units=8)
-    agreed = judge_gpu_level(_verdict(), 0.76, 1.8, 0.0, relation)
+    agreed = gpu_level_reading(0.76, 1.8, 0.0, relation).on(_verdict())
     assert agreed.outcome is Outcome.PASS and agreed.extra["condition_evidence"] == "measured"
-    lie = judge_gpu_level(_verdict(), 0.80, 0.72, 0.0, relation)  # a 30 % load said to be 80 %
+    lie = gpu_level_reading(0.80, 0.72, 0.0, relation).on(_verdict())  # a 30 % load said to be 80 %
     assert lie.outcome is Outcome.FAIL and "was not there" in lie.explanation
     loose = GpuPowerRelation(2.4, 0.0, 0.0, 0.30, units=8)
-    assert judge_gpu_level(_verdict(), 0.76, 1.8, 0.0, loose).outcome is Outcome.INCONCLUSIVE
-    unknown = judge_gpu_level(_verdict(), 0.76, 1.8, 0.0, None)
+    assert gpu_level_reading(0.76, 1.8, 0.0, loose).on(_verdict()).outcome is Outcome.INCONCLUSIVE
+    unknown = gpu_level_reading(0.76, 1.8, 0.0, None).on(_verdict())
     assert unknown.outcome is Outcome.PASS and unknown.extra["condition_evidence"] == "reported"
     assert "phone's word (no GPU power record" in unknown.explanation
-    no_analyzer = judge_gpu_level(_verdict(), 0.76, None, 0.0, relation)
+    no_analyzer = gpu_level_reading(0.76, None, 0.0, relation).on(_verdict())
     assert no_analyzer.extra["condition_evidence"] == "reported" and "no power analyzer" in no_analyzer.explanation
 
 

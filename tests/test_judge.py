@@ -82,3 +82,38 @@ def test_no_module_outside_the_judge_writes_a_verdicts_outcome():
               and not re.search(r"(VerdictFact|AttemptRecord|TestRecord)\(|nodeid=item.nodeid|outcome=outcome, reason",
                                 line)]
     assert writes == []
+
+
+def _bounds(per_run: float | None, opposite: float | None, asked: list[str]) -> judge.LookBounds:
+    def per() -> float | None:
+        asked.append("per_run")
+        return per_run
+
+    def other() -> float | None:
+        asked.append("opposite")
+        return opposite
+    return judge.LookBounds(per_run=per, opposite=other)
+
+
+def test_a_sequential_look_stops_only_on_what_more_samples_cannot_change():
+    """The stop rule of a look before the last (the jitter series', claim 4): a PASS stops only if
+    its bound holds with each run as the unit too, keeping the larger bound; a FAIL on its bound
+    stops only once the opposite bound is past the limit; INVALID stops; the rest goes on. Each
+    other bound is computed only when the rule needs it."""
+    look = {"limit": 300.0, "comparator": "<=", "unit": "ms"}
+    asked: list[str] = []
+    held = judge.sequential_look(_passing(evidence=Evidence.MEASURED), **look, bounds=_bounds(260.0, None, asked))
+    assert held is not None and held.outcome is Outcome.PASS and held.bound == 260.0 and asked == ["per_run"]
+    assert judge.sequential_look(_passing(evidence=Evidence.MEASURED), **look,
+                                 bounds=_bounds(320.0, None, [])) is None  # a stall may not have shown yet
+    failed = judge.decide(Verdict("token_latency_std", 330.0, "ms", Outcome.FAIL, limit=300.0, bound=350.0))
+    assert judge.sequential_look(failed, **look, bounds=_bounds(None, 290.0, [])) is None  # not settled yet
+    settled = judge.sequential_look(failed, **look, bounds=_bounds(None, 310.0, []))
+    assert settled is not None and settled.outcome is Outcome.FAIL and settled.extra["settling_bound"] == 310.0
+    caught = judge.found(_passing(evidence=Evidence.MEASURED), Finding(FindingKind.CONTRADICTED, "lie"))
+    asked.clear()
+    assert judge.sequential_look(caught, **look, bounds=_bounds(None, None, asked)) is caught and asked == []
+    invalid = judge.found(_passing(evidence=Evidence.MEASURED), Finding(FindingKind.INVALID, "clock"))
+    assert judge.sequential_look(invalid, **look, bounds=_bounds(None, None, [])) is invalid
+    unsettled = judge.found(_passing(evidence=Evidence.MEASURED), Finding(FindingKind.UNSETTLED, "wide"))
+    assert judge.sequential_look(unsettled, **look, bounds=_bounds(None, None, [])) is None

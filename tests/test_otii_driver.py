@@ -73,8 +73,8 @@ def test_sustained_power_on_an_otii_agrees_with_the_n6705c_on_the_same_phone():
     for server_type in (OtiiServer, PowerAnalyzerServer):
         with supplied(server_type) as (supply, device, _):
             power_check.battery_emulation(supply)
-            runs = power_check.measure_sustained_power(supply, device, 4, tokens=60)
-            verdicts[server_type.__name__] = power_check.sustained_power_verdicts(runs, entry)[0]
+            result = power_check.sustained_power_check(supply, device, sustained_power=entry, runs=4, tokens=60)
+            verdicts[server_type.__name__] = result.verdicts[0]
     otii, n6705c = verdicts["OtiiServer"], verdicts["PowerAnalyzerServer"]
     assert otii.evidence is Evidence.MEASURED and otii.outcome is n6705c.outcome  # 4 runs: too few to decide
     sources = " ".join(c.note for c in otii.uncertainty.components)

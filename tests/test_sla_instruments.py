@@ -136,7 +136,7 @@ def test_calibrated_fixture_delay_is_subtracted_and_recorded():
         trials = voice_check.run_voice_trials(r.scope, r.stimulus, r.device, 5, fixture_delay_s=delay)
         truth = np.array([d.latency_s for d in r.world.voice.dialogs])
     assert trials.fixture_calibrated and np.all(np.abs(trials.latency_s - truth) < 0.004)
-    verdict = voice_check.voice_verdicts(trials, **VOICE)[0]
+    verdict = voice_check._voice_verdicts(trials, **VOICE)[0]
     assert verdict.extra["fixture_calibration"] == "applied" and verdict.extra["fixture_delay_s"] == delay
     assert 0 in trials.waveforms  # the first trial's waveforms are kept as evidence
 
@@ -177,7 +177,7 @@ def test_unanswered_trials_fail_the_percentile_and_invalid_ones_are_left_out():
         trials.answer_onset_s.append(math.inf if index == 7 else 0.25)
         trials.answer_end_s.append(2.5)
         trials.status.append("invalid: test" if index == 5 else "no-answer" if index == 7 else "ok")
-    found = {v.name: v for v in voice_check.voice_verdicts(trials, **VOICE)}
+    found = {v.name: v for v in voice_check._voice_verdicts(trials, **VOICE)}
     assert found["voice_latency_p99"].outcome is Outcome.FAIL and found["voice_latency_p99"].n == 300
     assert found["voice_latency_std"].extra["unanswered"] == 1 and found["voice_latency_std"].n == 299
     assert found["dialog_time_p99"].extra["invalid_trials"] == 1
@@ -262,10 +262,10 @@ def test_probe_fault_makes_the_cover_verdict_invalid_and_a_missing_channel_is_re
         setup = thermal_check.ThermalSetup(warmup_s=60, stable_window_s=30, stable_c=5.0)
         voice_check.arm_stimulus(r.stimulus)
         run = thermal_check.run_dialog_loop(r.thermal, r.stimulus, r.device, 5, setup)
-        found = outcomes(thermal_check.thermal_verdicts(run, **COVER))
+        found = outcomes(thermal_check._thermal_verdicts(run, **COVER))
         assert found["cover_temp_max"] is Outcome.INSUFFICIENT  # 5 readings of the 60 needed, never a pass
         run.probes["T2"][-1] = math.nan  # T2 reported a probe fault in the last reading
-        assert outcomes(thermal_check.thermal_verdicts(run, **COVER))["cover_temp_max"] is Outcome.INVALID
+        assert outcomes(thermal_check._thermal_verdicts(run, **COVER))["cover_temp_max"] is Outcome.INVALID
         with pytest.raises(InvalidMeasurement, match="T7"):
             thermal_check.run_dialog_loop(r.thermal, r.stimulus, r.device, 5,
                                           thermal_check.ThermalSetup(cover_channels=("T1", "T7")))

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,22 +160,39 @@ def gpu_power_steps(device: Device, supply: PowerAnalyzer, levels: tuple[float, 
     return rows
 
 
-def judge_gpu_level(verdict: Verdict, reported: float, drawn_w: float | None, reading_u_w: float,
-                    relation: GpuPowerRelation | None) -> Verdict:
+@dataclass(frozen=True)
+class GpuLevelReading:
+    """What the draw says of the GPU busy level a phone reported: the verdict's fields on it, the
+    account, and a finding when the draw contradicts the level or is too loose to settle it."""
+
+    extra: Mapping[str, Any]
+    account: str
+    finding: Finding | None = None
+
+    def on(self, verdict: Verdict) -> Verdict:
+        """The verdict with this reading's fields, its finding judged by the one judge."""
+        if self.finding is not None:
+            return judge.found(verdict, self.finding, extra=self.extra)
+        return verdict.but(extra=self.extra, detail=f"{self.account}; {verdict.detail}")
+
+
+def gpu_level_reading(reported: float, drawn_w: float | None, reading_u_w: float,
+                      relation: GpuPowerRelation | None) -> GpuLevelReading:
     """The phone's GPU busy level against the level its draw implies (module doc)."""
     if relation is None or drawn_w is None:
         why = "no power analyzer on the phone" if drawn_w is None else "no GPU power record for this SoC model"
-        return verdict.but(extra={"condition_evidence": "reported"},
-                           detail=f"the GPU load's level {reported:.0%} is the phone's word ({why}); {verdict.detail}")
+        return GpuLevelReading({"condition_evidence": "reported"},
+                               f"the GPU load's level {reported:.0%} is the phone's word ({why})")
     level = relation.level(drawn_w, reading_u_w)
     extra = {"gpu_level_from_power": level.as_dict(), "gpu_power_relation": relation.source,
              "condition_evidence": "measured"}
     said = (f"the power analyzer implies a load {level.busy:.0%} +- {level.expanded_u:.0%} busy "
             f"({CONFIDENCE:.0%}, k={level.k:.2f})")
     if abs(reported - level.busy) > level.expanded_u:
-        return judge.found(verdict, Finding(FindingKind.CONTRADICTED, f"{said}, the phone reports {reported:.0%}: "
-                                                                      f"the load's level was not there"), extra=extra)
+        return GpuLevelReading(extra, said, Finding(FindingKind.CONTRADICTED,
+                                                    f"{said}, the phone reports {reported:.0%}: "
+                                                    f"the load's level was not there"))
     if level.expanded_u > SETTLE_U:
-        return judge.found(verdict, Finding(FindingKind.UNSETTLED,
-                                            f"{said}: too wide to settle the reported {reported:.0%}"), extra=extra)
-    return verdict.but(extra=extra, detail=f"{said}, corroborating the reported {reported:.0%}; {verdict.detail}")
+        return GpuLevelReading(extra, said, Finding(FindingKind.UNSETTLED,
+                                                    f"{said}: too wide to settle the reported {reported:.0%}"))
+    return GpuLevelReading(extra, f"{said}, corroborating the reported {reported:.0%}")

@@ -28,7 +28,9 @@ from phonebench.core.errors import ConfigError, InvalidMeasurement
 from ..specs.sla import SlaEntry
 from .voice import arm_stimulus
 from phonebench.core.verdict import Evidence, PlotHint, Verdict
+from phonebench.core import judge
 from phonebench.core.judge import compare
+from ..stats.sequential import SequentialPlan, mean_rule
 from ..stats.uncertainty import calibration_of, power_budget
 from phonebench.drivers.device import Device
 from phonebench.drivers.power import N6781A_ACCURACY, TINT_STEP_S, PowerAnalyzer, SupplyAccuracy, Trace
@@ -198,7 +200,7 @@ def _inference_window(trace: Trace, power: np.ndarray, idle_w: float, duration_s
     return slice(start, start + max(1, int(round(duration_s / trace.interval_s))))
 
 
-def sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry, *, raw: Sequence[str] = (),
+def _sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry, *, raw: Sequence[str] = (),
                              note: str = "") -> list[Verdict]:
     """Sustained mean (t over run means, condition: the digitizer's rate) and the peak (info), both
     pointing at the raw data named `raw`; `note` ends the sustained mean's detail."""
@@ -302,7 +304,7 @@ def new_dialog_energy(supply: PowerAnalyzer, capacity_wh: float, interval_s: flo
                         accuracy=supply.accuracy)
 
 
-def energy_verdicts(energy: DialogEnergy, entry: SlaEntry, *, raw: Sequence[str] = (),
+def _energy_verdicts(energy: DialogEnergy, entry: SlaEntry, *, raw: Sequence[str] = (),
                     note: str = "") -> list[Verdict]:
     """Mean energy per dialog (% of capacity) against the profile, and the battery share of its
     dialog count (27 by default) for the report; the verdict points at the raw data named `raw`,
@@ -350,8 +352,40 @@ def sustained_power_check(supply: PowerAnalyzer, device: Device, *, sustained_po
     defaults to the entry's minimum number of runs. `measurement` is the PowerRuns."""
     count = runs if runs is not None else max(sustained_power.min_runs, sustained_power.n_required)
     result = measure_sustained_power(supply, device, count, tokens=tokens, interval_s=interval_s)
-    verdicts = sustained_power_verdicts(result, sustained_power, raw=("power-runs",))
+    verdicts = _sustained_power_verdicts(result, sustained_power, raw=("power-runs",))
     return CheckResult(verdicts, {"power-runs": result.raw()}, measurement=result)
+
+
+def sequential_power_check(supply: PowerAnalyzer, device: Device, *, sustained_power: SlaEntry,
+                           sizing: SweepSizing = LAB_SWEEPS) -> CheckResult:
+    """Claim 6's sustained power decided sequentially (the production line's takt): generate runs
+    digitized whole, look after look (the entry's `looks`, default its minimum runs; its
+    `tokens` per run), until the one-sided t rule over run means (stats.sequential.mean_rule)
+    decides, at most the last look's runs. The first look's runs share one warm-up; a rare
+    undecided unit pays one warm-up per later look. The verdict is held to the rule's decision
+    (judge.sequential); the peak is information. `measurement` is the PowerRuns."""
+    plan = SequentialPlan(tuple(int(n) for n in sustained_power.parameters.get("looks", [sustained_power.min_runs])),
+                          sustained_power.confidence or 0.90)
+    tokens = int(sustained_power.parameters.get("tokens", 120))
+    limit = sustained_power.limit
+    if limit is None:
+        raise ConfigError(f"{sustained_power.metric}: a sequential power test needs a limit",
+                          hint=f"set limit in [metrics.{sustained_power.metric}] ({sustained_power.source})")
+    runs = measure_sustained_power(supply, device, plan.looks[0], tokens=tokens, sizing=sizing)
+    decision = mean_rule(runs.means_w, limit, plan)
+    for look in plan.looks[1:]:
+        if decision.decision != "continue":
+            break
+        more = measure_sustained_power(supply, device, look - len(runs.runs), tokens=tokens, sizing=sizing)
+        runs.runs += more.runs
+        runs.durations_s += more.durations_s
+        runs.idle_w += more.idle_w
+        runs.truncated += more.truncated
+        decision = mean_rule(runs.means_w, limit, plan)
+    sustained, peak = _sustained_power_verdicts(runs, sustained_power, raw=("power",),
+                                                note=f"sequential: {decision.detail}")
+    return CheckResult([judge.sequential(sustained, decision.decision), peak], {"power": runs.raw()},
+                       measurement=runs)
 
 
 def dialog_energy_check(supply: PowerAnalyzer, stimulus: AudioStimulus, *, energy: SlaEntry,
@@ -364,5 +398,5 @@ def dialog_energy_check(supply: PowerAnalyzer, stimulus: AudioStimulus, *, energ
     count = dialogs if dialogs is not None else energy_dialogs(energy)
     capacity = capacity_wh if capacity_wh is not None else battery_capacity_wh(energy)
     result = measure_dialog_energy(supply, stimulus, count, capacity_wh=capacity, interval_s=interval_s)
-    verdicts = energy_verdicts(result, energy, raw=("dialog-energy",))
+    verdicts = _energy_verdicts(result, energy, raw=("dialog-energy",))
     return CheckResult(verdicts, {"dialog-energy": result.raw()}, measurement=result)

@@ -41,6 +41,11 @@ from . import CheckResult
 from . import power as power_check
 from . import thermal as thermal_check
 from . import voice as voice_check
+# The per-claim checks' judgement of their own measurement, shared with this study's dialogs: private
+# to the checks package, so a suite still gets these verdicts from a check (tests/test_check_shape.py).
+from .power import _energy_verdicts
+from .thermal import _thermal_verdicts
+from .voice import _voice_verdicts as _voice_trial_verdicts
 from phonebench.core.verdict import Verdict
 from phonebench.core.errors import InvalidMeasurement
 from ..specs.sla import SlaEntry
@@ -118,8 +123,8 @@ def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, therm
     return SustainedRun(result, energy, cover, elapsed, run)
 
 
-def _voice_verdicts(run: SustainedRun, *, latency_p99: SlaEntry, latency_std: SlaEntry, dialog_p99: SlaEntry,
-                   raw: Sequence[str] = ()) -> list[Verdict]:
+def _sustained_voice_verdicts(run: SustainedRun, *, latency_p99: SlaEntry, latency_std: SlaEntry,
+                              dialog_p99: SlaEntry, raw: Sequence[str] = ()) -> list[Verdict]:
     """Claims 1-2 over the voice phase's trials, counted by effective sample size, conditions stated;
     each points at its own samples, then the raw data named `raw`."""
     block = {name: _as_block(entry) for name, entry in
@@ -128,8 +133,8 @@ def _voice_verdicts(run: SustainedRun, *, latency_p99: SlaEntry, latency_std: Sl
     span = (float(np.nanmin(cover)), float(np.nanmax(cover))) if np.isfinite(cover).any() else (None, None)
     condition = (f"{CONDITION}; back cover {span[0]:.1f}..{span[1]:.1f} degC over the trials"
                  if span[0] is not None else CONDITION)
-    return voice_check.voice_verdicts(run.trials, **block, raw=raw, note=condition,
-                                      extra={"conditions_measured": condition, "cover_c_during_trials": span})
+    return _voice_trial_verdicts(run.trials, **block, raw=raw, note=condition,
+                                 extra={"conditions_measured": condition, "cover_c_during_trials": span})
 
 
 def _as_block(entry: SlaEntry) -> SlaEntry:
@@ -161,20 +166,20 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
     raw: dict = {}
     dialog_v: list[Verdict] = []
     if scope is not None:
-        dialog_v = _voice_verdicts(run, **voice, raw=("voice-trials", "voice-waveforms"))
+        dialog_v = _sustained_voice_verdicts(run, **voice, raw=("voice-trials", "voice-waveforms"))
         raw.update({"voice-trials": {**run.trials.raw(), "cover_c": np.asarray(run.cover_during_trials)},
                     "voice-waveforms": run.trials.raw_waveforms(),
                     **{v.name: {"samples": voice_check.verdict_samples(run.trials, v)} for v in dialog_v}})
     if run.energy is not None and energy_entry is not None:  # swept only when the entry asks for it
         n = len(run.energy.energy_j)
-        dialog_v += power_check.energy_verdicts(run.energy, energy_entry, raw=("dialog-energy",),
+        dialog_v += _energy_verdicts(run.energy, energy_entry, raw=("dialog-energy",),
                                                 note=f"the study's first {n} voice trials, each swept until the "
                                                      f"phone was idle again")
         raw["dialog-energy"] = run.energy.raw()
     cover_v: list[Verdict] = []
     if run.thermal is not None:
         before = f"after {len(run.trials)} voice trials ({run.voice_s:.0f} s, the warm-up's first part)"
-        cover_v = thermal_check.thermal_verdicts(run.thermal, cover_max=cover_max, cover_spread=cover_spread,
+        cover_v = _thermal_verdicts(run.thermal, cover_max=cover_max, cover_spread=cover_spread,
                                                  note=before if scope is not None else "")
         raw.update({"cover-temperature": run.thermal.raw(), "cover-spread": run.thermal.raw_spread()})
     return CheckResult([*dialog_v, *cover_v], raw, measurement=run)

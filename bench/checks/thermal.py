@@ -162,7 +162,7 @@ def read_monitors(run: ThermalRun, thermal: ThermalProbe, device: Device, elapse
             values.append(math.nan)
 
 
-def thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: SlaEntry,
+def _thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: SlaEntry,
                      note: str = "") -> list[Verdict]:
     """Cover maximum and spread by their entries; the phone's thermal status as a record. Each
     points at the cover readings (the spread at its own series first); `note` ends each detail."""
@@ -213,5 +213,5 @@ def cover_temperature_check(thermal: ThermalProbe, stimulus: AudioStimulus, devi
         setup = replace(setup, cover_channels=tuple(cover_channels))
     count = samples if samples is not None else max(cover_max.n_required, cover_spread.n_required)
     run = run_dialog_loop(thermal, stimulus, device, count, setup)
-    verdicts = thermal_verdicts(run, cover_max=cover_max, cover_spread=cover_spread)
+    verdicts = _thermal_verdicts(run, cover_max=cover_max, cover_spread=cover_spread)
     return CheckResult(verdicts, {"cover-temperature": run.raw(), "cover-spread": run.raw_spread()}, measurement=run)

@@ -59,13 +59,13 @@ from .power import battery_emulation
 from ..phone.link import LinkTiming, measure_link
 from phonebench.core.errors import InvalidMeasurement
 from phonebench.core import judge
-from phonebench.core.verdict import COMPARATORS, Evidence, Finding, FindingKind, Outcome, PlotHint, Verdict
+from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, PlotHint, Verdict
 from ..specs.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
 from ..stats.sequential import SequentialPlan
 from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
-from .gpu_power import GpuPowerRelation, drawn_power, judge_gpu_level
+from .gpu_power import GpuPowerRelation, drawn_power, gpu_level_reading
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.runtime import Arrivals, Generation, RuntimeClient
 
@@ -361,7 +361,9 @@ def token_std_check(runtime: RuntimeClient, *, token_std: SlaEntry, inferences: 
         agreement = compare_report(*runs.intervals(first=False), link) if link and runs.observed else None
         verdict = _judge(at_look, runs, runs.gaps_ms, runs.reported_gaps_ms, link, agreement,
                         raw=("token_latencies", "token_latencies_prompts"), plot="samples")
-        decided = verdict if look == plan.n_max else early_decision(verdict, at_look, runs.gaps_ms)
+        decided = verdict if look == plan.n_max else judge.sequential_look(
+            verdict, limit=at_look.limit, comparator=at_look.comparator, unit=at_look.unit,
+            bounds=look_bounds(at_look, runs.gaps_ms))
         if decided is not None:
             verdict = decided
             break
@@ -384,45 +386,13 @@ def token_std_check(runtime: RuntimeClient, *, token_std: SlaEntry, inferences: 
     return _with_prompts(CheckResult([verdict], {"token_latencies": raw}), runs, "token_latencies")
 
 
-def early_decision(verdict: Verdict, entry: SlaEntry, gaps: list[np.ndarray]) -> Verdict | None:
-    """The verdict a look before the last stops on, or None to go on sampling: the sequential
-    plan's rule on a decided verdict.
-
-    - PASS only if the upper bound holds with each inference as the unit too (the between- plus
-      within-run bound, phonebench.bench.stats.verdicts): over the first hundred inferences a rare stall may not
-      have shown yet, and the consecutive-series bound alone then covers the true std less often
-      than it states (benchmarks/bench_sequential_std.py); the verdict keeps the larger bound.
-    - FAIL when the look's *lower* bound is already past the limit (whatever more samples show),
-      or when it failed for something other than the bound (tokens not the model's, a report
-      that disagrees); an upper bound past the limit alone only says "not shown yet".
-    - INVALID stops: more samples of a measurement that cannot be trusted show nothing.
-    """
-    within = COMPARATORS[entry.comparator]
-    if verdict.outcome is Outcome.INVALID:
-        return verdict
-    if verdict.outcome is Outcome.PASS:
-        per_run = replace(entry, independence="run").evaluate(gaps)
-        if per_run.bound is None or not within(per_run.bound, entry.limit):
-            return None
-        if entry.comparator not in ("<=", "<"):
-            bound = verdict.bound
-        elif verdict.bound is None:  # max() would fail; a sampled statistic's PASS is decided on its bound
-            raise TypeError(f"{entry.metric}: a PASS without its confidence bound")
-        else:
-            bound = max(verdict.bound, per_run.bound)
-        return verdict.but(bound=bound, extra={"per_inference_bound": per_run.bound},
-                           detail=f"{verdict.detail}; each inference as the unit: bound {per_run.bound:.4g} "
-                                  f"{entry.unit}")
-    if verdict.outcome is not Outcome.FAIL:
-        return None  # inconclusive, insufficient: more samples may decide
-    if verdict.bound is None or within(verdict.bound, entry.limit):
-        return verdict  # the bound is within the limit, yet it failed: for something other than the bound
-    lower = replace(entry, comparator=">=" if entry.comparator in ("<=", "<") else "<=").evaluate(gaps)
-    if lower.bound is None or within(lower.bound, entry.limit):
-        return None
-    return verdict.but(extra={"settling_bound": lower.bound},
-                       detail=f"{verdict.detail}; settled: the opposite bound {lower.bound:.4g} {entry.unit} is past "
-                              f"the limit too")
+def look_bounds(entry: SlaEntry, gaps: list[np.ndarray]) -> judge.LookBounds:
+    """The bounds a look of the jitter series may need (judge.sequential_look): the entry's std
+    with each inference as the unit (phonebench.bench.stats.verdicts' between- plus within-run
+    bound), and its bound on the other side of the limit."""
+    opposite = ">=" if entry.comparator in ("<=", "<") else "<="
+    return judge.LookBounds(per_run=lambda: replace(entry, independence="run").evaluate(gaps).bound,
+                            opposite=lambda: replace(entry, comparator=opposite).evaluate(gaps).bound)
 
 
 def std_plan(entry: SlaEntry, n: int) -> SequentialPlan:
@@ -582,8 +552,8 @@ def contention_check(device: Device, runtime: RuntimeClient, supply: PowerAnalyz
     verdict = _judge_load_effect(verdict, effect)
     if verdict.outcome is not Outcome.INVALID:  # a load that showed no effect at all has no level to judge
         reading_u = math.hypot(idle[1], loaded[1]) if idle is not None and loaded is not None else 0.0
-        verdict = judge_gpu_level(verdict, gpu_load if gpu_load is not None else tool, effect.drawn_w, reading_u,
-                                  gpu_power)
+        verdict = gpu_level_reading(gpu_load if gpu_load is not None else tool, effect.drawn_w, reading_u,
+                                    gpu_power).on(verdict)
     raw = {"samples": np.concatenate(latencies) if latencies else np.empty(0),
            "run": np.concatenate([np.full(x.size, i) for i, x in enumerate(latencies)]) if latencies else np.empty(0),
            "start_lateness_ms": np.asarray(lateness), "gpu_busy_tool": np.asarray(tool_busy),

@@ -244,7 +244,7 @@ def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float, hangover_s
     return speech
 
 
-def voice_verdicts(trials: VoiceTrials, *, latency_p99: SlaEntry, latency_std: SlaEntry,
+def _voice_verdicts(trials: VoiceTrials, *, latency_p99: SlaEntry, latency_std: SlaEntry,
                    dialog_p99: SlaEntry, raw: Sequence[str] = (), note: str = "",
                    extra: Mapping[str, Any] | None = None) -> list[Verdict]:
     """p99 and std of the latency (claim 1) and p99 of the dialog time (claim 2), by their entries
@@ -305,7 +305,7 @@ def voice_check(scope: Oscilloscope, stimulus: AudioStimulus, device: Device, *,
     count = trials if trials is not None else trials_needed(latency_p99, latency_std, dialog_p99)
     result = run_voice_trials(scope, stimulus, device, count, fixture_delay_s=fixture_delay_s,
                               fixture_calibrated=fixture_calibrated, setup=setup, clip=clip)
-    verdicts = voice_verdicts(result, latency_p99=latency_p99, latency_std=latency_std, dialog_p99=dialog_p99,
+    verdicts = _voice_verdicts(result, latency_p99=latency_p99, latency_std=latency_std, dialog_p99=dialog_p99,
                               raw=("voice-trials", "voice-waveforms"))
     raw = {"voice-trials": result.raw(), "voice-waveforms": result.raw_waveforms(),
            **{v.name: {"samples": verdict_samples(result, v)} for v in verdicts}}

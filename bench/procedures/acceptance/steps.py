@@ -1,7 +1,8 @@
-"""Sequential variants of the acceptance measurements (production takt): they take trials or
-runs one at a time and stop when phonebench.bench.stats.sequential decides, instead of a fixed count. The
-measurement of one trial or run is the lab check's own (phonebench.bench.checks.voice, phonebench.bench.checks.power);
-only the loop around it is here.
+"""The acceptance measurements' takt pieces: the voice trials taken one at a time until
+phonebench.bench.stats.sequential decides, instead of a fixed count (one trial is the lab check's
+own, phonebench.bench.checks.voice; only the loop around it is here), the answer's end waited on
+the supply, and the line's sweep sizing for the sequential power check
+(phonebench.bench.checks.power.sequential_power_check).
 """
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...checks.power import PowerRuns, SweepSizing, battery_emulation, measure_sustained_power
+from ...checks.power import SweepSizing, battery_emulation
 from ...checks.voice import VoiceSetup, VoiceTrials, WaveformKeeper, configure, take_trial
-from ...stats.sequential import SequentialPlan, SequentialResult, mean_rule, tolerance_rule
+from ...stats.sequential import SequentialPlan, SequentialResult, tolerance_rule
 from phonebench.drivers.device import Device
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.scope import Oscilloscope
@@ -88,27 +89,3 @@ def sequential_voice_trials(scope: Oscilloscope, stimulus: AudioStimulus, device
 # it is warm), and they end 20 % + 0.3 s after the expected run instead of 50 % + 1 s. The runs,
 # their count and the sequential rule are the lab's: the decision's error rates do not change.
 LINE_SWEEPS = SweepSizing(warmup_tokens=4, factor=1.2, slack_s=0.3, rest_s=0.6)
-
-
-@dataclass
-class SequentialPower:
-    runs: PowerRuns
-    decision: SequentialResult
-
-
-def sequential_power(supply: PowerAnalyzer, device: Device, limit_w: float, plan: SequentialPlan, *,
-                     tokens: int) -> SequentialPower:
-    """Generate runs digitized whole until `mean_rule` decides (at most plan.n_max runs). The
-    first look's runs share one warm-up; a rare undecided unit pays one warm-up per later look."""
-    runs = measure_sustained_power(supply, device, plan.looks[0], tokens=tokens, sizing=LINE_SWEEPS)
-    decision = mean_rule(runs.means_w, limit_w, plan)
-    for look in plan.looks[1:]:
-        if decision.decision != "continue":
-            break
-        more = measure_sustained_power(supply, device, look - len(runs.runs), tokens=tokens, sizing=LINE_SWEEPS)
-        runs.runs += more.runs
-        runs.durations_s += more.durations_s
-        runs.idle_w += more.idle_w
-        runs.truncated += more.truncated
-        decision = mean_rule(runs.means_w, limit_w, plan)
-    return SequentialPower(runs, decision)
