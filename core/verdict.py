@@ -343,6 +343,12 @@ class Verdict:
 VERDICT_FIELDS = tuple(f.name for f in fields(Verdict))
 
 
+def verdicts_of(test: Mapping[str, Any]) -> list[Verdict]:
+    """A test record's verdicts as results.json holds them, read back typed (lossless: to_dict and
+    from_dict round-trip) — what every reader of a run renders and counts from."""
+    return [Verdict.from_dict(v) for v in test.get("verdicts") or ()]
+
+
 def _finite(value: float | None) -> float | None:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 

@@ -13,7 +13,7 @@ import numpy as np
 from phonebench.bench.specs.claims import NOT_MEASURED, claim_of, claims_grid, claims_markdown, load_claims
 from phonebench.core.records import TestRecord
 from phonebench.bench.stats.verdicts import value_verdict
-from phonebench.core.verdict import PlotHint
+from phonebench.core.verdict import PlotHint, Verdict
 from phonebench.core.judge import compare
 from phonebench.bench.report import render_run
 from phonebench.bench.report.claim_plot import claim_plot
@@ -23,6 +23,7 @@ from phonebench.bench.results.run_record import RunRecorder
 from phonebench.bench.results.summary import summary_lines
 
 ROOT = Path(__file__).resolve().parent.parent
+_BARE = {"value": None, "unit": "", "outcome": "info"}  # a verdict with nothing measured
 
 
 def test_docs_claims_table_is_generated_from_the_data():
@@ -41,10 +42,10 @@ def test_every_profile_metric_is_listed_under_its_claim():
 
 
 def test_a_verdict_speaks_to_its_own_claim_else_the_table_names_it():
-    assert claim_of({"name": "x", "claim": 4}) == 4
-    assert claim_of({"name": "fingerprint"}) == 9
-    assert claim_of({"name": "x", "metric": "energy_per_dialog"}) == 6
-    assert claim_of({"name": "identity_fields_missing"}) is None
+    assert claim_of(Verdict.from_dict({"name": "x", "claim": 4, **_BARE})) == 4
+    assert claim_of(Verdict.from_dict({"name": "fingerprint", **_BARE})) == 9
+    assert claim_of(Verdict.from_dict({"name": "x", "metric": "energy_per_dialog", **_BARE})) == 6
+    assert claim_of(Verdict.from_dict({"name": "identity_fields_missing", **_BARE})) is None
 
 
 def _run(tmp_path: Path, lab_time: bool = False) -> dict:
@@ -74,7 +75,7 @@ def test_the_grid_has_the_worst_outcome_per_claim_and_phone(tmp_path):
     assert grid.phones == ["bay1", "bay2"]
     rows = {r.claim.number: r for r in grid.rows}
     assert rows[1].cells["bay1"].outcome == "pass" and rows[1].cells["bay2"].outcome == "fail"
-    assert rows[1].cells["bay2"].decisive["name"] == "voice_latency_std"
+    assert rows[1].cells["bay2"].decisive.name == "voice_latency_std"
     assert rows[8].cells["bay1"].outcome == "pass" and rows[8].cells["bay2"].outcome == NOT_MEASURED
     assert rows[3].cells["bay1"].outcome == NOT_MEASURED
     assert grid.unclaimed == 1  # dialog.energy speaks to no claim
@@ -122,14 +123,14 @@ def test_a_std_is_plotted_as_a_std_against_its_limit():
 
 def test_raw_samples_of_a_std_verdict_show_the_spread_not_the_limit():
     samples = np.random.default_rng(1).normal(250.0, 40.0, 500)
-    v = compare("voice_latency_std", 40.0, "ms", 87.0, statistic="std", bound=44.0).to_dict()
+    v = compare("voice_latency_std", 40.0, "ms", 87.0, statistic="std", bound=44.0)
     svg = plot_samples({"samples": samples}, v, "s")
     assert "mean ± std" in svg and "limit ≤ 87" not in svg
 
 
 def test_a_far_limit_does_not_flatten_the_histogram():
     samples = np.random.default_rng(2).normal(0.10, 0.002, 300)
-    v = compare("energy_per_dialog", 0.10, "% of battery capacity", 0.2963, statistic="mean").to_dict()
+    v = compare("energy_per_dialog", 0.10, "% of battery capacity", 0.2963, statistic="mean")
     svg = plot_samples({"samples": samples}, v, "s")
     assert "is off this axis" in svg
     ticks = [float(t) for t in re.findall(r'text-anchor="middle">(-?[\d.]+)</text>', svg)]
@@ -148,7 +149,7 @@ def test_of_equal_outcomes_the_products_own_target_is_shown():
     data = {"duts": {"bay1": {}}, "tests": [{"nodeid": "t", "dut": "bay1", "verdicts": [
         compare("acceptance_voice_latency_max", 270.0, "ms", 410.0, claim=1).to_dict(),
         compare("voice_latency_p99", 330.0, "ms", 410.0, claim=1).to_dict()]}]}
-    assert claims_grid(data).rows[0].cells["bay1"].decisive["name"] == "voice_latency_p99"
+    assert claims_grid(data).rows[0].cells["bay1"].decisive.name == "voice_latency_p99"
 
 
 def test_numpy_scalars_read_like_floats():

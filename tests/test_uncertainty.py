@@ -72,5 +72,5 @@ def test_guarded_entry_is_inconclusive_within_u_and_the_summary_shows_it():
     assert hot.outcome is Outcome.FAIL
     simple = load_profile("default").get("cover_temp_spread")
     assert simple.evaluate(np.full(60, 2.0), evidence=Evidence.MEASURED, uncertainty=budget).outcome is Outcome.PASS
-    text = verdict_text(far.to_dict())
+    text = verdict_text(far)
     assert "max 38 °C vs limit ≤ 41.7 °C" in text and f"U ±{budget.expanded:.4g} °C" in text

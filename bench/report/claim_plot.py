@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 import numpy as np
 
 from ..specs.claims import ClaimRow
-from phonebench.core.verdict import severity_of
+from phonebench.core.verdict import Verdict
 from ..results.display import check_name, limit_text, unit
 from .svg import Panel, Scale, Style, drawing, span
 
@@ -31,15 +31,21 @@ def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _per_check(row: ClaimRow) -> dict[str, dict[str, dict[str, Any]]]:
+def _expanded(v: Verdict) -> float:
+    """The verdict's expanded uncertainty U, 0 when it states none."""
+    u = v.uncertainty.expanded if v.uncertainty is not None else None
+    return float(u) if _is_number(u) else 0.0
+
+
+def _per_check(row: ClaimRow) -> dict[str, dict[str, Verdict]]:
     """check -> phone -> the worst numeric verdict of that check on that phone."""
-    checks: dict[str, dict[str, dict[str, Any]]] = {}
+    checks: dict[str, dict[str, Verdict]] = {}
     for phone, cell in row.cells.items():
         for v in cell.verdicts:
-            if not _is_number(v.get("value")):
+            if not _is_number(v.value):
                 continue
             shown = checks.setdefault(check_name(v), {})
-            if phone not in shown or severity_of(v["outcome"]) > severity_of(shown[phone]["outcome"]):
+            if phone not in shown or v.outcome.severity > shown[phone].outcome.severity:
                 shown[phone] = v
     return checks
 
@@ -59,40 +65,40 @@ def claim_plot(row: ClaimRow, salt: str) -> str | None:
     return drawing(WIDTH, height_each * len(panels), panels, salt)
 
 
-def _panel(name: str, by_phone: dict[str, dict[str, Any]], phones: list[str], y0: float) -> Panel:
+def _panel(name: str, by_phone: dict[str, Verdict], phones: list[str], y0: float) -> Panel:
     verdicts = list(by_phone.values())
     first = verdicts[0]
     marks: list[float] = []
     for v in verdicts:
-        u = (v.get("uncertainty") or {}).get("expanded") or 0.0
-        marks += [v["value"] - u, v["value"] + u]
-        marks += [float(v[k]) for k in ("bound", "limit") if _is_number(v.get(k))]
-        tol = (v.get("extra") or {}).get("tolerance")
-        if _is_number(tol) and v.get("limit") is not None:
-            marks += [v["limit"] - tol, v["limit"] + tol]
+        value, u = float(v.value or 0.0), _expanded(v)
+        marks += [value - u, value + u]
+        marks += [float(x) for x in (v.bound, v.limit) if _is_number(x)]
+        tol = v.extra.get("tolerance")
+        if _is_number(tol) and v.limit is not None:
+            marks += [v.limit - tol, v.limit + tol]
     rows = len(phones)
-    title = f"{name}: {first.get('statistic') or 'value'}" + (f", limit {limit_text(first)}" if first.get("limit")
-                                                               is not None else "")
+    title = f"{name}: {first.statistic or 'value'}" + (f", limit {limit_text(first)}" if first.limit is not None
+                                                       else "")
     panel = Panel(LEFT, y0 + TOP, WIDTH - LEFT - RIGHT, ROW * rows, Scale(*span(marks, pad=0.08)),
-                  Scale(-0.5, rows - 0.5), title=title, xlabel=unit(first.get("unit")))
+                  Scale(-0.5, rows - 0.5), title=title, xlabel=unit(first.unit))
     panel.y_ticks = [(float(rows - 1 - i), phone) for i, phone in enumerate(phones)]
-    if first.get("limit") is not None:
-        panel.rule(float(first["limit"]), LIMIT, None, vertical=True)
-        tol = (first.get("extra") or {}).get("tolerance")
+    if first.limit is not None:
+        panel.rule(float(first.limit), LIMIT, None, vertical=True)
+        tol = first.extra.get("tolerance")
         if _is_number(tol):
-            for edge in (first["limit"] - tol, first["limit"] + tol):
+            for edge in (first.limit - tol, first.limit + tol):
                 panel.rule(float(edge), TOLERANCE, None, vertical=True)
     for i, phone in enumerate(phones):
         if phone not in by_phone:
             continue
         v = by_phone[phone]
         y = float(rows - 1 - i)
-        u = (v.get("uncertainty") or {}).get("expanded")
-        color = OUTCOME_COLOR.get(v["outcome"], OTHER_COLOR)
-        if _is_number(u) and u > 0:
-            panel.line(np.array([v["value"] - u, v["value"] + u]), np.array([y, y]), Style(color, 2.0))
-        if _is_number(v.get("bound")):
-            panel.line(np.array([v["value"], v["bound"]]), np.array([y - 0.18, y - 0.18]), BOUND, None)
-            panel.line(np.array([v["bound"]]), np.array([y - 0.18]), Style(BOUND.color, 1.0, marker=3.5))
-        panel.line(np.array([v["value"]]), np.array([y]), Style(color, 1.0, marker=5.0))
+        value, u = float(v.value or 0.0), _expanded(v)
+        color = OUTCOME_COLOR.get(v.outcome.value, OTHER_COLOR)
+        if u > 0:
+            panel.line(np.array([value - u, value + u]), np.array([y, y]), Style(color, 2.0))
+        if _is_number(v.bound):
+            panel.line(np.array([value, v.bound]), np.array([y - 0.18, y - 0.18]), BOUND, None)
+            panel.line(np.array([v.bound]), np.array([y - 0.18]), Style(BOUND.color, 1.0, marker=3.5))
+        panel.line(np.array([value]), np.array([y]), Style(color, 1.0, marker=5.0))
     return panel

@@ -1,5 +1,5 @@
 """Plots for the HTML report as inline SVG (bench/report/svg.py, straight from the arrays): the raw
-data a verdict points to, drawn with its limit and confidence bound. its plot hint (verdict["plot"]["kind"]) picks one:
+data a verdict points to, drawn with its limit and confidence bound. its plot hint (Verdict.plot.kind) picks one:
 
   samples  npz `samples`                 histogram + empirical CDF, limit, bound, statistic
   trace    npz `t`, `y` [, `y2`]          time series, limit, the hint's average (sustained)
@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..results import display
+from phonebench.core.verdict import Verdict
 from .svg import CYCLE, Panel, Scale, Style, drawing, span
 
 log = logging.getLogger(__name__)
@@ -40,12 +41,12 @@ class RawDataProblem(Exception):
     pass
 
 
-def _hint(verdict: dict[str, Any]) -> dict[str, Any]:
-    """The verdict's plot hint (phonebench.core.verdict.PlotHint as a dict), unset fields left out."""
-    return {k: v for k, v in (verdict.get("plot") or {}).items() if v is not None}
+def _hint(verdict: Verdict) -> dict[str, Any]:
+    """The verdict's plot hint (phonebench.core.verdict.PlotHint) as a dict, unset fields left out."""
+    return {k: v for k, v in (verdict.plot.to_dict() if verdict.plot else {}).items() if v is not None}
 
 
-def plot_for(verdict: dict[str, Any], run_dir: Path | None, salt: str) -> Plot | None:
+def plot_for(verdict: Verdict, run_dir: Path | None, salt: str) -> Plot | None:
     """The plot the verdict's plot hint asks for, or None if it asks for none."""
     kind = _hint(verdict).get("kind")
     if not kind:
@@ -54,12 +55,12 @@ def plot_for(verdict: dict[str, Any], run_dir: Path | None, salt: str) -> Plot |
     if draw is None:
         return Plot(kind, problem=f"unknown plot kind {kind!r} (known: {', '.join(sorted(PLOTTERS))})")
     try:
-        arrays = load_arrays(verdict.get("raw") or [], run_dir, REQUIRED[kind])
+        arrays = load_arrays(list(verdict.raw), run_dir, REQUIRED[kind])
         return Plot(kind, svg=draw(arrays, verdict, salt))
     except RawDataProblem as exc:
         return Plot(kind, problem=str(exc))
     except (ValueError, TypeError) as exc:  # malformed arrays: say so instead of failing the report
-        log.warning("plot for %s failed: %s", verdict.get("name"), exc)
+        log.warning("plot for %s failed: %s", verdict.name, exc)
         return Plot(kind, problem=f"raw data could not be plotted: {exc}")
 
 
@@ -94,25 +95,24 @@ def _finite(values: np.ndarray) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
-def _label(verdict: dict[str, Any], key: str) -> str:
-    value = verdict.get(key)
+def _label(value: float | None) -> str:
     return "" if value is None else f"{value:.4g}"
 
 
-def _limit_and_bound_values(verdict: dict[str, Any]) -> list[float]:
-    return [float(verdict[k]) for k in ("limit", "bound") if isinstance(verdict.get(k), (int, float))]
+def _limit_and_bound_values(verdict: Verdict) -> list[float]:
+    return [float(x) for x in (verdict.limit, verdict.bound) if isinstance(x, (int, float))]
 
 
-def _limit_and_bound_lines(panel: Panel, verdict: dict[str, Any], vertical: bool, legend: bool = True) -> None:
-    unit = display.unit(verdict.get("unit"))
-    if verdict.get("limit") is not None:
+def _limit_and_bound_lines(panel: Panel, verdict: Verdict, vertical: bool, legend: bool = True) -> None:
+    unit = display.unit(verdict.unit)
+    if verdict.limit is not None:
         label = f"limit {display.limit_text(verdict)}"
-        panel.rule(float(verdict["limit"]), Style.of(LIMIT_STYLE), label if legend else None, vertical)
-    if verdict.get("bound") is not None:
-        conf = verdict.get("confidence")
+        panel.rule(float(verdict.limit), Style.of(LIMIT_STYLE), label if legend else None, vertical)
+    if verdict.bound is not None:
+        conf = verdict.confidence
         at = f" @ {conf:.0%}" if isinstance(conf, (int, float)) else ""
-        label = f"bound{at} {_label(verdict, 'bound')} {unit}"
-        panel.rule(float(verdict["bound"]), Style.of(BOUND_STYLE), label if legend else None, vertical)
+        label = f"bound{at} {_label(verdict.bound)} {unit}"
+        panel.rule(float(verdict.bound), Style.of(BOUND_STYLE), label if legend else None, vertical)
 
 
 def _panel(x: float, width: float, xlim: tuple[float, float], ylim: tuple[float, float], *, log_y: bool = False,
@@ -132,13 +132,13 @@ def _marks_near(samples: np.ndarray, marks: list[float]) -> tuple[list[float], l
     return near, [m for m in marks if m not in near]
 
 
-def plot_samples(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str) -> str:
+def plot_samples(arrays: dict[str, np.ndarray], verdict: Verdict, salt: str) -> str:
     samples = _finite(arrays["samples"])
     if samples.size == 0:
         raise ValueError("no finite samples")
-    unit = display.unit(verdict.get("unit"))
-    value = verdict.get("value")
-    spread = verdict.get("statistic") in SPREAD_STATISTICS
+    unit = display.unit(verdict.unit)
+    value = verdict.value
+    spread = verdict.statistic in SPREAD_STATISTICS
     marks = [] if spread else _limit_and_bound_values(verdict) + (
         [float(value)] if isinstance(value, (int, float)) else [])
     near, far = _marks_near(samples, marks)
@@ -163,7 +163,7 @@ def plot_samples(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: s
             panel.rule(mean + std, Style.of(VALUE_STYLE), None, True)
             continue
         if value is not None:
-            label = f"{verdict.get('statistic', 'value')} {_label(verdict, 'value')} {unit}"
+            label = f"{verdict.statistic} {_label(value)} {unit}"
             panel.rule(float(value), Style.of(VALUE_STYLE), label if legend else None, vertical=True)
         _limit_and_bound_lines(panel, verdict, vertical=True, legend=legend)
     if far:  # the limit or bound is far from the data: said, not drawn
@@ -189,7 +189,7 @@ def _envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], y[keep]
 
 
-def plot_trace(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str) -> str:
+def plot_trace(arrays: dict[str, np.ndarray], verdict: Verdict, salt: str) -> str:
     extra = _hint(verdict)
     labels = list(extra.get("labels") or ["y", "y2"])
     t = np.asarray(arrays["t"], dtype=float).ravel()
@@ -203,17 +203,17 @@ def plot_trace(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str
     average = float(extra["average"]) if extra.get("average") is not None else None
     ylim = span(*(ty for _, ty, _ in series), _limit_and_bound_values(verdict), average)
     panel = _panel(LEFT, WIDTH - LEFT - RIGHT, span(t, pad=0.02), ylim, grid=True,
-                   xlabel=str(extra.get("x_label", "time (s)")), ylabel=str(extra.get("y_label", display.unit(verdict.get("unit")))))
+                   xlabel=str(extra.get("x_label", "time (s)")), ylabel=str(extra.get("y_label", display.unit(verdict.unit))))
     for i, (tx, ty, label) in enumerate(series):
         panel.line(tx, ty, Style(CYCLE[i], 0.9), label)
     if average is not None:
-        panel.rule(average, Style.of(AVERAGE_STYLE), f"sustained average {average:.4g} {verdict.get('unit') or ''}",
+        panel.rule(average, Style.of(AVERAGE_STYLE), f"sustained average {average:.4g} {verdict.unit}",
                    vertical=False)
     _limit_and_bound_lines(panel, verdict, vertical=False)
     return drawing(WIDTH, HEIGHT, [(panel, "best")], salt)
 
 
-def plot_sweep(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str) -> str:
+def plot_sweep(arrays: dict[str, np.ndarray], verdict: Verdict, salt: str) -> str:
     extra = _hint(verdict)
     x = np.asarray(arrays["x"], dtype=float).ravel()
     y = np.asarray(arrays["y"], dtype=float).ravel()
@@ -231,7 +231,7 @@ def plot_sweep(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str
     ylim = span(y, None if vertical else marks, log=log_y)
     right = LEFT if state is not None else RIGHT
     panel = _panel(LEFT, WIDTH - LEFT - right, xlim, ylim, log_y=log_y, grid=True,
-                   xlabel=str(extra.get("x_label", "x")), ylabel=str(extra.get("y_label", display.unit(verdict.get("unit")))))
+                   xlabel=str(extra.get("x_label", "x")), ylabel=str(extra.get("y_label", display.unit(verdict.unit))))
     panel.line(x, y, Style("#37474f", 1.2, marker=3.0), str(extra.get("y_label", "y")))
     if state is not None:
         panel.right, panel.right_ticks = Scale(-0.1, 1.1), [(0.0, "off"), (1.0, "on")]
@@ -241,6 +241,6 @@ def plot_sweep(arrays: dict[str, np.ndarray], verdict: dict[str, Any], salt: str
     return drawing(WIDTH, HEIGHT, [(panel, "upper left")], salt)
 
 
-PLOTTERS: dict[str, Callable[[dict[str, np.ndarray], dict[str, Any], str], str]] = {
+PLOTTERS: dict[str, Callable[[dict[str, np.ndarray], Verdict, str], str]] = {
     "samples": plot_samples, "trace": plot_trace, "sweep": plot_sweep}
 REQUIRED = {"samples": ("samples",), "trace": ("t", "y"), "sweep": ("x", "y")}

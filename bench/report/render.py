@@ -1,5 +1,8 @@
 """reports/<run-id>/report.html: one self-contained file (inline CSS and SVG, no script, no URL)
-from results.json and the raw data beside it. Every string is escaped by Jinja2's autoescape."""
+from results.json and the raw data beside it. The verdicts are read back typed
+(core.verdict.verdicts_of) and rendered from their fields: the outcome is the one the judge
+decided, the detail shown its explanation (the judge's notes, then the check's). Every string is
+escaped by Jinja2's autoescape."""
 from __future__ import annotations
 
 import errno
@@ -16,7 +19,7 @@ from ..results import display
 from ..specs.claims import NOT_MEASURED, claims_grid
 from phonebench.core import files
 from phonebench.core.errors import BenchError
-from phonebench.core.verdict import BAD_OUTCOMES, TestOutcome, severity_of
+from phonebench.core.verdict import BAD_OUTCOMES, Evidence, Outcome, TestOutcome, severity_of, verdicts_of
 from .claim_plot import claim_plot
 from .plots import Plot, plot_for
 
@@ -67,6 +70,7 @@ def _environment() -> jinja2.Environment:
     env.filters["check"] = display.check_name
     env.filters["limit"] = display.limit_text
     env.filters["value_text"] = display.value_text
+    env.filters["expanded"] = display.expanded
     env.filters["duration"] = display.duration_text
     env.filters["pct"] = lambda v: "" if v is None else f"{v:.0%}"
     return env
@@ -82,14 +86,15 @@ def summarize(data: dict[str, Any]) -> tuple[list[DutSummary], list[CheckSummary
         dut = test.get("dut") or "(no DUT)"
         summary = duts.setdefault(dut, DutSummary(dut, {}))
         summary.tests[test["outcome"]] += 1
-        for v in test.get("verdicts", []):
-            summary.verdicts[v["outcome"]] += 1
+        for v in verdicts_of(test):
+            outcome = v.outcome.value
+            summary.verdicts[outcome] += 1
             name = display.check_name(v)
-            check = checks.setdefault(name, CheckSummary(name, display.unit(v.get("unit"))))
-            check.outcomes[v["outcome"]] += 1
+            check = checks.setdefault(name, CheckSummary(name, display.unit(v.unit)))
+            check.outcomes[outcome] += 1
             previous = check.per_dut.get(dut)
-            if previous is None or severity_of(v["outcome"], 0) > severity_of(previous, 0):
-                check.per_dut[dut] = v["outcome"]
+            if previous is None or v.outcome.severity > severity_of(previous, 0):
+                check.per_dut[dut] = outcome
     return list(duts.values()), sorted(checks.values(), key=lambda c: (c.ok, c.name))
 
 
@@ -100,15 +105,15 @@ def fingerprint_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     bit_exact: dict[str, str] = {}
     for test in data.get("tests", []):
-        for v in test.get("verdicts", []):
+        for v in verdicts_of(test):
             dut = test.get("dut") or "(no DUT)"
-            if v["name"] in FINGERPRINT_NAMES:
+            if v.name in FINGERPRINT_NAMES:
                 ident = data.get("duts", {}).get(dut, {})
-                fp = fingerprint_fields(v.get("extra") or {}, v["outcome"])
+                fp = fingerprint_fields(dict(v.extra), v.outcome.value)
                 rows[dut] = {**fp, "dut": dut, "soc": fp["soc"] or ident.get("soc_model"),
-                             "microcode": fp["microcode"] or ident.get("microcode"), "outcome": v["outcome"]}
-            elif column_of(v["name"]) == "bit_exact":
-                bit_exact[dut] = v["outcome"]
+                             "microcode": fp["microcode"] or ident.get("microcode"), "outcome": v.outcome.value}
+            elif column_of(v.name) == "bit_exact":
+                bit_exact[dut] = v.outcome.value
     for dut, row in rows.items():
         row["bit_exact"] = bit_exact.get(dut, "not measured")
     return list(rows.values())
@@ -120,15 +125,14 @@ def build_context(data: dict[str, Any], run_dir: Path | None) -> dict[str, Any]:
     tests = []
     for index, test in enumerate(data.get("tests", [])):
         verdicts = []
-        for v in test.get("verdicts", []):
+        for v in verdicts_of(test):
             plot: Plot | None = plot_for(v, run_dir, salt=f"p{plot_index}")
             plot_index += plot is not None
             verdicts.append({"v": v, "plot": plot})
         tests.append({"index": index, "t": test, "verdicts": verdicts})
     # The phone's word apart from the verdicts: what only the phone says is never a pass (docs/evidence.md).
     reported = [{"dut": test.get("dut") or "(no DUT)", "v": v} for test in data.get("tests", [])
-                for v in test.get("verdicts", []) if v.get("evidence") in ("reported", "self-reported")
-                and v.get("outcome") not in ("fail",)]
+                for v in verdicts_of(test) if v.evidence is Evidence.REPORTED and v.outcome is not Outcome.FAIL]
     summary = data.get("summary") or {}
     grid = claims_grid(data)
     claim_plots = [(row, claim_plot(row, salt=f"c{row.claim.number}")) for row in grid.rows if row.measured]

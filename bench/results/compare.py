@@ -26,7 +26,7 @@ from typing import Any
 
 from scipy import stats
 
-from ..specs.claims import claim_of
+from ..specs.claims import claim_for
 from .builds import phone_model
 
 ALPHA = 0.05
@@ -177,8 +177,8 @@ def _comparisons(tonight: dict[str, Any], baseline: dict[str, Any], thresholds: 
 def _comparison(v: dict[str, Any], metric: str, model: str, phone: str | None, baseline: Statistic,
                 tonight: Statistic, thresholds: dict[str, float]) -> Comparison:
     threshold = thresholds.get(str(v.get("metric") or v["name"]), thresholds.get(str(v["name"]), DEFAULT_THRESHOLD))
-    return Comparison(metric, claim_of(v), str(v.get("unit") or ""), model, phone, baseline, tonight,
-                      threshold, HIGHER_IS_WORSE[str(v["comparator"])])
+    return Comparison(metric, claim_for(v.get("claim"), v.get("metric"), v.get("name")), str(v.get("unit") or ""), model, phone, baseline,
+                      tonight, threshold, HIGHER_IS_WORSE[str(v["comparator"])])
 
 
 def _call(night: Night) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numbers
 import re
-from typing import Any
+from phonebench.core.verdict import Verdict
 
 UNIT_SPELLING = {"degC": "°C", "C": "°C", "deg C": "°C", "celsius": "°C"}
 MISSING = "–"  # shown where a value is absent; never "None"
@@ -39,49 +39,53 @@ def with_unit(value: object, unit_text: str | None) -> str:
     return f"{number(value)} {u}".rstrip() if u not in ("%",) else f"{number(value)} %"
 
 
-def check_name(v: dict[str, Any]) -> str:
+def check_name(v: Verdict) -> str:
     """The check's one display name: its SLA metric id when it has one, else its own name, with
     dots read as underscores so `dialog.energy` and `voice_latency_p99` follow one scheme."""
-    return str(v.get("metric") or v.get("name") or "").replace(".", "_")
+    return str(v.metric or v.name or "").replace(".", "_")
 
 
-def limit_text(v: dict[str, Any]) -> str:
+def limit_text(v: Verdict) -> str:
     """`≤ 410 ms`, `== 72 ± 2 °C` (the tolerance shown), or empty without a limit."""
-    if v.get("limit") is None:
+    if v.limit is None:
         return ""
-    comparator = {"<=": "≤", ">=": "≥"}.get(v.get("comparator") or "", v.get("comparator") or "")
-    tolerance = (v.get("extra") or {}).get("tolerance")
+    comparator = {"<=": "≤", ">=": "≥"}.get(v.comparator, v.comparator)
+    tolerance = v.extra.get("tolerance")
     tol = f" ± {number(tolerance)}" if tolerance is not None else ""
-    return f"{comparator} {number(v['limit'])}{tol} {unit(v.get('unit'))}".rstrip()
+    return f"{comparator} {number(v.limit)}{tol} {unit(v.unit)}".rstrip()
 
 
-def bound_text(v: dict[str, Any]) -> str:
+def bound_text(v: Verdict) -> str:
     """`bound 395 ms @ 95 %`, `bound 395 ms` (confidence unstated), or empty without a bound."""
-    if v.get("bound") is None:
+    if v.bound is None:
         return ""
-    confidence = v.get("confidence")
-    at = f" @ {confidence:.0%}".replace("%", " %") if isinstance(confidence, (int, float)) else ""
-    return f"bound {with_unit(v['bound'], v.get('unit'))}{at}"
+    at = f" @ {v.confidence:.0%}".replace("%", " %") if v.confidence is not None else ""
+    return f"bound {with_unit(v.bound, v.unit)}{at}"
 
 
-def uncertainty_text(v: dict[str, Any]) -> str:
-    expanded = (v.get("uncertainty") or {}).get("expanded")
-    return "" if expanded is None else f"U ±{with_unit(expanded, v.get('unit'))}"
+def expanded(v: Verdict) -> float | None:
+    """The verdict's expanded uncertainty U, None when it states none."""
+    u = v.uncertainty.expanded if v.uncertainty is not None else None
+    return None if u is None or u != u else u  # a stored budget without U reads back as NaN
 
 
-def value_text(v: dict[str, Any]) -> str:
+def uncertainty_text(v: Verdict) -> str:
+    u = expanded(v)
+    return "" if u is None else f"U ±{with_unit(u, v.unit)}"
+
+
+def value_text(v: Verdict) -> str:
     """`p99 380 ms ≤ 410 ms (bound 395 ms @ 95 %, U ±4 ms)`: what was judged against what."""
-    statistic = v.get("statistic") or "value"
-    if v.get("value") is None and v.get("limit") is None:  # a classification (a fingerprint): its detail says it
-        return str(v.get("detail") or (v.get("extra") or {}).get("verdict") or "no numeric value")
-    head = f"{statistic} {with_unit(v.get('value'), v.get('unit'))}"
+    if v.value is None and v.limit is None:  # a classification (a fingerprint): its detail says it
+        return str(v.explanation or v.extra.get("verdict") or "no numeric value")
+    head = f"{v.statistic or 'value'} {with_unit(v.value, v.unit)}"
     limit = limit_text(v)
     extras = [t for t in (bound_text(v), uncertainty_text(v)) if t]
     return head + (f" vs limit {limit}" if limit else "") + (f" ({', '.join(extras)})" if extras else "")
 
 
-def evidence_text(v: dict[str, Any]) -> str:
-    return str(v.get("evidence") or "evidence unstated")
+def evidence_text(v: Verdict) -> str:
+    return v.evidence.value if v.evidence is not None else "evidence unstated"
 
 
 def duration_text(seconds: float | None) -> str:

@@ -8,15 +8,15 @@ from typing import Any
 
 from . import display
 from ..specs.claims import NOT_MEASURED, ClaimsGrid, claims_grid
-from phonebench.core.verdict import GOOD_OUTCOMES, TestOutcome
+from phonebench.core.verdict import GOOD_OUTCOMES, TestOutcome, Verdict, verdicts_of
 
 OUTCOME_MARK = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "skip"}
 CELL_WIDTH = 14
 
 
-def verdict_text(v: dict[str, Any]) -> str:
+def verdict_text(v: Verdict) -> str:
     """One verdict in one line: outcome, check, what was judged against what, evidence."""
-    return f"{v['outcome']}: {display.check_name(v)} {display.value_text(v)} [{display.evidence_text(v)}]"
+    return f"{v.outcome.value}: {display.check_name(v)} {display.value_text(v)} [{display.evidence_text(v)}]"
 
 
 def grid_lines(grid: ClaimsGrid) -> list[str]:
@@ -83,11 +83,11 @@ def _test_lines(data: dict[str, Any], failed_only: bool) -> list[str]:
         mark = OUTCOME_MARK.get(test["outcome"], test["outcome"])
         lab = f"  ({test['lab_time_s'] / 60:.1f} lab min)" if test.get("lab_time_s") else ""
         lines.append(f"  {mark:5} {test['nodeid']}{lab}")
-        for v in test["verdicts"]:
-            if not failed_only or v["outcome"] not in GOOD_OUTCOMES:
+        for v in verdicts_of(test):
+            if not failed_only or not v.outcome.is_good:
                 lines.append(f"          {verdict_text(v)}")
-                if failed_only and v.get("detail"):  # what went wrong, in the check's words
-                    lines.append(f"            {display.prose(v['detail'])[:300]}")
+                if failed_only and v.explanation:  # what went wrong, in the judge's and the check's words
+                    lines.append(f"            {display.prose(v.explanation)[:300]}")
         if (bad or test["outcome"] == "skipped") and test["message"] and not (failed_only and test["verdicts"]):
             lines.append(f"          {test['message'].splitlines()[0][:200]}")
     if failed_only:

@@ -10,10 +10,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from phonebench.core.verdict import severity_of
+from phonebench.core.verdict import Evidence, Verdict, verdicts_of
 
 NOT_MEASURED = "not measured"
-EVIDENCE_STRENGTH = {"measured": 2, "corroborated": 1, "self-reported": 0}  # weakest decides what a cell rests on
+EVIDENCE_STRENGTH = {"measured": 2, "corroborated": 1, "reported": 0}  # weakest decides what a cell rests on
 REPORTED = ("reported", "self-reported")  # the phone's word only
 
 
@@ -35,12 +35,18 @@ def load_claims() -> tuple[Claim, ...]:
                  for r in rows)
 
 
-def claim_of(v: dict[str, Any], claims: tuple[Claim, ...] | None = None) -> int | None:
+def claim_of(v: Verdict, claims: tuple[Claim, ...] | None = None) -> int | None:
     """The claim a verdict speaks to: its own `claim` field, else the table's metric lists."""
-    if isinstance(v.get("claim"), int):
-        return v["claim"]
-    names = {v.get("metric"), v.get("name"), str(v.get("name") or "").replace(".", "_")}
-    return next((c.number for c in claims or load_claims() if names & set(c.metrics)), None)
+    return claim_for(v.claim, v.metric, v.name, claims=claims)
+
+
+def claim_for(claim: int | None, *names: str | None, claims: tuple[Claim, ...] | None = None) -> int | None:
+    """The claim a verdict's fields name: `claim` when set, else the claim whose metrics list one
+    of `names` (a name's dots read as underscores)."""
+    if isinstance(claim, int):
+        return claim
+    known = {n for name in names if name for n in (name, name.replace(".", "_"))}
+    return next((c.number for c in claims or load_claims() if known & set(c.metrics)), None)
 
 
 def claims_markdown(claims: tuple[Claim, ...] | None = None) -> str:
@@ -54,7 +60,7 @@ def claims_markdown(claims: tuple[Claim, ...] | None = None) -> str:
 class Cell:
     """One claim on one phone."""
 
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)  # nodeid -> test record
     order: tuple[str, ...] = ()  # the claim's metrics, the product's own first: shown first among equals
 
@@ -62,22 +68,23 @@ class Cell:
     def outcome(self) -> str:
         if not self.verdicts:
             return NOT_MEASURED
-        return self.decisive["outcome"]
+        return self.decisive.outcome.value
 
     @property
-    def decisive(self) -> dict[str, Any]:
+    def decisive(self) -> Verdict:
         """The verdict that decided the cell: the worst; of equals the one earliest in the claim's
         metrics (the product's own target before an acceptance or plausibility check)."""
-        def rank(v: dict[str, Any]) -> int:
-            names = (v.get("metric"), v.get("name"))
-            return next((i for i, m in enumerate(self.order) if m in names), len(self.order))
+        def rank(v: Verdict) -> int:
+            return next((i for i, m in enumerate(self.order) if m in (v.metric, v.name)), len(self.order))
 
-        return max(self.verdicts, key=lambda v: (severity_of(v["outcome"]), -rank(v)), default={})
+        if not self.verdicts:
+            raise LookupError("a cell with no verdicts has no decisive one")
+        return max(self.verdicts, key=lambda v: (v.outcome.severity, -rank(v)))
 
     @property
     def evidence(self) -> str:
-        kinds = [v.get("evidence") for v in self.verdicts]
-        stated: list[str] = [k for k in kinds if k is not None]  # results.json holds evidence as text
+        kinds = [v.evidence for v in self.verdicts]
+        stated: list[str] = [k.value for k in kinds if k is not None]
         if not kinds:
             return ""
         if len(stated) < len(kinds):
@@ -85,16 +92,16 @@ class Cell:
         return min(stated, key=lambda k: EVIDENCE_STRENGTH.get(k, -1))
 
     @property
-    def reported(self) -> list[dict[str, Any]]:
+    def reported(self) -> list[Verdict]:
         """The cell's verdicts that are only the phone's word (shown, never a PASS of their own)."""
-        return [v for v in self.verdicts if v.get("evidence") in REPORTED]
+        return [v for v in self.verdicts if v.evidence is Evidence.REPORTED]
 
     @property
-    def on_reported_condition(self) -> list[dict[str, Any]]:
+    def on_reported_condition(self) -> list[Verdict]:
         """Verdicts measured by the bench under a condition only the phone vouches for (claim 5's
         GPU load level without a power analyzer): `extra.condition_evidence` reported."""
-        return [v for v in self.verdicts if v.get("evidence") not in REPORTED
-                and (v.get("extra") or {}).get("condition_evidence") in REPORTED]
+        return [v for v in self.verdicts if v.evidence is not Evidence.REPORTED
+                and v.extra.get("condition_evidence") in REPORTED]
 
     @property
     def qualifier(self) -> str:
@@ -104,8 +111,8 @@ class Cell:
         reported, conditional = len(self.reported), len(self.on_reported_condition)
         if not (reported or conditional) or self.outcome not in ("pass", "info"):
             return ""
-        independent = [v for v in self.verdicts if v.get("evidence") not in REPORTED
-                       and (v.get("extra") or {}).get("condition_evidence") not in REPORTED]
+        independent = [v for v in self.verdicts if v.evidence is not Evidence.REPORTED
+                       and v.extra.get("condition_evidence") not in REPORTED]
         kind = self._weakest(independent) or "measured"
         parts = [f"{len(independent)} of {len(self.verdicts)} {kind}"]
         parts += [f"{reported} reported"] if reported else []
@@ -118,8 +125,8 @@ class Cell:
         return f"{self.outcome} ({self.qualifier})" if self.qualifier else self.outcome
 
     @staticmethod
-    def _weakest(verdicts: list[dict[str, Any]]) -> str:
-        kinds: list[str] = [v["evidence"] for v in verdicts if v.get("evidence")]
+    def _weakest(verdicts: list[Verdict]) -> str:
+        kinds: list[str] = [v.evidence.value for v in verdicts if v.evidence is not None]
         return min(kinds, key=lambda k: EVIDENCE_STRENGTH.get(k, -1)) if kinds else ""
 
     @property
@@ -163,7 +170,7 @@ def claims_grid(data: dict[str, Any]) -> ClaimsGrid:
     unclaimed = 0
     for test in data.get("tests", []):
         phone = test.get("dut")
-        for v in test.get("verdicts", []):
+        for v in verdicts_of(test):
             number = claim_of(v, claims)
             if number not in rows or phone is None:
                 unclaimed += 1

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .attempts import FAIL, INCOMPLETE, PASS
-from phonebench.core.verdict import GOOD_OUTCOMES
+from phonebench.core.verdict import Outcome, Verdict, verdicts_of
 
 
 @dataclass(frozen=True)
@@ -104,28 +104,27 @@ class Judgement:
         return [f.nodeid for f in judged if f.nodeid] + [n for n in not_run if n not in {f.nodeid for f in judged}]
 
 
-def _verdict_reason(v: dict[str, Any]) -> str:
-    value = v.get("value")
-    shown = f"{value:.4g}" if isinstance(value, float) else str(value)
-    limit = f", limit {v['comparator']} {v['limit']:g}" if v.get("limit") is not None else ""
-    outcome = "" if v["outcome"] == "fail" else f" ({v['outcome']})"
-    detail = (v.get("detail") or "").strip("; ")
-    return f"{v['name']} = {shown} {v.get('unit') or ''}{limit}{outcome}" + (f" [{detail[:160]}]" if detail else "")
+def _verdict_reason(v: Verdict) -> str:
+    shown = f"{v.value:.4g}" if isinstance(v.value, float) else str(v.value)
+    limit = f", limit {v.comparator} {v.limit:g}" if v.limit is not None else ""
+    outcome = "" if v.outcome is Outcome.FAIL else f" ({v.outcome.value})"
+    detail = v.explanation.strip("; ")
+    return f"{v.name} = {shown} {v.unit}{limit}{outcome}" + (f" [{detail[:160]}]" if detail else "")
 
 
-def _plain_reason(v: dict[str, Any]) -> str:
+def _plain_reason(v: Verdict) -> str:
     """A failing verdict as an operator acts on it: the test's own sentence for a yes/no check,
     else the check's plain description with the value measured against what is allowed."""
     from ...results import display
 
-    detail = (v.get("detail") or "").split(";")[0].strip()
-    if v.get("unit") == "bool" and detail:
+    detail = v.explanation.split(";")[0].strip()
+    if v.unit == "bool" and detail:
         return detail
-    what = (v.get("description") or display.check_name(v).replace("_", " ")).rstrip(".")
+    what = (v.description or display.check_name(v).replace("_", " ")).rstrip(".")
     limit = display.limit_text(v)
     allowed = f", allowed {limit}" if limit else ""
-    undecided = "" if v["outcome"] == "fail" else f" (not decided: {v['outcome']})"
-    return f"{what}: measured {display.with_unit(v.get('value'), v.get('unit'))}{allowed}{undecided}"
+    undecided = "" if v.outcome is Outcome.FAIL else f" (not decided: {v.outcome.value})"
+    return f"{what}: measured {display.with_unit(v.value, v.unit)}{allowed}{undecided}"
 
 
 def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> Judgement:
@@ -145,7 +144,7 @@ def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> 
             continue
         if outcome == "skipped":
             continue
-        bad = [v for v in test.get("verdicts", []) if v["outcome"] not in GOOD_OUTCOMES]
+        bad = [v for v in verdicts_of(test) if not v.outcome.is_good]
         message = (test.get("message") or "").strip()
         first_line = message.splitlines()[0][:300] if message else f"{outcome} without a message"
         if bad:
