@@ -30,7 +30,7 @@ from phonebench.core import judge
 from phonebench.core.verdict import Verdict
 from phonebench.bench.stats.sequential import SequentialPlan
 
-pytestmark = [pytest.mark.acceptance, pytest.mark.evidence("measured")]
+pytestmark = [pytest.mark.acceptance, pytest.mark.line, pytest.mark.evidence("measured")]
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,7 @@ def test_sustained_and_peak_power(dut, supply, sla, record):
 
 
 @pytest.mark.acceptance
+@pytest.mark.line
 @pytest.mark.needs("scope", "stimulus", "supply")
 def test_voice_and_power_sanity(dut, scope, stimulus, supply, sla, fixture_delay, record):
     """Short line check: a few dialogs, each answered within the latency and dialog limits

@@ -2,6 +2,7 @@
 compared with a release run's p99, and which a misspelt name cannot start (docs/nightly.md)."""
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -48,3 +49,17 @@ def test_bench_run_refuses_a_misspelt_profile_before_anything_starts(capsys):
     assert main(["run", "--sla-profile", "nightlyy", "--no-preflight"]) == 2
     err = capsys.readouterr().err
     assert "nightlyy" in err and "Traceback" not in err
+
+
+def test_the_nightly_leaves_the_line_checks_out_and_the_release_keeps_them(capsys):
+    """A production-line check (@pytest.mark.line: bench accept's short passes) asks whether one
+    unit is good; a regression profile's run, and its plan, leave it out. Every claim's own check,
+    and the line's identity and numerics tests that are claims too, stay."""
+    def planned(*options: str) -> set[str]:
+        assert main(["plan", "--json", "--dut", "EMU0001", *options]) == 0
+        return {t["test"].split("::")[-1] for p in json.loads(capsys.readouterr().out)["phones"] for t in p["tests"]}
+
+    nightly, release, line = planned("--sla-profile", "nightly"), planned(), planned("-m", "line")
+    assert {"test_voice_and_power_sanity", "test_voice_latency_sanity", "test_power_sanity"} <= line <= release
+    assert nightly == release - line
+    assert {"test_sustained_use", "test_microcode_fingerprint", "test_tokens_bit_exact_after_adapter"} <= nightly

@@ -60,6 +60,8 @@ def collect(args: argparse.Namespace) -> list[tuple[str, str | None]]:
             "-p", "no:labgrid", "--collect-only", "-qq"]
     if args.station:
         argv += ["--station", args.station]
+    if args.sla_profile:  # a regression profile's run leaves the line checks out: so does its plan
+        argv += ["--sla-profile", args.sla_profile]
     for name in args.dut:
         argv += ["--dut", name]
     for flag, value in (("-m", args.marker), ("-k", args.keyword)):
