@@ -12,9 +12,18 @@ the readings the full warm-up measured.
 A stand-in decides the same only if every fitted asymptote lies within ~2 s.e. of the measured
 steady value (or its error is far below the limit's margin *and* stated honestly). Prints, per phone
 and fit time: the asymptote, its s.e., tau, the error and the error in s.e.; then the largest
-|error| / s.e. over fits from 6 minutes on. Exit 0 (a study, not a target).
+|error| / s.e. over fits from 6 minutes on.
 
-    python benchmarks/bench_thermal_approach.py [RUN_DIR]
+Then the bound instead of a fit: at each reading from 4 minutes of the loop on, the remaining rise
+is bounded by TAU_MAX_S x the upper 95 % bound of the present slope (a line through the last
+SLOPE_WINDOW_S of readings, its s.e. inflated for lag-1 autocorrelated residuals). The warm-up
+would end at the first reading whose bound is at most the allowed remaining rise; the estimate of
+the steady maximum is the next READINGS readings' maximum plus that bound. For each allowed rise,
+per phone: where it would end against where the full warm-up ended, and the estimate's error
+against the steady maximum the full warm-up measured (it must never be negative: a bound that
+under-covers is not a bound). Exit 0 (a study, not a target).
+
+    python benchmarks/bench_thermal_approach.py [RUN_DIR ...]
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 from scipy.optimize import curve_fit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,6 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_nightly_gates import newest_nightly  # noqa: E402
 
 FIT_TIMES_S = (240, 300, 360, 420, 480, 540, 600)
+TAU_MAX_S = 600.0  # above every tau the fits found (180-530 s)
+SLOPE_WINDOW_S = 120.0
+ALLOWED_RISE_C = (0.5, 0.75, 1.0)
+READINGS = 20  # the nightly's cover readings after the warm-up
+BOUND_FROM_S = 240.0
 SKIP_S = 30.0  # the die's and board's fast modes (< 40 s) have died out by then
 TRACE = "suites_test_sla_instruments.py_test_sustained_use_*/cover-temperature.npz"
 
@@ -48,11 +63,49 @@ def fit(t: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return float(p[0]), float(np.sqrt(cov[0, 0]) * inflation), float(p[2])
 
 
+def remaining_rise_bound(t: np.ndarray, y: np.ndarray) -> float:
+    """TAU_MAX_S x the upper 95 % bound of the slope over the readings given, degC (0 if falling)."""
+    fit_ = stats.linregress(t, y)
+    residuals = y - (fit_.intercept + fit_.slope * t)
+    rho = float(np.corrcoef(residuals[:-1], residuals[1:])[0, 1])
+    inflation = np.sqrt((1 + rho) / (1 - rho)) if 0 < rho < 1 else 1.0
+    return TAU_MAX_S * max(fit_.slope + 1.645 * fit_.stderr * inflation, 0.0)
+
+
+def bound_study(folders: list[Path]) -> None:
+    print(f"\nthe bound: remaining rise <= {TAU_MAX_S:.0f} s x the slope's upper 95 % bound over the last "
+          f"{SLOPE_WINDOW_S:.0f} s")
+    print(f"{'allowed':>7} {'run':>16} {'phone':>8} {'ends at':>7} {'full':>5} {'bound':>5} {'error':>6}")
+    for allowed in ALLOWED_RISE_C:
+        saved, errors = [], []
+        for folder in folders:
+            for path in sorted((folder / "raw").glob(TRACE)):
+                data = np.load(path)
+                t, hottest = data["t"], np.maximum(data["y"], data["y2"])
+                full = int(data["measure_from"])
+                steady_max = float(hottest[full:].max())
+                for i in np.flatnonzero(t >= BOUND_FROM_S):
+                    window = (t > t[i] - SLOPE_WINDOW_S) & (t <= t[i])
+                    bound = remaining_rise_bound(t[window], hottest[window])
+                    if bound <= allowed:
+                        error = float(hottest[i + 1:i + 1 + READINGS].max()) + bound - steady_max
+                        saved.append(t[full] - t[i])
+                        errors.append(error)
+                        print(f"{allowed:>6.2f}C {folder.name:>16} {path.parent.name.rsplit('_', 1)[-1]:>8} "
+                              f"{t[i]:>6.0f}s {t[full]:>4.0f}s {bound:>5.2f} {error:>+6.2f}")
+                        break
+        if saved:
+            print(f"  allowed {allowed:.2f} degC: ends {min(saved) / 60:.1f}-{max(saved) / 60:.1f} min earlier "
+                  f"(mean {np.mean(saved) / 60:.1f}); error {min(errors):+.2f}..{max(errors):+.2f} degC -> "
+                  f"{'conservative on every phone' if min(errors) >= 0 else 'UNDER-COVERS: not a bound'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", nargs="?", help="a nightly run folder (default: the newest under ./reports)")
+    parser.add_argument("runs", nargs="*", help="nightly run folders (default: the newest under ./reports)")
     args = parser.parse_args()
-    folder = Path(args.run) if args.run else newest_nightly(Path("reports"))
+    folders = [Path(run) for run in args.runs] or [newest_nightly(Path("reports"))]
+    folder = folders[0]
     traces = sorted((folder / "raw").glob(TRACE))
     if not traces:
         raise SystemExit(f"{folder}: no sustained-use cover traces (raw/{TRACE})")
@@ -74,6 +127,7 @@ def main() -> int:
                   f"{asymptote - steady:>+6.2f} {ratio:>+6.1f}")
     verdict = "decides the same" if worst <= 2.0 else "does NOT decide the same: the warm-up stays"
     print(f"\nlargest |error| / s.e. for fits from 6 min on: {worst:.1f} -> {verdict}")
+    bound_study(folders)
     return 0
 
 
