@@ -201,7 +201,7 @@ def _inference_window(trace: Trace, power: np.ndarray, idle_w: float, duration_s
 
 
 def _sustained_power_verdicts(runs: PowerRuns, entry: SlaEntry, *, raw: Sequence[str] = (),
-                             note: str = "") -> list[Verdict]:
+                              note: str = "") -> list[Verdict]:
     """Sustained mean (t over run means, condition: the digitizer's rate) and the peak (info), both
     pointing at the raw data named `raw`; `note` ends the sustained mean's detail."""
     mean_w = float(np.mean(runs.means_w)) if runs.runs else 0.0
@@ -305,7 +305,7 @@ def new_dialog_energy(supply: PowerAnalyzer, capacity_wh: float, interval_s: flo
 
 
 def _energy_verdicts(energy: DialogEnergy, entry: SlaEntry, *, raw: Sequence[str] = (),
-                    note: str = "") -> list[Verdict]:
+                     note: str = "") -> list[Verdict]:
     """Mean energy per dialog (% of capacity) against the profile, and the battery share of its
     dialog count (27 by default) for the report; the verdict points at the raw data named `raw`,
     and `note` ends its detail."""

@@ -163,7 +163,7 @@ def read_monitors(run: ThermalRun, thermal: ThermalProbe, device: Device, elapse
 
 
 def _thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: SlaEntry,
-                     note: str = "") -> list[Verdict]:
+                      note: str = "") -> list[Verdict]:
     """Cover maximum and spread by their entries; the phone's thermal status as a record. Each
     points at the cover readings (the spread at its own series first); `note` ends each detail."""
     part = slice(run.measure_from, None)

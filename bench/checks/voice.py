@@ -245,8 +245,8 @@ def _end_of_sound(detector: OnsetDetector, wave: Waveform, fs: float, hangover_s
 
 
 def _voice_verdicts(trials: VoiceTrials, *, latency_p99: SlaEntry, latency_std: SlaEntry,
-                   dialog_p99: SlaEntry, raw: Sequence[str] = (), note: str = "",
-                   extra: Mapping[str, Any] | None = None) -> list[Verdict]:
+                    dialog_p99: SlaEntry, raw: Sequence[str] = (), note: str = "",
+                    extra: Mapping[str, Any] | None = None) -> list[Verdict]:
     """p99 and std of the latency (claim 1) and p99 of the dialog time (claim 2), by their entries
     (METRICS: the metric ids that usually hold them); each points at its own samples (named as the
     verdict), then the raw data named `raw`; `note` ends each detail and `extra` joins each
