@@ -14,7 +14,7 @@ import numpy as np
 
 from ..specs.claims import ClaimRow
 from phonebench.core.verdict import Verdict
-from ..results.display import check_name, limit_text, unit
+from ..results.display import check_name, expanded, limit_text, unit
 from .svg import Panel, Scale, Style, drawing, span
 
 WIDTH, LEFT, RIGHT = 900, 130, 24
@@ -29,12 +29,6 @@ BOUND = Style("#ef6c00", 1.6)
 def _is_number(value: object) -> TypeGuard[float]:
     """A plottable number: numpy's scalars too (a record rendered from memory holds them), no bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _expanded(v: Verdict) -> float:
-    """The verdict's expanded uncertainty U, 0 when it states none."""
-    u = v.uncertainty.expanded if v.uncertainty is not None else None
-    return float(u) if _is_number(u) else 0.0
 
 
 def _per_check(row: ClaimRow) -> dict[str, dict[str, Verdict]]:
@@ -70,7 +64,7 @@ def _panel(name: str, by_phone: dict[str, Verdict], phones: list[str], y0: float
     first = verdicts[0]
     marks: list[float] = []
     for v in verdicts:
-        value, u = float(v.value or 0.0), _expanded(v)
+        value, u = float(v.value or 0.0), (expanded(v) or 0.0)
         marks += [value - u, value + u]
         marks += [float(x) for x in (v.bound, v.limit) if _is_number(x)]
         tol = v.extra.get("tolerance")
@@ -93,7 +87,7 @@ def _panel(name: str, by_phone: dict[str, Verdict], phones: list[str], y0: float
             continue
         v = by_phone[phone]
         y = float(rows - 1 - i)
-        value, u = float(v.value or 0.0), _expanded(v)
+        value, u = float(v.value or 0.0), (expanded(v) or 0.0)
         color = OUTCOME_COLOR.get(v.outcome.value, OTHER_COLOR)
         if u > 0:
             panel.line(np.array([value - u, value + u]), np.array([y, y]), Style(color, 2.0))
