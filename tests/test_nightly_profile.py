@@ -11,6 +11,7 @@ from phonebench.bench.cli import main
 from phonebench.bench.results.compare import compare_runs, label
 from phonebench.bench.specs.sla import load_profile
 from phonebench.core.errors import ConfigError
+from phonebench.fixtures.plugin import run_after
 
 
 def test_the_nightly_is_a_regression_profile_with_its_gates_sizes_and_thresholds(caplog):
@@ -63,3 +64,39 @@ def test_the_nightly_leaves_the_line_checks_out_and_the_release_keeps_them(capsy
     assert {"test_voice_and_power_sanity", "test_voice_latency_sanity", "test_power_sanity"} <= line <= release
     assert nightly == release - line
     assert {"test_sustained_use", "test_microcode_fingerprint", "test_tokens_bit_exact_after_adapter"} <= nightly
+
+
+
+def test_the_nightly_runs_its_heat_in_order_and_the_release_keeps_its_own(capsys):
+    """The nightly's `run_after`: each phone's sustained-use study follows the token checks (their
+    heat shortens its cover loop's warm-up) and the soak stays last; the release's order is the
+    suites' own, and the two runs hold the same tests otherwise."""
+    def planned(*options: str) -> list[str]:
+        assert main(["plan", "--json", "--dut", "EMU0001", *options]) == 0
+        return [t["test"].split("::")[-1].split("[")[0]
+                for p in json.loads(capsys.readouterr().out)["phones"] for t in p["tests"]]
+
+    nightly, release = planned("--sla-profile", "nightly"), planned()
+    assert dict(load_profile("nightly").run_after) == {"test_sustained_use": "test_token_latency_under_gpu_load"}
+    assert not load_profile("default").run_after
+    at = nightly.index("test_token_latency_under_gpu_load")
+    assert nightly[at + 1] == "test_sustained_use" and nightly[-1] == release[-1] == "test_npu_thermal_trip_soak"
+    assert release.index("test_sustained_use") < release.index("test_first_token")
+    assert [t for t in release if t in nightly and t != "test_sustained_use"] == \
+        [t for t in nightly if t != "test_sustained_use"]
+
+
+def test_run_after_moves_a_test_after_another_and_must_name_test_functions(tmp_path):
+    class Item:
+        def __init__(self, name: str) -> None:
+            self.name = self.originalname = name
+
+    items = [Item(n) for n in ("a", "b", "c", "d")]
+    assert [i.name for i in run_after(items, {"b": "c"})] == ["a", "c", "b", "d"]
+    assert [i.name for i in run_after(items, {"b": "nowhere"})] == ["a", "b", "c", "d"]
+    path = tmp_path / "lab.toml"
+    path.write_text('extends = "nightly"\nrun_after = ["test_sustained_use"]\n')
+    with pytest.raises(ConfigError, match="run_after.*test function names"):
+        load_profile(path)
+    path.write_text('extends = "nightly"\n')
+    assert dict(load_profile(path).run_after) == {"test_sustained_use": "test_token_latency_under_gpu_load"}

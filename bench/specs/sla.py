@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 PROFILE_DIR = data_dir("sla_profiles")
 SAMPLED = ("percentile", "std", "mean", "proportion")  # statistics that carry a confidence
 STATISTICS = SAMPLED + ("max", "min", "count", "value")
-TOP_LEVEL = ("name", "description", "extends", "purpose", "reported_parts", "metrics")
+TOP_LEVEL = ("name", "description", "extends", "purpose", "reported_parts", "run_after", "metrics")
 # What a profile asks: `demonstration` (each claim shown per phone at its confidence: release) or
 # `regression` (the nightly: sizes chosen for the change each gate must detect against a baseline
 # by `bench compare`; its entries relax the base on purpose, so that is not warned about).
@@ -217,6 +217,10 @@ class SlaProfile:
     loosened: tuple[str, ...] = ()  # overrides that relax the base profile (logged as warnings)
     purpose: str = "demonstration"  # PURPOSES
     reported_parts: str = "qualified"  # REPORTED_PARTS
+    # {test function: the test function it runs right after}: a run on this profile moves the one to
+    # follow the other (the rest keep their order), so the heat one test leaves in the phone
+    # shortens the next one's warm-up. Empty: the suites' own order.
+    run_after: Mapping[str, str] = field(default_factory=dict)
 
     def get(self, metric: str) -> SlaEntry:
         try:
@@ -253,7 +257,8 @@ def load_profile(name_or_path: str | Path, search: tuple[Path, ...] = ()) -> Sla
     return SlaProfile(name=raw["name"], description=raw.get("description", ""), path=path,
                       entries=MappingProxyType(entries), chain=tuple(files),
                       loosened=tuple(loosened), purpose=purpose,
-                      reported_parts=raw.get("reported_parts", "qualified"))
+                      reported_parts=raw.get("reported_parts", "qualified"),
+                      run_after=MappingProxyType(dict(raw.get("run_after", {}))))
 
 
 def available_profiles(search: tuple[Path, ...] = ()) -> list[str]:
@@ -291,6 +296,11 @@ def _load_chain(path: Path, search: tuple[Path, ...], seen: tuple[Path, ...] = (
         raise ConfigError(f"SLA profile {path}: field 'reported_parts' must be one of {', '.join(REPORTED_PARTS)}, "
                           f"got {doc['reported_parts']!r}",
                           hint='reported_parts = "held" stops a run whose claims pass partly on the phone\'s word')
+    if "run_after" in doc and not (isinstance(doc["run_after"], dict) and all(
+            isinstance(t, str) and t.isidentifier() for pair in doc["run_after"].items() for t in pair)):
+        raise ConfigError(f"SLA profile {path}: field 'run_after' must map test function names to test function "
+                          f"names, got {doc['run_after']!r}",
+                          hint='e.g. run_after = { test_sustained_use = "test_token_latency_under_gpu_load" }')
     for key in ("name", "description"):
         if key in doc and not isinstance(doc[key], str):
             raise ConfigError(f"SLA profile {path}: field {key!r} must be a string, got {doc[key]!r}",
@@ -323,7 +333,7 @@ def _load_chain(path: Path, search: tuple[Path, ...], seen: tuple[Path, ...] = (
                 merged[key] = value
             provenance[metric][key] = path
     raw["name"] = doc.get("name", path.stem)
-    for key in ("purpose", "reported_parts"):
+    for key in ("purpose", "reported_parts", "run_after"):
         if key in doc:
             raw[key] = doc[key]
     if "description" in doc:
