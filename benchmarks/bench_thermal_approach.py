@@ -14,14 +14,16 @@ steady value (or its error is far below the limit's margin *and* stated honestly
 and fit time: the asymptote, its s.e., tau, the error and the error in s.e.; then the largest
 |error| / s.e. over fits from 6 minutes on.
 
-Then the bound instead of a fit: at each reading from 4 minutes of the loop on, the remaining rise
-is bounded by TAU_MAX_S x the upper 95 % bound of the present slope (a line through the last
-SLOPE_WINDOW_S of readings, its s.e. inflated for lag-1 autocorrelated residuals). The warm-up
-would end at the first reading whose bound is at most the allowed remaining rise; the estimate of
-the steady maximum is the next READINGS readings' maximum plus that bound. For each allowed rise,
-per phone: where it would end against where the full warm-up ended, and the estimate's error
-against the steady maximum the full warm-up measured (it must never be negative: a bound that
-under-covers is not a bound). Exit 0 (a study, not a target).
+Then the bound the nightly's warm-up may end on (phonebench.bench.checks.thermal.remaining_rise_bound,
+the same function): at each reading from BOUND_FROM_S of the loop on, the remaining rise is
+bounded by tau x the upper 95 % bound of the present slope (a line through the last window of
+readings, its s.e. inflated for lag-1 autocorrelated residuals). The warm-up would end at the first
+reading whose bound is at most the allowed remaining rise; the estimate of the steady maximum is
+the next READINGS readings' maximum plus that bound. Only full warm-ups are studied (a trace whose
+warm-up ended on a bound is skipped). Per phone at the module's tau and window, and summed over a
+grid around them: where it would end against where the full warm-up ended, and the estimate's
+error against the steady maximum the full warm-up measured (it must never be negative: a bound
+that under-covers is not a bound). Give it nominal and `hot` units' runs. Exit 0 (a study).
 
     python benchmarks/bench_thermal_approach.py [RUN_DIR ...]
 """
@@ -32,19 +34,19 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 from scipy.optimize import curve_fit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_nightly_gates import newest_nightly  # noqa: E402
+from phonebench.bench.checks.thermal import (BOUND_FROM_S, REMAINING_RISE_TAU_S as TAU_MAX_S,  # noqa: E402
+                                             SLOPE_WINDOW_S, remaining_rise_bound)
 
 FIT_TIMES_S = (240, 300, 360, 420, 480, 540, 600)
-TAU_MAX_S = 600.0  # above every tau the fits found (180-530 s)
-SLOPE_WINDOW_S = 120.0
 ALLOWED_RISE_C = (0.5, 0.75, 1.0)
+TAUS_S = (600.0, TAU_MAX_S, 1000.0)  # around the module's
+WINDOWS_S = (120.0, SLOPE_WINDOW_S, 240.0)
 READINGS = 20  # the nightly's cover readings after the warm-up
-BOUND_FROM_S = 240.0
 SKIP_S = 30.0  # the die's and board's fast modes (< 40 s) have died out by then
 TRACE = "suites_test_sla_instruments.py_test_sustained_use_*/cover-temperature.npz"
 
@@ -63,41 +65,60 @@ def fit(t: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return float(p[0]), float(np.sqrt(cov[0, 0]) * inflation), float(p[2])
 
 
-def remaining_rise_bound(t: np.ndarray, y: np.ndarray) -> float:
-    """TAU_MAX_S x the upper 95 % bound of the slope over the readings given, degC (0 if falling)."""
-    fit_ = stats.linregress(t, y)
-    residuals = y - (fit_.intercept + fit_.slope * t)
-    rho = float(np.corrcoef(residuals[:-1], residuals[1:])[0, 1])
-    inflation = np.sqrt((1 + rho) / (1 - rho)) if 0 < rho < 1 else 1.0
-    return TAU_MAX_S * max(fit_.slope + 1.645 * fit_.stderr * inflation, 0.0)
+def full_warmups(folders: list[Path]) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
+    """(run/phone, t, hottest cover probe, where the full warm-up ended) of every trace whose
+    warm-up ended steady, not on a bound (those are not full warm-ups to hold the bound against)."""
+    traces = []
+    for folder in folders:
+        for path in sorted((folder / "raw").glob(TRACE)):
+            data = np.load(path)
+            if "remaining_rise_c" in data and np.isfinite(data["remaining_rise_c"]):
+                continue
+            traces.append((f"{folder.name}/{path.parent.name.rsplit('_', 1)[-1]}", data["t"],
+                           np.maximum(data["y"], data["y2"]), int(data["measure_from"])))
+    return traces
+
+
+def first_bounded(t: np.ndarray, hottest: np.ndarray, full: int, tau: float, window_s: float,
+                  allowed: float) -> tuple[int, float] | None:
+    """(reading, bound) where the bound would end the warm-up before the full one did, or None."""
+    for i in np.flatnonzero(t >= max(BOUND_FROM_S, window_s)):
+        if i >= full:
+            return None
+        recent = (t > t[i] - window_s) & (t <= t[i])
+        bound = remaining_rise_bound(t[recent], hottest[recent], tau)
+        if bound <= allowed:
+            return int(i), bound
+    return None
 
 
 def bound_study(folders: list[Path]) -> None:
-    print(f"\nthe bound: remaining rise <= {TAU_MAX_S:.0f} s x the slope's upper 95 % bound over the last "
-          f"{SLOPE_WINDOW_S:.0f} s")
-    print(f"{'allowed':>7} {'run':>16} {'phone':>8} {'ends at':>7} {'full':>5} {'bound':>5} {'error':>6}")
-    for allowed in ALLOWED_RISE_C:
-        saved, errors = [], []
-        for folder in folders:
-            for path in sorted((folder / "raw").glob(TRACE)):
-                data = np.load(path)
-                t, hottest = data["t"], np.maximum(data["y"], data["y2"])
-                full = int(data["measure_from"])
-                steady_max = float(hottest[full:].max())
-                for i in np.flatnonzero(t >= BOUND_FROM_S):
-                    window = (t > t[i] - SLOPE_WINDOW_S) & (t <= t[i])
-                    bound = remaining_rise_bound(t[window], hottest[window])
-                    if bound <= allowed:
-                        error = float(hottest[i + 1:i + 1 + READINGS].max()) + bound - steady_max
-                        saved.append(t[full] - t[i])
-                        errors.append(error)
-                        print(f"{allowed:>6.2f}C {folder.name:>16} {path.parent.name.rsplit('_', 1)[-1]:>8} "
-                              f"{t[i]:>6.0f}s {t[full]:>4.0f}s {bound:>5.2f} {error:>+6.2f}")
-                        break
-        if saved:
-            print(f"  allowed {allowed:.2f} degC: ends {min(saved) / 60:.1f}-{max(saved) / 60:.1f} min earlier "
-                  f"(mean {np.mean(saved) / 60:.1f}); error {min(errors):+.2f}..{max(errors):+.2f} degC -> "
-                  f"{'conservative on every phone' if min(errors) >= 0 else 'UNDER-COVERS: not a bound'}")
+    traces = full_warmups(folders)
+    print(f"\nthe bound, on {len(traces)} full warm-ups: remaining rise <= tau x the slope's upper 95 % bound "
+          f"over the last window, from {BOUND_FROM_S:.0f} s of the loop on; per phone at the module's "
+          f"tau {TAU_MAX_S:.0f} s, window {SLOPE_WINDOW_S:.0f} s:")
+    print(f"{'allowed':>7} {'run/phone':>26} {'ends at':>7} {'full':>5} {'bound':>5} {'error':>6}")
+    for window_s in WINDOWS_S:
+        for tau in TAUS_S:
+            for allowed in ALLOWED_RISE_C:
+                saved, errors = [], []
+                for name, t, hottest, full in traces:
+                    steady_max = float(hottest[full:].max())
+                    found = first_bounded(t, hottest, full, tau, window_s, allowed)
+                    if found is None:
+                        saved.append(0.0)
+                        continue
+                    i, bound = found
+                    error = float(hottest[i + 1:i + 1 + READINGS].max()) + bound - steady_max
+                    saved.append(t[full] - t[i])
+                    errors.append(error)
+                    if (tau, window_s) == (TAU_MAX_S, SLOPE_WINDOW_S):
+                        print(f"{allowed:>6.2f}C {name:>26} {t[i]:>6.0f}s {t[full]:>4.0f}s {bound:>5.2f} {error:>+6.2f}")
+                print(f"  window {window_s:.0f} s, tau {tau:.0f} s, allowed {allowed:.2f} degC: ends "
+                      f"{np.mean(saved) / 60:.1f} min earlier on average (at most {max(saved) / 60:.1f}); error "
+                      + (f"{min(errors):+.2f}..{max(errors):+.2f} degC -> "
+                         f"{'conservative on every phone' if min(errors) >= 0 else 'UNDER-COVERS: not a bound'}"
+                         if errors else "-"))
 
 
 def main() -> int:

@@ -154,8 +154,7 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
     default to what the entries need (ENTRIES: the metric ids that usually hold them)."""
     voice = {"latency_p99": latency_p99, "latency_std": latency_std, "dialog_p99": dialog_p99}
     if setup is None:
-        setup = thermal_check.ThermalSetup(warmup_s=float(cover_max.parameters.get(
-            "warmup_s", thermal_check.ThermalSetup.warmup_s)))
+        setup = thermal_check.setup_for(cover_max)
     count = trials if trials is not None else voice_check.trials_needed(*voice.values())
     needed = readings if readings is not None else max(cover_max.n_required, cover_spread.n_required)
     energy_entry = energy if supply is not None and scope is not None else None

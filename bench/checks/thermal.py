@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from . import CheckResult
 from .voice import arm_stimulus
@@ -45,6 +46,14 @@ COVER_SPREAD = "cover_temp_spread"
 # cover_temperature_check's entries and the metric ids that hold them (profile.pick(**ENTRIES)).
 ENTRIES = {"cover_max": COVER_MAX, "cover_spread": COVER_SPREAD}
 STABLE_AVERAGE = 5  # readings averaged at each end of the stability window
+# The warm-up bound (ThermalSetup.remaining_rise_c; benchmarks/bench_thermal_approach.py is its
+# study, docs/nightly.md its figures): the slowest time constant of a cover's approach, above every
+# fit on nominal and hot units (180-650 s); the slope is read over the last SLOPE_WINDOW_S (2 minutes
+# was too short: the loop's heat wanders with the answers' lengths, and a flat stretch under-covered),
+# and not before BOUND_FROM_S of the loop.
+REMAINING_RISE_TAU_S = 800.0
+SLOPE_WINDOW_S = 180.0
+BOUND_FROM_S = 240.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,17 @@ class ThermalSetup:
     stable_c: float = 0.3
     stable_window_s: float = 300.0
     max_warmup_s: float = 3600.0
+    # The warm-up may also end on a bound of the cover's remaining rise (remaining_rise_bound) once
+    # it is at most this, degC; the bound then joins the verdicts' uncertainty. None: steadiness only.
+    remaining_rise_c: float | None = None
+
+
+def setup_for(cover_max: SlaEntry) -> ThermalSetup:
+    """The loop's setup from the cover entry's parameters: `warmup_s` (the least warm-up) and
+    `warmup_bound_c` (the remaining rise a warm-up may end on; docs/nightly.md)."""
+    bound = cover_max.parameters.get("warmup_bound_c")
+    return ThermalSetup(warmup_s=float(cover_max.parameters.get("warmup_s", ThermalSetup.warmup_s)),
+                        remaining_rise_c=None if bound is None else float(bound))
 
 
 @dataclass
@@ -69,6 +89,7 @@ class ThermalRun:
     zones: dict[str, list[float]] = field(default_factory=dict)  # the phone's own sensors, °C
     measure_from: int = 0
     stable: bool = False
+    remaining_rise_c: float | None = None  # the bound the warm-up ended on (None: it ended steady or at its limit)
     calibration: dict | None = None  # the probes' offsets and their uncertainties
 
     def channel(self, name: str) -> np.ndarray:
@@ -91,7 +112,8 @@ class ThermalRun:
         """Trace arrays (t, y = first cover probe, y2 = second) plus every series of the loop."""
         channels = self.setup.cover_channels
         out = {"t": np.asarray(self.t_s), "y": self.channel(channels[0]),
-               "measure_from": np.asarray(self.measure_from)}
+               "measure_from": np.asarray(self.measure_from),
+               "remaining_rise_c": np.asarray(math.nan if self.remaining_rise_c is None else self.remaining_rise_c)}
         if len(channels) > 1:
             out["y2"] = self.channel(channels[1])
         for name in self.probes:
@@ -141,7 +163,30 @@ def warmed_up(run: ThermalRun, elapsed: float) -> bool:
     if elapsed >= setup.warmup_s and (run.stable or elapsed >= setup.max_warmup_s):
         run.measure_from = len(run.t_s)
         log.info("warm-up done after %.0f s (%s)", elapsed, "steady" if run.stable else "not steady")
+    elif elapsed >= max(setup.warmup_s, BOUND_FROM_S) and setup.remaining_rise_c is not None:
+        t = np.asarray(run.t_s)
+        recent = t > elapsed - SLOPE_WINDOW_S
+        bound = remaining_rise_bound(t[recent], hottest[recent])
+        if bound <= setup.remaining_rise_c:
+            run.measure_from, run.remaining_rise_c = len(run.t_s), bound
+            log.info("warm-up done after %.0f s (the cover may still rise <= %.2f degC)", elapsed, bound)
     return False
+
+
+def remaining_rise_bound(t_s: np.ndarray, celsius: np.ndarray, tau_s: float = REMAINING_RISE_TAU_S) -> float:
+    """An upper bound on how much more a warming cover rises, degC: the slowest approach time
+    constant (`tau_s`) times the upper 95 % bound of the present slope, a line through
+    the readings given whose standard error is inflated for lag-1 autocorrelated residuals. A
+    first-order approach rising at slope s has s x tau left to rise (0 when falling)."""
+    keep = np.isfinite(celsius)
+    if keep.sum() < 3:
+        return math.inf
+    t, y = t_s[keep], celsius[keep]
+    line = stats.linregress(t, y)
+    residuals = y - (line.intercept + line.slope * t)
+    rho = float(np.corrcoef(residuals[:-1], residuals[1:])[0, 1]) if residuals.std() > 0 else 0.0
+    inflation = math.sqrt((1 + rho) / (1 - rho)) if 0 < rho < 1 else 1.0
+    return tau_s * max(float(line.slope) + 1.645 * float(line.stderr) * inflation, 0.0)
 
 
 def read_monitors(run: ThermalRun, thermal: ThermalProbe, device: Device, elapsed: float) -> None:
@@ -170,9 +215,11 @@ def _thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: Sla
     context: dict[str, Any] = {}  # the measurement's conditions, beside the verdict's own fields
     if run.setup.ambient_channel:
         context["ambient_c"] = float(np.nanmean(run.channel(run.setup.ambient_channel)[part]))
+    ended = ("steady" if run.stable else
+             f"ended on a bound: the cover may still rise <= {run.remaining_rise_c:.2f} degC, in the uncertainty"
+             if run.remaining_rise_c is not None else "NOT steady: the warm-up limit ended it")
     warmup = (f"measured after {run.t_s[run.measure_from - 1] if run.measure_from else 0:.0f} s of warm-up "
-              f"({'steady' if run.stable else 'NOT steady: the warm-up limit ended it'}), "
-              f"dialog every {run.setup.period_s:g} s")
+              f"({ended}), dialog every {run.setup.period_s:g} s")
     verdicts = []
     for entry, name, series, labels, what, raw, difference in (
             (cover_max, "cover_temp_max", run.hottest, tuple(run.setup.cover_channels), "hottest of",
@@ -180,7 +227,8 @@ def _thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: Sla
             (cover_spread, "cover_temp_spread", run.spread, ("spread",), "hottest minus coolest of",
              ("cover-spread", "cover-temperature"), True)):
         budget = thermal_budget(series[part], "max", channels=run.setup.cover_channels,
-                                difference=difference, calibration=run.calibration)
+                                difference=difference, calibration=run.calibration,
+                                remaining_rise_c=run.remaining_rise_c)
         verdicts.append(entry.evaluate(
             series[part], evidence=Evidence.MEASURED, uncertainty=budget, name=name, raw=raw,
             detail_suffix="; ".join(text for text in (
@@ -208,7 +256,7 @@ def cover_temperature_check(thermal: ThermalProbe, stimulus: AudioStimulus, devi
     count default to the entries'. `measurement` is the ThermalRun."""
     arm_stimulus(stimulus, clip=clip)
     if setup is None:
-        setup = ThermalSetup(warmup_s=float(cover_max.parameters.get("warmup_s", ThermalSetup.warmup_s)))
+        setup = setup_for(cover_max)
     if cover_channels is not None:
         setup = replace(setup, cover_channels=tuple(cover_channels))
     count = samples if samples is not None else max(cover_max.n_required, cover_spread.n_required)

@@ -144,8 +144,11 @@ def power_budget(samples: ArrayLike, statistic: str, *, power_w: float, volts: f
 
 
 def thermal_budget(samples: ArrayLike, statistic: str, *, channels: Sequence[str], difference: bool = False,
-                   calibration: Mapping[str, Any] | None = None) -> Uncertainty:
-    """Cover temperature (one probe's reading) or spread (difference of two probes), degC."""
+                   calibration: Mapping[str, Any] | None = None,
+                   remaining_rise_c: float | None = None) -> Uncertainty:
+    """Cover temperature (one probe's reading) or spread (difference of two probes), degC.
+    `remaining_rise_c`: the warm-up ended on this bound of the cover's remaining rise (a bias in
+    [0, bound], taken as rectangular over +-bound: at k=2 the expanded uncertainty exceeds it)."""
     probes = 2 if difference else 1
     offsets = [_correction(f"{ch} offset", f"{ch}_offset_c", calibration, UNCALIBRATED_THERMOCOUPLE_C, 1.0, "degC")
                for ch in channels]
@@ -158,6 +161,9 @@ def thermal_budget(samples: ArrayLike, statistic: str, *, channels: Sequence[str
         UncertaintyComponent("resolution", THERMAL_RESOLUTION_C * math.sqrt(probes) / SQRT12, "B",
                              f"{THERMAL_RESOLUTION_C:g} degC display step"),
     ]
+    if remaining_rise_c is not None:
+        parts.append(UncertaintyComponent("remaining rise", remaining_rise_c / SQRT3, "B",
+                                          f"the warm-up ended with at most {remaining_rise_c:.2f} degC left to rise"))
     if _calibrated(calibration, f"{channels[0]}_offset_c")[0] is not None:
         parts.append(UncertaintyComponent("reference thermometer", REFERENCE_THERMOMETER_C, "B",
                                           "the reference the offsets were measured against"))
