@@ -30,7 +30,9 @@ that under-covers is not a bound). Give it nominal and `hot` units' runs. Exit 0
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -65,18 +67,45 @@ def fit(t: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return float(p[0]), float(np.sqrt(cov[0, 0]) * inflation), float(p[2])
 
 
-def full_warmups(folders: list[Path]) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
-    """(run/phone, t, hottest cover probe, where the full warm-up ended) of every trace whose
-    warm-up ended steady, not on a bound (those are not full warm-ups to hold the bound against)."""
+@dataclass
+class FullWarmUp:
+    name: str  # run/phone
+    t: np.ndarray
+    hottest: np.ndarray  # the hottest cover probe per reading, degC
+    full: int  # the reading the full warm-up's measurement started at
+    verdict: dict  # the run's cover_temp_max verdict for this phone (value, limit, uncertainty)
+
+
+def full_warmups(folders: list[Path]) -> list[FullWarmUp]:
+    """Every trace whose warm-up ended steady, not on a bound (those are not full warm-ups to hold
+    the bound against), with its phone's cover verdict."""
     traces = []
     for folder in folders:
+        verdicts = {test["dut"]: v for test in json.loads((folder / "results.json").read_text())["tests"]
+                    if "test_sustained_use" in test["nodeid"] for v in test["verdicts"] if v["name"] == "cover_temp_max"}
         for path in sorted((folder / "raw").glob(TRACE)):
             data = np.load(path)
             if "remaining_rise_c" in data and np.isfinite(data["remaining_rise_c"]):
                 continue
-            traces.append((f"{folder.name}/{path.parent.name.rsplit('_', 1)[-1]}", data["t"],
-                           np.maximum(data["y"], data["y2"]), int(data["measure_from"])))
+            phone = path.parent.name.rsplit("_", 1)[-1]
+            traces.append(FullWarmUp(f"{folder.name}/{phone}", data["t"], np.maximum(data["y"], data["y2"]),
+                                     int(data["measure_from"]), verdicts[phone]))
     return traces
+
+
+def guarded(value: float, expanded: float, limit: float) -> str:
+    """The guarded decision against an upper limit (core.judge's guard band)."""
+    return "pass" if value + expanded <= limit else "fail" if value - expanded > limit else "inconclusive"
+
+
+def decisions(trace: FullWarmUp, at: int, bound: float) -> str:
+    """The cover verdict as the full warm-up decided it -> as the bound-ended one would: the next
+    READINGS readings' maximum, the bound a rectangular component of the uncertainty."""
+    v, u = trace.verdict, trace.verdict["uncertainty"]
+    k = u["coverage_factor"]
+    expanded = k * float(np.hypot(u["expanded"] / k, bound / np.sqrt(3.0)))
+    value = float(trace.hottest[at + 1:at + 1 + READINGS].max())
+    return f"{guarded(v['value'], u['expanded'], v['limit'])} -> {guarded(value, expanded, v['limit'])}"
 
 
 def first_bounded(t: np.ndarray, hottest: np.ndarray, full: int, tau: float, window_s: float,
@@ -97,12 +126,14 @@ def bound_study(folders: list[Path]) -> None:
     print(f"\nthe bound, on {len(traces)} full warm-ups: remaining rise <= tau x the slope's upper 95 % bound "
           f"over the last window, from {BOUND_FROM_S:.0f} s of the loop on; per phone at the module's "
           f"tau {TAU_MAX_S:.0f} s, window {SLOPE_WINDOW_S:.0f} s:")
-    print(f"{'allowed':>7} {'run/phone':>26} {'ends at':>7} {'full':>5} {'bound':>5} {'error':>6}")
+    print(f"{'allowed':>7} {'run/phone':>26} {'ends at':>7} {'full':>5} {'bound':>5} {'error':>6}  "
+          f"cover verdict: full -> bound")
     for window_s in WINDOWS_S:
         for tau in TAUS_S:
             for allowed in ALLOWED_RISE_C:
                 saved, errors = [], []
-                for name, t, hottest, full in traces:
+                for trace in traces:
+                    t, hottest, full = trace.t, trace.hottest, trace.full
                     steady_max = float(hottest[full:].max())
                     found = first_bounded(t, hottest, full, tau, window_s, allowed)
                     if found is None:
@@ -113,7 +144,8 @@ def bound_study(folders: list[Path]) -> None:
                     saved.append(t[full] - t[i])
                     errors.append(error)
                     if (tau, window_s) == (TAU_MAX_S, SLOPE_WINDOW_S):
-                        print(f"{allowed:>6.2f}C {name:>26} {t[i]:>6.0f}s {t[full]:>4.0f}s {bound:>5.2f} {error:>+6.2f}")
+                        print(f"{allowed:>6.2f}C {trace.name:>26} {t[i]:>6.0f}s {t[full]:>4.0f}s {bound:>5.2f} "
+                              f"{error:>+6.2f}  {decisions(trace, i, bound)}")
                 print(f"  window {window_s:.0f} s, tau {tau:.0f} s, allowed {allowed:.2f} degC: ends "
                       f"{np.mean(saved) / 60:.1f} min earlier on average (at most {max(saved) / 60:.1f}); error "
                       + (f"{min(errors):+.2f}..{max(errors):+.2f} degC -> "

@@ -66,7 +66,6 @@ def test_the_nightly_leaves_the_line_checks_out_and_the_release_keeps_them(capsy
     assert {"test_sustained_use", "test_microcode_fingerprint", "test_tokens_bit_exact_after_adapter"} <= nightly
 
 
-
 def test_the_nightly_runs_its_heat_in_order_and_the_release_keeps_its_own(capsys):
     """The nightly's `run_after`: each phone's sustained-use study follows the token checks (their
     heat shortens its cover loop's warm-up) and the soak stays last; the release's order is the
