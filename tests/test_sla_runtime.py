@@ -17,6 +17,7 @@ import pytest
 from phonebench.bench.phone.adapters import shipped_numerics
 from phonebench.bench.checks import audit, counters, redundancy, thermal_trip, tokens, weights
 from phonebench.bench.checks.targets import own_targets, target, targets
+from phonebench.bench.results.compare import compare_runs
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.core.verdict import Evidence, Outcome, Verdict
 from phonebench.bench.phone.device_state import phone_clock
@@ -83,6 +84,25 @@ def test_token_std_is_decided_sequentially_at_the_profiles_looks(sla):
     # Its upper bound is past the limit at the first look, its lower bound not yet: it goes on, and fails.
     assert jittery.outcome is Outcome.FAIL and jittery.extra["sequential"]["stopped_at"] in (70, 100)
     assert ok.bound < 23 < jittery.value and ok.bound >= ok.extra["per_inference_bound"]
+
+
+def test_the_jitter_series_median_is_a_regression_gate_not_a_claim(sla):
+    """Claim 4 limits the std only; the same inferences' median is recorded (INFO) with a bound tight
+    enough for `bench compare` to call an 8 % slower NPU build regressed (docs/nightly.md)."""
+    entry = sla.get("token_latency_std")
+    ok = tokens.token_std_check(phone()[1], token_std=entry, inferences=80)
+    std, median = ok.verdicts
+    assert median.name == tokens.TOKEN_MEDIAN and median.outcome is Outcome.INFO and median.claim == 4
+    assert median.evidence is std.evidence is Evidence.MEASURED and median.limit is None
+    assert median.value == pytest.approx(np.quantile(ok.raw["token_latencies"]["samples"], 0.5, method="inverted_cdf"))
+    assert median.value < median.bound and median.n == 80 * (tokens.STD_TOKENS - 1)
+    device = make_device(NPU, "EMU-nominal", runtime_build="npu-slow-8pct")  # the same unit, tonight's build
+    slow = tokens.token_std_check(RuntimeClient(device, clock=WorldClock(device)), token_std=entry,
+                                  inferences=80).verdicts[1]
+    night = compare_runs({"tests": [{"dut": "EMU-nominal", "verdicts": [slow.to_dict()]}]},
+                         {"tests": [{"dut": "EMU-nominal", "verdicts": [median.to_dict()]}]})
+    pooled = next(c for c in night.comparisons if c.phone is None)
+    assert pooled.relative == pytest.approx(0.08, abs=0.02) and pooled.call == "regressed"
 
 
 def test_token_std_with_too_few_inferences_is_insufficient_not_a_pass(sla):

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from phonebench.bench.phone.adapters import shipped_numerics
+from phonebench.bench.results.compare import compare_runs
 from phonebench.bench.checks import counters, token_power, tokens
 from phonebench.bench.checks.targets import targets
 from phonebench.core.errors import InstrumentError, InvalidMeasurement
@@ -158,9 +159,20 @@ def test_compressed_timestamps_are_caught(over_adb, sla):
     _, _, runtime = observed(over_adb, "compressed-timestamps")
     gen = runtime.generate(12, seed=3, prompt_tokens=16)
     np.testing.assert_allclose(np.diff(gen.token_times), 0.35 * np.diff(gen.arrivals.token_times), rtol=1e-4)
-    verdict = tokens.token_std_check(runtime, token_std=sla.get("token_latency_std"), inferences=20).verdicts[0]
+    verdict, median = tokens.token_std_check(runtime, token_std=sla.get("token_latency_std"), inferences=20).verdicts
     assert verdict.outcome is Outcome.FAIL and "disagrees with what arrived" in verdict.explanation
     assert verdict.extra["reported_value"] < 0.5 * verdict.value  # the report shows a much steadier phone
+    # The series' median gate carries the caught lie: a stream that lied is no gate.
+    assert median.outcome is Outcome.FAIL and "disagrees with what arrived" in median.explanation
+
+
+def test_without_a_station_clock_the_median_gate_is_reported_and_never_compared(sla):
+    result = tokens.token_std_check(phone(clocked=False)[1], token_std=sla.get("token_latency_std"), inferences=20)
+    median = result.verdicts[1]
+    assert median.name == tokens.TOKEN_MEDIAN and median.evidence is Evidence.SELF_REPORTED
+    assert "runtime's own timestamps" in median.explanation and median.outcome is not Outcome.PASS
+    run = {"tests": [{"dut": "EMU-nominal", "verdicts": [v.to_dict() for v in result.verdicts]}]}
+    assert not compare_runs(run, run).comparisons  # the phone's word alone is no night-to-night gate
 
 
 # --- a station clock from another time domain: the station's error, never the phone's -----------------

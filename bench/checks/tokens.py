@@ -62,6 +62,7 @@ from phonebench.core import judge
 from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, PlotHint, Verdict
 from ..specs.reference_model import PromptCase, ReferenceModel, fresh_cases, reference_for
 from ..stats.sequential import SequentialPlan
+from ..stats.verdicts import percentile_verdict
 from ..specs.sla import SlaEntry
 from phonebench.drivers.device import Device
 from phonebench.drivers.gpuload import GpuLoad, read_gpu_busy
@@ -77,6 +78,7 @@ log = logging.getLogger(__name__)
 PROMPT_SEEDS = (11, 12, 13, 14)  # fixed workloads of checks that compare a unit with itself, not the model
 PROMPT_TOKENS = 16
 STD_TOKENS = 16           # tokens per inference in the jitter series
+TOKEN_MEDIAN = "token_latency_p50"  # the jitter series' median: a nightly gate, no claim limit
 CONTENTION_TOKENS = 48
 CONTENTION_BASELINE_RUNS = 3
 LOAD_SETTLE_S = 2.0
@@ -378,12 +380,34 @@ def token_std_check(runtime: RuntimeClient, *, token_std: SlaEntry, inferences: 
                                "overall_confidence": plan.confidence}
     # The sequential plan's record: where the series stopped is known only once a look decided.
     verdict = verdict.but(detail=detail, extra=facts)
+    median = _token_median_gate(verdict, runs, confidence=token_std.confidence or 0.95)
     gaps = runs.gaps_ms
     raw = {"samples": np.concatenate(gaps) if gaps else np.empty(0),
            "run": np.concatenate([np.full(g.size, i) for i, g in enumerate(gaps)]) if gaps else np.empty(0),
            "reported": np.concatenate(runs.reported_gaps_ms) if runs.reported_gaps_ms else np.empty(0),
            "first_token_ms": runs.first_token_ms}
-    return _with_prompts(CheckResult([verdict], {"token_latencies": raw}), runs, "token_latencies")
+    return _with_prompts(CheckResult([verdict, median], {"token_latencies": raw}), runs, "token_latencies")
+
+
+def _token_median_gate(std: Verdict, runs: TokenRuns, *, confidence: float) -> Verdict:
+    """The jitter series' median per-token latency: claim 4 states no limit on it (INFO), but a build
+    that slows the NPU moves the whole distribution, and the median of the same inferences has a
+    tight bound at no lab time, so `bench compare` gates it night to night (docs/nightly.md). Read
+    from what the std was read from (the host's arrivals, or the runtime's timestamps when only they
+    exist: then it is reported and never compared), each inference a unit (its tokens move
+    together), with the std verdict's findings: a stream that lied or was not the model's is no gate."""
+    measured = std.evidence in (Evidence.MEASURED, Evidence.CORROBORATED)
+    gaps = runs.gaps_ms if measured else runs.reported_gaps_ms
+    median = percentile_verdict(TOKEN_MEDIAN, gaps, p=0.5, limit=None, unit="ms", confidence=confidence,
+                                independence="run")
+    kept = [f for f in std.findings if f.kind not in (FindingKind.STOP_FAIL, FindingKind.STOP_UNDECIDED)]
+    source = "host arrivals (station clock)" if measured else "the runtime's own timestamps"
+    bound = "n/a" if median.bound is None else f"{median.bound:.4g} ms"
+    return judge.found(median, *kept, claim=std.claim, evidence=std.evidence, raw=std.raw,
+                       detail=f"median per-token latency over {len(gaps)} consecutive inferences from the {source}: "
+                              f"no limit in claim 4, a regression gate night to night; {confidence:.0%} upper "
+                              f"bound {bound}, each inference a unit (worth {median.extra.get('n_eff', 0):.0f} "
+                              f"independent samples)")
 
 
 def look_bounds(entry: SlaEntry, gaps: list[np.ndarray]) -> judge.LookBounds:
