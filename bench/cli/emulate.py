@@ -3,7 +3,6 @@ reach it (`adb connect`, pyvisa, or `bench run --station` with the file it write
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
@@ -41,7 +40,10 @@ def _stop_when_stdin_closes() -> None:
     # SIGKILL), so end of input is its death notice on every platform.
     while sys.stdin.buffer.read(4096):
         pass
-    os.kill(os.getpid(), signal.SIGTERM)
+    # To the main thread itself: a signal sent to the process may land on this thread, which leaves
+    # the main thread asleep in its wait (the handler runs only when the main thread wakes), and the
+    # station outlives its run (seen once under load in test_killed_runs).
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
 
 
 def emulate(args: argparse.Namespace) -> int:
