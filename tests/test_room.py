@@ -245,3 +245,21 @@ def test_the_default_emulated_bays_sit_at_their_racks_ambients_and_say_so():
         stated = station.rooms_stated()
         assert stated.for_bay("bay2").ambient_c == RACK_AMBIENTS_C[1]
         assert "ambient_c = 25.3" in station_toml(station.merge_into(StationConfig(name="e", source=None)), "x")
+
+
+def test_bench_trend_shows_each_nights_room_beside_the_cover_series():
+    import datetime as dt
+
+    from phonebench.bench.report.trend_page import render_page
+    from phonebench.bench.results.trend import HistoryPoint, series_of
+
+    points = [HistoryPoint(f"n{i}", dt.datetime(2026, 1, 1 + i), phone, "Model A", "3.4.0", "cover_temp_max", "max",
+                           39.5, "degC", "<=", 7, ambient_c=room)
+              for i in range(6) for phone, room in (("A001", 24.6 + 0.3 * i), ("A002", 25.0 + 0.3 * i))]
+    points += [HistoryPoint(f"n{i}", dt.datetime(2026, 1, 1 + i), "A001", "Model A", "3.4.0", "first_token_p99",
+                            "p99", 130.0, "ms", "<=", 3) for i in range(6)]
+    series = {s.metric: s for s in series_of(points)}
+    assert series["cover_temp_max"].ambients == pytest.approx([24.8 + 0.3 * i for i in range(6)])
+    assert series["first_token_p99"].ambients is None  # a statistic stated at no ambient has none
+    page = render_page(list(series.values()), "history", dt.datetime(2026, 1, 8))
+    assert "ambient that night" in page and "at 26.3 °C ambient" in page
