@@ -11,13 +11,16 @@ each rule seeing the outcome the rules before it left:
    stopped undecided never passes (INSUFFICIENT).
 3. invalid — a measurement or condition the bench cannot trust (a clock outside the phone's time
    domain, a condition not shown, a load that showed no effect) is INVALID.
-4. contradiction — the phone's account disagrees with the bench's (corroboration failed), or its
+4. outside validity — the value rests on a correction applied outside the range it is valid for
+   (a cover temperature referred to 25 °C from a room outside 23-27 °C): neither a PASS nor a FAIL
+   is shown, INCONCLUSIVE with the reason.
+5. contradiction — the phone's account disagrees with the bench's (corroboration failed), or its
    tokens are not the model's: FAIL, even where rule 3 found the measurement unusable (a caught
    lie stays a FAIL).
-5. unsettled — the bench could not settle what a PASS needs (no reference tokens, an interval too
+6. unsettled — the bench could not settle what a PASS needs (no reference tokens, an interval too
    wide, a verify that could not run): a PASS becomes INCONCLUSIVE.
-6. evidence required — a PASS resting on less than the SLA entry's `evidence` is INCONCLUSIVE.
-7. reported never passes — a PASS on the phone's word alone is INFO: shown and kept, never a PASS
+7. evidence required — a PASS resting on less than the SLA entry's `evidence` is INCONCLUSIVE.
+8. reported never passes — a PASS on the phone's word alone is INFO: shown and kept, never a PASS
    (the trust boundary is the whole phone).
 
 Judging again gives the same verdict: the rules start from the basis every time and rewrite their
@@ -39,7 +42,7 @@ if TYPE_CHECKING:  # annotations only: typing.Unpack is Python 3.11's
 
 # What an entry's `evidence` requirement accepts: "measured" needs the bench's own measurement;
 # "corroborated" also accepts the phone's report checked against one; "any" accepts both and
-# leaves the phone's word alone to rule 6 (INFO, never a PASS).
+# leaves the phone's word alone to rule 8 (INFO, never a PASS).
 EVIDENCE_ACCEPTED: Mapping[str, tuple[Evidence, ...]] = {
     "measured": (Evidence.MEASURED,),
     "corroborated": (Evidence.MEASURED, Evidence.CORROBORATED),
@@ -96,6 +99,13 @@ def sequential_stop(verdict: Verdict, outcome: Outcome) -> Ruling:
     return Ruling(outcome)
 
 
+def outside_validity(verdict: Verdict, outcome: Outcome) -> Ruling:
+    found = _kinds(verdict, FindingKind.OUTSIDE_VALIDITY)
+    if found and outcome in (Outcome.PASS, Outcome.FAIL):
+        return Ruling(Outcome.INCONCLUSIVE, "; ".join(f.detail for f in found))
+    return Ruling(outcome)
+
+
 def contradiction(verdict: Verdict, outcome: Outcome) -> Ruling:
     found = _kinds(verdict, FindingKind.CONTRADICTED, FindingKind.NOT_THE_MODELS)
     return Ruling(Outcome.FAIL, "; ".join(f.detail for f in found)) if found else Ruling(outcome)
@@ -131,8 +141,8 @@ def invalid(verdict: Verdict, outcome: Outcome) -> Ruling:
 
 
 # The stated order (module docstring); tests/test_judge.py shows this order is the one that runs.
-RULES: tuple[Rule, ...] = (guard_band, sequential_stop, invalid, contradiction, unsettled, evidence_required,
-                           reported_never_passes)
+RULES: tuple[Rule, ...] = (guard_band, sequential_stop, invalid, outside_validity, contradiction, unsettled,
+                           evidence_required, reported_never_passes)
 
 
 def decide(verdict: Verdict, rules: Sequence[Rule] = RULES) -> Verdict:

@@ -148,6 +148,7 @@ class StationConfig:
     bays: list[BayConfig] = field(default_factory=list)
     inventory: dict[str, InstrumentConfig] = field(default_factory=dict)
     bay: str | None = None  # the bay this config is narrowed to (None: the whole station)
+    rooms: Rooms | None = None  # [room]: the air around the bays (None: not stated)
 
     def dut(self, name: str) -> DutConfig:
         for dut in self.duts:
@@ -192,6 +193,50 @@ class StationConfig:
 
 
 LEGACY_BAY = "bay"  # the one bay of a station file without [[bay]] tables
+
+# The room around a bay ([room], docs/station-file.md): its air temperature and how it moves over
+# a night. The emulated station builds each bay's air from it; on hardware it states the lab's room.
+ROOM_PROFILES = ("steady", "hvac", "warm-night")
+ROOM_AIR_C = (-20.0, 60.0)  # air a phone can be tested in; anything else is a typo
+# Keys each profile takes besides ambient_c and the door's (a key of another profile is a mistake).
+ROOM_PROFILE_KEYS = {"steady": (), "hvac": ("hvac_amplitude_c", "hvac_period_s"),
+                     "warm-night": ("ramp_c", "ramp_s")}
+DOOR_KEYS = ("door_open_at_s", "door_open_for_s", "door_delta_c")
+
+
+@dataclass(frozen=True)
+class RoomConfig:
+    """A bay's air: `ambient_c` moved by its `profile` (seconds counted from the station's start on
+    its clock), and a door opened once for a while (`door_open_at_s` None: it stays shut)."""
+
+    ambient_c: float = 25.0
+    profile: str = "steady"
+    hvac_amplitude_c: float = 0.5  # hvac: the air cycles +-amplitude around ambient_c ...
+    hvac_period_s: float = 1200.0  # ... once per period (a thermostat's cycle)
+    ramp_c: float = 2.0  # warm-night: the air rises by ramp_c ...
+    ramp_s: float = 7200.0  # ... linearly over ramp_s, then stays there
+    door_open_at_s: float | None = None
+    door_open_for_s: float = 300.0
+    door_delta_c: float = -2.0  # the corridor's air while the door is open, relative to the room's
+
+    def keys(self) -> dict[str, Any]:
+        """The keys a station file states for this room (its profile's parameters, the door's if open)."""
+        out: dict[str, Any] = {"ambient_c": self.ambient_c, "profile": self.profile}
+        out.update({key: getattr(self, key) for key in ROOM_PROFILE_KEYS[self.profile]})
+        if self.door_open_at_s is not None:
+            out.update({key: getattr(self, key) for key in DOOR_KEYS})
+        return out
+
+
+@dataclass(frozen=True)
+class Rooms:
+    """The station's room and the keys each bay overrides (`[room.bay.NAME]`)."""
+
+    station: RoomConfig = RoomConfig()
+    bays: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def for_bay(self, bay: str) -> RoomConfig:
+        return replace(self.station, **self.bays.get(bay, {}))
 
 
 def emulated_bay_names(count: int) -> list[str]:
@@ -258,7 +303,7 @@ def load_station(path: str | Path) -> StationConfig:
 
 def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path | None = None) -> StationConfig:
     top = _Reader(origin, data, "")
-    top.check_unknown({"station", "dut", "instruments", "bay", "emulated"})
+    top.check_unknown({"station", "dut", "instruments", "bay", "emulated", "room"})
     st = _Reader(origin, top.get("station", dict, {}), "[station].")
     st.check_unknown({"name", "results_dir", "sla_profile", "location", "database", "payloads"})
     base = source.parent if source else Path.cwd()
@@ -296,6 +341,8 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
     elif not config.duts:
         raise ConfigError(f"{origin}: no [[dut]] and no [emulated] table",
                           hint="add a [[dut]] with adb = \"host:port\", or an [emulated] table")
+    if "room" in data:
+        config.rooms = _parse_rooms(_Reader(origin, top.get("room", dict), "[room]."), _room_bays(config))
     if bay_tables and len(config.bays) == 1:  # a station of one bay is that bay's view
         return config.for_bay(config.bays[0].name)
     return config
@@ -457,6 +504,63 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
             seed=p.get("seed", int, index), expected_soc=p.get("expected_soc", str, None),
             build=p.get("build", str, "")))
     return config
+
+
+def _room_bays(config: StationConfig) -> list[str]:
+    """The bays a [room.bay.NAME] may name: the file's [[bay]] tables, else the emulated station's."""
+    if config.emulated is not None and not any(b.name != LEGACY_BAY for b in config.bays):
+        return emulated_bay_names(config.emulated.bays or len(config.emulated.phones) or MAX_EMULATED_BAYS)
+    return config.bay_names()
+
+
+def _parse_rooms(r: _Reader, bays: list[str]) -> Rooms:
+    """[room] and its [room.bay.NAME] overrides, each bay's room checked whole."""
+    overrides = r.get("bay", dict, {}, expected="[room.bay.NAME] tables")
+    station = _parse_room(_Reader(r.path, {k: v for k, v in r.table.items() if k != "bay"}, r.where), RoomConfig())
+    out: dict[str, dict[str, Any]] = {}
+    for name, table in overrides.items():
+        if name not in bays:
+            raise ConfigError(f"{r.path}: [room.bay.{name}]: no bay named {name!r}",
+                              hint=f"bays of this station: {', '.join(bays)}")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{r.path}: [room.bay.{name}]: expected a table",
+                              hint="see docs/station-file.md, \"The room\"")
+        where = f"[room.bay.{name}]."
+        room = _parse_room(_Reader(r.path, table, where), station)
+        out[name] = {key: getattr(room, key) for key in table}
+    return Rooms(station, out)
+
+
+def _parse_room(r: _Reader, base: RoomConfig) -> RoomConfig:
+    r.check_unknown({"ambient_c", "profile", *DOOR_KEYS, *(k for keys in ROOM_PROFILE_KEYS.values() for k in keys)})
+    profile = r.get("profile", str, base.profile)
+    if profile not in ROOM_PROFILES:
+        raise r._err("profile", " or ".join(f'"{p}"' for p in ROOM_PROFILES), profile)
+    others = [k for k in r.table if k not in ROOM_PROFILE_KEYS[profile] and k not in ("ambient_c", "profile", *DOOR_KEYS)]
+    if others:
+        raise ConfigError(f"{r.path}: {r.where}{others[0]}: not a parameter of profile {profile!r}",
+                          hint=f"profile {profile!r} takes {', '.join(ROOM_PROFILE_KEYS[profile]) or 'no parameters'} "
+                               "(docs/station-file.md, \"The room\")")
+    values: dict[str, Any] = {"profile": profile}
+    for key in ("ambient_c", *ROOM_PROFILE_KEYS[profile], *DOOR_KEYS):
+        value = r.get(key, (int, float), None, expected="a number")
+        if value is not None:
+            values[key] = float(value)
+    room = replace(base, **values)
+    low, high = ROOM_AIR_C
+    if not low <= room.ambient_c <= high:
+        raise r._err("ambient_c", f"degC of air a phone is tested in ({low:g} to {high:g})", room.ambient_c)
+    for key in ("hvac_period_s", "ramp_s", "door_open_for_s"):
+        if key in values and not values[key] > 0:
+            raise r._err(key, "seconds > 0", values[key])
+    for key in ("hvac_amplitude_c", "ramp_c", "door_delta_c"):
+        if key in values and not abs(values[key]) <= high - low:
+            raise r._err(key, "a temperature change in degC", values[key])
+    if room.door_open_at_s is not None and room.door_open_at_s < 0:
+        raise r._err("door_open_at_s", "seconds >= 0 from the station's start", room.door_open_at_s)
+    if room.hvac_amplitude_c < 0:
+        raise r._err("hvac_amplitude_c", "degC >= 0 (the half swing)", room.hvac_amplitude_c)
+    return room
 
 
 def _strings(r: _Reader, key: str) -> list[str]:

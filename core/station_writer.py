@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from .station import LEGACY_BAY, EmulatedConfig, StationConfig
+from .station import LEGACY_BAY, EmulatedConfig, Rooms, StationConfig
 
 _q = json.dumps  # a JSON string is a valid TOML basic string
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -45,6 +45,20 @@ def _station_table(config: StationConfig) -> list[str]:
     return lines + [""]
 
 
+def _room_tables(config: StationConfig) -> list[str]:
+    """[room] and each bay's [room.bay.NAME] overrides (docs/station-file.md, "The room"); a
+    station narrowed to one bay states that bay's room as the station's."""
+    rooms = config.rooms
+    if rooms is None:
+        return []
+    if config.bay is not None:
+        rooms = Rooms(rooms.for_bay(config.bay))
+    lines = ["[room]", *(f"{key} = {_toml_value(value)}" for key, value in rooms.station.keys().items()), ""]
+    for bay, keys in rooms.bays.items():
+        lines += [f"[room.bay.{_key(bay)}]", *(f"{key} = {_toml_value(value)}" for key, value in keys.items()), ""]
+    return lines
+
+
 def station_toml(config: StationConfig, comment: str) -> str:
     """A station file that reaches this station's DUTs and instruments, bay by bay."""
     lines = [f"# {line}" for line in comment.splitlines()] + _station_table(config)
@@ -77,7 +91,7 @@ def station_toml(config: StationConfig, comment: str) -> str:
         lines += ["[[bay]]", f"name = {_q(bay.name)}", f"dut = {_q(bay.duts[0])}"]
         lines += [f"{role} = {_q(str(ref))}" for role, ref in bay.wiring.items()]
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + _room_tables(config))
 
 
 def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> str:
@@ -98,4 +112,4 @@ def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> st
         if phone.build:
             lines.append(f"build = {_q(phone.build)}")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + _room_tables(config))

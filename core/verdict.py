@@ -117,6 +117,7 @@ class FindingKind(str, Enum):
     NOT_THE_MODELS = "not-the-models-tokens"  # streamed tokens the model would not produce: FAIL
     UNSETTLED = "unsettled"  # the bench could not settle what a PASS needs: no PASS
     INVALID = "invalid"  # the measurement or its condition cannot be trusted: INVALID
+    OUTSIDE_VALIDITY = "outside-validity"  # a correction applied outside its valid range: INCONCLUSIVE
     STOP_FAIL = "sequential-fail"  # a sequential test's stop rule decided fail
     STOP_UNDECIDED = "sequential-undecided"  # a sequential test stopped before deciding
 

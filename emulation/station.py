@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from phonebench.core.errors import ConfigError
-from phonebench.core.station import DutConfig, EmulatedConfig, StationConfig, emulated_bay_names
+from phonebench.core.station import DutConfig, EmulatedConfig, RoomConfig, Rooms, StationConfig, emulated_bay_names
 from .device import EmulatedPhone, PhoneSpec
 from .phones import emulated_phone
+from .room import rack_room
 from .npu_personas import default_fleet
 from .runtime_builds import runtime_build
 from .unit_variation import unit_seed
@@ -83,6 +84,9 @@ class EmulatedStation:
     only_bay: str | None = None  # start this bay only (a worker testing it)
     fleet: Any = None  # phonebench.emulation.bays.BayFleet: the bays' instrument servers
     _payloads: Any = None  # tempfile.TemporaryDirectory holding the installed update's weight file
+    # The station file's [room] (None: the default rack, each bay steady at its own ambient, rack_room).
+    rooms: Rooms | None = None
+    bay_rooms: dict[str, RoomConfig] = field(default_factory=dict)  # the room each started bay sits in
 
     def _specs(self) -> list[PhoneSpec]:
         from . import npu_personas
@@ -132,10 +136,13 @@ class EmulatedStation:
                               families=dict(self.config.families), cross_wired=tuple(self.config.cross_wired))
         worlds = {}
         try:
-            for bay, spec in zip(bays, specs):
+            for k, (bay, spec) in enumerate(zip(bays, specs), start=1):
                 if self.only_bay not in (None, bay):
                     continue
-                phone = emulated_phone(spec, World(seed=unit_seed(spec.seed, spec.serial), persona=spec.sla_persona))
+                room = self.rooms.for_bay(bay) if self.rooms is not None else rack_room(k)
+                self.bay_rooms[bay] = room
+                phone = emulated_phone(spec, World(seed=unit_seed(spec.seed, spec.serial), persona=spec.sla_persona,
+                                                   room=room))
                 daemon = AdbDaemon(phone, auth=auth)
                 daemon.start()
                 self.duts.append(EmulatedDut(phone, daemon))
@@ -154,6 +161,7 @@ class EmulatedStation:
         for dut in self.duts:
             dut.daemon.stop()
         self.duts.clear()
+        self.bay_rooms.clear()
         if self._payloads is not None:
             self._payloads.cleanup()
             self._payloads = None
@@ -177,6 +185,16 @@ class EmulatedStation:
         return [EmulatedPhoneInfo(d.name, d.phone.spec.soc_manufacturer, d.phone.spec.soc_model,
                                   d.phone.spec.npu_persona or "", d.daemon.address) for d in self.duts]
 
+    def rooms_stated(self) -> Rooms:
+        """The rooms of the running bays as a station file states them: the given [room], else the
+        rack's (a steady 25 degC room, each bay's own ambient as its override)."""
+        if self.rooms is not None:
+            return self.rooms
+        station = RoomConfig()
+        return Rooms(station, {bay: {key: value for key, value in room.keys().items()
+                                     if station.keys().get(key) != value}
+                               for bay, room in self.bay_rooms.items()})
+
     def merge_into(self, config: StationConfig) -> StationConfig:
         """The station config a bench uses to reach this station: addresses only, as a station
         file gives them on hardware."""
@@ -189,5 +207,5 @@ class EmulatedStation:
                 for bay, d in zip(running, self.duts)}
         bays, inventory = self.fleet.config(duts)
         merged = dataclasses.replace(config, duts=list(duts.values()), instruments={}, bays=bays, inventory=inventory,
-                                     payloads=config.payloads or self.payloads_folder())
+                                     payloads=config.payloads or self.payloads_folder(), rooms=self.rooms_stated())
         return merged.for_bay(bays[0].name) if len(bays) == 1 else merged  # one bay: its view, as a file gives

@@ -58,7 +58,9 @@ from .audio import (
     AudioEvent,
     AudioScene,
 )
+from phonebench.core.station import RoomConfig
 from .clock import SimClock
+from .room import AirSource, Room
 from .supply import DEFAULT_RIPPLE_HZ, Supply
 from .thermal_model import Cooling, ThermalModel
 from .timeline import Timeline
@@ -122,9 +124,11 @@ class BatteryState:
 
 class World:
     def __init__(self, clock: SimClock | None = None, ambient_c: float = 25.0, seed: int = 0,
-                 persona: str = "nominal") -> None:
+                 persona: str = "nominal", room: RoomConfig | None = None) -> None:
         self.clock = clock or SimClock()
-        self.ambient_c = ambient_c
+        # The air around the phone: the room's (a steady ambient_c unless a room is given); a
+        # thermal chamber replaces it with set_air.
+        self.air: AirSource = Room(room or RoomConfig(ambient_c=ambient_c), t0=self.clock.now())
         self.seed = seed
         self._lock = threading.RLock()
         self.phase = "idle"  # what the runtime is doing right now (inside work())
@@ -183,6 +187,22 @@ class World:
         self.thermal = ThermalModel(self.ambient_c, cooling)
         self.thermal.t = previous
 
+    # --- the air ------------------------------------------------------------------------------
+    def air_c(self, t: float | None = None) -> float:
+        """The air temperature at the phone at station-clock time t (now if None), °C: the one
+        place the world answers it (the thermal model's ambient, the ambient probe's reading)."""
+        return self.air.air_c(self.clock.now() if t is None else t)
+
+    @property
+    def ambient_c(self) -> float:
+        """The air temperature now, °C."""
+        return self.air_c()
+
+    def set_air(self, air: AirSource) -> None:
+        """Another source of the air temperature from now on (a thermal chamber's model)."""
+        with self._lock:
+            self.air = air
+
     # --- fixture and production line ----------------------------------------------------------
     def set_fixture_loopback(self, on: bool, path: str = "acoustic") -> None:
         """Phone out, loopback in (on) or the phone back in the fixture (off); see the module doc."""
@@ -227,6 +247,7 @@ class World:
             self.npu_freq_mhz = NPU_NOMINAL_MHZ
             self.voice = VoiceAssistant(self, "nominal", self.rng("voice"))
             self.apply_persona(spec.sla_persona)
+            self.thermal.ambient_c = self.ambient_c
             self.thermal.t = self.thermal.steady_state(np.zeros_like(self.thermal.t))  # at ambient
         log.info("unit %s (seed %d, persona %s) loaded into the fixture", getattr(spec, "serial", "?"),
                  self.seed, self.persona)
@@ -411,6 +432,7 @@ class World:
         q = self.thermal.heat(phase, power - extra) + self.thermal.heat_at("cpu", extra)  # the GPU sits by the CPU
         if not self.supply.emulator_on:
             q = q + self.thermal.heat_at("battery", current * current * ohms)
+        self.thermal.ambient_c = self.air.air_c(t + 0.5 * dt)  # the room's air over this step
         self.thermal.step(q, dt)
         self.capacity_pct = max(0.0, self.capacity_pct - 100.0 * power * dt / 3600.0 / self.battery_capacity_wh)
         self._steps += 1

@@ -25,8 +25,8 @@ def test_the_rules_run_in_the_order_the_module_states():
 
 
 def test_swapping_two_rules_changes_the_outcome_and_the_stated_order_is_what_runs():
-    """A PASS on the phone's word whose reference tokens are missing: rule 4 (unsettled) first makes
-    it INCONCLUSIVE and rule 6 then has no PASS to turn into INFO; swapped, it would be INFO."""
+    """A PASS on the phone's word whose reference tokens are missing: rule 6 (unsettled) first makes
+    it INCONCLUSIVE and rule 8 then has no PASS to turn into INFO; swapped, it would be INFO."""
     verdict = judge.found(_passing(evidence=Evidence.REPORTED),
                           Finding(FindingKind.UNSETTLED, "no reference for the model's tokens"))
     rules = list(judge.RULES)
@@ -50,6 +50,7 @@ def test_judging_again_is_the_same_verdict_and_a_late_finding_counts_as_an_early
     (FindingKind.CONTRADICTED, Outcome.FAIL), (FindingKind.NOT_THE_MODELS, Outcome.FAIL),
     (FindingKind.UNSETTLED, Outcome.INCONCLUSIVE), (FindingKind.INVALID, Outcome.INVALID),
     (FindingKind.STOP_FAIL, Outcome.FAIL), (FindingKind.STOP_UNDECIDED, Outcome.INSUFFICIENT),
+    (FindingKind.OUTSIDE_VALIDITY, Outcome.INCONCLUSIVE),
 ])
 def test_each_finding_does_what_its_rule_says_and_none_makes_a_pass(finding, outcome):
     assert judge.found(_passing(evidence=Evidence.MEASURED), Finding(finding, "x")).outcome is outcome

@@ -79,6 +79,11 @@ def test_a_bound_ended_warm_up_carries_its_bound_into_the_cover_verdicts():
             run.probes[channel].append(value)
         run.t_s.append((i + 1) * PERIOD_S)
     run.status = [0] * len(run.t_s)
+    # The probes calibrated, as a lab's are: the cover is referred to 25 degC from T3, and an
+    # uncalibrated ambient probe's 1 degC tolerance would leave this cover inconclusive (U ~2.0).
+    run.calibration = {"corrections": {f"{ch}_offset_c": 0.0 for ch in ("T1", "T2", "T3")},
+                       "uncertainties": {f"{ch}_offset_c": 0.05 for ch in ("T1", "T2", "T3")},
+                       "certificates": ["CAL-T-1"]}
     verdicts = {v.name: v for v in thermal_check._thermal_verdicts(run, **cover)}
     hottest = verdicts["cover_temp_max"]
     components = {c.name: c for c in hottest.uncertainty.components}

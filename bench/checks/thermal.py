@@ -9,7 +9,9 @@ last `stable_window_s` (steady state; the cover's time constant is minutes), at 
 `max_warmup_s`. Then `samples` readings are the measurement:
 
 - cover temperature: the hottest cover probe of every reading, against the limit (a census:
-  every reading counts), with the room temperature shown to be in the profile's range;
+  every reading counts), referred to the claim's reference ambient from the room the ambient
+  probe read over the measurement (bench/stats/ambient.py; outside the window that is valid in,
+  INCONCLUSIVE);
 - spread: hottest minus coolest cover probe per reading ("heat spread evenly");
 - device thermal status and zones over the same time, recorded (no target in the claim).
 
@@ -30,10 +32,11 @@ from scipy import stats
 from . import CheckResult
 from .voice import arm_stimulus
 from ..phone.device_state import read_thermal_status
-from phonebench.core.errors import InvalidMeasurement
+from phonebench.core.errors import ConfigError, InvalidMeasurement
 from ..specs.sla import SlaEntry
 from phonebench.core.verdict import Evidence, PlotHint, Verdict
 from phonebench.core.judge import compare
+from ..stats.ambient import PLACEMENT_C, VALID_AMBIENT_C, AmbientCorrection, AmbientReference, measure_ambient
 from ..stats.uncertainty import calibration_of, thermal_budget
 from phonebench.drivers.device import Device
 from phonebench.drivers.stimulus import AudioStimulus
@@ -68,6 +71,28 @@ class ThermalSetup:
     # The warm-up may also end on a bound of the cover's remaining rise (remaining_rise_bound) once
     # it is at most this, degC; the bound then joins the verdicts' uncertainty. None: steadiness only.
     remaining_rise_c: float | None = None
+
+
+def ambient_reference(entry: SlaEntry) -> AmbientReference | None:
+    """The ambient an entry's figure is stated at (`reference_ambient_c`), the window referring a
+    reading to it is valid in (`ambient_window_c`) and the ambient probe's placement bound
+    (`ambient_placement_c`); None when the entry states no ambient (a difference of two probes)."""
+    p = entry.parameters
+    if "reference_ambient_c" not in p:
+        return None
+    try:
+        reference = float(p["reference_ambient_c"])
+        low, high = (float(x) for x in p.get("ambient_window_c", VALID_AMBIENT_C))
+        placement = float(p.get("ambient_placement_c", PLACEMENT_C))
+    except (TypeError, ValueError):
+        reference, low, high, placement = math.nan, math.nan, math.nan, math.nan
+    if not (low <= reference <= high and placement >= 0):
+        raise ConfigError(f"SLA profile {entry.profile!r}: {entry.metric}: reference_ambient_c "
+                          f"{p.get('reference_ambient_c')!r}, ambient_window_c {p.get('ambient_window_c')!r}, "
+                          f"ambient_placement_c {p.get('ambient_placement_c')!r} do not make a reference ambient",
+                          hint="reference_ambient_c = 25.0 inside ambient_window_c = [23.0, 27.0], "
+                               "ambient_placement_c >= 0 (degC; docs/uncertainty.md, \"The room\")")
+    return AmbientReference(reference, (low, high), placement)
 
 
 def setup_for(cover_max: SlaEntry) -> ThermalSetup:
@@ -116,6 +141,8 @@ class ThermalRun:
                "remaining_rise_c": np.asarray(math.nan if self.remaining_rise_c is None else self.remaining_rise_c)}
         if len(channels) > 1:
             out["y2"] = self.channel(channels[1])
+        if self.setup.ambient_channel:
+            out["ambient"] = self.channel(self.setup.ambient_channel)
         for name in self.probes:
             out[f"probe_{name}"] = self.channel(name)
         out["thermal_status"] = np.asarray(self.status)
@@ -212,9 +239,11 @@ def _thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: Sla
     """Cover maximum and spread by their entries; the phone's thermal status as a record. Each
     points at the cover readings (the spread at its own series first); `note` ends each detail."""
     part = slice(run.measure_from, None)
+    channel = run.setup.ambient_channel
+    air = run.channel(channel)[part] if channel else np.array([])
     context: dict[str, Any] = {}  # the measurement's conditions, beside the verdict's own fields
-    if run.setup.ambient_channel:
-        context["ambient_c"] = float(np.nanmean(run.channel(run.setup.ambient_channel)[part]))
+    if channel and np.isfinite(air).any():
+        context["ambient_c"] = float(np.nanmean(air))
     ended = ("steady" if run.stable else
              f"ended on a bound: the cover may still rise <= {run.remaining_rise_c:.2f} degC, in the uncertainty"
              if run.remaining_rise_c is not None else "NOT steady: the warm-up limit ended it")
@@ -226,14 +255,26 @@ def _thermal_verdicts(run: ThermalRun, *, cover_max: SlaEntry, cover_spread: Sla
              ("cover-temperature",), False),
             (cover_spread, "cover_temp_spread", run.spread, ("spread",), "hottest minus coolest of",
              ("cover-spread", "cover-temperature"), True)):
-        budget = thermal_budget(series[part], "max", channels=run.setup.cover_channels,
+        # A figure stated at an ambient is judged at it: referred from the room the probe read.
+        reference = ambient_reference(entry)
+        room = measure_ambient(air, reference or AmbientReference(), channel)
+        referred: AmbientCorrection | None = room if reference is not None else None
+        samples = referred.refer(series[part]) if referred is not None else series[part]
+        budget = thermal_budget(samples, "max", channels=run.setup.cover_channels,
                                 difference=difference, calibration=run.calibration,
-                                remaining_rise_c=run.remaining_rise_c)
-        verdicts.append(entry.evaluate(
-            series[part], evidence=Evidence.MEASURED, uncertainty=budget, name=name, raw=raw,
+                                remaining_rise_c=run.remaining_rise_c, ambient=referred)
+        verdict = entry.evaluate(
+            samples, evidence=Evidence.MEASURED, uncertainty=budget, name=name, raw=raw,
+            findings=referred.findings() if referred is not None else (),
             detail_suffix="; ".join(text for text in (
-                f"{what} {', '.join(run.setup.cover_channels)} per reading, {warmup}", note) if text),
-            plot=PlotHint("trace", labels=labels, y_label="degC", steady=run.stable), **context))
+                f"{what} {', '.join(run.setup.cover_channels)} per reading, {warmup}",
+                room.text() if referred is not None else
+                (f"ambient {room.mean_c:.2f} degC" if room.mean_c is not None else ""), note) if text),
+            plot=PlotHint("trace", labels=labels, y_label="degC", steady=run.stable), **context)
+        raw_value = None if verdict.value is None or referred is None else verdict.value + referred.correction_c
+        record = room.record(raw_value) if referred is not None else {**room.record(), "applied": False,
+                                                                      "correction_c": 0.0}
+        verdicts.append(verdict.but(extra={"ambient": record}))
     status = np.asarray(run.status[part])
     skin = run.zones.get("skin")
     counts = {int(k): int(n) for k, n in zip(*np.unique(status, return_counts=True))}

@@ -493,7 +493,7 @@ class LoadEffect:
 
 def _judge_load_effect(verdict: Verdict, effect: LoadEffect) -> Verdict:
     """A load that neither draws power nor changes anything was not there, whatever the counters say:
-    the judge makes the verdict INVALID (a lie the counters caught stays FAIL, core/judge.py rule 4)."""
+    the judge makes the verdict INVALID (a lie the counters caught stays FAIL, core/judge.py rule 5)."""
     if effect.drew_power or effect.slowed_tokens:
         seen = (f"the load drew {effect.drawn_w:.2f} W on the supply" if effect.drew_power
                 else f"the load slowed tokens {effect.gap_ratio:.2f}x against the unloaded baseline")

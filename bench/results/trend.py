@@ -51,6 +51,7 @@ class HistoryPoint:
     bound: float | None = None
     confidence: float | None = None
     uncertainty: dict[str, Any] | None = None
+    ambient_c: float | None = None  # the room the value was measured in (a thermal figure's extra["ambient"])
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class NightValue:
     builds: tuple[str, ...]
     value: float
     n_phones: int
+    ambient_c: float | None = None  # the mean of its phones' rooms, when the statistic states one
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,13 @@ class Series:
     def values(self) -> np.ndarray:
         return np.array([n.value for n in self.nights], dtype=float)
 
+    @property
+    def ambients(self) -> np.ndarray | None:
+        """Each night's room (NaN where not stated); None when the statistic states no room."""
+        if all(n.ambient_c is None for n in self.nights):
+            return None
+        return np.array([math.nan if n.ambient_c is None else n.ambient_c for n in self.nights], dtype=float)
+
 
 def series_of(points: Iterable[HistoryPoint]) -> list[Series]:
     """One series per (statistic, model), one value per run (its phones' mean), oldest first; a
@@ -113,8 +122,10 @@ def series_of(points: Iterable[HistoryPoint]) -> list[Series]:
             continue
         series = Series(metric, model, str(sample.unit or ""), sample.claim, HIGHER_IS_WORSE[sample.comparator])
         for run_id, phones in runs.items():
+            rooms = [p.ambient_c for p in phones if p.ambient_c is not None]
             series.nights.append(NightValue(run_id, phones[0].started, tuple(sorted({p.build for p in phones if p.build})),
-                                            float(np.mean([p.value for p in phones])), len(phones)))
+                                            float(np.mean([p.value for p in phones])), len(phones),
+                                            float(np.mean(rooms)) if rooms else None))
         series.nights.sort(key=lambda n: (n.started or dt.datetime.min, n.run_id))
         out.append(series)
     return out

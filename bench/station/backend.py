@@ -71,7 +71,7 @@ def open_station(path: StationSource = None, emulated: EmulatedConfig | None = N
         return
     from phonebench.emulation.station import EmulatedStation
 
-    with EmulatedStation(config.emulated, only_bay=bay) as station:
+    with EmulatedStation(config.emulated, only_bay=bay, rooms=config.rooms) as station:
         yield _narrow(station.merge_into(config), bay)
 
 
@@ -146,7 +146,7 @@ def running_emulated(emulated: EmulatedConfig, config: StationConfig | None = No
     from phonebench.emulation.station import EmulatedStation
 
     base = config or StationConfig(name="emulated", source=None)
-    with EmulatedStation(emulated) as station:
+    with EmulatedStation(emulated, rooms=base.rooms) as station:
         yield station.merge_into(base), station.phones()
 
 

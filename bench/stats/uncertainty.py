@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 
 from phonebench.core.verdict import Uncertainty, UncertaintyComponent
 from phonebench.drivers.power import N6781A_ACCURACY, SupplyAccuracy
+from .ambient import AmbientCorrection
 
 SQRT3, SQRT12 = math.sqrt(3.0), math.sqrt(12.0)
 
@@ -145,10 +146,12 @@ def power_budget(samples: ArrayLike, statistic: str, *, power_w: float, volts: f
 
 def thermal_budget(samples: ArrayLike, statistic: str, *, channels: Sequence[str], difference: bool = False,
                    calibration: Mapping[str, Any] | None = None,
-                   remaining_rise_c: float | None = None) -> Uncertainty:
+                   remaining_rise_c: float | None = None, ambient: AmbientCorrection | None = None) -> Uncertainty:
     """Cover temperature (one probe's reading) or spread (difference of two probes), degC.
     `remaining_rise_c`: the warm-up ended on this bound of the cover's remaining rise (a bias in
-    [0, bound], taken as rectangular over +-bound: at k=2 the expanded uncertainty exceeds it)."""
+    [0, bound], taken as rectangular over +-bound: at k=2 the expanded uncertainty exceeds it).
+    `ambient`: the reading was referred to a reference ambient by this correction, whose probe,
+    placement, movement and model join the budget (bench/stats/ambient.py)."""
     probes = 2 if difference else 1
     offsets = [_correction(f"{ch} offset", f"{ch}_offset_c", calibration, UNCALIBRATED_THERMOCOUPLE_C, 1.0, "degC")
                for ch in channels]
@@ -164,6 +167,10 @@ def thermal_budget(samples: ArrayLike, statistic: str, *, channels: Sequence[str
     if remaining_rise_c is not None:
         parts.append(UncertaintyComponent("remaining rise", remaining_rise_c / SQRT3, "B",
                                           f"the warm-up ended with at most {remaining_rise_c:.2f} degC left to rise"))
+    if ambient is not None and ambient.channel is not None:
+        probe = _correction("ambient probe", f"{ambient.channel}_offset_c", calibration, UNCALIBRATED_THERMOCOUPLE_C,
+                            1.0, "degC")
+        parts.extend(ambient.components(probe.standard, probe.note))
     if _calibrated(calibration, f"{channels[0]}_offset_c")[0] is not None:
         parts.append(UncertaintyComponent("reference thermometer", REFERENCE_THERMOMETER_C, "B",
                                           "the reference the offsets were measured against"))

@@ -89,18 +89,21 @@ def history(store: Store, names: Iterable[str] = (), models: Iterable[str] = (),
     query = select(Measurement.run_pk, Measurement.dut, Measurement.name, Measurement.statistic, Measurement.value,
                    Measurement.unit,
                    Measurement.comparator, Measurement.claim, Measurement.bound, Measurement.confidence,
-                   Measurement.uncertainty).where(Measurement.value.is_not(None), Measurement.dut.is_not(None),
+                   Measurement.uncertainty, Measurement.extra).where(Measurement.value.is_not(None), Measurement.dut.is_not(None),
                                                   Measurement.evidence.in_(("measured", "corroborated")))
     if names:
         query = query.where(Measurement.name.in_(names))
     points = []
-    for run_pk, dut, name, statistic, value, unit, comparator, claim, bound, confidence, uncertainty in _rows(store, query):
+    for run_pk, dut, name, statistic, value, unit, comparator, claim, bound, confidence, uncertainty, extra \
+            in _rows(store, query):
         run = runs.get(run_pk)
         model, build = duts.get((run_pk, dut), (dut, None))
         if run is None or (models and model not in models):
             continue
+        room = ((extra or {}).get("ambient") or {}).get("mean_c")  # a thermal figure's room (bench/stats/ambient.py)
         points.append(HistoryPoint(run[1], run[2], dut, model, build, name, statistic, float(value), unit, comparator,
-                                   claim, bound, confidence, uncertainty))
+                                   claim, bound, confidence, uncertainty,
+                                   float(room) if isinstance(room, (int, float)) else None))
     points.sort(key=lambda p: (p.started or dt.datetime.min, p.run_id, p.dut, p.name))
     return points
 
