@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -42,12 +43,42 @@ INTEGRATION = SLOW | {
 }
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.costs_plugin import record_costs
+
+    record_costs(config)  # where the time goes, only when asked (benchmarks/bench_test_suite.py)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
         if module in SLOW:
             item.add_marker(pytest.mark.slow)
         item.add_marker(pytest.mark.integration if module in INTEGRATION else pytest.mark.unit)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def places_of_this_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each process of the suite (an xdist worker, or the one process of a serial run) has its own
+    lock folder and temporary folder, inherited by every bench it starts: two workers never see
+    each other's locks or rescued records. Its adb server port is its own too (below)."""
+    base = tmp_path_factory.getbasetemp()
+    chosen = {"PHONEBENCH_LOCK_DIR": base / "locks", "TMPDIR": base / "tmp"}
+    saved = {name: os.environ.get(name) for name in chosen}
+    for name, folder in chosen.items():
+        if saved[name] is None or name == "TMPDIR":
+            folder.mkdir(parents=True, exist_ok=True)
+            os.environ[name] = str(folder)
+    tempfile.tempdir = None  # tempfile reads TMPDIR again
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        tempfile.tempdir = None
 
 
 @pytest.fixture(scope="session", autouse=True)
