@@ -47,6 +47,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -104,6 +105,12 @@ LOOPBACK_PATHS = ("acoustic", "electrical")
 Observer = Callable[[float], None]  # called with the world time after each physics step
 
 
+class AmbientSource(Protocol):
+    """What surrounds the phone when it is not the room: a chamber's air (emulation/chamber.py)."""
+
+    def air_temperature_c(self, t: float) -> float: ...
+
+
 @dataclass
 class Fixture:
     """What the bench's fixture does around the phone (see the module docstring)."""
@@ -147,6 +154,7 @@ class World:
         self.thermal.settle(self._idle_heat())  # a phone that has idled on the bench a while
         self._observers: list[Observer] = []
         self._steps = 0
+        self.chamber: AmbientSource | None = None  # see use_chamber
         self.clock.add_listener(self._step)
 
     # --- configuration ------------------------------------------------------------------
@@ -259,6 +267,12 @@ class World:
         with self._lock:
             if observer in self._observers:
                 self._observers.remove(observer)
+
+    # --- a thermal chamber around the phone (kept apart: the room profile's merge point) ---------
+    def use_chamber(self, chamber: AmbientSource) -> None:
+        """The phone sits in a chamber: from now on its ambient is the chamber's air."""
+        with self._lock:
+            self.chamber = chamber
 
     # --- time ---------------------------------------------------------------------------
     def work(self, phase: str, seconds: float) -> float:
@@ -403,6 +417,8 @@ class World:
     def _step(self, t: float, dt: float) -> None:
         # Called by the clock from the thread that advances it (which holds self._lock when
         # time moves through work/wait/wait_until): no locking here, so no lock-order cycles.
+        if self.chamber is not None:  # the chamber's air is the phone's ambient
+            self.ambient_c = self.thermal.ambient_c = self.chamber.air_temperature_c(t)
         phase, power = self._activity(t)
         extra = sum(w for since, w in self.background.values() if since <= t)
         source_v, ohms = self.supply.source(self.capacity_pct)
