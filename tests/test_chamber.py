@@ -159,6 +159,15 @@ def test_door_open_is_one_chamber_alarm(driver, f4t, world):
     assert driver.alarms() == []
 
 
+def test_preflight_names_the_chambers_alarm(f4t):
+    from phonebench.bench.procedures.preflight import check_instrument
+
+    f4t.open_door()
+    item = check_instrument("chamber", InstrumentConfig("chamber", "watlow-f4t", f4t.address, name="chamber"))
+    assert any(line.startswith("air: 25.0 °C, set point 25 °C") for line in item.found)
+    assert item.problems == ["alarm: door open (alarm 2: alarm high)"]
+
+
 def test_over_temperature_limit_stops_the_wait(driver, f4t, world):
     f4t.chamber.limit_high_c = 45.0  # the limit's high set point, set at the chamber
     driver.set_point(60.0)

@@ -180,7 +180,7 @@ class F4TServer:
         if name == "loop.working_sp":
             return c.working_set_point_c()
         if name == "loop.current_mode":
-            return OFF if not c.loop_on or c.limit_tripped else self._values.get("loop.mode", AUTO)  # type: ignore[return-value]
+            return OFF if not c.loop_on or c.limit_tripped else self._values["loop.mode"]
         if name == "loop.power":
             gap = c.working_set_point_c() - c.air_temperature_c()
             return 0.0 if not c.loop_on or c.limit_tripped else max(-100.0, min(100.0, 10.0 * gap))
@@ -299,7 +299,7 @@ class F4TServer:
     def start(self) -> str:
         if self._thread is not None:
             return self.address
-        ready, failed = threading.Event(), []
+        ready, failed = threading.Event(), list[BaseException]()
         self._thread = threading.Thread(target=self._run, args=(ready, failed), name="f4t-modbus", daemon=True)
         self._thread.start()
         if not ready.wait(30.0) or failed:
