@@ -106,8 +106,9 @@ FIELDS: dict[str, Field] = {
     "limit1.state": Field(11250, "u16"), "limit1.status": Field(11264, "u16"), "limit1.error": Field(11288, "u16"),
     "input1.pv": Field(27586, "float", unit="temp"),  # TestEquity's "Actual Chamber Temperature"
 }
-LIVE = ("serial", "loop.min_sp", "loop.max_sp", "loop.set_point", "loop.power", "loop.working_sp", "loop.current_mode", "loop.pv",
-        "limit1.state", "limit1.status", "limit1.error", "input1.pv", *(f"alarm{n}.state" for n in range(1, 7)))
+# Read from the chamber's model at every request; the rest are settings kept as written.
+LIVE = ("serial", "loop.min_sp", "loop.max_sp", "loop.set_point", "loop.power", "loop.working_sp",
+        "loop.current_mode", "loop.pv", "limit1.state", "limit1.status", "limit1.error", "input1.pv", *(f"alarm{n}.state" for n in range(1, 7)))
 
 
 class F4TServer:
