@@ -22,6 +22,7 @@ over-temperature limit with `chamber.limit_high_c`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import struct
 import threading
@@ -326,7 +327,7 @@ class F4TServer:
 
     def stop(self) -> None:
         if self._loop is not None and self._server is not None and not self._loop.is_closed():
-            with _suppress_closed():
+            with contextlib.suppress(RuntimeError, asyncio.CancelledError, TimeoutError):  # its loop already ended
                 asyncio.run_coroutine_threadsafe(self._server.shutdown(), self._loop).result(10.0)
         if self._thread is not None:
             self._thread.join(10.0)
@@ -338,14 +339,4 @@ def _overlapping(address: int, count: int) -> Iterator[tuple[str, Field]]:
     for name, field in FIELDS.items():
         if field.address < address + count and address < field.address + field.size:
             yield name, field
-
-
-class _suppress_closed:
-    """A server whose loop already ended has nothing left to shut down."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> bool:
-        return kind is not None and issubclass(kind, (RuntimeError, asyncio.CancelledError, TimeoutError))
 
