@@ -28,8 +28,9 @@ _T = TypeVar("_T")
 _U = TypeVar("_U")
 _D = TypeVar("_D")
 
-# clock: default host (drivers/clock.py); fixture: the fixture's controller, else an operator does its steps
-INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock", "fixture")
+# clock: default host (drivers/clock.py); fixture: the fixture's controller, else an operator does its steps;
+# chamber: a thermal chamber holding the bay's ambient (docs/chamber.md), optional
+INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock", "fixture", "chamber")
 ADB_TRANSPORTS = ("server", "direct")
 MAX_EMULATED_BAYS = 4  # the emulated N6705C mainframe has four module slots
 
@@ -114,7 +115,8 @@ class EmulatedConfig:
 # The families the emulated station can build per role (emulation/instruments/registry.py builds them).
 EMULATED_FAMILIES = {"scope": ("keysight-infiniivision", "rigol-ds1000z"), "supply": ("keysight-n6705c", "qoitech-otii"),
                      "thermal": ("keysight-daq970a", "fluke-1529", "fluke-1521", "generic-ascii"),
-                     "stimulus": ("keysight-33500b",)}
+                     "stimulus": ("keysight-33500b",),
+                     "chamber": ("watlow-f4t",)}  # named: every bay's phone sits in a chamber of its own
 
 
 def emulated_family(role: str, family: str, origin: str = "[emulated]") -> str:

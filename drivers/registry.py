@@ -3,7 +3,7 @@
     scope = open_instrument("scope", "keysight-infiniivision", "TCPIP::10.0.0.7::5025::SOCKET")
 
 The returned object satisfies the role's Protocol (Oscilloscope, PowerAnalyzer, ThermalProbe,
-AudioStimulus, StationClock, FixtureControl); options go to the driver (e.g. backend="@sim", timeout_s=10, channel=1).
+AudioStimulus, StationClock, FixtureControl, Chamber); options go to the driver (e.g. backend="@sim", timeout_s=10, channel=1).
 """
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from phonebench.core.errors import ConfigError
+from .chamber import Chamber
+from .chamber_f4t import WatlowF4T
 from .clock import HostClock, ScpiClock, StationClock
 from .otii import QoitechOtii
 from .power import KeysightN6705C, PowerAnalyzer
@@ -32,9 +34,10 @@ FAMILIES: dict[str, dict[str, Callable[..., Any]]] = {
     "stimulus": {"keysight-33500b": Keysight33500B},
     "clock": {"host": HostClock, "phonebench-clock": ScpiClock},
     "fixture": {"phonebench-fixture": ScpiFixture},
+    "chamber": {"watlow-f4t": WatlowF4T},
 }
 PROTOCOLS = {"scope": Oscilloscope, "supply": PowerAnalyzer, "thermal": ThermalProbe, "stimulus": AudioStimulus,
-             "clock": StationClock, "fixture": FixtureControl}
+             "clock": StationClock, "fixture": FixtureControl, "chamber": Chamber}
 
 
 def known_families() -> dict[str, list[str]]:

@@ -2,7 +2,8 @@
 instruments a station file would wire to it.
 
 - Every bay has its own scope, audio source, station clock (its world's time server) and fixture
-  controller.
+  controller; and, when the [emulated] table names a chamber family, a thermal chamber of its own
+  around its phone (its air is the world's ambient).
 - The power analyzer and the thermocouples are the bay's own (an N6705C and a DAQ970A per bay),
   unless the station is the shared rack (`[emulated] bays = N`): one N6705C mainframe with a module
   per bay (`@1`..`@4`) and one thermocouple board (channels `<k>.T1` .. `<k>.T4` for bay k),
@@ -67,7 +68,7 @@ class ProbeBoardServer(ThermalProbeServer):
 
 # Instrument name prefix -> role, for the inventory a station file would hold.
 ROLES = {SUPPLY: "supply", PROBES: "thermal", "supply": "supply", "thermal": "thermal", "scope": "scope",
-         "awg": "stimulus", "clock": "clock", "fixture": "fixture"}
+         "awg": "stimulus", "clock": "clock", "fixture": "fixture", "chamber": "chamber"}
 
 
 @dataclass
@@ -101,6 +102,8 @@ class BayFleet:
             self.servers[f"scope-{bay}"] = make_server("scope", self.families.get("scope"), world)
             self.servers[f"awg-{bay}"] = make_server("stimulus", self.families.get("stimulus"), world)
             self.servers[f"fixture-{bay}"] = make_server("fixture", None, world)
+            if "chamber" in self.families:  # opt-in: a chamber changes the phone's ambient
+                self.servers[f"chamber-{bay}"] = make_server("chamber", self.families["chamber"], world)
         for name, server in self.servers.items():
             if name not in (SUPPLY, PROBES):  # a bay's own unit: a serial of its own, as in a real rack
                 server.idn = unit_idn(server.idn, self.slots[name.split("-", 1)[1]])

@@ -47,6 +47,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -104,6 +105,22 @@ SLA_PERSONAS_WORLD: set[str] = {"nominal", *VOICE_BEHAVIOURS, *THERMAL_PERSONAS,
 LOOPBACK_PATHS = ("acoustic", "electrical")
 
 Observer = Callable[[float], None]  # called with the world time after each physics step
+
+
+class ChamberAir(Protocol):
+    """A thermal chamber's air model (emulation/chamber.py), as the world reads it."""
+
+    def air_temperature_c(self, t: float) -> float: ...
+
+
+class _InChamber:
+    """A chamber's air as the world's air source (World.set_air)."""
+
+    def __init__(self, chamber: ChamberAir) -> None:
+        self.chamber = chamber
+
+    def air_c(self, t: float) -> float:
+        return self.chamber.air_temperature_c(t)
 
 
 @dataclass
@@ -280,6 +297,10 @@ class World:
         with self._lock:
             if observer in self._observers:
                 self._observers.remove(observer)
+
+    def use_chamber(self, chamber: ChamberAir) -> None:
+        """The phone sits in a chamber: from now on its ambient is the chamber's air."""
+        self.set_air(_InChamber(chamber))
 
     # --- time ---------------------------------------------------------------------------
     def work(self, phase: str, seconds: float) -> float:

@@ -57,7 +57,7 @@ def test_registry_refuses_unknown_roles_families_and_options():
     assert known_families() == {"scope": ["keysight-infiniivision", "rigol-ds1000z"], "supply": ["keysight-n6705c", "qoitech-otii"],
                                 "thermal": ["fluke-1521", "fluke-1529", "fluke-hart", "generic-ascii", "keysight-daq970a"],
                                 "stimulus": ["keysight-33500b"], "clock": ["host", "phonebench-clock"],
-                                "fixture": ["phonebench-fixture"]}
+                                "fixture": ["phonebench-fixture"], "chamber": ["watlow-f4t"]}
 
 
 @pytest.mark.filterwarnings("ignore:read string doesn't end with termination characters")

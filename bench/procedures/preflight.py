@@ -179,6 +179,11 @@ def check_instrument(role: str, cfg: InstrumentConfig,
                 channels = getattr(driver, "channels", None)
                 if channels:
                     item.found.append(f"channels: {', '.join(map(str, channels))}")
+                if role == "chamber":  # an open door or a tripped limit: said before the run, not in it
+                    state = driver.state()
+                    item.found.append(f"air: {state.air_c:.1f} °C, set point {state.set_point_c:g} °C"
+                                      f"{'' if state.running else ' (standby)'}")
+                    item.problems.extend(f"alarm: {alarm}" for alarm in driver.alarms())
             finally:
                 driver.close()
     except locks.InstrumentBusy as exc:

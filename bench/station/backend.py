@@ -102,6 +102,8 @@ def plan_station(path: StationSource = None, emulated: EmulatedConfig | None = N
         raise ConfigError(f"emulated station: no bay named {bay!r}", hint=f"bays: {', '.join(duts)}")
     serial = duts[bay][0]
     roles = EMULATED_ROLES if config.emulated.instruments else ("clock",)
+    if config.emulated.instruments and "chamber" in config.emulated.families:
+        roles = (*roles, "chamber")
     return dataclasses.replace(config, duts=[DutConfig(serial, NOT_STARTED, expected_serial=serial)], bay=bay,
                                instruments={r: InstrumentConfig(r, "emulated", NOT_STARTED, attached_to=serial)
                                             for r in roles})

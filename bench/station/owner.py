@@ -20,6 +20,7 @@ from typing import Any
 
 from phonebench.core.errors import BenchError, ConfigError
 from phonebench.core.station import DutConfig, InstrumentConfig, StationConfig
+from phonebench.drivers.chamber import Chamber
 from phonebench.drivers.clock import StationClock
 from phonebench.drivers.device import Device
 from phonebench.drivers.fixture import FixtureControl
@@ -220,6 +221,10 @@ class StationOwner:
     def fixture(self) -> FixtureControl | None:
         """The fixture's controller (loopback relays, reference probe placement), if the station has one."""
         return self.instrument("fixture") if "fixture" in self.station.instruments else None
+
+    def chamber(self) -> Chamber | None:
+        """The thermal chamber around this bay's phone (drivers/chamber.py), if the station has one."""
+        return self.instrument("chamber") if "chamber" in self.station.instruments else None
 
     # --- life ----------------------------------------------------------------------------------
     def close(self) -> None:

@@ -13,6 +13,7 @@ from phonebench.core.errors import ConfigError
 from .awg import AwgServer
 from .clock import ClockServer
 from .daq970a import Daq970aServer
+from .f4t import F4TServer
 from .fixture import FixtureServer
 from .otii import OtiiServer
 from .power_analyzer import PowerAnalyzerServer
@@ -21,7 +22,7 @@ from .server import LineServer
 from .thermal_probe import ThermalProbeServer
 from ..world import World
 
-Factory = Callable[[World], LineServer]
+Factory = Callable[[World], "LineServer | F4TServer"]  # the F4T speaks Modbus/TCP, not lines
 
 FACTORIES: dict[str, dict[str, Factory]] = {
     "scope": {"keysight-infiniivision": KeysightScopeServer, "rigol-ds1000z": RigolScopeServer},
@@ -33,10 +34,12 @@ FACTORIES: dict[str, dict[str, Factory]] = {
     "stimulus": {"keysight-33500b": AwgServer},
     "clock": {"phonebench-clock": ClockServer},
     "fixture": {"phonebench-fixture": FixtureServer},
+    "chamber": {"watlow-f4t": F4TServer},
 }
 # What an emulated station builds for a role its [emulated] table does not name.
 DEFAULT_FAMILIES = {"scope": "keysight-infiniivision", "supply": "keysight-n6705c", "thermal": "keysight-daq970a",
-                    "stimulus": "keysight-33500b", "clock": "phonebench-clock", "fixture": "phonebench-fixture"}
+                    "stimulus": "keysight-33500b", "clock": "phonebench-clock", "fixture": "phonebench-fixture",
+                    "chamber": "watlow-f4t"}
 
 
 def emulated_families() -> dict[str, list[str]]:
@@ -44,7 +47,7 @@ def emulated_families() -> dict[str, list[str]]:
     return {role: sorted(families) for role, families in FACTORIES.items()}
 
 
-def make_server(role: str, family: str | None, world: World) -> LineServer:
+def make_server(role: str, family: str | None, world: World) -> LineServer | F4TServer:
     """A not yet started server of `family` (None: the role's default) living in `world`."""
     if role not in FACTORIES:
         raise ConfigError(f"no emulated instrument role {role!r}", hint=f"roles: {', '.join(FACTORIES)}")
