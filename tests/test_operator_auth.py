@@ -97,6 +97,7 @@ def test_a_post_with_a_stolen_page_token_but_no_session_is_refused(tmp_path, boo
     assert bob_token != token
     assert scan(bob, token).status_code == 403
     assert scan(alice, None).status_code == 403  # the cookie alone is not enough (a cross-site post)
+    assert alice.post("/api/shell", json={}, headers={"X-CSRF-Token": token}).status_code == 404  # three actions only
     assert alice.post("/api/scan", data="fixture=A&serial=LN070001", headers={"X-CSRF-Token": token},
                       content_type="application/x-www-form-urlencoded").status_code == 403  # JSON only
     # Signing out ends the session on the server: the old cookie and token no longer act.
