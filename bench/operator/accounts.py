@@ -5,14 +5,12 @@ The page re-reads the file when it changes, so an operator removed from it canno
 on a session already open) without restarting the page."""
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import logging
 import os
 import re
 import stat
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from phonebench.core.errors import ConfigError, UsageError
+from phonebench.core.files import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -160,22 +159,10 @@ class OperatorBook:
 
     def _write(self, operators: dict[str, Operator]) -> None:
         """The whole file anew, created 0600 and renamed over the old one (never half written)."""
-        folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         body = {"format": FORMAT, "operators": {o.name: {"hash": o.password_hash, "added": o.added}
                                                 for o in sorted(operators.values(), key=lambda o: o.name)}}
-        fd, tmp = tempfile.mkstemp(prefix=".operators-", dir=folder)  # mkstemp creates it 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(body, out, indent=1)
-                out.write("\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomically(self.path, json.dumps(body, indent=1) + "\n", mode=0o600)
         with self._lock:
             self._seen = None
         log.info("operators file %s: %d operators", self.path, len(operators))
