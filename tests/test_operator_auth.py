@@ -107,6 +107,8 @@ def test_a_post_with_a_stolen_page_token_but_no_session_is_refused(tmp_path, boo
 
 def test_a_sign_in_needs_the_forms_own_token_and_gets_a_new_session(tmp_path, book):
     browser = client(station(tmp_path), book)
+    no_form = browser.post("/signin", data={"csrf": "x", "name": "alice", "password": PASSWORD})
+    assert no_form.status_code == 403 and "expired" in no_form.text  # e.g. a form from before a restart
     browser.get("/signin")
     forged = browser.post("/signin", data={"csrf": "guessed", "name": "alice", "password": PASSWORD})
     assert forged.status_code == 403  # login CSRF: a page elsewhere cannot sign this browser in
@@ -209,15 +211,23 @@ def test_non_loopback_without_tls_is_refused_and_the_opt_out_warned(tmp_path, bo
     with pytest.raises(UsageError):
         serve(station(tmp_path), "0.0.0.0", 0, operators=book)
     for loopback in ("127.0.0.1", "localhost", "::1"):
-        check_exposure(loopback, tls=False, insecure_network=False)
-    check_exposure("192.0.2.10", tls=True, insecure_network=False)
+        assert check_exposure(loopback, tls=False, insecure_network=False) is False
+    assert check_exposure("192.0.2.10", tls=True, insecure_network=False) is False
+    # The opt-out: warned when the page starts listening, and on the page itself. (Bound to every
+    # address for a moment, on a free port, never serving a request.)
     with caplog.at_level(logging.WARNING):
-        check_exposure("192.0.2.10", tls=False, insecure_network=True)
-    assert INSECURE_WARNING in caplog.text
+        server = serve(station(tmp_path), "0.0.0.0", 0, operators=book, insecure_network=True)
+    try:
+        assert INSECURE_WARNING in caplog.text
+        page = server.app.test_client()
+        host = {"Host": f"0.0.0.0:{server.server_port}"}
+        assert INSECURE_WARNING in page.get("/signin", headers=host).text  # before a password is typed
+    finally:
+        server.server_close()
     browser = client(station(tmp_path), book, insecure_network=True)
-    assert INSECURE_WARNING in browser.get("/signin").text  # on the page, before a password is typed
     signed_in(browser)
     assert INSECURE_WARNING in browser.get("/").text
+    assert INSECURE_WARNING not in client(station(tmp_path), book).get("/signin").text
 
 
 def test_the_page_over_tls_sets_a_secure_cookie(tmp_path, book):

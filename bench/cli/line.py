@@ -406,11 +406,12 @@ def serve_line(args: argparse.Namespace) -> int:
     from phonebench.core.station import load_station
     from ..operator.accounts import OperatorBook, default_path
     from ..operator.app import OperatorStation, serve
-    from ..operator.exposure import INSECURE_WARNING, check_exposure, is_loopback, tls_context
+    from ..operator.exposure import check_exposure, tls_context
     from ..operator.fixture import EmulatedUnits, FixtureSpec
 
     tls = bool(args.tls_cert or args.tls_key)
-    check_exposure(args.host, tls=tls, insecure_network=args.insecure_http_on_network)  # before any fixture starts
+    check_exposure(args.host, tls=tls, insecure_network=args.insecure_http_on_network)  # before any fixture starts;
+    # serve() warns of the opt-out on stderr once it listens
     operators = OperatorBook(args.operators or default_path())
     operators.operators()  # missing, unsafe or malformed: said now, not at the first sign-in
     if tls:
@@ -437,8 +438,6 @@ def serve_line(args: argparse.Namespace) -> int:
     with OperatorStation(specs, title=title) as station:
         server = serve(station, args.host, args.port, operators=operators, tls_cert=args.tls_cert,
                        tls_key=args.tls_key, insecure_network=args.insecure_http_on_network)
-        if args.insecure_http_on_network and not tls and not is_loopback(args.host):
-            print(INSECURE_WARNING, file=sys.stderr)
         print(f"operator station on {'https' if tls else 'http'}://{args.host}:{server.server_port}/ "
               f"(operators sign in from {operators.path}; Ctrl-C stops it)")
         for spec in specs:

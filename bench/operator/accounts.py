@@ -99,7 +99,7 @@ class OperatorBook:
             raise OperatorsFileError(f"operators file {self.path} is not a regular file")
         if info.st_mode & 0o077:
             raise OperatorsFileError(
-                f"operators file {self.path} is readable or writable by others "
+                f"operators file {self.path} is readable or writable by its group or others "
                 f"(mode {stat.S_IMODE(info.st_mode):04o}): its password hashes could be guessed offline",
                 hint=f"chmod 600 {self.path}, and change the passwords if others may have copied it")
         return info

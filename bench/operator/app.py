@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .accounts import OperatorBook
-from .exposure import check_exposure, tls_context
+from .exposure import INSECURE_WARNING, check_exposure, tls_context
 from .fixture import FixtureSpec, start_fixture
 from .page import create_app
 from .shift import Shift
@@ -137,7 +137,7 @@ def serve(station: OperatorStation, host: str = "127.0.0.1", port: int = 8080, *
     serving. A host that is not loopback needs TLS or `insecure_network` (UsageError otherwise)."""
     from werkzeug.serving import make_server
 
-    check_exposure(host, tls=tls_cert is not None or tls_key is not None, insecure_network=insecure_network)
+    insecure = check_exposure(host, tls=tls_cert is not None or tls_key is not None, insecure_network=insecure_network)
     operators.operators()  # a missing or unsafe operators file stops the page before it listens
     context = tls_context(tls_cert, tls_key) if tls_cert is not None or tls_key is not None else None
     server = make_server(host, port, None, threaded=True,  # type: ignore[arg-type]  # the app needs the bound port: set below
@@ -145,7 +145,8 @@ def serve(station: OperatorStation, host: str = "127.0.0.1", port: int = 8080, *
     bound = server.server_port
     names = {f"{host}:{bound}", f"localhost:{bound}", f"127.0.0.1:{bound}"} if host in ("127.0.0.1", "localhost") \
         else {f"{host}:{bound}"}
-    server.app = station.app(sorted(names), operators, tls=context is not None,
-                             insecure_network=insecure_network and context is None)
+    server.app = station.app(sorted(names), operators, tls=context is not None, insecure_network=insecure)
+    if insecure:
+        log.warning("%s: http://%s:%d/", INSECURE_WARNING, host, bound)
     log.info("operator station on %s://%s:%d/", "https" if context is not None else "http", host, bound)
     return server

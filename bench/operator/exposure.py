@@ -4,7 +4,6 @@ passwords and session cookies cross the line network) or with the loud opt-out
 from __future__ import annotations
 
 import ipaddress
-import logging
 import os
 import ssl
 import stat
@@ -12,10 +11,8 @@ from pathlib import Path
 
 from phonebench.core.errors import ConfigError, UsageError
 
-log = logging.getLogger(__name__)
-
-INSECURE_WARNING = ("WARNING: the operator page is served over plain HTTP on the line network: "
-                    "passwords and sessions can be read and taken by any host on it")
+INSECURE_WARNING = ("the operator page is served over plain HTTP on the line network "
+                    "(--insecure-http-on-network): passwords and sessions can be read and taken by any host on it")
 
 
 def is_loopback(host: str) -> bool:
@@ -27,13 +24,13 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_exposure(host: str, *, tls: bool, insecure_network: bool) -> None:
-    """UsageError (exit 4) for a page on the network with neither TLS nor the explicit opt-out."""
+def check_exposure(host: str, *, tls: bool, insecure_network: bool) -> bool:
+    """Whether the page is served in plain HTTP on the network (the opt-out, to be warned of);
+    UsageError (exit 4) for a page on the network with neither TLS nor the explicit opt-out."""
     if is_loopback(host) or tls:
-        return
+        return False
     if insecure_network:
-        log.warning("%s (--host %s)", INSECURE_WARNING, host)
-        return
+        return True
     raise UsageError(f"bench line serve --host {host}: the page would take passwords over plain HTTP on the "
                      "network", hint="give it a certificate (--tls-cert FILE --tls-key FILE), or keep it on "
                                      "loopback; --insecure-http-on-network serves it anyway, warned")

@@ -31,7 +31,7 @@ SESSION_COOKIE = "phonebench_operator"
 
 
 class _EscapingFlask(Flask):
-    def select_jinja_autoescape(self, filename: str) -> bool:
+    def select_jinja_autoescape(self, filename: str | None) -> bool:
         return True  # Flask's own choice escapes .html only, not .html.j2
 
 
@@ -101,8 +101,10 @@ def create_app(station: OperatorStation, allowed_hosts: Sequence[str], operators
     @app.post("/signin")
     def signin() -> tuple[str, int] | BaseResponse:
         form = current()
-        if form is None or form.operator is not None or not _same(request.form.get("csrf"), form.csrf):
-            abort(403)  # not this page's own sign-in form (a forged or replayed one)
+        if form is None or form.operator is not None:  # the form outlived its session (a restart): a fresh one
+            return signin_page("This sign-in form has expired: sign in again.", 403)
+        if not _same(request.form.get("csrf"), form.csrf):
+            abort(403)  # not this page's own sign-in form (a forged one)
         name, password = request.form.get("name", "").strip(), request.form.get("password", "")
         wait = throttle.wait_s(name)
         if wait > 0:
@@ -128,7 +130,10 @@ def create_app(station: OperatorStation, allowed_hosts: Sequence[str], operators
     @app.post("/signout")
     def signout() -> BaseResponse:
         found = current()
-        if found is None or not _same(request.form.get("csrf"), found.csrf):
+        if found is None:  # already ended (a restart, idle, removed): nothing to sign out of
+            session.clear()
+            return redirect("/signin", 303)
+        if not _same(request.form.get("csrf"), found.csrf):
             abort(403)
         sessions.end(found.sid)
         session.clear()
