@@ -105,7 +105,8 @@ def _default_faults() -> tuple[str, ...]:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", help="run folders and the default store go here (default: the station's)")
     p.add_argument("--calibration-config", help="calibration settings TOML (default $PHONEBENCH_CALIBRATION)")
-    p.add_argument("--operator", default="", help="who runs the station (recorded; default $USER)")
+    p.add_argument("--operator", default="", help="who runs the station (recorded; default $USER); the operator "
+                                                  "page records each unit with the signed-in operator instead")
 
 
 def _acceptance_args(p: argparse.ArgumentParser) -> None:
