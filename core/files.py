@@ -91,12 +91,13 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(path: Path, data: str | bytes) -> None:
+def write_atomically(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Replace `path` with `data` in one rename: a crash or a full disk leaves the previous file.
 
     Raises WriteFailed (naming the file, disk full or read-only, and what to do). The file gets the
     usual permissions (0666 less the umask), not mkstemp's private 0600, so a lab's web server or
-    a colleague can read the run folder.
+    a colleague can read the run folder; `mode` (e.g. 0o600 for secrets) instead, private from
+    its first byte (mkstemp creates it 0600).
     """
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
@@ -110,7 +111,7 @@ def write_atomically(path: Path, data: str | bytes) -> None:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, (0o666 & ~_umask()) if mode is None else mode)
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)

@@ -1,5 +1,5 @@
 """The operator station in a real headless Chromium (Debian's chromium + chromium-driver through
-Selenium) on two emulated fixtures: scan, live progress, PASS,
+Selenium) on two emulated fixtures: sign in, scan, live progress, PASS,
 FAIL in words with the engineering detail folded away, steps that never ran marked so, no
 retest beyond the policy, send to repair, a wrong serial refused, two fixtures at once. Screenshots
 are kept in reports/test-artifacts/operator/."""
@@ -11,6 +11,7 @@ from typing import Iterator
 
 import pytest
 
+from phonebench.bench.operator.accounts import OperatorBook
 from phonebench.bench.operator.app import OperatorStation, serve
 from phonebench.bench.operator.fixture import EmulatedUnits, FixtureSpec
 from phonebench.core.paths import SOURCE_ROOT
@@ -19,6 +20,7 @@ from tests.browser_helpers import needs_browser, start_browser
 pytestmark = needs_browser
 ARTIFACTS = SOURCE_ROOT / "reports" / "test-artifacts" / "operator"
 WAIT_S = 600.0  # an upper bound for a loaded 2-core machine, not a speed target
+OPERATOR, PASSWORD = "alice", "correct horse battery"
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +30,10 @@ def station(tmp_path_factory) -> Iterator[tuple[OperatorStation, str]]:
     specs = [FixtureSpec(name=name, results_dir=results, retries=1,
                          emulated=EmulatedUnits(count=3, faulty=1, seed=seed, faults=("no-redundancy",)))
              for name, seed in (("A", 7), ("B", 9))]
+    operators = OperatorBook(results / "operators.json")
+    operators.add(OPERATOR, PASSWORD)
     with OperatorStation(specs, title="test line") as op:
-        server = serve(op, "127.0.0.1", 0)
+        server = serve(op, "127.0.0.1", 0, operators=operators)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
@@ -88,7 +92,12 @@ def test_operator_runs_two_fixtures_from_the_page(station, browser):
     from selenium.webdriver.common.by import By
 
     op, url = station
-    browser.get(url)
+    browser.get(url)  # not signed in: the sign-in page
+    browser.find_element(By.ID, "name").send_keys(OPERATOR)
+    browser.find_element(By.ID, "password").send_keys(PASSWORD)
+    browser.find_element(By.ID, "signin").click()
+    wait_for(browser, lambda: browser.find_elements(By.ID, "operator"), "the page after signing in")
+    assert text(browser, "operator") == OPERATOR
     wait_for(browser, lambda: "ready" in text(browser, "why-A") and "ready" in text(browser, "why-B"),
              "both fixtures ready")
     # A wrong serial is refused at once, in words, and nothing starts.
@@ -126,7 +135,7 @@ def test_operator_runs_two_fixtures_from_the_page(station, browser):
     wait_for(browser, lambda: "sent to repair" in text(browser, "why-A"), "the repair disposition")
     shot(browser, "sent-to-repair")
     rows = browser.execute_script("return [...document.querySelectorAll('#unit-rows tr')].map(r => r.innerText)")
-    assert any(good in r and "pass" in r for r in rows)
+    assert any(good in r and "pass" in r and OPERATOR in r for r in rows)  # who tested it: the signed-in name
     assert any(bad in r and "repair" in r for r in rows)
     # A reload loses nothing: the state lives in the station, not in the page.
     browser.refresh()
@@ -143,23 +152,31 @@ def test_operator_runs_two_fixtures_from_the_page(station, browser):
     assert errors == []
 
 
-def test_the_page_refuses_foreign_hosts_and_posts_without_its_token(station):
+def test_the_page_refuses_foreign_hosts_and_posts_without_a_session(station, browser):
     import json
     import urllib.error
     import urllib.request
+
+    from selenium.webdriver.common.by import By
 
     op, url = station
     bad_host = urllib.request.Request(url + "api/state", headers={"Host": "attacker.example"})
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(bad_host, timeout=30)
     assert refused.value.code == 421
-    no_token = urllib.request.Request(url + "api/scan", data=json.dumps({"fixture": "B", "serial": faulty(9, False)}).encode(),
-                                      headers={"Content-Type": "application/json"}, method="POST")
-    with pytest.raises(urllib.error.HTTPError) as forbidden:
-        urllib.request.urlopen(no_token, timeout=30)
-    assert forbidden.value.code == 403
-    with pytest.raises(urllib.error.HTTPError) as unknown:
-        urllib.request.urlopen(urllib.request.Request(url + "api/shell", data=b"{}", method="POST",
-                                                      headers={"Content-Type": "application/json",
-                                                               "X-Operator-Token": op.token}), timeout=30)
-    assert unknown.value.code == 404
+    # The page's token, taken from a signed-in browser, acts for nobody without that browser's session.
+    browser.get(url)
+    if browser.find_elements(By.ID, "signin"):
+        browser.find_element(By.ID, "name").send_keys(OPERATOR)
+        browser.find_element(By.ID, "password").send_keys(PASSWORD)
+        browser.find_element(By.ID, "signin").click()
+    wait_for(browser, lambda: browser.find_elements(By.ID, "operator"), "the page after signing in")
+    token = browser.find_element(By.CSS_SELECTOR, 'meta[name="csrf-token"]').get_attribute("content")
+    stolen = urllib.request.Request(url + "api/scan", data=json.dumps({"fixture": "B", "serial": faulty(9, False)}).encode(),
+                                    headers={"Content-Type": "application/json", "X-CSRF-Token": token}, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as anonymous:
+        urllib.request.urlopen(stolen, timeout=30)
+    assert anonymous.value.code == 401
+    # Signing out from the page ends the session: the page goes back to the sign-in form.
+    browser.find_element(By.ID, "signout").click()
+    wait_for(browser, lambda: browser.find_elements(By.ID, "signin"), "the sign-in page after signing out")

@@ -98,9 +98,14 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_line_serve_stopped_by_a_signal_ends_every_fixture_worker(tmp_path: Path, stop: signal.Signals) -> None:
+    from phonebench.bench.operator.accounts import OperatorBook
+
     env = dict(os.environ, PYTHONPATH=str(SOURCE_ROOT))
+    operators = OperatorBook(tmp_path / "operators.json")  # the page starts only with someone who may sign in
+    operators.add("alice", "correct horse battery")
     serve = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "line", "serve", "--port", "0", "--fixtures", "2",
-                              "--count", "2", "--faulty", "0", "--results-dir", str(tmp_path / "reports")],
+                              "--count", "2", "--faulty", "0", "--results-dir", str(tmp_path / "reports"),
+                              "--operators", str(operators.path)],
                              cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Iterator
 
-from phonebench.core.errors import ConfigError
+from phonebench.core.errors import ConfigError, UsageError
 from . import Subcommands
 
 if TYPE_CHECKING:  # the faces import what they run where they run it: `bench --help` stays quick
@@ -59,9 +59,12 @@ def register(subparsers: Subcommands) -> None:
     a.set_defaults(func=accept)
 
     line = subparsers.add_parser("line", help="an emulated production line: N phones back to back; "
-                                              "`bench line serve`: the operator station in a browser")
-    line.add_argument("mode", nargs="?", choices=("batch", "serve"), default="batch",
-                      help="batch (default): the emulated batch; serve: the operator page")
+                                              "`bench line serve`: the operator station in a browser; "
+                                              "`bench line operators add|remove|list`: who may sign in to it")
+    line.add_argument("mode", nargs="?", choices=("batch", "serve", "operators"), default="batch",
+                      help="batch (default): the emulated batch; serve: the operator page; "
+                           "operators: add NAME, remove NAME or list the page's operators")
+    line.add_argument("words", nargs="*", metavar="add|remove|list NAME", help="operators: what to do, to whom")
     line.add_argument("--station", help="serve: the station file (one fixture per DUT); "
                                         "default: emulated fixtures")
     line.add_argument("--fixtures", type=int, default=None,
@@ -71,6 +74,16 @@ def register(subparsers: Subcommands) -> None:
                            "them (comma-separated; default scope; '' for none)")
     line.add_argument("--host", default="127.0.0.1", help="serve: address to listen on (default loopback only)")
     line.add_argument("--port", type=int, default=8080, help="serve: port (default 8080; 0 = any free one)")
+    line.add_argument("--operators", metavar="FILE",
+                      help="serve, operators: the operators file (names and password hashes, mode 0600; "
+                           "default $PHONEBENCH_OPERATORS, else ~/.config/phonebench/operators.json)")
+    line.add_argument("--tls-cert", metavar="PEM", help="serve: the page's TLS certificate (chain)")
+    line.add_argument("--tls-key", metavar="PEM", help="serve: the certificate's private key")
+    line.add_argument("--insecure-http-on-network", action="store_true",
+                      help="serve: allow plain HTTP on a --host that is not loopback (warned at start and on "
+                           "the page: passwords and sessions cross the network readable)")
+    line.add_argument("--password-stdin", action="store_true",
+                      help="operators add: read the password from stdin's first line (never from the command line)")
     line.add_argument("--count", type=int, default=20, help="units in the batch (default 20)")
     line.add_argument("--faulty", type=int, default=2, help="how many of them are faulty (default 2)")
     line.add_argument("--seed", type=int, default=7, help="which units are faulty, and the units' own seeds")
@@ -92,7 +105,8 @@ def _default_faults() -> tuple[str, ...]:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", help="run folders and the default store go here (default: the station's)")
     p.add_argument("--calibration-config", help="calibration settings TOML (default $PHONEBENCH_CALIBRATION)")
-    p.add_argument("--operator", default="", help="who runs the station (recorded; default $USER)")
+    p.add_argument("--operator", default="", help="who runs the station (recorded; default $USER); the operator "
+                                                  "page records each unit with the signed-in operator instead")
 
 
 def _acceptance_args(p: argparse.ArgumentParser) -> None:
@@ -282,6 +296,13 @@ def accept(args: argparse.Namespace) -> int:
 
 # --- bench line ----------------------------------------------------------------------------
 def run_line(args: argparse.Namespace) -> int:
+    if args.mode == "operators":
+        from .operators import manage_operators
+
+        return manage_operators(args)
+    if args.words:
+        raise UsageError(f"bench line {args.mode}: unexpected {' '.join(args.words)[:80]!r}",
+                         hint="`bench line operators add NAME` manages the page's operators")
     if args.mode == "serve":
         return serve_line(args)
     from ..procedures.acceptance.line import run_line as run_batch
@@ -381,10 +402,21 @@ def _run_station(args: argparse.Namespace, first: EmulatedLine, count: int) -> i
 
 
 def serve_line(args: argparse.Namespace) -> int:
-    """The operator station: a page on loopback, one worker process per fixture."""
+    """The operator station: a page on loopback (or over TLS), one worker process per fixture;
+    operators sign in from the operators file."""
     from phonebench.core.station import load_station
+    from ..operator.accounts import OperatorBook, default_path
     from ..operator.app import OperatorStation, serve
+    from ..operator.exposure import check_exposure, tls_context
     from ..operator.fixture import EmulatedUnits, FixtureSpec
+
+    tls = bool(args.tls_cert or args.tls_key)
+    check_exposure(args.host, tls=tls, insecure_network=args.insecure_http_on_network)  # before any fixture starts;
+    # serve() warns of the opt-out on stderr once it listens
+    operators = OperatorBook(args.operators or default_path())
+    operators.operators()  # missing, unsafe or malformed: said now, not at the first sign-in
+    if tls:
+        tls_context(args.tls_cert, args.tls_key)  # a bad certificate or key: said before any fixture starts
 
     policy = _policy(args)
     results = Path(args.results_dir or "reports").resolve()
@@ -405,8 +437,10 @@ def serve_line(args: argparse.Namespace) -> int:
     # ends and stops listening, not only this process.
     signal.signal(signal.SIGTERM, _interrupt)
     with OperatorStation(specs, title=title) as station:
-        server = serve(station, args.host, args.port)
-        print(f"operator station on http://{args.host}:{server.server_port}/ (Ctrl-C stops it)")
+        server = serve(station, args.host, args.port, operators=operators, tls_cert=args.tls_cert,
+                       tls_key=args.tls_key, insecure_network=args.insecure_http_on_network)
+        print(f"operator station on {'https' if tls else 'http'}://{args.host}:{server.server_port}/ "
+              f"(operators sign in from {operators.path}; Ctrl-C stops it)")
         for spec in specs:
             if spec.emulated is not None:
                 print(f"  fixture {spec.name}: emulated units "

@@ -1,27 +1,30 @@
-"""The operator station's web server (Flask): the page, its state as JSON, and the three operator
-actions — scan, retest, send to repair. Nothing else can be asked of the station from a browser:
-no commands, no file paths. Served on loopback by default; a request must name this server as its
-Host, and an action must carry the page's token as JSON (a page from elsewhere can neither read
-the token nor post JSON here without it)."""
+"""The operator station's web server (Flask): sign-in, the page, its state as JSON, and the three
+operator actions — scan, retest, send to repair. Nothing else can be asked of the station from a
+browser: no commands, no file paths. An operator signs in with their own name and password (the
+operators file, accounts.py); every action needs that session and the session's own CSRF token
+as JSON, and is recorded with the signed-in name. A request must name this server as its Host.
+Served on loopback by default; anything else needs TLS or a loud opt-out (exposure.py)."""
 from __future__ import annotations
 
 import logging
 import queue
-import secrets
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Response, abort, g, jsonify, render_template, request
-
+from .accounts import OperatorBook
+from .exposure import INSECURE_WARNING, check_exposure, tls_context
 from .fixture import FixtureSpec, start_fixture
+from .page import create_app
 from .shift import Shift
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
     from multiprocessing.queues import Queue
 
+    from flask import Flask
     from werkzeug.serving import BaseWSGIServer
 
 log = logging.getLogger(__name__)
@@ -47,7 +50,6 @@ class OperatorStation:
         self._fixtures: dict[str, tuple[BaseProcess, Queue[dict[str, Any]]]] = {}  # process, its commands
         self._stop = threading.Event()
         self._pump = threading.Thread(target=self._pump_events, name="operator-events", daemon=True)
-        self.token = secrets.token_urlsafe(24)
 
     def start(self) -> OperatorStation:
         for name, spec in self.specs.items():
@@ -87,8 +89,9 @@ class OperatorStation:
                 continue
             self.shift.apply(event)
 
-    def act(self, action: str, fixture: str, serial: str | None = None) -> tuple[bool, str]:
-        """One operator action; (accepted, what the page says)."""
+    def act(self, action: str, fixture: str, serial: str | None = None, *, operator: str) -> tuple[bool, str]:
+        """One operator action by the signed-in `operator`, who is recorded with it; (accepted, what
+        the page says)."""
         if fixture not in self._fixtures:
             return False, f"no fixture {fixture!r}"
         _, commands = self._fixtures[fixture]
@@ -97,8 +100,8 @@ class OperatorStation:
             refusal = self.shift.check_scan(fixture, serial)
             if refusal:
                 return False, refusal
-            self.shift.apply({"fixture": fixture, "event": "started", "serial": serial})
-            commands.put({"action": "accept", "serial": serial})
+            self.shift.apply({"fixture": fixture, "event": "started", "serial": serial, "operator": operator})
+            commands.put({"action": "accept", "serial": serial, "operator": operator})
             return True, f"testing {serial} on fixture {fixture}"
         state = self.shift.view()["fixtures"]
         current = next(f for f in state if f["name"] == fixture)
@@ -106,18 +109,19 @@ class OperatorStation:
         if action == "retest":
             if not current["may_retest"]:
                 return False, "the retest policy allows no retest of this result: send the unit to repair"
-            self.shift.apply({"fixture": fixture, "event": "started", "serial": shown})
-            commands.put({"action": "accept", "serial": shown})
+            self.shift.apply({"fixture": fixture, "event": "started", "serial": shown, "operator": operator})
+            commands.put({"action": "accept", "serial": shown, "operator": operator})
             return True, f"retesting {shown} on fixture {fixture}"
         if action == "repair":
             if not current["may_repair"]:
                 return False, "nothing to send to repair on this fixture"
-            commands.put({"action": "repair", "serial": shown})
+            commands.put({"action": "repair", "serial": shown, "operator": operator})
             return True, f"{shown} goes to repair"
         return False, f"unknown action {action!r}"
 
-    def app(self, allowed_hosts: Sequence[str]) -> Flask:
-        return create_app(self, allowed_hosts)
+    def app(self, allowed_hosts: Sequence[str], operators: OperatorBook, *, tls: bool = False,
+            insecure_network: bool = False) -> Flask:
+        return create_app(self, allowed_hosts, operators, tls=tls, insecure_network=insecure_network)
 
 
 def _default_retestable() -> frozenset[str]:
@@ -126,59 +130,23 @@ def _default_retestable() -> frozenset[str]:
     return RetestPolicy().retestable
 
 
-def create_app(station: OperatorStation, allowed_hosts: Sequence[str]) -> Flask:
-    app = Flask(__name__)
-    hosts = {h.lower() for h in allowed_hosts}
-
-    @app.before_request
-    def _only_this_station() -> None:
-        g.nonce = secrets.token_urlsafe(16)  # the page's own script and style, nothing injected
-        if request.host.lower() not in hosts:  # DNS rebinding: a name that is not this server
-            abort(421)
-        if request.method == "POST":
-            if not request.is_json or request.headers.get("X-Operator-Token") != station.token:
-                abort(403)
-
-    @app.after_request
-    def _no_outside_content(response: Response) -> Response:
-        response.headers["Content-Security-Policy"] = (
-            f"default-src 'none'; script-src 'nonce-{g.nonce}'; style-src 'nonce-{g.nonce}'; "
-            "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Cache-Control"] = "no-store"
-        return response
-
-    @app.get("/")
-    def page() -> str:
-        return render_template("operator.html.j2", title=station.title, token=station.token,
-                               fixtures=list(station.specs), nonce=g.nonce)
-
-    @app.get("/api/state")
-    def state() -> Response:
-        return jsonify(station.shift.view())
-
-    @app.post("/api/<action>")
-    def act(action: str) -> tuple[Response, int]:
-        if action not in ACTIONS:
-            abort(404)
-        body = request.get_json(silent=True) or {}
-        fixture, serial = body.get("fixture"), body.get("serial")
-        if not isinstance(fixture, str) or (serial is not None and not isinstance(serial, str)):
-            return jsonify({"ok": False, "message": "fixture and serial are text"}), 400
-        ok, message = station.act(action, fixture, serial)
-        return jsonify({"ok": ok, "message": message}), (200 if ok else 409)
-
-    return app
-
-
-def serve(station: OperatorStation, host: str = "127.0.0.1", port: int = 8080) -> BaseWSGIServer:
-    """A threaded WSGI server for the page (werkzeug, which Flask ships); returns it, not yet serving."""
+def serve(station: OperatorStation, host: str = "127.0.0.1", port: int = 8080, *, operators: OperatorBook,
+          tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
+          insecure_network: bool = False) -> BaseWSGIServer:
+    """A threaded WSGI server for the page (werkzeug, which Flask ships); returns it, not yet
+    serving. A host that is not loopback needs TLS or `insecure_network` (UsageError otherwise)."""
     from werkzeug.serving import make_server
 
-    server = make_server(host, port, None, threaded=True)  # type: ignore[arg-type]  # the app needs the bound port: set below
+    insecure = check_exposure(host, tls=tls_cert is not None or tls_key is not None, insecure_network=insecure_network)
+    operators.operators()  # a missing or unsafe operators file stops the page before it listens
+    context = tls_context(tls_cert, tls_key) if tls_cert is not None or tls_key is not None else None
+    server = make_server(host, port, None, threaded=True,  # type: ignore[arg-type]  # the app needs the bound port: set below
+                         ssl_context=context)
     bound = server.server_port
     names = {f"{host}:{bound}", f"localhost:{bound}", f"127.0.0.1:{bound}"} if host in ("127.0.0.1", "localhost") \
         else {f"{host}:{bound}"}
-    server.app = station.app(sorted(names))
-    log.info("operator station on http://%s:%d/", host, bound)
+    server.app = station.app(sorted(names), operators, tls=context is not None, insecure_network=insecure)
+    if insecure:
+        log.warning("%s: http://%s:%d/", INSECURE_WARNING, host, bound)
+    log.info("operator station on %s://%s:%d/", "https" if context is not None else "http", host, bound)
     return server

@@ -53,7 +53,7 @@ class FixtureSpec:
     retestable: tuple[str, ...] | None = None
     profile: str = "acceptance"
     batch: str | None = None
-    operator: str = ""
+    operator: str = ""  # who started the page: the start-up calibration's record; each unit names its own
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -97,11 +97,12 @@ def _main(spec: FixtureSpec, commands: Queue[dict[str, Any]], events: Queue[dict
                 command = commands.get()
                 if command.get("action") == "stop":
                     return
+                operator = str(command.get("operator") or "")  # the page's signed-in operator
                 if command.get("action") == "accept":
-                    _accept(station, line, str(command["serial"]), send)
+                    _accept(station, line, str(command["serial"]), send, operator)
                 elif command.get("action") == "repair":
                     station.attempts.dispose(str(command["serial"]), station.station.name, "repair",
-                                             operator=station.operator)
+                                             operator=operator or station.operator)
                     send({"event": "disposed", "serial": command["serial"], "disposition": "repair"})
     except KeyboardInterrupt:
         log.info("fixture %s: stopped by a signal", spec.name)
@@ -147,20 +148,20 @@ def _station(spec: FixtureSpec, send: Send) -> Iterator[tuple[AcceptanceStation,
         yield station, line
 
 
-def _accept(station: AcceptanceStation, line: EmulatedLine | None, serial: str, send: Send) -> None:
+def _accept(station: AcceptanceStation, line: EmulatedLine | None, serial: str, send: Send, operator: str) -> None:
     if line is not None:  # the operator places the unit with this serial (an unknown one: the last stays)
         unit = next((u for u in line.units if u.serial == serial), None)
         if unit is not None:
             line.load(unit)
         elif line.phone is None:
             line.load(line.units[0])
-    send({"event": "started", "serial": serial})
-    result = station.accept(serial)
+    send({"event": "started", "serial": serial, "operator": operator or None})
+    result = station.accept(serial, operator=operator or None)
     deciding = next((f for f in result.failures if f.kind == result.outcome), None)
     send({"event": "result", "serial": serial, "outcome": result.outcome, "reason": result.reason,
           "plain": deciding.plain_text() if deciding is not None else result.reason,
           "attempts": len(result.attempts), "cycle_s": result.cycle_s, "takt_s": result.takt_s,
           "failures": [{"check": f.check, "words": f.words, "reason": f.reason, "kind": f.kind,
                         "plain": f.plain, "not_run": f.not_run} for f in result.failures],
-          "first_pass": result.first_pass,
+          "first_pass": result.first_pass, "operator": operator or None,
           "run_id": result.attempts[-1].run_id if result.attempts else None})

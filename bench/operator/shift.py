@@ -32,6 +32,7 @@ class FixtureState:
     attempts: dict[str, int] = field(default_factory=dict)  # serial -> attempts this shift
     units: list[str] = field(default_factory=list)  # an emulated line's units (a hint for the operator)
     disposed: bool = False  # the operator sent the shown unit to repair
+    operator: str | None = None  # who scanned (or retested) the unit shown: the signed-in name
 
 
 @dataclass
@@ -44,6 +45,7 @@ class UnitRow:
     cycle_s: float
     first_pass: bool
     finished: float
+    operator: str | None = None
 
 
 class Shift:
@@ -101,6 +103,7 @@ class Shift:
             elif kind == "started":
                 state.status, state.serial, state.result, state.steps, state.disposed = \
                     "testing", event["serial"], None, [], False
+                state.operator = event.get("operator")
             elif kind == "plan":  # a retest within the same unit plans only what it runs again
                 known = {s.check: s for s in state.steps}
                 for planned in event["steps"]:
@@ -121,7 +124,8 @@ class Shift:
                 self.units.appendleft(UnitRow(event["serial"], state.name, event["outcome"],
                                               event.get("plain") or event.get("reason"),
                                               state.attempts[event["serial"]], float(event["cycle_s"]),
-                                              bool(event.get("first_pass")), time.time()))
+                                              bool(event.get("first_pass")), time.time(),
+                                              event.get("operator") or state.operator))
             elif kind == "disposed":
                 state.disposed = True
                 for row in self.units:

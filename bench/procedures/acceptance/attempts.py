@@ -50,6 +50,7 @@ class AttemptRecord:
     retest_of: int | None = None
     failing: list[dict[str, Any]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    operator: str | None = None  # who scanned the unit (the page's signed-in operator, or the station's)
     id: int | None = None
 
 
@@ -181,4 +182,4 @@ def _record(row: AcceptanceAttempt, station: str | None) -> AttemptRecord:
                          started=iso(row.started), finished=iso(row.finished), cycle_s=row.cycle_s,
                          overhead_s=row.overhead_s, station=station, batch=row.batch, read_serial=row.read_serial,
                          retest_of=row.retest_of, failing=list(row.failing or []), details=dict(row.details or {}),
-                         id=row.id)
+                         operator=row.operator, id=row.id)

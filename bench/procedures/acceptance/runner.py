@@ -170,13 +170,21 @@ class AcceptanceStation:
         return serial
 
     # --- one unit --------------------------------------------------------------------------
-    def accept(self, scanned: str) -> UnitResult:
+    def accept(self, scanned: str, *, operator: str | None = None) -> UnitResult:
+        """One scanned unit; `operator` is who scanned it (the operator page's signed-in name),
+        recorded on its attempts instead of the station's own."""
         scanned = scanned.strip()
         started = time.perf_counter()
-        with self.meter:
-            waits_before = self.meter.totals().any_s
-            result = self._accept(scanned, started)
-            waits = self.meter.totals().any_s - waits_before
+        station_operator = self.operator
+        if operator:
+            self.operator = operator
+        try:
+            with self.meter:
+                waits_before = self.meter.totals().any_s
+                result = self._accept(scanned, started)
+                waits = self.meter.totals().any_s - waits_before
+        finally:
+            self.operator = station_operator
         result.cycle_s = time.perf_counter() - started
         result.overhead_s = max(0.0, result.cycle_s - waits)
         result.takt_s = self.attempts.takt_s(self.station.name)
