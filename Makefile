@@ -71,12 +71,23 @@ lint: $(STAMP)
 		ln -sfn ../../$$folder .typecheck/phonebench/$$folder; done
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml -p phonebench.core -p phonebench.fixtures -p phonebench.bench
 
-test: $(STAMP) system-deps lint llama
-	$(BIN)/python -m pytest -q tests
+# The project's own tests run side by side on pytest-xdist workers, a test module per worker at a
+# time (its shared runs and servers set up once), the costliest modules first (tests/conftest.py);
+# each worker has its own ports, adb server, lock and temporary folders. The phonebench plugin is
+# not loaded in the suite's own processes (a lab's run refuses xdist; the suite's benches are runs
+# of their own). The few tests marked `alone` (a whole host's worth of processes, or a bound on
+# a killed run's clean-up) run first, by themselves. docs/testing.md says where the time goes.
+TEST_WORKERS ?= 3
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
+PARALLEL := -p no:phonebench -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# The developer's tier: unit and quick integration tests, no whole bench runs (under a minute).
+test: $(STAMP) system-deps lint llama
+	$(PYTEST) -m alone tests
+	$(PYTEST) $(PARALLEL) -m "not alone" tests
+
+# The developer's tier: unit and quick integration tests, no whole bench runs (under 45 s).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider tests
+	$(PYTEST) $(PARALLEL) -m "not slow" tests
 
 # Every benchmark, each to its end; the ones that failed (a missed target, a budget exceeded, a
 # nightly benchmark without a nightly run to read) are listed at the end and make it exit 1.
