@@ -128,6 +128,8 @@ def _default_retestable() -> frozenset[str]:
 
 def create_app(station: OperatorStation, allowed_hosts: Sequence[str]) -> Flask:
     app = Flask(__name__)
+    # Flask escapes templates named *.html, not operator.html.j2: every template is escaped here.
+    app.jinja_env.autoescape = True
     hosts = {h.lower() for h in allowed_hosts}
 
     @app.before_request
