@@ -39,6 +39,12 @@ class CommandTimeout(DeviceError):
     pass
 
 
+class TooMuchData(DeviceError):
+    """The phone sent more than the bench takes: a packet over the size the link agreed on, a
+    length field no protocol allows, shell output or a pulled file over its cap. Refused before
+    anything is allocated for it; the link is closed (its stream state is unknown)."""
+
+
 class CommandFailed(DeviceError):
     """A device command exited non-zero where success was required."""
 

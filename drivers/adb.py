@@ -33,10 +33,11 @@ from adb_shell.auth.keygen import keygen, write_public_keyfile
 from adb_shell.auth.sign_cryptography import CryptographySigner
 
 from phonebench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
-                          DeviceError, DeviceUnreachable)
+                          DeviceError, DeviceUnreachable, TooMuchData)
 from phonebench.core.file_stat import FileStat
 from .adb_transport import HardenedAdbDevice, HardenedTcpTransport
 from .device import ShellCommands, ShellResult, TimedShellResult
+from .limits import byte_limits
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,9 @@ _LINK_ERRORS = (adb_exc.InvalidChecksumError, adb_exc.InvalidCommandError, adb_e
                 KeyError, ValueError, struct.error)
 _TIMEOUTS = (adb_exc.TcpTimeoutException, adb_exc.AdbTimeoutError)
 _KEY_LOCK = threading.Lock()  # one key generation at a time (forks may connect together)
+TOO_MUCH_HINT = ("the phone (or whatever answers on its address) sent more than the bench takes: if the "
+                 "file or output is legitimately that big, raise PHONEBENCH_MAX_PULL_MB / PHONEBENCH_MAX_SHELL_MB "
+                 "(docs/adb.md); otherwise treat the phone as compromised")
 
 
 
@@ -67,8 +71,10 @@ class AdbPhone(ShellCommands):
     """One DUT over ADB. address: "host:port" (TCP), "usb" or "usb:SERIAL"."""
 
     def __init__(self, address: str, *, key_path: str | Path | None = None, connect_timeout_s: float = 10.0,
-                 command_timeout_s: float = 120.0, retries: int = 3, name: str | None = None) -> None:
+                 command_timeout_s: float = 120.0, retries: int = 3, name: str | None = None,
+                 max_pull_bytes: int | None = None, max_shell_bytes: int | None = None) -> None:
         self.address = address
+        self.limits = byte_limits(max_pull_bytes, max_shell_bytes)
         self.name = name or address
         self.key_path = Path(key_path).expanduser() if key_path is not None else None
         self.connect_timeout_s = connect_timeout_s
@@ -116,7 +122,8 @@ class AdbPhone(ShellCommands):
     def fork(self) -> "AdbPhone":
         """A new, independent connection to the same phone (connects on first use)."""
         twin = AdbPhone(self.address, key_path=self.key_path, connect_timeout_s=self.connect_timeout_s,
-                        command_timeout_s=self.command_timeout_s, retries=self.retries, name=self.name)
+                        command_timeout_s=self.command_timeout_s, retries=self.retries, name=self.name,
+                        max_pull_bytes=self.limits.pull_bytes, max_shell_bytes=self.limits.shell_bytes)
         twin._signer = self._signer
         return twin
 
@@ -159,7 +166,7 @@ class AdbPhone(ShellCommands):
         # A newline, not "; ": still correct after a trailing `&`, `;` or `# comment`.
         with self._operation(f"`{text}`", timeout) as device:
             raw = device.shell(f"{text}\necho {marker}$?", transport_timeout_s=timeout, read_timeout_s=timeout,
-                               timeout_s=timeout, decode=False)
+                               timeout_s=timeout, decode=False, max_bytes=self.limits.shell_bytes)
         output, exit_code = _split_marker(raw, marker.encode())
         if exit_code is None:
             log.warning("%s: `%s` printed no exit status (did it `exit`?)", self.name, text)
@@ -179,7 +186,7 @@ class AdbPhone(ShellCommands):
             try:
                 sent_t = clock()
                 device.shell(f"{text}\necho {marker}$?", transport_timeout_s=timeout, read_timeout_s=timeout,
-                             timeout_s=timeout, decode=False)
+                             timeout_s=timeout, decode=False, max_bytes=self.limits.shell_bytes)
             finally:
                 device.on_write = None
         output, exit_code = _split_marker(b"".join(c for _, c in chunks), marker.encode())
@@ -208,7 +215,7 @@ class AdbPhone(ShellCommands):
 
     def pull_bytes(self, remote: str) -> bytes:
         timeout = self.command_timeout_s
-        sink = _ChunkSink()
+        sink = _ChunkSink(self.limits.pull_bytes)
         with self._operation(f"pull {remote}", timeout) as device:
             device.pull(remote, sink, transport_timeout_s=timeout, read_timeout_s=timeout)
         return sink.getvalue()
@@ -255,6 +262,9 @@ class AdbPhone(ShellCommands):
             device = self._device
             try:
                 yield device
+            except TooMuchData as exc:  # refused before it was read: the stream is mid-way, start clean
+                self.close()
+                raise TooMuchData(f"{self._where}: {what}: {_reason(exc)}", hint=TOO_MUCH_HINT) from None
             except DeviceError as exc:  # raised by the hardened transport
                 self.close()
                 raise DeviceDisconnected(f"{self._where}: lost the connection during {what}: {_reason(exc)}",
@@ -291,6 +301,8 @@ class AdbPhone(ShellCommands):
                 last = _reason(exc)
                 if isinstance(exc, AuthRefused):
                     raise
+                if isinstance(exc, TooMuchData):  # a peer that floods is not retried
+                    raise TooMuchData(f"{self._where}: ADB handshake refused: {last}", hint=TOO_MUCH_HINT) from None
                 log.info("%s: connect attempt %d failed: %s", self._where, attempts, last)
             pause = min(delay, deadline - time.monotonic())
             if attempt < self.retries and pause > 0:
@@ -373,11 +385,15 @@ class _ChunkSink(io.BytesIO):
     """What a pull writes into: keeps the chunks and joins them once, instead of BytesIO's
     repeated regrowth copies."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
         super().__init__()
         self._parts: list[bytes | bytearray | memoryview] = []
+        self._size, self._limit = 0, limit
 
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        self._size += len(data)
+        if self._size > self._limit:
+            raise TooMuchData(f"the file passed {self._limit} bytes (the pull cap)")
         self._parts.append(data)  # views into received packets, never reused: safe to keep
         return len(data)
 

@@ -16,8 +16,12 @@ import contextlib
 import platform
 import socket
 
+from phonebench.core.errors import TooMuchData
+
 _OKAY, _FAIL = b"OKAY", b"FAIL"
 _CONNECT_TIMEOUT_S = 3.0  # the server is local or on the lab's LAN: it answers at once or not at all
+# One recv asks for at most this much: recv(n) allocates n at once, and n may come from the phone.
+_RECV_MAX = 1024 * 1024
 
 
 class AdbServerError(Exception):
@@ -79,7 +83,7 @@ class ServerConnection:
         sock = self.conn
         try:
             while got < n:
-                chunk = sock.recv(n - got)
+                chunk = sock.recv(min(n - got, _RECV_MAX))
                 if not chunk:
                     raise EOFError(f"expected {n} bytes, got {got}")
                 parts.append(chunk)
@@ -96,11 +100,15 @@ class ServerConnection:
             raise AdbServerError("the adb server closed the connection") from None
         return self.read_exact(length).decode("utf-8", errors="replace")
 
-    def read_until_close(self) -> bytes:
-        parts = []
+    def read_until_close(self, limit: int | None = None) -> bytes:
+        """Everything until the stream closes; more than `limit` bytes is TooMuchData."""
+        parts, size = [], 0
         sock = self.conn
         try:
             while chunk := sock.recv(65536):
+                size += len(chunk)
+                if limit is not None and size > limit:
+                    raise TooMuchData(f"the command's output passed {limit} bytes (the shell output cap)")
                 parts.append(chunk)
         except socket.timeout:
             raise AdbServerTimeout("the adb server stream timed out") from None

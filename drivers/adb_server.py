@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from phonebench.core.errors import (AuthRefused, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected, DeviceError,
-                          DeviceUnreachable)
+                          DeviceUnreachable, TooMuchData)
 from phonebench.core.file_stat import FileStat
 from . import shell_v2
 from .adb_binary import INSTALL_HINT, SYSTEM, AdbBinary, find_adb
 from .adb_client import AdbServerClient, AdbServerError, AdbServerTimeout, ServerConnection
-from .adb import BACKOFF_FIRST_S, UNREACHABLE_HINT, AdbPhone, quote_command, timed_lines
+from .adb import BACKOFF_FIRST_S, TOO_MUCH_HINT, UNREACHABLE_HINT, AdbPhone, quote_command, timed_lines
 from .device import ShellCommands, ShellResult, TimedShellResult
+from .limits import MAX_SYNC_DATA, MAX_SYNC_TEXT, byte_limits
 
 log = logging.getLogger(__name__)
 
@@ -195,8 +196,10 @@ class ServerAdbPhone(ShellCommands):
     """One DUT through the adb server. address: "host:port" (TCP: `adb connect`), "usb:SERIAL"."""
 
     def __init__(self, address: str, *, server: AdbServer | None = None, connect_timeout_s: float = 10.0,
-                 command_timeout_s: float = 120.0, retries: int = 3, name: str | None = None) -> None:
+                 command_timeout_s: float = 120.0, retries: int = 3, name: str | None = None,
+                 max_pull_bytes: int | None = None, max_shell_bytes: int | None = None) -> None:
         self.address = address
+        self.limits = byte_limits(max_pull_bytes, max_shell_bytes)
         self.name = name or address
         self.connect_timeout_s = connect_timeout_s
         self.command_timeout_s = command_timeout_s
@@ -305,7 +308,8 @@ class ServerAdbPhone(ShellCommands):
     def fork(self) -> "ServerAdbPhone":
         """An independent handle on the same phone (the server multiplexes streams itself)."""
         return ServerAdbPhone(self.address, server=self._server, connect_timeout_s=self.connect_timeout_s,
-                              command_timeout_s=self.command_timeout_s, retries=self.retries, name=self.name)
+                              command_timeout_s=self.command_timeout_s, retries=self.retries, name=self.name,
+                              max_pull_bytes=self.limits.pull_bytes, max_shell_bytes=self.limits.shell_bytes)
 
     def __enter__(self) -> "ServerAdbPhone":
         return self.connect()
@@ -350,9 +354,9 @@ class ServerAdbPhone(ShellCommands):
             conn = self._open_transport(timeout)
             try:
                 if self._has_shell_v2():
-                    output, status = shell_v2.read_shell(conn, text)
+                    output, status = shell_v2.read_shell(conn, text, self.limits.shell_bytes)
                 else:  # an old phone: shell v1, the status through an echoed marker
-                    output, status = _read_shell_v1(conn, text)
+                    output, status = _read_shell_v1(conn, text, self.limits.shell_bytes)
             finally:
                 conn.close()
         return ShellResult(self.name, text, output.decode("utf-8", errors="replace"), status)
@@ -371,7 +375,7 @@ class ServerAdbPhone(ShellCommands):
                                     hint='set transport = "direct" for this phone in the station file')
             conn = self._open_transport(timeout)
             try:
-                sent_t, chunks, output, status = shell_v2.read_shell_timed(conn, text, clock)
+                sent_t, chunks, output, status = shell_v2.read_shell_timed(conn, text, clock, self.limits.shell_bytes)
             finally:
                 conn.close()
         return TimedShellResult(self.name, text, output.decode("utf-8", errors="replace"), status,
@@ -399,8 +403,17 @@ class ServerAdbPhone(ShellCommands):
 
     def pull_bytes(self, remote: str) -> bytes:
         parts: list[bytes] = []
+        limit, size = self.limits.pull_bytes, 0
+
+        def keep(block: bytes) -> None:
+            nonlocal size
+            size += len(block)
+            if size > limit:
+                raise TooMuchData(f"the file passed {limit} bytes (the pull cap)")
+            parts.append(block)
+
         with self._sync(f"pull {remote}") as sync:
-            sync.recv(remote, parts.append)
+            sync.recv(remote, keep)
         return b"".join(parts)
 
     def pull(self, remote: str, local: str | Path) -> None:
@@ -463,6 +476,8 @@ class ServerAdbPhone(ShellCommands):
             self.connect()
         try:
             yield
+        except TooMuchData as exc:  # the connection is closed by the caller: nothing more is read
+            raise TooMuchData(f"{self._where}: {what}: {exc}", hint=TOO_MUCH_HINT) from None
         except DeviceError:
             raise
         except CommandFailed:
@@ -485,11 +500,11 @@ class ServerAdbPhone(ShellCommands):
 _V1_MARKER = "__pb_exit_"
 
 
-def _read_shell_v1(conn: ServerConnection, command: str) -> tuple[bytes, int]:
+def _read_shell_v1(conn: ServerConnection, command: str, limit: int | None = None) -> tuple[bytes, int]:
     marker = f"{_V1_MARKER}{secrets.token_hex(6)}__".encode()
     conn.send_command(f"shell:{command}\necho {marker.decode()}$?")
     conn.check_okay()
-    raw = conn.read_until_close()
+    raw = conn.read_until_close(None if limit is None else limit + len(marker) + 8)
     index = raw.rfind(marker)
     if index < 0:
         return raw, -1
@@ -522,8 +537,15 @@ class _SyncChannel:
         raw = path.encode()
         self.conn.conn.sendall(ident + struct.pack("<I", len(raw)) + raw)
 
+    def _length(self, raw: bytes, bound: int, what: str) -> int:
+        """A sync length field, refused above what AOSP's adbd ever sends (nothing read for it)."""
+        (length,) = struct.unpack("<I", raw)
+        if length > bound:
+            raise TooMuchData(f"the phone sent a sync {what} declaring {length} bytes, over the protocol's {bound}")
+        return int(length)
+
     def _fail(self) -> CommandFailed:
-        (length,) = struct.unpack("<I", self.conn.read_exact(4))
+        length = self._length(self.conn.read_exact(4), MAX_SYNC_TEXT, "FAIL message")
         message = self.conn.read_exact(length).decode("utf-8", errors="replace")
         return CommandFailed(f"{self.where} failed: {message}",
                              hint="check the device path and its permissions (`adb shell ls -l`)")
@@ -545,7 +567,7 @@ class _SyncChannel:
                 return names
             if entry[:4] != b"DENT":
                 raise AdbServerError(f"sync: unexpected {entry[:4]!r} for LIST")
-            (length,) = struct.unpack("<I", entry[16:])
+            length = self._length(entry[16:], MAX_SYNC_TEXT, "directory entry name")
             names.append(self.conn.read_exact(length).decode("utf-8", errors="replace"))
 
     def send(self, path: str, mode: int, chunks: Iterator[bytes | memoryview] | list[memoryview], mtime: int) -> None:
@@ -576,5 +598,5 @@ class _SyncChannel:
                 raise self._fail()
             if ident != b"DATA":
                 raise AdbServerError(f"sync: unexpected {ident!r} for RECV")
-            (length,) = struct.unpack("<I", self.conn.read_exact(4))
+            length = self._length(self.conn.read_exact(4), MAX_SYNC_DATA, "DATA block")
             sink(self.conn.read_exact(length))

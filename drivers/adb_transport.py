@@ -11,7 +11,9 @@
   a ~100 MB/s ceiling), an unexpected CLSE ending a wait at once (stock waits out its timeout),
   WRTE payloads stamped before they are acknowledged, zero-copy pulls. adb-shell offers none of
   these through public API (its packet layer is private), hence ours; its transports, signers,
-  constants and exceptions are used as they are.
+  constants and exceptions are used as they are. Every length the phone declares is checked
+  before anything is allocated for it: a packet over the maxdata this host sent in its CNXN, a
+  sync block over AOSP's SYNC_DATA_MAX, shell output over its cap are TooMuchData.
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ import numpy as np
 from adb_shell import constants, exceptions
 from adb_shell.transport.base_transport import BaseTransport
 
-from phonebench.core.errors import DeviceDisconnected, DeviceUnreachable
+from phonebench.core.errors import DeviceDisconnected, DeviceUnreachable, TooMuchData
+from .limits import MAX_SYNC_DATA, MAX_SYNC_TEXT
 
 _HEADER = struct.Struct(constants.MESSAGE_FORMAT.decode())
 _COALESCE_MAX = 64 * 1024  # above this, two sends cost less than concatenating
@@ -174,6 +177,9 @@ class HardenedAdbDevice:
         self.default_transport_timeout_s = default_transport_timeout_s
         self.available = False
         self.maxdata = constants.MAX_PUSH_DATA
+        # What this host accepts per packet: the maxdata its CNXN declares (the device's maxdata
+        # bounds what the host sends, this bounds what the device may send).
+        self.max_receive = constants.MAX_ADB_DATA
         self._local_id = 0
         self._tcp = isinstance(transport, HardenedTcpTransport)
         # Called with each WRTE payload before it is acknowledged (AdbPhone.shell_timed stamps
@@ -214,6 +220,9 @@ class HardenedAdbDevice:
         command = constants.WIRE_TO_ID.get(cmd)
         if not command:
             raise exceptions.InvalidCommandError(f"Unknown command: {cmd:#x} (arg0 = {arg0}, arg1 = {arg1})")
+        if length > self.max_receive:  # refused from the header alone: nothing allocated, nothing read
+            raise TooMuchData(f"the device sent a {command.decode(errors='replace')} packet declaring {length} bytes, "
+                              f"over the {self.max_receive} this host accepts (its CNXN maxdata)")
         if length == 0:
             return command, arg0, arg1, b""
         data = self._read_bytes(length, transport_timeout_s, read_timeout_s)
@@ -251,10 +260,14 @@ class HardenedAdbDevice:
     def _read_until(self, stream: _Stream, expected: list[bytes]) -> tuple[bytes, bytes | bytearray]:
         cmd, _, _, data = self._read(stream, expected)
         if cmd == constants.WRTE:
-            if self.on_write is not None:
-                self.on_write(data)
-            self._send(constants.OKAY, stream.local_id, stream.remote_id or 0, b"", stream.transport_timeout_s)
+            self._acknowledge(stream, data)
         return cmd, data
+
+    def _acknowledge(self, stream: _Stream, data: bytes | bytearray) -> None:
+        """A WRTE payload taken: stamped (on_write), then its OKAY."""
+        if self.on_write is not None:
+            self.on_write(data)
+        self._send(constants.OKAY, stream.local_id, stream.remote_id or 0, b"", stream.transport_timeout_s)
 
     # --- connection ---------------------------------------------------------------------------------
     def connect(self, rsa_keys: list[Any] | None = None, transport_timeout_s: float | None = None,
@@ -267,12 +280,13 @@ class HardenedAdbDevice:
         self.available = False
         self.transport.close()
         self.transport.connect(timeout)
-        self._send(constants.CNXN, constants.VERSION, constants.MAX_ADB_DATA, b"host::%s\0" % _banner(), timeout)
+        self._send(constants.CNXN, constants.VERSION, self.max_receive, b"host::%s\0" % _banner(), timeout)
         cmd, arg0, maxdata, token = self._expect([constants.AUTH, constants.CNXN], timeout, read_timeout_s)
         if cmd == constants.AUTH:
             maxdata = self._authenticate(rsa_keys or [], arg0, token, timeout, auth_timeout_s, read_timeout_s,
                                          auth_callback)
-        self.available, self.maxdata = True, maxdata
+        # The device's maxdata sizes the sync send buffer: a device declaring 4 GiB gets this host's own
+        self.available, self.maxdata = True, min(maxdata, self.max_receive)
         return True
 
     def _authenticate(self, rsa_keys: list[Any], arg0: int, token: bytes | bytearray, timeout: float | None,
@@ -323,15 +337,20 @@ class HardenedAdbDevice:
     # --- services -----------------------------------------------------------------------------------
     def shell(self, command: str, transport_timeout_s: float | None = None,
               read_timeout_s: float = constants.DEFAULT_READ_TIMEOUT_S, timeout_s: float | None = None,
-              decode: bool = True) -> str | bytes:
-        """`shell:command`: its output (v1: stdout and stderr together) until the device closes."""
+              decode: bool = True, max_bytes: int | None = None) -> str | bytes:
+        """`shell:command`: its output (v1: stdout and stderr together) until the device closes;
+        more than max_bytes of it is TooMuchData."""
         stream = self._open(b"shell:" + command.encode(), transport_timeout_s, read_timeout_s, timeout_s)
-        start, output = time.time(), []
+        start, output, size = time.time(), [], 0
         while True:
-            cmd, data = self._read_until(stream, [constants.CLSE, constants.WRTE])
+            cmd, _, _, data = self._read(stream, [constants.CLSE, constants.WRTE])
             if cmd == constants.CLSE:
                 self._send(constants.CLSE, stream.local_id, stream.remote_id or 0, b"", stream.transport_timeout_s)
                 break
+            size += len(data)
+            if max_bytes is not None and size > max_bytes:  # before the OKAY: the device gets no more room
+                raise TooMuchData(f"the command's output passed {max_bytes} bytes (the shell output cap)")
+            self._acknowledge(stream, data)
             output.append(data)
             if timeout_s is not None and time.time() - start > timeout_s:
                 raise exceptions.AdbTimeoutError(f"The command did not complete within {timeout_s} seconds")
@@ -428,6 +447,10 @@ class HardenedAdbDevice:
             data: bytes | bytearray | memoryview = b""
             fields = header[1:]
         else:
+            bound = MAX_SYNC_DATA if command_id == constants.DATA else MAX_SYNC_TEXT
+            if header[-1] > bound:  # AOSP's adbd never sends more in one sync message
+                raise TooMuchData(f"the device sent a sync {command_id.decode(errors='replace')} message declaring "
+                                  f"{header[-1]} bytes, over the protocol's {bound}")
             data, fields = self._sync_read_buffered(stream, sync, header[-1]), header[1:-1]
         if command_id not in expected:
             if command_id == constants.FAIL:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
 from phonebench.core.errors import CommandFailed
+from phonebench.core.phone_text import printable
 
 
 @dataclass
@@ -43,7 +44,8 @@ class ShellCommands:
         return self.shell(command, timeout_s).check().output  # type: ignore[attr-defined]
 
     def getprop(self, key: str) -> str:
-        return self.run(["getprop", key]).rstrip("\r\n")
+        """A property's value, made printable: it is the phone's text and reaches screens and records."""
+        return printable(self.run(["getprop", key]).rstrip("\r\n"))
 
     @property
     def serial(self) -> str:

@@ -16,6 +16,9 @@ import socket
 import struct
 from typing import Callable, Protocol
 
+from phonebench.core.errors import TooMuchData
+from .limits import MAX_SHELL_PACKET
+
 HEADER = struct.Struct("<BI")
 STDIN, STDOUT, STDERR, EXIT, CLOSE_STDIN, WINDOW_SIZE = range(6)
 ACK = HEADER.pack(STDIN, 0)            # "stamped": an empty stdin packet
@@ -40,7 +43,16 @@ def _packet(conn: Stream) -> tuple[int, bytes]:
         kind, length = HEADER.unpack(conn.read_exact(HEADER.size))
     except EOFError:
         raise EOFError("the phone closed the shell before its exit status") from None
+    if length > MAX_SHELL_PACKET:  # refused from the header: nothing read or allocated for it
+        raise TooMuchData(f"the phone sent a shell-protocol packet declaring {length} bytes, over the "
+                          f"{MAX_SHELL_PACKET} adbd ever frames")
     return kind, conn.read_exact(length) if length else b""
+
+
+def _take(output: bytearray, data: bytes, limit: int | None) -> None:
+    if limit is not None and len(output) + len(data) > limit:
+        raise TooMuchData(f"the command's output passed {limit} bytes (the shell output cap)")
+    output += data
 
 
 def _open(conn: Stream, command: str) -> None:
@@ -58,21 +70,22 @@ def _quick_ack(conn: Stream) -> None:
         conn.conn.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
-def read_shell(conn: Stream, command: str) -> tuple[bytes, int]:
-    """Run `command`; (stdout and stderr in arrival order, exit status)."""
+def read_shell(conn: Stream, command: str, limit: int | None = None) -> tuple[bytes, int]:
+    """Run `command`; (stdout and stderr in arrival order, exit status). More than `limit` bytes
+    of output is TooMuchData."""
     _open(conn, command)
     conn.conn.sendall(CLOSE)
     output = bytearray()
     while True:
         kind, data = _packet(conn)
         if kind in (STDOUT, STDERR):
-            output += data
+            _take(output, data, limit)
         elif kind == EXIT:
             return bytes(output), data[0] if data else -1
 
 
-def read_shell_timed(conn: Stream, command: str,
-                     clock: Callable[[], float]) -> tuple[float, list[tuple[float, bytes]], bytes, int]:
+def read_shell_timed(conn: Stream, command: str, clock: Callable[[], float],
+                     limit: int | None = None) -> tuple[float, list[tuple[float, bytes]], bytes, int]:
     """Run `command` with stdout stamped on arrival: (send time, [(arrival, stdout packet)],
     stdout and stderr in arrival order, exit status)."""
     sent_t = clock()
@@ -82,10 +95,11 @@ def read_shell_timed(conn: Stream, command: str,
     while True:
         kind, data = _packet(conn)
         if kind == STDOUT:
-            chunks.append((clock(), data))
+            stamp = clock()
+            _take(output, data, limit)
+            chunks.append((stamp, data))
             conn.conn.sendall(ACK)
-            output += data
         elif kind == STDERR:
-            output += data
+            _take(output, data, limit)
         elif kind == EXIT:
             return sent_t, chunks, bytes(output), data[0] if data else -1

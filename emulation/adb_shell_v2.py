@@ -45,6 +45,7 @@ class HostPace:
         self.where = where
         self._cond = threading.Condition()
         self._buffer = bytearray()
+        self._skip = 0  # stdin bytes still to pass by: a packet's data is never kept (nothing reads it)
         self._acks = 0
         self._sent = 0
         self._released = False  # stdin closed, or a wait ran out: no more pacing on this stream
@@ -52,16 +53,21 @@ class HostPace:
     def feed(self, payload: bytes | bytearray) -> None:
         """Bytes the host wrote to the stream (packets may span WRTEs)."""
         with self._cond:
-            self._buffer += payload
-            while len(self._buffer) >= HEADER.size:
+            view = memoryview(payload)
+            passed = min(self._skip, len(view))
+            self._skip -= passed
+            self._buffer += view[passed:]
+            # Only headers are kept: a packet declaring 4 GiB of stdin costs nothing but the wait.
+            while not self._skip and len(self._buffer) >= HEADER.size:
                 kind, length = HEADER.unpack_from(self._buffer)
-                if len(self._buffer) < HEADER.size + length:
-                    break
-                del self._buffer[:HEADER.size + length]
+                del self._buffer[:HEADER.size]
                 if kind == STDIN and length == 0:
                     self._acks += 1
                 elif kind == CLOSE_STDIN:
                     self._released = True
+                passed = min(length, len(self._buffer))
+                del self._buffer[:passed]
+                self._skip = length - passed
             self._cond.notify_all()
 
     def paced(self, send: Callable[[bytes], None], closed: Callable[[], bool]) -> Callable[[bytes], None]:

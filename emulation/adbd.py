@@ -50,7 +50,9 @@ _NAMES = {A_CNXN: "CNXN", A_AUTH: "AUTH", A_OPEN: "OPEN", A_OKAY: "OKAY", A_WRTE
 VERSION = 0x01000000                 # checksummed packets: what adb-shell requires
 VERSION_SKIP_CHECKSUM = 0x01000001
 MAX_DATA = 256 * 1024                # advertised maxdata; clients may ask for less
-MAX_RECEIVE = 1024 * 1024            # largest payload accepted from a client (adbd's MAX_PAYLOAD)
+# Largest payload accepted from a client: the maxdata this daemon's CNXN declares (a client sends
+# at most the smaller of the two sides' maxdata). Larger is refused from the header, unallocated.
+MAX_RECEIVE = MAX_DATA
 AUTH_TOKEN, AUTH_SIGNATURE, AUTH_RSAPUBLICKEY = 1, 2, 3
 TOKEN_SIZE = 20
 # Banner features this daemon really implements; the phone's banner may list more.
@@ -267,7 +269,8 @@ class _Connection:
         if magic != command ^ 0xFFFFFFFF:
             raise _ProtocolError(f"bad magic {magic:#x} for command {command:#x}")
         if length > MAX_RECEIVE:
-            raise _ProtocolError(f"payload of {length} bytes exceeds {MAX_RECEIVE}")
+            raise _ProtocolError(f"{_NAMES.get(command, hex(command))} payload of {length} bytes exceeds the "
+                                 f"{MAX_RECEIVE} this daemon's CNXN allows")
         payload = bytearray(length)
         if length and not self._recv_into(payload):
             return None

@@ -7,6 +7,13 @@ runs those binaries on the host with that model: real output, real parsing probl
 (or with PhoneSpec.llamacpp = "imitation") an imitation answers in the real tools' formats (JSONL
 results among stderr noise; perf lines on stderr) at this class of phone's rates. Either way the
 work takes the phone's simulated time and draws its power, like the runtime's work.
+
+Any ADB client of the emulated phone can run these commands, and the real build runs on the host:
+so both builds take only the arguments in OPTIONS (what phonebench.drivers.llamacpp sends, and
+documented llama.cpp options that open no file), the model path being the phone's own (looked up
+on its file store, swapped for the host's tiny model). Anything else (`--log-file`, `-f`,
+`--model=PATH`, a stray word) is refused as llama.cpp refuses an unknown argument: exit 1 and a
+message on stderr, and nothing runs on the host.
 """
 from __future__ import annotations
 
@@ -45,6 +52,34 @@ DECODE_TOKENS_PER_S = 27.5
 JITTER = 0.01  # relative std of one repetition
 
 
+# Per tool: each option it takes, and whether a value follows it. Exact strings: argparse's
+# abbreviations and `--opt=value` forms are not llama.cpp's, and would slip past a list.
+OPTIONS: dict[str, dict[str, bool]] = {
+    "llama-bench": {**dict.fromkeys(("-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-r", "--repetitions",
+                                     "-t", "--threads", "-o", "--output", "-ngl", "--n-gpu-layers", "-b",
+                                     "--batch-size", "-ub", "--ubatch-size", "-d", "--n-depth"), True)},
+    "llama-completion": {**dict.fromkeys(("-m", "--model", "-p", "--prompt", "-n", "--n-predict", "-s", "--seed",
+                                          "-t", "--threads", "-ngl", "--n-gpu-layers", "-c", "--ctx-size", "-b",
+                                          "--batch-size", "--temp", "--top-k", "--top-p"), True),
+                         "-no-cnv": False, "--no-conversation": False},
+}
+
+
+def refused(tool: str, argv: list[str]) -> CommandResult | None:
+    """The failed command for an argument `tool` does not take (OPTIONS), None when all are taken."""
+    allowed, args, index = OPTIONS[tool], argv[1:], 0
+    while index < len(args):
+        arg = args[index]
+        if arg not in allowed:
+            log.info("emulated %s: refused argument %r", tool, arg[:80])
+            return CommandResult(stderr=f"error: invalid argument: {arg}\n{tool}: the emulated phone's {tool} takes "
+                                        f"only {', '.join(sorted(allowed))}\n".encode(), status=1)
+        if allowed[arg] and index + 1 >= len(args):
+            return CommandResult(stderr=f"error: argument {arg} expects a value\n".encode(), status=1)
+        index += 2 if allowed[arg] else 1
+    return None
+
+
 class _ArgError(Exception):
     pass
 
@@ -55,24 +90,31 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _bench_parser() -> _Parser:
-    p = _Parser(prog="llama-bench", add_help=False)
+    p = _Parser(prog="llama-bench", add_help=False, allow_abbrev=False)
     p.add_argument("-m", "--model", default=MODEL_PATH)
     p.add_argument("-p", "--n-prompt", type=int, default=512)
     p.add_argument("-n", "--n-gen", type=int, default=128)
     p.add_argument("-r", "--repetitions", type=int, default=5)
     p.add_argument("-t", "--threads", type=int, default=4)
     p.add_argument("-o", "--output", default="md")
+    for short, long in (("-ngl", "--n-gpu-layers"), ("-b", "--batch-size"), ("-ub", "--ubatch-size"),
+                        ("-d", "--n-depth")):  # taken, not imitated
+        p.add_argument(short, long)
     return p
 
 
 def _completion_parser() -> _Parser:
-    p = _Parser(prog="llama-completion", add_help=False)
+    p = _Parser(prog="llama-completion", add_help=False, allow_abbrev=False)
     p.add_argument("-m", "--model", default=MODEL_PATH)
     p.add_argument("-p", "--prompt", default="")
     p.add_argument("-n", "--n-predict", type=int, default=64)
     p.add_argument("-s", "--seed", type=int, default=0)
     p.add_argument("-t", "--threads", type=int, default=4)
-    p.add_argument("-no-cnv", dest="no_cnv", action="store_true")
+    p.add_argument("-no-cnv", "--no-conversation", dest="no_cnv", action="store_true")
+    for short, long in (("-ngl", "--n-gpu-layers"), ("-c", "--ctx-size"), ("-b", "--batch-size")):
+        p.add_argument(short, long)  # taken, not imitated
+    for name in ("--temp", "--top-k", "--top-p"):
+        p.add_argument(name)
     return p
 
 
@@ -94,6 +136,9 @@ class EmulatedLlamaCpp:
         return None
 
     def bench(self, argv: list[str], ctx: ShellContext) -> CommandResult:
+        failed = refused("llama-bench", argv)
+        if failed:
+            return failed
         try:
             args = _bench_parser().parse_args(argv[1:])
         except _ArgError as exc:
@@ -123,6 +168,9 @@ class EmulatedLlamaCpp:
         return CommandResult("".join(out).encode())
 
     def completion(self, argv: list[str], ctx: ShellContext) -> CommandResult:
+        failed = refused("llama-completion", argv)
+        if failed:
+            return failed
         try:
             args = _completion_parser().parse_args(argv[1:])
         except _ArgError as exc:
@@ -172,8 +220,15 @@ class HostLlamaCpp:
         self.phone, self.build = phone, build
 
     def _run(self, tool: str, argv: list[str]) -> CommandResult:
+        failed = refused(tool, argv)  # before anything runs on the host
+        if failed:
+            return failed
         args = list(argv[1:])
-        flags = [i for i, a in enumerate(args) if a in ("-m", "--model")]
+        flags, index = [], 0  # the model options, found option by option (a prompt may say "-m")
+        while index < len(args):
+            if args[index] in ("-m", "--model"):
+                flags.append(index)
+            index += 2 if OPTIONS[tool][args[index]] else 1
         phone_model = args[flags[-1] + 1] if flags and flags[-1] + 1 < len(args) else MODEL_PATH
         if not self.phone.fs.exists(phone_model):
             return CommandResult(stderr=f"llama_model_load: error loading model: failed to open {phone_model}\n"

@@ -274,7 +274,7 @@ class _Conn:
         out, self.data = bytes(self.data[:n]), self.data[n:]
         return out
 
-    def read_until_close(self) -> bytes:
+    def read_until_close(self, limit: int | None = None) -> bytes:
         out, self.data = bytes(self.data), bytearray()
         return out
 

@@ -12,6 +12,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Iterator
 
 from phonebench.core.errors import ConfigError, UsageError
+from phonebench.core.files import UnsafePath, check_name
 from . import Subcommands
 
 if TYPE_CHECKING:  # the faces import what they run where they run it: `bench --help` stays quick
@@ -115,6 +116,17 @@ def _acceptance_args(p: argparse.ArgumentParser) -> None:
                    help="checks that may be retested, comma-separated (default: latency,power,redundancy)")
     p.add_argument("--profile", default="acceptance", help="acceptance SLA profile (default: acceptance)")
     p.add_argument("--batch", help="a batch / lot id stored with every attempt")
+
+
+def _batch(args: argparse.Namespace) -> str | None:
+    """`bench line`'s --batch, which names the batch's folder under the results: a plain name or a
+    usage error (`bench accept` and `serve` only store it with the attempts)."""
+    if args.batch is None:
+        return None
+    try:
+        return check_name(args.batch, "--batch")
+    except UnsafePath as exc:
+        raise UsageError(str(exc).split("\n  hint:", 1)[0], hint=exc.hint) from None
 
 
 def _policy(args: argparse.Namespace) -> RetestPolicy:
@@ -303,8 +315,9 @@ def run_line(args: argparse.Namespace) -> int:
     if args.words:
         raise UsageError(f"bench line {args.mode}: unexpected {' '.join(args.words)[:80]!r}",
                          hint="`bench line operators add NAME` manages the page's operators")
-    if args.mode == "serve":
+    if args.mode == "serve":  # the batch only labels the attempts there: it names no folder
         return serve_line(args)
+    _batch(args)  # it names the batch's folder: refused before any phone or instrument starts
     from ..procedures.acceptance.line import run_line as run_batch
     from ..station.backend import emulated_line
     from ..results.line_report import render_line
@@ -322,7 +335,7 @@ def run_line(args: argparse.Namespace) -> int:
     if fixtures > 1:
         return _run_station(args, line, fixtures)
     results = Path(args.results_dir or "reports").resolve()
-    batch = args.batch or f"line-{new_run_id()}"
+    batch = _batch(args) or f"line-{new_run_id()}"
     with line:
         station_file = line.write_station(results / batch / "station.toml", results_dir=results)
         with _station(args, station_file, results, batch) as station:
@@ -364,7 +377,7 @@ def _run_station(args: argparse.Namespace, first: EmulatedLine, count: int) -> i
     from ..results.run_record import new_run_id
 
     results = Path(args.results_dir or "reports").resolve()
-    batch = args.batch or f"line-{new_run_id()}"
+    batch = _batch(args) or f"line-{new_run_id()}"
     shared = tuple(r.strip() for r in args.share.split(",") if r.strip())
     plan = first.units
     with contextlib.ExitStack() as stack:

@@ -38,6 +38,7 @@ import math
 import secrets
 
 from phonebench.core.errors import BenchError
+from phonebench.core.phone_text import printable
 from .identity import parse_getprop
 from .link import measure_link
 from ..specs.profiles import OVERFLOW_RULES, ProfileBuild, ProfileLibrary, Signature, load_library, profile_stub
@@ -249,7 +250,9 @@ def fingerprint(device: Device, library: ProfileLibrary | None = None,
     report = FingerprintReport(
         device=device.name, serial=props.get("ro.serialno", ""), soc_manufacturer=props.get("ro.soc.manufacturer", ""),
         soc_model=soc_model, board_platform=props.get("ro.board.platform", ""),
-        runtime_version=identity.runtime_version, model=identity.model, microcode=identity.microcode,
+        # the runtime's strings are the phone's: shown with control characters made visible, as getprop's are
+        runtime_version=printable(str(identity.runtime_version)), model=printable(str(identity.model)),
+        microcode=printable(str(identity.microcode)),
         verdict=INCONSISTENT, measured=fits[0] if len(fits) == 1 else None,
         probes=[{"id": r.id, "length": r.length, "result": r.result, "exact": p.exact}
                 for p, r in zip(plan, results)],

@@ -1,4 +1,8 @@
-"""DUT identity, collected once per DUT at the edge and attached to every result."""
+"""DUT identity, collected once per DUT at the edge and attached to every result.
+
+Every string here is the phone's own word and is read through phonebench.core.phone_text.printable:
+control characters (terminal escape sequences, newlines, bidi overrides) become visible escapes
+and length is bounded, so a phone cannot rewrite the operator's screen or forge record lines."""
 from __future__ import annotations
 
 import logging
@@ -6,6 +10,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from phonebench.core.phone_text import printable
 from phonebench.drivers.device import Device
 
 log = logging.getLogger(__name__)
@@ -44,12 +49,13 @@ class DutIdentity:
 
 
 def parse_getprop(text: str) -> dict[str, str]:
-    """Parse `getprop` (no arguments) output: lines of `[key]: [value]`."""
+    """Parse `getprop` (no arguments) output: lines of `[key]: [value]`, keys and values made
+    printable (phonebench.core.phone_text)."""
     props = {}
     for line in text.splitlines():
         match = _GETPROP_LINE.match(line.strip())
         if match:
-            props[match["key"]] = match["value"]
+            props[printable(match["key"])] = printable(match["value"])
     return props
 
 
@@ -74,8 +80,12 @@ def _add_runtime_identity(device: Device, identity: DutIdentity) -> None:
     except BenchError as exc:
         log.warning("%s: no runtime identity (%s)", identity.name, exc)
         return
-    identity.runtime_version = runtime.runtime_version
-    identity.runtime_contract = runtime.contract
-    identity.model = runtime.model
-    identity.microcode = runtime.microcode
-    identity.capabilities = list(runtime.capabilities)
+    identity.runtime_version = _shown(runtime.runtime_version)
+    identity.runtime_contract = _shown(runtime.contract)
+    identity.model = _shown(runtime.model)
+    identity.microcode = _shown(runtime.microcode)
+    identity.capabilities = [printable(str(c)) for c in runtime.capabilities]
+
+
+def _shown(value: str | None) -> str | None:
+    return None if value is None else printable(str(value))

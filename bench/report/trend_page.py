@@ -48,7 +48,7 @@ def render_page(all_series: list[Series], title: str, generated: dt.datetime) ->
         changes = "; ".join(f"{c.call} {100 * (c.relative or 0):+.1f} % ({c.build_range}, p {c.p:.2g})"
                             for c in s.changes) or "none"
         room = f" at {latest.ambient_c:.1f} °C ambient" if latest and latest.ambient_c is not None else ""
-        rows.append(f"<tr><td>{s.claim or '-'}</td><td>{html.escape(s.metric)}</td><td>{html.escape(s.model)}</td>"
+        rows.append(f"<tr><td>{html.escape(str(s.claim or '-'))}</td><td>{html.escape(s.metric)}</td><td>{html.escape(s.model)}</td>"
                     f"<td>{len(s.nights)}</td><td>{latest.value:.5g} {html.escape(display.unit(s.unit))}{room}</td>"
                     f"<td>{html.escape(changes)}</td></tr>" if latest else "")
         figures.append(f'<section id="s{i}"><h2>{html.escape(s.metric)} — {html.escape(s.model)}</h2>'

@@ -25,6 +25,7 @@ from phonebench.core.paths import data_dir
 from phonebench.core import signing
 from phonebench.core.decoding import decode, read_text
 from phonebench.core.errors import ConfigError
+from phonebench.core.phone_text import printable, toml_string
 
 log = logging.getLogger(__name__)
 
@@ -326,13 +327,18 @@ def load_library(root: str | Path = DEFAULT_ROOT, trusted: Sequence[signing.Trus
 
 def profile_stub(soc_manufacturer: str, soc_model: str, microcode: str, signature: Signature,
                  suggested_adapter: str | None, evidence: str) -> str:
-    """A TOML [[build]] entry for an engineer to review and add to the SoC's profile."""
+    """A TOML [[build]] entry for an engineer to review and add to the SoC's profile.
+
+    The SoC, microcode and evidence strings are the phone's: they are written as TOML values
+    (escaped: a newline cannot start a table a reviewer then signs) and shown in the comments only
+    with their control characters made visible."""
     adapter = suggested_adapter or "REVIEW: no adapter in the library protects this accumulator"
     if signature.bits is None:  # nothing overflowed: width and rule need the vendor's documentation
         bits, overflow = "32  # REVIEW: no overflow observed up to 32 bits", "REVIEW: not observable"
     else:
         bits, overflow = str(signature.bits), signature.overflow
     return (f"# Profile stub for an unknown microcode build - REVIEW before adding to firmware_profiles/.\n"
-            f"# SoC: {soc_manufacturer} {soc_model}\n# Evidence: {evidence}\n"
-            f"[[build]]\nmicrocode = {json.dumps(microcode)}\nstage = \"REVIEW: ES or MP\"\n"
-            f"accumulator_bits = {bits}\noverflow = {json.dumps(overflow)}\nadapter = {json.dumps(adapter)}\n")
+            f"# SoC: {printable(soc_manufacturer)} {printable(soc_model)}\n# Evidence: {printable(evidence, 1024)}\n"
+            f"[[build]]\nmicrocode = {toml_string(microcode)}\nstage = \"REVIEW: ES or MP\"\n"
+            f"accumulator_bits = {bits}\noverflow = {toml_string(overflow)}\nadapter = {toml_string(adapter)}\n"
+            f"notes = {toml_string(f'REVIEW: observed on SoC {soc_manufacturer} {soc_model}')}\n")
