@@ -4,11 +4,14 @@
 `make test` runs everything. The tier of a module is declared here, in one place."""
 from __future__ import annotations
 
+import functools
+import json
 import os
 import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -43,10 +46,25 @@ INTEGRATION = SLOW | {
 }
 
 
+# Modules that must run by themselves (`make test` runs them first, alone): their tests start a
+# host's worth of processes at once, or bound how long a killed run takes to clean up.
+ALONE: set[str] = set()
+
+# Each module's measured seconds (benchmarks/bench_test_suite.py --write-order): the costliest run
+# first, so the last module a worker starts is a short one. A module not listed counts by its tier.
+MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
+TIER_SECONDS = {"slow": 60.0, "integration": 10.0, "unit": 2.0}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     from tests.costs_plugin import record_costs
 
     record_costs(config)  # where the time goes, only when asked (benchmarks/bench_test_suite.py)
+    if not config.pluginmanager.has_plugin("phonebench"):  # make test leaves it out (-p no:phonebench)
+        from phonebench.fixtures.plugin import MARKERS
+
+        for name, text in MARKERS.items():  # the suites some tests import still name its markers
+            config.addinivalue_line("markers", f"{name}: {text}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -55,6 +73,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if module in SLOW:
             item.add_marker(pytest.mark.slow)
         item.add_marker(pytest.mark.integration if module in INTEGRATION else pytest.mark.unit)
+        if module in ALONE:
+            item.add_marker(pytest.mark.alone)
+    items.sort(key=lambda item: -_module_cost(item))  # stable: a module's own tests keep their order
+
+
+def _module_cost(item: pytest.Item) -> float:
+    module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+    measured = _measured_seconds().get(module)
+    if measured is not None:
+        return measured
+    return TIER_SECONDS["slow" if module in SLOW else "integration" if module in INTEGRATION else "unit"]
+
+
+@functools.cache
+def _measured_seconds() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(MODULE_SECONDS.read_text()).items()}
+    except (OSError, ValueError):
+        return {}
 
 
 @pytest.fixture(scope="session", autouse=True)
