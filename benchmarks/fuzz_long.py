@@ -15,16 +15,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from hypothesis import given, seed, settings  # noqa: E402
 
-from fuzz_targets import TARGETS, Target  # noqa: E402
+from fuzz_targets import FUZZ_PROFILE, TARGETS, Target  # noqa: E402
 
 
 def fuzz(target: Target, examples: int, at_seed: int) -> tuple[int, int, float]:
     counts = {"run": 0, "refused": 0}
 
     @seed(at_seed)
-    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(settings.get_profile(FUZZ_PROFILE), max_examples=examples)
     @given(target.strategy)
     def check(value: object) -> None:
         counts["run"] += 1

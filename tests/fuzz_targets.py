@@ -1,8 +1,9 @@
 """Every parser that reads bytes from outside the bench, as a fuzz target: a hypothesis strategy of
 hostile input, the call, and the error type the parser owns. Any other exception is a bug.
 
-Shared by the fast tier (tests/test_fuzz_parsers.py, a few examples each, derandomized) and the
-long tier (benchmarks/fuzz_long.py, >= 10,000 examples each).
+Shared by the fast tier (tests/test_fuzz_parsers.py, hypothesis profile `phonebench-ci`: a few
+examples each, derandomized) and the long tier (benchmarks/fuzz_long.py, profile `phonebench-fuzz`:
+>= 10,000 examples each, seeded).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from phonebench.core.decoding import DecodeError, decode, parse_number
@@ -21,6 +23,14 @@ from phonebench.drivers.device import ShellResult
 from instrument_helpers import ScriptedResource, ScriptedSerial
 
 _DIR = Path(tempfile.mkdtemp(prefix="phonebench-fuzz-"))
+
+# Two sizes of the same search, named: `ci` for make test (a few derandomized examples per parser,
+# the same every run), `fuzz` for make fuzz (seeded, as many examples as it asks for).
+CI_PROFILE, FUZZ_PROFILE = "phonebench-ci", "phonebench-fuzz"
+settings.register_profile(CI_PROFILE, max_examples=60, derandomize=True, deadline=None, database=None,
+                          suppress_health_check=list(HealthCheck))
+settings.register_profile(FUZZ_PROFILE, max_examples=10_000, deadline=None, database=None,
+                          suppress_health_check=list(HealthCheck))
 
 # --- building blocks of hostile input ------------------------------------------------------
 _numbers = st.one_of(st.integers(-10**30, 10**30), st.floats(allow_nan=True, allow_infinity=True),

@@ -4,12 +4,11 @@ derandomized examples; a bad input may only raise the parser's own error type. T
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
-from fuzz_targets import TARGETS, Target, run_one
+from fuzz_targets import CI_PROFILE, TARGETS, Target, run_one
 
-FAST = settings(max_examples=60, derandomize=True, deadline=None, database=None,
-                suppress_health_check=list(HealthCheck))
+FAST = settings.get_profile(CI_PROFILE)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow in statistics of 1e308 samples
