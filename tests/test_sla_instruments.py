@@ -174,12 +174,15 @@ def test_unanswered_trials_fail_the_percentile_and_invalid_ones_are_left_out():
     trials = voice_check.VoiceTrials(0.0, False, 20_000.0)
     for index in range(301):
         trials.stimulus_onset_s.append(math.nan if index == 5 else 0.0)
-        trials.answer_onset_s.append(math.inf if index == 7 else 0.25)
+        trials.answer_onset_s.append(math.inf if index == 7 else 0.25 + 0.001 * (index % 10))
         trials.answer_end_s.append(2.5)
         trials.status.append("invalid: test" if index == 5 else "no-answer" if index == 7 else "ok")
     found = {v.name: v for v in voice_check._voice_verdicts(trials, **VOICE)}
     assert found["voice_latency_p99"].outcome is Outcome.FAIL and found["voice_latency_p99"].n == 300
     assert found["voice_latency_std"].extra["unanswered"] == 1 and found["voice_latency_std"].n == 299
+    answered = np.array([0.25 + 0.001 * (i % 10) for i in range(301) if i not in (5, 7)])
+    assert found["voice_latency_std"].unit == "ms"  # seconds on the scope, milliseconds in the verdict
+    assert found["voice_latency_std"].value == pytest.approx(1000.0 * np.std(answered, ddof=1), rel=1e-6)
     assert found["dialog_time_p99"].extra["invalid_trials"] == 1
 
 
