@@ -44,7 +44,7 @@ GROUPS: list[tuple[str, str]] = [
     ("Chromium (report and operator page)", r"browser|chromium|selenium|report_browser|operator_page"),
     ("llama.cpp", r"llama"),
     ("whole bench runs (bench run, plain pytest, the line)", r"bench run|bench line|pytest|bench_run|line_run"),
-    ("emulated stations (bench emulate, in-process)", r"emulate|station|fleet|bays?\b|adbd|emulated"),
+    ("emulated stations (bench emulate, in-process)", r"emulate|station|fleet|bays?\b|adbd|emulated|\brig\b|\bline\b|\bfixture\b"),
     ("hypothesis", r"<hypothesis>"),
 ]
 OTHER = "the rest (unit tests, protocol servers)"
@@ -105,6 +105,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "groups": dict(groups), "modules": dict(modules), "fixtures": dict(fixtures), "outcomes": dict(outcomes),
             "sessions_s": [round(s["end"] - s["start"], 1) for s in sessions],
             "test_seconds": sum(t["seconds"] for t in tests.values())}
+
+
+def write_order(modules: dict[str, float]) -> None:
+    """Merge this run's module costs into tests/module_seconds.json (modules not run keep theirs)."""
+    path = REPO / "tests" / "module_seconds.json"
+    known = json.loads(path.read_text()) if path.is_file() else {}
+    known.update({Path(m).stem: round(s, 1) for m, s in modules.items()})
+    path.write_text(json.dumps(dict(sorted(known.items(), key=lambda kv: -kv[1])), indent=1) + "\n")
+    print(f"module order written: {path} ({len(known)} modules)")
 
 
 def minutes(seconds: float) -> str:
@@ -174,6 +183,9 @@ def main() -> int:
     parser.add_argument("--save", type=Path, help="write this run's summary here (a baseline for later runs)")
     parser.add_argument("--label", default=None, help="what this run is, kept with --save")
     parser.add_argument("--baseline", type=Path, default=None, help="the summary to compare with")
+    parser.add_argument("--write-order", action="store_true",
+                        help="write each module's measured seconds to tests/module_seconds.json (the order "
+                             "make test starts modules in: costliest first)")
     args = parser.parse_args()
     tier = "fast" if args.fast else "full"
     baseline = args.baseline or BASELINES / f"test-suite-{tier}-baseline.json"
@@ -191,6 +203,8 @@ def main() -> int:
     if args.save is not None:
         args.save.parent.mkdir(parents=True, exist_ok=True)
         args.save.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+    if args.write_order:
+        write_order(now["summary"]["modules"])
     code = show(now, base)
     if base is not None:
         code |= compare_names(now, base)

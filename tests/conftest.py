@@ -47,8 +47,9 @@ INTEGRATION = SLOW | {
 
 
 # Modules that must run by themselves (`make test` runs them first, alone): their tests start a
-# host's worth of processes at once, or bound how long a killed run takes to clean up.
-ALONE: set[str] = set()
+# host's worth of processes on one store at once, or kill whole runs at seeded points and wait for
+# what the killed run left behind (its emulated station, its lock) to be cleaned up.
+ALONE = {"test_store_concurrency", "test_killed_runs"}
 
 # Each module's measured seconds (benchmarks/bench_test_suite.py --write-order): the costliest run
 # first, so the last module a worker starts is a short one. A module not listed counts by its tier.
