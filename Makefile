@@ -78,7 +78,7 @@ lint: $(STAMP)
 # of their own). The few tests marked `alone` (a whole host's worth of processes, or a bound on
 # a killed run's clean-up) run first, by themselves. docs/testing.md says where the time goes.
 TEST_WORKERS ?= 3
-PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -p no:cacheprovider
 PARALLEL := -p no:phonebench -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP) system-deps lint llama

@@ -9,7 +9,6 @@ import json
 import os
 import socket
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,27 +95,21 @@ def _measured_seconds() -> dict[str, float]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def places_of_this_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def lock_folder_of_this_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Each process of the suite (an xdist worker, or the one process of a serial run) has its own
-    lock folder and temporary folder, inherited by every bench it starts: two workers never see
-    each other's locks or rescued records. Its adb server port is its own too (below)."""
-    base = tmp_path_factory.getbasetemp()
-    chosen = {"PHONEBENCH_LOCK_DIR": base / "locks", "TMPDIR": base / "tmp"}
-    saved = {name: os.environ.get(name) for name in chosen}
-    for name, folder in chosen.items():
-        if saved[name] is None or name == "TMPDIR":
-            folder.mkdir(parents=True, exist_ok=True)
-            os.environ[name] = str(folder)
-    tempfile.tempdir = None  # tempfile reads TMPDIR again
+    lock folder, inherited by every bench it starts: two workers never see each other's locks (the
+    host-wide folder a lab's benches share is tested where a test sets it). Its adb server port is
+    its own too (below); its files are under its own tmp_path."""
+    if os.environ.get("PHONEBENCH_LOCK_DIR"):
+        yield  # the caller chose one
+        return
+    folder = tmp_path_factory.getbasetemp() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["PHONEBENCH_LOCK_DIR"] = str(folder)
     try:
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        tempfile.tempdir = None
+        os.environ.pop("PHONEBENCH_LOCK_DIR", None)
 
 
 @pytest.fixture(scope="session", autouse=True)
