@@ -63,26 +63,27 @@ def _header(data: dict[str, Any]) -> dict[str, Any]:
             "lab_time_s": data.get("lab_time_s") or {}}
 
 
-def first_difference(stored: Any, given: Any, path: str) -> str | None:
+def first_difference(stored: Any, given: Any, path: str,
+                     names: tuple[str, str] = ("stored", "results.json says")) -> str | None:
     """Where two JSON-like values first differ, and how (numbers compare by value: 5 == 5.0)."""
     if isinstance(stored, dict) and isinstance(given, dict):
         for key in sorted(set(stored) | set(given), key=str):
-            found = first_difference(stored.get(key), given.get(key), f"{path}.{key}")
+            found = first_difference(stored.get(key), given.get(key), f"{path}.{key}".lstrip("."), names)
             if found:
                 return found
         return None
     if isinstance(stored, list) and isinstance(given, list):
         if len(stored) != len(given):
-            return f"{path}: the store has {len(stored)} items, results.json {len(given)}"
+            return f"{path}: {names[0]} {len(stored)} items, {names[1]} {len(given)}"
         for index, (a, b) in enumerate(zip(stored, given)):
-            found = first_difference(a, b, f"{path}[{index}]")
+            found = first_difference(a, b, f"{path}[{index}]", names)
             if found:
                 return found
         return None
     same = stored is given if isinstance(stored, bool) or isinstance(given, bool) else stored == given
     if same:
         return None
-    return f"{path}: stored {_show(stored)}, results.json says {_show(given)}"
+    return f"{path}: {names[0]} {_show(stored)}, {names[1]} {_show(given)}"
 
 
 def _show(value: Any) -> str:

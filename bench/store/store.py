@@ -479,11 +479,12 @@ class Store:
         except DBAPIError as exc:
             raise db.database_error(exc, self.url) from None
 
-    def import_folder(self, folder: str | Path) -> list[SyncResult]:
-        """Import a run folder (with results.json), or every run folder inside a folder."""
+    def import_folder(self, folder: str | Path, amend: tuple[str, str] | None = None) -> list[SyncResult]:
+        """Import a run folder (with results.json), or every run folder inside a folder; `amend`
+        (by, reason): a changed run is stored as an amendment (one run folder only)."""
         from .importer import import_folder
 
-        return import_folder(self, Path(folder))
+        return import_folder(self, Path(folder), amend)
 
     # --- reading ----------------------------------------------------------------------------
     def list_runs(self, limit: int | None = 50, station: str | None = None) -> list[RunInfo]:
