@@ -61,7 +61,7 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def row_content(row: Mapping[str, Any], volatile: frozenset[str] = frozenset()) -> dict[str, Any]:
+def row_content(row: Mapping[Any, Any], volatile: frozenset[str] = frozenset()) -> dict[str, Any]:
     """A row's content: every column but the volatile ones, NULLs left out (so a column a later
     migration adds, NULL in old rows, does not change their digests)."""
     return {k: v for k, v in row.items() if v is not None and k not in volatile}

@@ -161,7 +161,7 @@ class CalibrationBook:
             raise db.database_error(exc, self.store.url) from None
 
     @staticmethod
-    def _select_in(s: Session, query: Select[tuple[Row]]) -> list[tuple[Row, str | None]]:
+    def _select_in(s: Session, query: Select[Row]) -> list[tuple[Row, str | None]]:
         named = query.add_columns(Station.name).outerjoin(Station, Row.station_id == Station.id)
         return [(row, name) for row, name in s.execute(named)]
 
