@@ -1,4 +1,4 @@
-"""Exit codes of `bench run` beyond pytest's own (docs/faults.md lists them all)."""
+"""Exit codes of `bench run` and the store's commands beyond pytest's own (docs/faults.md lists them all)."""
 from __future__ import annotations
 
 # 0-5 are pytest's: 0 all passed, 1 a test failed, 2 interrupted (or a bench error before the
