@@ -75,7 +75,7 @@ class Run(Base):
     recorder_pid: Mapped[int | None] = mapped_column(Integer)
     station_record: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     summary: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
-    supersedes: Mapped[int | None] = mapped_column(Integer)  # runs.id of the version this one amends (0007)
+    supersedes: Mapped[int | None] = mapped_column(Integer, index=True)  # runs.id of the version it amends (0007)
     amended_by: Mapped[str | None] = mapped_column(Text)
     amend_reason: Mapped[str | None] = mapped_column(Text)
 
@@ -255,7 +255,7 @@ class CalibrationRecord(Base):
     adjustments: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     acceptance: Mapped[list[Any]] = mapped_column(Json, default=list)  # the criteria, each a dict
     reference: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)  # reference standards used
-    supersedes: Mapped[int | None] = mapped_column(Integer)  # calibration_records.id this one amends (0007)
+    supersedes: Mapped[int | None] = mapped_column(Integer, index=True)  # the record this one amends (0007)
     amended_by: Mapped[str | None] = mapped_column(Text)
     amend_reason: Mapped[str | None] = mapped_column(Text)
 

@@ -58,7 +58,8 @@ def _bounded(text: str) -> str:
 
 
 def verify_store(url: str) -> Verified:
-    """Verify the store at `url` (already opened with open_store: migrated, ours)."""
+    """Verify the store at `url` or SQLite path (already opened with open_store: migrated, ours)."""
+    url = db.to_url(url)
     engine = db.create_store_engine(url)
     try:
         with engine.connect() as conn:
@@ -134,6 +135,7 @@ def _what_differs(chained: str, current: str) -> str:
 
 def head_in_chain(url: str, digest: str) -> bool:
     """Whether an entry of the store's chain has this digest (a head noted earlier)."""
+    url = db.to_url(url)
     engine = db.create_store_engine(url)
     try:
         with engine.connect() as conn:

@@ -57,6 +57,7 @@ def upgrade() -> None:
         with op.batch_alter_table(table) as batch:
             for name, kind in AMEND_COLUMNS:
                 batch.add_column(sa.Column(name, kind))
+        op.create_index(f"ix_{table}_supersedes", table, ["supersedes"])  # readers ask "superseded?" per row
     conn = op.get_bind()
     _chain_existing(conn)
     for statement in trigger_statements(conn.dialect.name):
@@ -68,6 +69,7 @@ def downgrade() -> None:
     for statement in drop_trigger_statements(conn.dialect.name):
         op.execute(statement)
     for table in ("runs", "calibration_records"):
+        op.drop_index(f"ix_{table}_supersedes", table)
         with op.batch_alter_table(table) as batch:
             for name, _ in AMEND_COLUMNS:
                 batch.drop_column(name)
