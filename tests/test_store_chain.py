@@ -105,7 +105,7 @@ def test_a_verdict_outcome_edited_with_sqlite3_is_found(store_file, capsys):
             "WHERE outcome = 'fail')")
     assert bench("store", "verify", "--database", str(store_file)) == STORE_CHAIN_BROKEN
     err = capsys.readouterr().err
-    assert "BROKEN: tests id " in err and "(run r1)" in err
+    assert "BROKEN: tests id " in err and "(run r1, suites/test_latency.py::test_voice_latency[bay2])" in err
     assert "measurement.outcome: chained 'fail', now 'pass'" in err
 
 
