@@ -362,3 +362,14 @@ def test_postgresql_the_writer_role_inserts_but_cannot_update_or_delete(cluster,
     assert bench("store", "verify", "--database", station_url) == 0
     assert bench("store", "roles", "--print") == 0
     assert "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM phonebench_writer;" in capsys.readouterr().out
+
+
+def test_postgresql_processes_writing_at_once_make_one_valid_chain(cluster, tmp_path):
+    from tests.store_load import run_load
+
+    url = cluster.create_database("chain_load")
+    result = run_load(url, tmp_path, writers=3, readers=1, runs=2, tests=3, rounds=3)
+    assert result.errors == []
+    verified = verify_store(url)
+    assert verified.intact, verified.problems[:3]
+    assert verified.records == 3 * 2 * (1 + 3) + 3 * 2
