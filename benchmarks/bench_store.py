@@ -1,15 +1,19 @@
 """Results store speed: measurement insert rate (rows/s) on SQLite and PostgreSQL the way a run
-writes them (one transaction per test) and matrix build time over 10,000 runs (report render
-time: bench_report.py). Prints a table; exits 0."""
+writes them (one transaction per test), with and without the hash chain (issue 48: its insert
+overhead), `bench store verify`'s time per 1,000 records, and matrix build time over 10,000 runs
+(report render time: bench_report.py). Prints a table; exits 0."""
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -18,11 +22,14 @@ from sqlalchemy import insert  # noqa: E402
 
 from phonebench.bench.results.matrix import build_matrix, to_markdown  # noqa: E402
 from phonebench.bench.store import open_store  # noqa: E402
+from phonebench.bench.store.store import Store  # noqa: E402
+from phonebench.bench.store.verify import verify_store  # noqa: E402
 from phonebench.bench.store.models import Measurement, Run, RunDut, TestResult  # noqa: E402
 from tests.postgres_helpers import ScratchPostgres, postgres_bindir  # noqa: E402
 
 TESTS, VERDICTS = 200, 50  # 10,000 measurements per insert benchmark
 MATRIX_RUNS = 10_000
+VERIFY_RUNS, VERIFY_TESTS, VERIFY_VERDICTS = 100, 10, 5  # 1,100 records (run headers and tests), 5,000 verdicts
 MATRIX_VERDICTS = ("fingerprint", "bit_exact_after_adapter", "redundancy_engage_mV", "voice_latency_p99",
                    "token_latency_std", "power_sustained_mean", "cover_temp_max")
 FLEET = [("Qualcomm", "SM8650", "npu-mc 4.2.1-MP"), ("Qualcomm", "SM8550", "npu-mc 3.9-ES"),
@@ -36,15 +43,20 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
-def insert_rate(url: str) -> tuple[float, float]:
-    """Measurements/s and tests/s, syncing after every test as the sink does during a run."""
+def insert_rate(url: str, chained: bool = True) -> tuple[float, float]:
+    """Measurements/s and tests/s, syncing after every test as the sink does during a run (its
+    recorder named); chained=False leaves the chain out, to measure what chaining costs."""
+    if not chained:
+        with mock.patch.object(Store, "_chain_run", lambda *args, **kwargs: None):
+            return insert_rate(url)
     rng = np.random.default_rng(0)
     data: dict[str, Any] = {"schema": "phonebench.results/1", "run_id": "insert-bench", "status": "running",
                             "started": "2025-01-01T00:00:00+00:00", "finished": None, "code_version": "bench",
                             "station": {"name": "bench"}, "duts": {"bay1": {"name": "bay1", "serial": "S1"}},
                             "instruments": {}, "tests": [], "summary": {}}
+    recorder = (socket.gethostname(), os.getpid())
     with open_store(url) as store:
-        store.sync_run(data)
+        store.sync_run(data, recorder=recorder)
         start = time.perf_counter()
         for i in range(TESTS):
             data["tests"].append({"nodeid": f"suites/test_x.py::test_{i}[bay1]", "dut": "bay1", "outcome": "passed",
@@ -53,7 +65,7 @@ def insert_rate(url: str) -> tuple[float, float]:
                                        "outcome": "pass", "limit": 2.0, "comparator": "<=", "statistic": "p99",
                                        "bound": 1.5, "confidence": 0.95, "n": 1000, "n_required": 459, "detail": "",
                                        "raw": [f"raw/t{i}/c{j}.npz"], "extra": {}} for j in range(VERDICTS)]})
-            store.sync_run(data)
+            store.sync_run(data, recorder=recorder)
         elapsed = time.perf_counter() - start
     return TESTS * VERDICTS / elapsed, TESTS / elapsed
 
@@ -83,6 +95,25 @@ def populate_matrix_store(url: str) -> None:
         conn.execute(insert(Measurement), measurements)
 
 
+def verify_time(url: str) -> tuple[float, int]:
+    """Seconds `bench store verify` takes per 1,000 records, on runs recorded through the store."""
+    with open_store(url) as store:
+        for r in range(VERIFY_RUNS):
+            tests = [{"nodeid": f"suites/test_x.py::test_{i}[bay1]", "dut": "bay1", "outcome": "passed",
+                      "duration_s": 0.1, "message": "", "markers": [], "verdicts": [
+                          {"name": f"check_{j}", "value": 0.5 + j, "unit": "ms", "outcome": "pass", "limit": 2.0,
+                           "comparator": "<=", "n": 100, "detail": "", "raw": [], "extra": {}}
+                          for j in range(VERIFY_VERDICTS)]} for i in range(VERIFY_TESTS)]
+            store.sync_run({"schema": "phonebench.results/1", "run_id": f"verify-{r:03d}", "status": "complete",
+                            "started": "2025-01-01T00:00:00+00:00", "finished": "2025-01-01T01:00:00+00:00",
+                            "code_version": "bench", "station": {"name": "bench"},
+                            "duts": {"bay1": {"name": "bay1", "serial": "S1"}}, "instruments": {}, "tests": tests,
+                            "summary": {"passed": VERIFY_TESTS}})
+    elapsed, result = timed(lambda: verify_store(url))
+    assert result.intact, result.problems[:1]
+    return elapsed * 1000 / result.records, result.records
+
+
 def matrix_time(url: str) -> tuple[float, int]:
     """Seconds to build the matrix from the store and format it as Markdown; and its row count."""
     populate_matrix_store(url)
@@ -100,6 +131,12 @@ def main() -> int:
         rate, tests = insert_rate(str(folder / "insert.sqlite"))
         rows.append((f"SQLite insert ({TESTS} tests x {VERDICTS} verdicts, 1 txn/test)",
                      f"{rate:,.0f} measurements/s ({tests:,.1f} tests/s)"))
+        plain, _ = insert_rate(str(folder / "insert-unchained.sqlite"), chained=False)
+        rows.append(("SQLite insert without the hash chain (its overhead)",
+                     f"{plain:,.0f} measurements/s (chaining costs {100 * (plain / rate - 1):+.0f} % time)"))
+        per_1000, records = verify_time(str(folder / "verify.sqlite"))
+        rows.append((f"SQLite `bench store verify` ({records:,} records, {VERIFY_VERDICTS} verdicts/test)",
+                     f"{per_1000:.3f} s per 1,000 records"))
         elapsed, lines = matrix_time(str(folder / "matrix.sqlite"))
         rows.append((f"SQLite matrix build, {MATRIX_RUNS:,} runs", f"{elapsed:.2f} s ({lines} rows)"))
         if postgres_bindir() is not None:
@@ -107,6 +144,12 @@ def main() -> int:
                 rate, tests = insert_rate(pg.create_database("insert_bench"))
                 rows.append((f"PostgreSQL insert ({TESTS} tests x {VERDICTS} verdicts, 1 txn/test, unix socket, "
                              "fsync off)", f"{rate:,.0f} measurements/s ({tests:,.1f} tests/s)"))
+                plain, _ = insert_rate(pg.create_database("insert_unchained"), chained=False)
+                rows.append(("PostgreSQL insert without the hash chain (its overhead)",
+                             f"{plain:,.0f} measurements/s (chaining costs {100 * (plain / rate - 1):+.0f} % time)"))
+                per_1000, records = verify_time(pg.create_database("verify_bench"))
+                rows.append((f"PostgreSQL `bench store verify` ({records:,} records, {VERIFY_VERDICTS} verdicts/test)",
+                             f"{per_1000:.3f} s per 1,000 records"))
                 elapsed, lines = matrix_time(pg.create_database("matrix_bench"))
                 rows.append((f"PostgreSQL matrix build, {MATRIX_RUNS:,} runs", f"{elapsed:.2f} s ({lines} rows)"))
         else:

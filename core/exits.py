@@ -1,4 +1,4 @@
-"""Exit codes of `bench run` beyond pytest's own (docs/faults.md lists them all)."""
+"""Exit codes of `bench run` and the store's commands beyond pytest's own (docs/faults.md lists them all)."""
 from __future__ import annotations
 
 # 0-5 are pytest's: 0 all passed, 1 a test failed, 2 interrupted (or a bench error before the
@@ -11,3 +11,4 @@ STORE_BEHIND = 9  # results.json is whole but the results store lacks tests: `be
 PHONE_BUSY = 10  # another bench held a phone of this run past --phone-wait: the message names the holder
 PHONES_UNREACHABLE = 11  # no selected phone could be reached (no adb, a refusing server, every phone down): stopped before any test
 REPORTED_PARTS_HELD = 12  # every test passed, but a claim passed partly on the phone's word and the profile holds that
+STORE_CHAIN_BROKEN = 13  # `bench store verify`: a record or chain entry of the results store does not match (edited, deleted, reordered)

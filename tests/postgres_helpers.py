@@ -21,6 +21,19 @@ def postgres_bindir() -> Path | None:
     return Path(found[-1]).parent if found else None
 
 
+def _reachable_tempdir() -> str | None:
+    """Where the cluster's folder goes: the temporary folder, unless (as root, whose cluster runs as
+    `postgres`) some folder above it is closed to other users (a test worker's private TMPDIR under
+    pytest's 0700 base); then /tmp, where mkdtemp still makes a private, unique folder."""
+    chosen = Path(tempfile.gettempdir()).resolve()
+    if os.geteuid() != 0:
+        return None
+    for folder in (chosen, *chosen.parents):
+        if not folder.stat().st_mode & 0o001:
+            return "/tmp"
+    return None
+
+
 class ScratchPostgres:
     """Started by start(), gone after stop(). As root it runs as the `postgres` user (the server
     refuses root); it listens on a unix socket only, so it never takes a TCP port."""
@@ -31,7 +44,7 @@ class ScratchPostgres:
             raise BenchError("PostgreSQL server binaries not found under /usr/lib/postgresql",
                              hint="install Debian's `postgresql` package (`make system-deps` does, as root)")
         self.bindir = found
-        self.root = Path(tempfile.mkdtemp(prefix="phonebench-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix="phonebench-pg-", dir=_reachable_tempdir()))
         self.data = self.root / "data"
         self.user: str | None = None
         if os.geteuid() == 0:

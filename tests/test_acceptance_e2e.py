@@ -70,7 +70,8 @@ def test_an_expired_calibration_blocks_acceptance(fixture):
     _line, station_file, results, records = fixture
     zero = next(r for r in records if r.procedure == "supply-zero")
     with open_store(results / "results.sqlite") as store:
-        CalibrationBook(store).set_due(zero.id, dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1))
+        aged = CalibrationBook(store).set_due(zero.id, dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1),
+                                              by="test", reason="age the record past its due date")
     try:
         with AcceptanceStation(station_file) as station:
             result = station.accept("LN070001")
@@ -79,7 +80,7 @@ def test_an_expired_calibration_blocks_acceptance(fixture):
         assert attempts(results, "LN070001")[-1].outcome == "refused"
     finally:
         with open_store(results / "results.sqlite") as store:
-            CalibrationBook(store).set_due(zero.id, zero.due)
+            CalibrationBook(store).set_due(aged.id, zero.due, by="test", reason="restore the due date")
 
 
 def test_a_phone_removed_mid_test_is_incomplete_and_its_finished_results_are_kept(fixture):

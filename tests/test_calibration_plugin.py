@@ -63,7 +63,8 @@ def test_a_calibrated_station_applies_and_records_its_corrections_and_expiry_blo
         assert stored["instruments"]["supply"]["calibration"] == supply
         book = CalibrationBook(store)
         zero = next(r for r in records if r.procedure == "supply-zero")
-        book.set_due(zero.id, dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1))
+        book.set_due(zero.id, dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1), by="test",
+                     reason="age the record past its due date")
     code, data = bench_run(station_file, results, "acceptance-expired", "--require-calibration")
     assert code == REFUSED_EXIT and data["tests"] == []
     code, data = bench_run(station_file, results, "lab-expired")

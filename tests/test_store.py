@@ -84,9 +84,13 @@ def test_a_repeated_sync_adds_nothing_and_updates_identity(tmp_path):
     first = store.sync_run(data, rec.run_dir)
     again = store.sync_run(data, rec.run_dir)
     assert (first.tests_added, again.tests_added, again.tests_stored) == (5, 0, 5)
-    data["duts"]["bay1"]["microcode"] = "npu-mc 4.3"  # re-identified unit
-    store.sync_run(data, rec.run_dir)
+    data["duts"]["bay1"]["microcode"] = "npu-mc 4.3"  # re-identified unit: a stored run is evidence (issue 48)
+    with pytest.raises(StoreError, match="duts.bay1.microcode: stored 'npu-mc 4.2.1-MP'"):
+        store.sync_run(data, rec.run_dir)
+    assert store.load_run("r1").data["duts"]["bay1"]["microcode"] == "npu-mc 4.2.1-MP"
+    store.sync_run(data, rec.run_dir, amend=("lab lead", "unit re-identified"))  # a correction is an amendment
     assert store.load_run("r1").data["duts"]["bay1"]["microcode"] == "npu-mc 4.3"
+    assert store.load_run("r1", version=0).data["duts"]["bay1"]["microcode"] == "npu-mc 4.2.1-MP"
 
 
 def test_a_killed_run_keeps_its_finished_tests_and_shows_incomplete(tmp_path):

@@ -39,6 +39,11 @@ def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("store-import", help="import run folders (results.json) into the results store")
     _store_args(p)
     p.add_argument("folders", nargs="+", help="run folders, or folders holding run folders (e.g. reports/)")
+    p.add_argument("--amend", action="store_true",
+                   help="store a changed results.json as an amendment of the stored run (a new version; the "
+                        "original stays readable): one run folder, with --by and --reason")
+    p.add_argument("--by", help="with --amend: who amends it (an operator or user name)")
+    p.add_argument("--reason", help="with --amend: why")
     p.set_defaults(func=store_import)
 
 
@@ -206,15 +211,27 @@ def matrix(args: argparse.Namespace) -> int:
 
 
 def store_import(args: argparse.Namespace) -> int:
+    from phonebench.core.errors import UsageError
+
+    amend = None
+    if args.amend:
+        if not (args.by or "").strip() or not (args.reason or "").strip():
+            raise UsageError("--amend needs --by NAME (who amends the run) and --reason TEXT (why)")
+        if len(args.folders) != 1:
+            raise UsageError("--amend takes one run folder: an amendment is of one run")
+        amend = (args.by, args.reason)
+    elif args.by or args.reason:
+        raise UsageError("--by and --reason go with --amend")
     failed = 0
     with _open(args, reading=False) as store:
         for folder in args.folders:
             try:
-                results = store.import_folder(folder)
+                results = store.import_folder(folder, amend=amend)
             except BenchError as exc:
                 print(f"bench: {exc}", file=sys.stderr)
                 failed += 1
                 continue
             for r in results:
-                print(f"{r.run_id}: {r.tests_stored} tests ({r.tests_added} new)")
+                print(f"{r.run_id}: {r.tests_stored} tests ({r.tests_added} new)"
+                      + (f", stored as an amendment by {args.by}: the original stays readable" if r.amended else ""))
     return 1 if failed else 0

@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 
 from ..results.builds import phone_build, phone_model, run_builds, run_models
 from ..results.trend import HistoryPoint
-from . import db
+from . import chain, db
 from .models import AcceptedBuild, Measurement, Run, RunDut
-from .store import Store
+from .store import Store, current_runs, logical_run_id
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,12 @@ def accept_build(store: Store, run_id: str, models: Iterable[str] = (), by: str 
     made = [Acceptance(m, str(data["run_id"]), ", ".join(run_builds(data, m)) or None, stamp, by, note) for m in wanted]
     try:
         with Session(db.writer(store.engine)) as s, s.begin():
-            s.add_all(AcceptedBuild(model=a.model, run_id=a.run_id, build=a.build, accepted=a.accepted,
-                                    accepted_by=a.accepted_by, note=a.note) for a in made)
+            rows = [AcceptedBuild(model=a.model, run_id=a.run_id, build=a.build, accepted=a.accepted,
+                                  accepted_by=a.accepted_by, note=a.note) for a in made]
+            s.add_all(rows)
+            s.flush()
+            chain.chain_records(s.connection(), "accepted_builds", [r.id for r in rows], run_id=str(data["run_id"]),
+                                labels={r.id: r.model for r in rows}, by=by)
     except DBAPIError as exc:
         raise db.database_error(exc, store.url) from None
     return made
@@ -65,10 +69,11 @@ def accepted_baselines(store: Store) -> dict[str, Acceptance]:
 def runs_of_build(store: Store, build: str, model: str | None = None) -> list[str]:
     """Complete runs in which some phone (of `model`, if given) ran `build`, newest first."""
     rows = _rows(store, select(Run.run_id, RunDut.name, RunDut.identity).join(RunDut, RunDut.run_pk == Run.id)
-                 .where(RunDut.runtime_version == build, Run.status == "complete")
+                 .where(RunDut.runtime_version == build, Run.status == "complete", current_runs())
                  .order_by(Run.started.desc(), Run.id.desc()))
     seen: list[str] = []
-    for run_id, dut, identity in rows:
+    for stored_id, dut, identity in rows:
+        run_id = logical_run_id(stored_id)
         if run_id not in seen and (model is None or phone_model(identity, dut) == model):
             seen.append(run_id)
     return seen
@@ -79,8 +84,9 @@ def history(store: Store, names: Iterable[str] = (), models: Iterable[str] = (),
     """Every measured value of the named statistics (all, if none named) per phone and run, oldest first."""
     names, models = list(names), set(models)
     duts = {}
-    dut_query = select(RunDut.run_pk, RunDut.name, RunDut.identity).join(Run, RunDut.run_pk == Run.id)
-    runs_query = select(Run.id, Run.run_id, Run.started, Run.status)
+    dut_query = select(RunDut.run_pk, RunDut.name, RunDut.identity).join(Run, RunDut.run_pk == Run.id) \
+        .where(current_runs())
+    runs_query = select(Run.id, Run.run_id, Run.started, Run.status).where(current_runs())
     if since is not None:
         dut_query, runs_query = dut_query.where(Run.started >= since), runs_query.where(Run.started >= since)
     for run_pk, name, identity in _rows(store, dut_query):
@@ -101,8 +107,8 @@ def history(store: Store, names: Iterable[str] = (), models: Iterable[str] = (),
         if run is None or (models and model not in models):
             continue
         room = ((extra or {}).get("ambient") or {}).get("mean_c")  # a thermal figure's room (bench/stats/ambient.py)
-        points.append(HistoryPoint(run[1], run[2], dut, model, build, name, statistic, float(value), unit, comparator,
-                                   claim, bound, confidence, uncertainty,
+        points.append(HistoryPoint(logical_run_id(run[1]), run[2], dut, model, build, name, statistic, float(value),
+                                   unit, comparator, claim, bound, confidence, uncertainty,
                                    float(room) if isinstance(room, (int, float)) else None))
     points.sort(key=lambda p: (p.started or dt.datetime.min, p.run_id, p.dut, p.name))
     return points

@@ -38,9 +38,15 @@ def read_results(path: Path) -> dict[str, Any]:
     return data
 
 
-def import_folder(store: Store, folder: Path) -> list[SyncResult]:
+def import_folder(store: Store, folder: Path, amend: tuple[str, str] | None = None) -> list[SyncResult]:
+    """Each run folder's results.json into the store. A run the store has is only completed (tests
+    it lacks added); one that differs is refused (ChangedRun) unless `amend` is (by, reason)."""
     results = []
-    for run_dir in run_folders(folder):
+    folders = run_folders(folder)
+    if amend is not None and len(folders) != 1:
+        raise StoreError(f"{folder} holds {len(folders)} runs: an amendment is of one run",
+                         hint="give the one run folder (reports/<run-id>) to amend")
+    for run_dir in folders:
         data = read_results(run_dir / "results.json")
         other = store.other_run(data)
         if other is not None:  # the same id, another run: never mix them
@@ -50,7 +56,7 @@ def import_folder(store: Store, folder: Path) -> list[SyncResult]:
         if data.get("status") == "running":  # no recorder feeds an imported run: it was killed (or still
             data = {**data, "status": "incomplete"}  # runs, and its own sink will set the status again)
         try:
-            results.append(store.sync_run(data, run_dir=run_dir))
+            results.append(store.sync_run(data, run_dir=run_dir, amend=amend))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StoreError(f"{run_dir / 'results.json'}: malformed record ({type(exc).__name__}: {exc}); "
                              f"nothing of it was stored") from None

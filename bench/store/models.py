@@ -62,6 +62,7 @@ class Run(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    # Unique: an amendment is a new row "<run_id>/amended-<n>" (AMENDED), the original kept (migration 0007)
     run_id: Mapped[str] = mapped_column(Text, unique=True)
     station_id: Mapped[int | None] = mapped_column(ForeignKey("stations.id"))
     status: Mapped[str] = mapped_column(String(40))  # running (or killed: incomplete) | complete | incomplete
@@ -74,6 +75,9 @@ class Run(Base):
     recorder_pid: Mapped[int | None] = mapped_column(Integer)
     station_record: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     summary: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    supersedes: Mapped[int | None] = mapped_column(Integer, index=True)  # runs.id of the version it amends (0007)
+    amended_by: Mapped[str | None] = mapped_column(Text)
+    amend_reason: Mapped[str | None] = mapped_column(Text)
 
     station: Mapped[Station | None] = relationship()
     duts: Mapped[list[RunDut]] = relationship(back_populates="run", cascade="all, delete-orphan",
@@ -251,6 +255,9 @@ class CalibrationRecord(Base):
     adjustments: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     acceptance: Mapped[list[Any]] = mapped_column(Json, default=list)  # the criteria, each a dict
     reference: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)  # reference standards used
+    supersedes: Mapped[int | None] = mapped_column(Integer, index=True)  # the record this one amends (0007)
+    amended_by: Mapped[str | None] = mapped_column(Text)
+    amend_reason: Mapped[str | None] = mapped_column(Text)
 
 
 class AcceptanceAttempt(Base):
@@ -278,6 +285,29 @@ class AcceptanceAttempt(Base):
     recorder_host: Mapped[str | None] = mapped_column(Text)
     recorder_pid: Mapped[int | None] = mapped_column(Integer)
     details: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+
+
+# --- the hash chain (migration 0007, chain.py) -------------------------------------------------
+class RecordChain(Base):
+    """One entry of the store's append-only ledger: a record's content and the chained digest."""
+
+    __tablename__ = "record_chain"
+    __table_args__ = (Index("ix_record_chain_record", "record_table", "record_pk"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)  # set under the chain lock
+    record_table: Mapped[str] = mapped_column(String(40))
+    record_pk: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[str | None] = mapped_column(Text)
+    label: Mapped[str | None] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(String(20))  # insert | state | amend | migrate
+    supersedes: Mapped[int | None] = mapped_column(Integer)
+    by: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    recorded: Mapped[dt.datetime] = mapped_column(DateTime)  # naive UTC
+    content: Mapped[str] = mapped_column(Text)  # canonical JSON of the record as stored
+    content_digest: Mapped[str] = mapped_column(String(64))
+    prev_digest: Mapped[str] = mapped_column(String(64))
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
 
 
 # --- nightly baselines (migration 0005) ------------------------------------------------------

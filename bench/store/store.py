@@ -12,17 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Unpack
 
-from sqlalchemy import Engine, Executable, Row, func, insert, or_, select
+from sqlalchemy import ColumnElement, Engine, Executable, Row, exists, func, insert, or_, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session, aliased, selectinload
 from sqlalchemy.orm.exc import StaleDataError
 
 from phonebench.core.killpoints import kill_point
 from phonebench.core.records import TestRecord
 from phonebench.core.verdict import VERDICT_FIELDS
 from ..results.matrix import FINGERPRINT_NAMES
-from . import db
+from . import chain, db
+from .amend import ChangedRun, run_difference
 from .models import (
     DutUnit,
     InstrumentUnit,
@@ -40,6 +41,23 @@ from .models import (
 log = logging.getLogger(__name__)
 
 STALE_AFTER = dt.timedelta(hours=6)  # a "running" run not updated for this long was killed
+AMENDED = "/amended-"  # an amendment's row is "<run_id>/amended-<n>": a run id is a plain name, never has "/"
+
+
+def logical_run_id(stored: str) -> str:
+    """The run id a person uses, of any version of a run."""
+    return stored.split(AMENDED, 1)[0]
+
+
+def versions_of(run_id: str) -> ColumnElement[bool]:
+    """Every stored version of a run: the original and its amendments."""
+    return or_(Run.run_id == run_id, Run.run_id.startswith(run_id + AMENDED, autoescape=True))
+
+
+def current_runs() -> ColumnElement[bool]:
+    """Runs no amendment supersedes (what every reader uses; the originals stay readable)."""
+    newer = aliased(Run)
+    return ~exists(select(newer.id).where(newer.supersedes == Run.id))
 
 
 def open_store(url_or_path: str | Path) -> Store:
@@ -111,6 +129,7 @@ class SyncResult:
     tests_added: int
     measurements_added: int
     tests_stored: int
+    amended: bool = False  # stored as an amendment of the run (Store.sync_run(amend=...))
 
 
 @dataclass
@@ -202,14 +221,21 @@ class Store:
 
     # --- writing ----------------------------------------------------------------------------
     def sync_run(self, data: dict[str, Any], run_dir: str | Path | None = None,
-                 recorder: tuple[str, int] | None = None) -> SyncResult:
+                 recorder: tuple[str, int] | None = None, amend: tuple[str, str] | None = None) -> SyncResult:
         """Bring the stored run up to date with a results.json record in one transaction: run,
-        station, DUTs and instruments upserted, tests not stored yet appended. Idempotent, so a
-        sink that missed events (database briefly down) catches up on the next one."""
+        station, DUTs and instruments upserted, tests not stored yet appended, each chained
+        (chain.py). Idempotent, so a sink that missed events (database briefly down) catches up on
+        the next one.
+
+        Without a recorder (an import, a heal) what is stored is never changed: a record that
+        differs from it is refused (ChangedRun) unless `amend` is (by, reason), which stores it as
+        a new version superseding the current one; one that only adds tests completes the run."""
         deadline = time.monotonic() + db.SQLITE_LOCK_TIMEOUT_S
         for attempt in itertools.count(1):
             try:
                 with Session(db.writer(self.engine), expire_on_commit=False) as session, session.begin():
+                    if amend is not None:
+                        return self._amend(session, data, run_dir, *amend)
                     return self._sync(session, data, run_dir, recorder)
             except IntegrityError as exc:
                 if attempt >= 3:
@@ -227,14 +253,47 @@ class Store:
                 time.sleep(min(0.05 * attempt, 1.0))  # another process's checkpoint or lock: wait it out
         raise AssertionError("unreachable")
 
+    def _current(self, s: Session, run_id: str) -> Run | None:
+        return s.scalar(select(Run).where(versions_of(run_id), current_runs()).order_by(Run.id.desc()).limit(1))
+
     def _sync(self, s: Session, data: dict[str, Any], run_dir: str | Path | None,
               recorder: tuple[str, int] | None) -> SyncResult:
-        run = s.scalar(select(Run).where(Run.run_id == data["run_id"]))
+        run = self._current(s, data["run_id"])
+        action = "insert" if run is None else "state"
+        if run is None:
+            run = Run(run_id=data["run_id"])  # added once its header is set (_fill)
+        elif recorder is None:  # an import or a heal: what is stored stays as it is
+            difference = run_difference(_run_record(run, raw_status=True), data)
+            if difference is not None:
+                raise ChangedRun(data["run_id"], difference)
+        return self._fill(s, run, data, run_dir, recorder, action)
+
+    def _amend(self, s: Session, data: dict[str, Any], run_dir: str | Path | None, by: str, reason: str,
+               ) -> SyncResult:
+        if not by.strip() or not reason.strip():
+            raise db.StoreError(f"run {data['run_id']}: an amendment names who makes it and why",
+                                hint="give --by NAME and --reason TEXT")
+        old = self._current(s, data["run_id"])
+        if old is None:
+            raise db.StoreError(f"run {data['run_id']} is not in results store {db.describe(self.url)}: there is "
+                                "nothing to amend", hint="import it without --amend")
+        if run_difference(_run_record(old, raw_status=True), data, strict=True) is None:
+            stored = len(old.tests)
+            return SyncResult(data["run_id"], 0, 0, stored)  # identical: nothing to amend
+        count = s.scalar(select(func.count()).select_from(Run).where(versions_of(data["run_id"]))) or 1
+        run = Run(run_id=f"{data['run_id']}{AMENDED}{count}", supersedes=old.id, amended_by=by.strip(),
+                  amend_reason=reason.strip())
+        result = self._fill(s, run, data, run_dir, None, "amend", amends=(old.id, by.strip(), reason.strip()))
+        log.warning("run %s amended by %s (%s): stored as %s, superseding %s", data["run_id"], by, reason,
+                    run.run_id, old.run_id)
+        return SyncResult(result.run_id, result.tests_added, result.measurements_added, result.tests_stored,
+                          amended=True)
+
+    def _fill(self, s: Session, run: Run, data: dict[str, Any], run_dir: str | Path | None,
+              recorder: tuple[str, int] | None, action: str,
+              amends: tuple[int, str, str] | None = None) -> SyncResult:
         station = data.get("station") or {}
         station_row = self._station(s, station) if station.get("name") else None
-        if run is None:
-            run = Run(run_id=data["run_id"])
-            s.add(run)
         run.station = station_row
         run.status = data.get("status") or "running"
         run.started = utc(data.get("started"))
@@ -247,6 +306,8 @@ class Store:
             run.run_dir = str(Path(run_dir).resolve())
         if recorder is not None:
             run.recorder_host, run.recorder_pid = recorder
+        if run not in s:
+            s.add(run)
         s.flush()
         duts = self._sync_duts(s, run, data.get("duts") or {})
         for name, seconds in (data.get("lab_time_s") or {}).items():
@@ -256,11 +317,26 @@ class Store:
         stored = s.scalar(select(func.count()).select_from(TestResult).where(TestResult.run_pk == run.id)) or 0
         tests = data.get("tests") or []
         added_measurements = 0
+        added: dict[int, str | None] = {}
         for seq in range(stored, len(tests)):
-            added_measurements += self._add_test(s, run, seq, tests[seq], duts)
+            test_pk, count = self._add_test(s, run, seq, tests[seq], duts)
+            added[test_pk], added_measurements = tests[seq].get("nodeid"), added_measurements + count
         s.flush()
+        self._chain_run(s, run, action, added, amends)
         kill_point("store-commit")
-        return SyncResult(run.run_id, len(tests) - stored, added_measurements, len(tests))
+        return SyncResult(data["run_id"], len(tests) - stored, added_measurements, len(tests))
+
+    def _chain_run(self, s: Session, run: Run, action: str, added_tests: dict[int, str | None],
+                   amends: tuple[int, str, str] | None = None) -> None:
+        """The run header's entry (when its content changed) and one per new test, at the chain head."""
+        conn = s.connection()
+        chain.lock_head(conn)  # before reading what the head says
+        supersedes, by, reason = amends if amends is not None else (None, None, None)
+        run_id = logical_run_id(run.run_id)
+        entries = chain.record_entries(conn, "runs", [run.id], action=action, run_id=run_id, labels={run.id: run_id},
+                                       supersedes=supersedes, by=by, reason=reason, only_changed=True)
+        entries += chain.record_entries(conn, "tests", list(added_tests), run_id=run_id, labels=added_tests)
+        chain.append(conn, entries)
 
     def _station(self, s: Session, record: dict[str, Any]) -> Station:
         station = station_row(s, record["name"])
@@ -333,7 +409,8 @@ class Store:
             s.flush()
         return unit
 
-    def _add_test(self, s: Session, run: Run, seq: int, test: dict[str, Any], duts: dict[str, RunDut]) -> int:
+    def _add_test(self, s: Session, run: Run, seq: int, test: dict[str, Any], duts: dict[str, RunDut],
+                  ) -> tuple[int, int]:
         TestRecord.from_dict(test)  # a malformed record raises here (TypeError/ValueError), before any row
         # Bulk inserts, not ORM objects: a test can carry thousands of verdicts and the sink
         # writes each test inside the run's critical path.
@@ -343,7 +420,7 @@ class Store:
             "message": test.get("message") or "", "markers": list(test.get("markers") or [])}])
         verdicts = test.get("verdicts") or []
         if not verdicts:
-            return 0
+            return test_pk, 0
         rows = [{"test_pk": test_pk, "run_pk": run.id, "dut": test.get("dut"), "seq": index,
                  **{name: v.get(name) for name in MEASUREMENT_FIELDS},
                  "detail": v.get("detail") or "", "extra": v.get("extra") or {}} for index, v in enumerate(verdicts)]
@@ -354,24 +431,26 @@ class Store:
         for v in verdicts:
             if v["name"] in FINGERPRINT_NAMES and test.get("dut") in duts:
                 duts[test["dut"]].fingerprint = v.get("extra") or {}
-        return len(rows)
+        return test_pk, len(rows)
 
     def running_runs(self) -> list[RunningRun]:
         """Runs stored as "running": being recorded, or left so by a process that was killed."""
         try:
             with self.engine.connect() as conn:
                 rows = conn.execute(select(Run.run_id, Run.run_dir, Run.recorder_host, Run.recorder_pid, Run.updated)
-                                    .where(Run.status == "running")).all()
+                                    .where(Run.status == "running", current_runs())).all()
         except DBAPIError as exc:
             raise db.database_error(exc, self.url) from None
-        return [RunningRun(*row) for row in rows]
+        return [RunningRun(logical_run_id(row[0]), *row[1:]) for row in rows]
 
     def set_status(self, run_id: str, status: str) -> None:
         try:
             with Session(db.writer(self.engine)) as s, s.begin():
-                run = s.scalar(select(Run).where(Run.run_id == run_id))
-                if run is not None:
+                run = self._current(s, run_id)
+                if run is not None and run.status != status:
                     run.status, run.updated = status, _now()
+                    s.flush()
+                    self._chain_run(s, run, "state", {})
         except DBAPIError as exc:
             raise db.database_error(exc, self.url) from None
 
@@ -396,21 +475,22 @@ class Store:
         try:
             with self.engine.connect() as conn:
                 return conn.execute(select(Run.recorder_host, Run.recorder_pid, Run.started, Run.run_dir)
-                                    .where(Run.run_id == run_id)).first()
+                                    .where(versions_of(run_id), current_runs())).first()
         except DBAPIError as exc:
             raise db.database_error(exc, self.url) from None
 
-    def import_folder(self, folder: str | Path) -> list[SyncResult]:
-        """Import a run folder (with results.json), or every run folder inside a folder."""
+    def import_folder(self, folder: str | Path, amend: tuple[str, str] | None = None) -> list[SyncResult]:
+        """Import a run folder (with results.json), or every run folder inside a folder; `amend`
+        (by, reason): a changed run is stored as an amendment (one run folder only)."""
         from .importer import import_folder
 
-        return import_folder(self, Path(folder))
+        return import_folder(self, Path(folder), amend)
 
     # --- reading ----------------------------------------------------------------------------
     def list_runs(self, limit: int | None = 50, station: str | None = None) -> list[RunInfo]:
         with Session(self.engine) as s:
             query = select(Run).options(selectinload(Run.duts), selectinload(Run.station)) \
-                .order_by(Run.started.desc(), Run.id.desc())
+                .where(current_runs()).order_by(Run.started.desc(), Run.id.desc())
             if station:
                 query = query.join(Station).where(Station.name == station)
             if limit:
@@ -420,27 +500,30 @@ class Store:
             except DBAPIError as exc:
                 raise db.database_error(exc, self.url) from None
             now = _now()
-            return [RunInfo(run_id=r.run_id, station=r.station.name if r.station else None,
+            return [RunInfo(run_id=logical_run_id(r.run_id), station=r.station.name if r.station else None,
                             status=effective_status(r.status, r.recorder_host, r.recorder_pid, r.updated, now),
                             started=iso(r.started), finished=iso(r.finished), duts=[d.name for d in r.duts],
                             summary=dict(r.summary or {}), run_dir=r.run_dir) for r in runs]
 
-    def load_run(self, run_id: str) -> StoredRun:
-        """A stored run in the results.json shape; run_id "latest" is the newest run."""
+    def load_run(self, run_id: str, version: int | None = None) -> StoredRun:
+        """A stored run in the results.json shape; run_id "latest" is the newest run. Its current
+        version (the newest amendment, if any); `version` 0 is the original, n its n-th amendment."""
         with Session(self.engine) as s:
             query = select(Run).options(
                 selectinload(Run.duts), selectinload(Run.instruments),
                 selectinload(Run.tests).selectinload(TestResult.measurements).selectinload(Measurement.raw_refs))
-            if run_id == "latest":
-                query = query.order_by(Run.started.desc(), Run.id.desc()).limit(1)
+            if version is not None:
+                query = query.where(Run.run_id == (run_id if version == 0 else f"{run_id}{AMENDED}{version}"))
+            elif run_id == "latest":
+                query = query.where(current_runs()).order_by(Run.started.desc(), Run.id.desc()).limit(1)
             else:
-                query = query.where(Run.run_id == run_id)
+                query = query.where(versions_of(run_id), current_runs()).order_by(Run.id.desc()).limit(1)
             try:
                 run = s.scalar(query)
             except DBAPIError as exc:
                 raise db.database_error(exc, self.url) from None
             if run is None:
-                raise db.StoreError(f"no run {run_id!r} in results store {db.describe(self.url)}",
+                raise db.StoreError(f"no run {run_id!r}{f' version {version}' if version else ''} in results store {db.describe(self.url)}",
                                     hint="`bench runs` lists the stored runs; `bench store-import FOLDER` adds a "
                                          "run recorded while the store was unreachable")
             return StoredRun(data=_run_record(run), run_dir=Path(run.run_dir) if run.run_dir else None)
@@ -448,25 +531,25 @@ class Store:
     def dut_sightings(self, before: dt.datetime | None = None) -> list[DutSighting]:
         query = select(Run.run_id, Run.started, RunDut.name, RunDut.serial, RunDut.soc_manufacturer,
                        RunDut.soc_model, RunDut.microcode).join(Run, RunDut.run_pk == Run.id) \
-            .where(RunDut.error.is_(None)).order_by(Run.started, Run.id)
+            .where(RunDut.error.is_(None), current_runs()).order_by(Run.started, Run.id)
         if before is not None:
             query = query.where(Run.started < before)
         rows = self._rows(query)
-        return [DutSighting(run_id=r[0], started=r[1], dut=r[2], serial=r[3], soc=_soc(r[4], r[5]), microcode=r[6])
+        return [DutSighting(run_id=logical_run_id(r[0]), started=r[1], dut=r[2], serial=r[3], soc=_soc(r[4], r[5]), microcode=r[6])
                 for r in rows]
 
     def lab_time_facts(self, dut: str, runs: int = 5) -> tuple[str | None, list[LabTimeFact]]:
         """The phone model of the latest stored sighting of `dut` (name or serial), and the lab time
         of every test on that model in its last `runs` complete runs (docs/labtime.md)."""
         latest = self._rows(select(RunDut.soc_manufacturer, RunDut.soc_model).join(Run, RunDut.run_pk == Run.id)
-                            .where(or_(RunDut.name == dut, RunDut.serial == dut), RunDut.error.is_(None))
+                            .where(or_(RunDut.name == dut, RunDut.serial == dut), RunDut.error.is_(None), current_runs())
                             .order_by(Run.started.desc(), Run.id.desc()).limit(1))
         if not latest:
             return None, []
         manufacturer, model = latest[0]
         on_model = (RunDut.soc_model == model) if model is not None else (RunDut.name == dut)
         run_pks = [r[0] for r in self._rows(
-            select(Run.id).join(RunDut, RunDut.run_pk == Run.id).where(on_model, Run.status == "complete")
+            select(Run.id).join(RunDut, RunDut.run_pk == Run.id).where(on_model, Run.status == "complete", current_runs())
             .distinct().order_by(Run.id.desc()).limit(runs))]
         if not run_pks:
             return _soc(manufacturer, model), []
@@ -481,7 +564,7 @@ class Store:
                 select(Measurement.test_pk, Measurement.name, Measurement.n_required)
                 .where(Measurement.test_pk.in_([t[0] for t in tests]), Measurement.n_required.is_not(None))):
             samples.setdefault(test_pk, []).append((name, int(n_required)))
-        facts = [LabTimeFact(run_id=t[1], nodeid=t[2], dut=t[3], lab_time_s=float(t[4]),
+        facts = [LabTimeFact(run_id=logical_run_id(t[1]), nodeid=t[2], dut=t[3], lab_time_s=float(t[4]),
                              samples=tuple(samples.get(t[0], ()))) for t in tests]
         return _soc(manufacturer, model), facts
 
@@ -492,10 +575,10 @@ class Store:
                                                         for p in prefixes]
         query = select(Run.run_id, Run.started, Measurement.dut, Measurement.name, Measurement.outcome,
                        Measurement.extra).join(Run, Measurement.run_pk == Run.id) \
-            .where(Measurement.dut.is_not(None), or_(*names)).order_by(Run.started, Run.id)
+            .where(Measurement.dut.is_not(None), or_(*names), current_runs()).order_by(Run.started, Run.id)
         if before is not None:
             query = query.where(Run.started < before)
-        return [VerdictFact(run_id=r[0], started=r[1], dut=r[2], name=r[3], outcome=r[4], extra=r[5] or {})
+        return [VerdictFact(run_id=logical_run_id(r[0]), started=r[1], dut=r[2], name=r[3], outcome=r[4], extra=r[5] or {})
                 for r in self._rows(query)]
 
     def _rows(self, query: Executable) -> list[Row[Unpack[tuple[Any, ...]]]]:
@@ -511,12 +594,14 @@ def _soc(manufacturer: str | None, model: str | None) -> str:
     return " ".join(p for p in (manufacturer, model) if p) or "(unknown SoC)"
 
 
-def _run_record(run: Run) -> dict[str, Any]:
+def _run_record(run: Run, raw_status: bool = False) -> dict[str, Any]:
     from phonebench.core.records import SCHEMA
 
-    return {
-        "schema": SCHEMA, "run_id": run.run_id,
-        "status": effective_status(run.status, run.recorder_host, run.recorder_pid, run.updated),
+    status = run.status if raw_status else effective_status(run.status, run.recorder_host, run.recorder_pid,
+                                                            run.updated)
+    record = {
+        "schema": SCHEMA, "run_id": logical_run_id(run.run_id),
+        "status": status,
         "started": iso(run.started), "finished": iso(run.finished), "code_version": run.code_version,
         "station": dict(run.station_record or {}),
         "duts": {d.name: dict(d.identity or {}) for d in run.duts},
@@ -530,6 +615,10 @@ def _run_record(run: Run) -> dict[str, Any]:
         "summary": dict(run.summary or {}),
         "lab_time_s": {d.name: d.lab_time_s for d in run.duts if d.lab_time_s is not None},
     }
+    if run.supersedes is not None:  # an amendment says so (an original's record is results.json's shape)
+        record["amendment"] = {"version": run.run_id, "supersedes": run.supersedes, "by": run.amended_by,
+                               "reason": run.amend_reason}
+    return record
 
 
 def _verdict_record(m: Measurement) -> dict[str, Any]:

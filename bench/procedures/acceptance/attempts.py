@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
-from ...store import StoreError, db
+from ...store import StoreError, chain, db
 from ...store.models import AcceptanceAttempt, Station
 from ...store.store import Store, effective_status, iso, station_id
 
@@ -89,6 +89,7 @@ class AttemptBook:
                         recorder_host=socket.gethostname(), recorder_pid=os.getpid(), details=dict(details or {}))
                     s.add(row)
                     s.flush()
+                    _chain(s, row, "insert")
                     return _record(row, station)
             except IntegrityError as exc:  # another station numbered the same unit at once
                 if attempt == 3:
@@ -100,10 +101,12 @@ class AttemptBook:
     def update(self, record: AttemptRecord, **changes: Any) -> None:
         """Write fields of a started attempt as they become known (run_id, read_serial, ...)."""
         with self._session() as s:
-            row = s.get(AcceptanceAttempt, record.id)
+            row = _attempt_row(s, record.id)
             for key, value in changes.items():
                 setattr(row, key, value)
                 setattr(record, key, value)
+            s.flush()
+            _chain(s, row, "state")
 
     def dispose(self, serial: str, station: str | None, disposition: str, operator: str = "") -> AttemptRecord | None:
         """The operator's decision on a unit's last attempt (e.g. "repair"), kept with that attempt."""
@@ -116,6 +119,8 @@ class AttemptBook:
             row.details = {**(row.details or {}), "disposition": disposition, "disposed_by": operator,
                            "disposed_at": iso(_now())}
             last.details = dict(row.details)
+            s.flush()  # the one change of a finished attempt: chained with who decided and what
+            _chain(s, row, "state", by=operator or None, reason=f"disposition: {disposition}")
         return last
 
     def finish(self, record: AttemptRecord, outcome: str, reason: str | None, *, failing: list[dict[str, Any]],
@@ -125,6 +130,8 @@ class AttemptBook:
             row.outcome, row.reason, row.failing = outcome, reason, list(failing)
             row.finished, row.cycle_s, row.overhead_s = _now(), cycle_s, overhead_s
             row.details = {**(row.details or {}), **(details or {})}
+            s.flush()
+            _chain(s, row, "state")
         record.outcome, record.reason, record.failing = outcome, reason, list(failing)
         record.cycle_s, record.overhead_s = cycle_s, overhead_s
 
@@ -163,6 +170,13 @@ class AttemptBook:
                 if a.outcome in (PASS, FAIL, INCOMPLETE) and a.cycle_s]
         done = done[-last:]
         return sum(a.cycle_s or 0.0 for a in done) / len(done) if done else None  # each one set: filtered above
+
+
+def _chain(s: Session, row: AcceptanceAttempt, action: str, by: str | None = None, reason: str | None = None) -> None:
+    """The attempt's entry in the store's hash chain (a running attempt gets one per change)."""
+    chain.chain_records(s.connection(), "acceptance_attempts", [row.id], action=action, run_id=row.run_id,
+                        labels={row.id: f"{row.serial} attempt {row.attempt}"}, by=by, reason=reason,
+                        only_changed=action != "insert")
 
 
 def _attempt_row(s: Session, attempt_id: int | None) -> AcceptanceAttempt:

@@ -5,17 +5,25 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from sqlalchemy import Select, select
+from sqlalchemy import ColumnElement, Select, exists, func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from .records import CalibrationRecord, Criterion, Equipment, Reading
-from ...store import db
+from ...store import chain, db
 from ...store.models import CalibrationRecord as Row
 from ...store.models import DutUnit, InstrumentUnit, Station
 from ...store.store import Store, station_id
 
 log = logging.getLogger(__name__)
+
+AMENDMENT = "/A"  # an amendment's certificate: "<certificate>/A<n>"
+
+
+def current_records() -> ColumnElement[bool]:
+    """Records no amendment supersedes: the ones corrections and due dates come from."""
+    newer = aliased(Row)
+    return ~exists(select(newer.id).where(newer.supersedes == Row.id))
 
 
 def _naive(stamp: dt.datetime | None) -> dt.datetime | None:
@@ -46,6 +54,8 @@ class CalibrationBook:
                     row = self._row(s, record)
                     s.add(row)
                     s.flush()
+                    chain.chain_records(s.connection(), "calibration_records", [row.id], run_id=record.run_id,
+                                        labels={row.id: record.certificate})
                     record.id = row.id
                     log.info("calibration %s of %s: %s%s", record.certificate, record.equipment.label(),
                              record.status, f" ({record.reason})" if record.reason else "")
@@ -70,28 +80,64 @@ class CalibrationBook:
             results=[vars(x) for x in r.results], adjustments=dict(r.adjustments),
             acceptance=[vars(c) for c in r.acceptance], reference=dict(r.reference))
 
-    def set_due(self, record_id: int, due: dt.datetime | None) -> None:
-        """Change a record's due date (a lab shortening an interval; tests ageing a record)."""
-        with Session(db.writer(self.store.engine)) as s, s.begin():
-            row = s.get(Row, record_id)
-            if row is None:
-                raise KeyError(f"no calibration record {record_id}")
-            row.due = _naive(due)
+    def set_due(self, record_id: int, due: dt.datetime | None, *, by: str, reason: str) -> CalibrationRecord:
+        """A new due date (a lab shortening an interval; tests ageing a record): an amendment, never
+        an edit (ISO/IEC 17025 §7.5.2). Returns the amended record."""
+        return self.amend(record_id, by=by, reason=reason, due=_naive(due))
+
+    def amend(self, record_id: int, *, by: str, reason: str, **changes: object) -> CalibrationRecord:
+        """A new record superseding `record_id`, with `changes` (column: value), naming who and why;
+        the original stays readable (get()) and is no longer applied."""
+        if not by.strip() or not reason.strip():
+            raise db.StoreError(f"calibration record {record_id}: an amendment names who makes it and why",
+                                hint="give by= (an operator or user name) and reason=")
+        unknown = set(changes) - {c.key for c in Row.__table__.columns} | ({"id", "certificate"} & set(changes))
+        if unknown:
+            raise ValueError(f"cannot amend {', '.join(sorted(unknown))} of a calibration record")
+        try:
+            with Session(db.writer(self.store.engine), expire_on_commit=False) as s, s.begin():
+                old = s.get(Row, record_id)
+                if old is None:
+                    raise db.StoreError(f"no calibration record {record_id} in results store "
+                                        f"{db.describe(self.store.url)}", hint="`bench calibrate --list` shows them")
+                newer = s.scalar(select(Row.id).where(Row.supersedes == old.id))
+                if newer is not None:
+                    raise db.StoreError(f"calibration record {record_id} ({old.certificate}) was already amended by "
+                                        f"record {newer}", hint=f"amend the current one, record {newer}")
+                base = old.certificate.split(AMENDMENT, 1)[0]
+                count = s.scalar(select(func.count()).select_from(Row).where(
+                    Row.certificate.startswith(base + AMENDMENT, autoescape=True))) or 0
+                values = {c.key: getattr(old, c.key) for c in Row.__table__.columns if c.key != "id"}
+                values.update(changes, certificate=f"{base}{AMENDMENT}{count + 1}", supersedes=old.id,
+                              amended_by=by.strip(), amend_reason=reason.strip())
+                row = Row(**values)
+                s.add(row)
+                s.flush()
+                chain.chain_records(s.connection(), "calibration_records", [row.id], action="amend",
+                                    run_id=row.run_id, labels={row.id: row.certificate}, supersedes=old.id,
+                                    by=by.strip(), reason=reason.strip())
+                log.warning("calibration %s amended by %s (%s): now %s", old.certificate, by, reason, row.certificate)
+                found = self._select_in(s, select(Row).where(Row.id == row.id))
+        except DBAPIError as exc:
+            raise db.database_error(exc, self.store.url) from None
+        return _record(found[0])
 
     # --- reading ----------------------------------------------------------------------------
     def latest(self, equipment: Equipment, procedure: str) -> CalibrationRecord | None:
         """The newest record (passed or failed) of this procedure on this equipment."""
         kind, manufacturer, model, serial = equipment.key
         query = select(Row).where(Row.kind == kind, Row.manufacturer == manufacturer, Row.model == model,
-                                  Row.serial == serial, Row.procedure == procedure) \
+                                  Row.serial == serial, Row.procedure == procedure, current_records()) \
             .order_by(Row.performed.desc(), Row.id.desc()).limit(1)
         rows = self._select(query)
         return _record(rows[0]) if rows else None
 
     def history(self, equipment: Equipment | None = None, procedure: str | None = None,
-                limit: int | None = 100) -> list[CalibrationRecord]:
-        """Newest first."""
+                limit: int | None = 100, superseded: bool = False) -> list[CalibrationRecord]:
+        """Newest first; records an amendment replaced only with superseded=True."""
         query = select(Row).order_by(Row.performed.desc(), Row.id.desc())
+        if not superseded:
+            query = query.where(current_records())
         if equipment is not None:
             kind, manufacturer, model, serial = equipment.key
             query = query.where(Row.kind == kind, Row.manufacturer == manufacturer, Row.model == model,
@@ -108,12 +154,16 @@ class CalibrationBook:
 
     def _select(self, query: Select[Row]) -> list[tuple[Row, str | None]]:
         """Rows of a select(Row) query, each with its station's name."""
-        named = query.add_columns(Station.name).outerjoin(Station, Row.station_id == Station.id)
         try:
             with Session(self.store.engine) as s:
-                return [(row, name) for row, name in s.execute(named)]
+                return self._select_in(s, query)
         except DBAPIError as exc:
             raise db.database_error(exc, self.store.url) from None
+
+    @staticmethod
+    def _select_in(s: Session, query: Select[Row]) -> list[tuple[Row, str | None]]:
+        named = query.add_columns(Station.name).outerjoin(Station, Row.station_id == Station.id)
+        return [(row, name) for row, name in s.execute(named)]
 
 
 def _record(found: tuple[Row, str | None]) -> CalibrationRecord:
@@ -126,7 +176,8 @@ def _record(found: tuple[Row, str | None]) -> CalibrationRecord:
         results=[Reading(**r) for r in row.results or []], adjustments=dict(row.adjustments or {}),
         acceptance=[Criterion(**c) for c in row.acceptance or []], certificate=row.certificate, reason=row.reason,
         ambient=dict(row.ambient or {}), reference=dict(row.reference or {}), operator=row.operator,
-        station=station, run_id=row.run_id, id=row.id)
+        station=station, run_id=row.run_id, id=row.id, supersedes=row.supersedes, amended_by=row.amended_by,
+        amend_reason=row.amend_reason)
 
 
 def _instrument_unit_id(s: Session, e: Equipment) -> int | None:

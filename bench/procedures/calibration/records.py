@@ -140,6 +140,9 @@ class CalibrationRecord:
     station: str | None = None
     run_id: str | None = None
     id: int | None = None  # the store's row id, once saved
+    supersedes: int | None = None  # an amendment: the id of the record it replaces, who and why
+    amended_by: str | None = None
+    amend_reason: str | None = None
 
     @property
     def passed(self) -> bool:
