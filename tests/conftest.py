@@ -35,13 +35,16 @@ SLOW = {
     "test_run_coverage", "test_fuzz_parsers", "test_reference_model",
     # a forger per class against the honest phone, on both transports: whole emulated checks
     "test_forgers",
+    # a store's chain under many writers and on PostgreSQL; the operator page and the line with a
+    # real emulated fixture; progress of real bench runs; the voice onsets against every persona
+    "test_store_chain", "test_operator_auth", "test_progress_lines", "test_onset_truth",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
     "test_store", "test_thermal", "test_scpi_server", "test_instrument_sim", "test_runtime_client",
     "test_world", "test_report", "test_matrix", "test_labtime", "test_fault_catalogue", "test_daq970a", "test_locks",
     "test_preflight", "test_fixture_controller", "test_aggregate", "test_conformance", "test_third_party_drivers",
-    "test_heal", "test_emulated_otii", "test_otii_driver",
+    "test_heal", "test_emulated_otii", "test_otii_driver", "test_chamber", "test_phone_bytes",
 }
 
 

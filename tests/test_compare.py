@@ -2,6 +2,8 @@
 correction over the night's model-level comparisons and each entry's practical threshold."""
 from __future__ import annotations
 
+import pytest
+
 from phonebench.bench.results.compare import (IMPROVED, NOT_CALLED, REGRESSED, UNCHANGED, compare_runs,
                                               parse_threshold, verdict_se)
 
@@ -58,6 +60,7 @@ def test_standard_errors_and_thresholds_are_read_as_stated():
     assert parse_threshold("5 %") == 0.05 and parse_threshold("12%") == 0.12 and parse_threshold(0.03) == 0.03
 
 
+@pytest.mark.slow  # twenty seeded nights: a Monte-Carlo of the gate (make test runs it)
 def test_twenty_honest_nights_raise_no_more_false_alarms_than_stated():
     """Seeded: 100 pairs of honest nights, 8 statistics x 4 models each, measured with their stated
     uncertainty; the share of nights with any false alarm stays under the 5 % Holm controls."""

@@ -182,6 +182,7 @@ def _has_member(cls: type, name: str) -> bool:
         return False
 
 
+@pytest.mark.slow  # imports and reads every library the code names: seconds (make test runs it)
 def test_no_private_name_of_a_library_is_used() -> None:
     trees = {path: ast.parse(path.read_text(), str(path)) for path in _sources()}
     ours = _defined_private_names(trees)
