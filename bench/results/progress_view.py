@@ -123,10 +123,10 @@ class BayWatch:
 
     def poll(self, progress: RunProgress) -> list[str]:
         lines: list[str] = []
+        current = self._changed(CURRENT_TEST)  # first: the phone's first line then counts its tests
+        if current is not None:
+            lines += progress.current(self.bay, current)
         record = self._changed("results.json")
         if record is not None:
             lines += progress.record(self.bay, record)
-        current = self._changed(CURRENT_TEST)
-        if current is not None:
-            lines += progress.current(self.bay, current)
         return lines
