@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from phonebench.bench.results.progress_view import BarView, BayWatch, LineView, make_view, wants_bars
-from phonebench.bench.results.run_progress import (CURRENT_TEST, PhonePlanned, RunProgress, eta_text,
-                                                   plans_from, run_eta_s)
+from phonebench.bench.results.run_progress import CURRENT_TEST, PhonePlanned, RunProgress, eta_text, run_eta_s
 from tests.adb_helpers import ADB_PATH, free_port, private_server_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -137,12 +136,6 @@ def test_finished_line_when_the_bay_ends():
     assert progress.bay_done("bay1") == [
         "EMU0001  finished: 1 tests, 1 failed  lab 1.8 / 2.0 min planned  run ETA <1 min"]
     assert progress.bay_done("bay1") == []
-
-
-def test_plans_from_bench_plans_data():
-    plan = {"phones": [{"dut": "EMU0001", "lab_time_s": 66.0, "tests": [{"test": "s.py::t", "lab_time_s": 47.0,
-                                                                         "source": "default"}]}]}
-    assert plans_from(plan) == {"EMU0001": PhonePlanned(66.0, {"s.py::t": 47.0})}
 
 
 def test_bay_watch_reads_what_a_worker_rewrote_and_the_line_view_prints_it(tmp_path):

@@ -70,6 +70,8 @@ def collect(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     grab = _Collected()
     with contextlib.redirect_stdout(io.StringIO()):  # pytest's collection listing is not the plan
         code = pytest.main(argv, plugins=[grab])
+    if code == pytest.ExitCode.INTERRUPTED:  # Ctrl-C during the collection is the user's, not a plan error
+        raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise ConfigError(f"could not collect the suites {' '.join(suites)} (pytest exit code {int(code)})",
                           hint="run `bench run` with the same selection to see why")

@@ -25,7 +25,7 @@ from . import Subcommands
 
 if TYPE_CHECKING:  # annotations only
     from ..results.run_record import RunRecorder
-    from ..results.run_progress import RunProgress  # noqa: F401
+    from ..results.run_progress import RunProgress
 
 log = logging.getLogger(__name__)
 

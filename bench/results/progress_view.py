@@ -55,8 +55,8 @@ class BarView:
             self.bars[dut] = tqdm(total=round(plan.lab_time_s / 60, 1) if plan else None, desc=f"{dut:8}",
                                   unit="lab min", position=position, leave=True, file=self.out,
                                   dynamic_ncols=True, mininterval=0.5,
-                                  bar_format="{desc} {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} lab min {postfix}"
-                                  if plan else "{desc} {n:.1f} lab min {postfix}")
+                                  bar_format="{desc} {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} lab min{postfix}"
+                                  if plan else "{desc} {n:.1f} lab min{postfix}")
 
     def show(self, lines: list[str]) -> None:
         for line in lines:

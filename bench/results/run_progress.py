@@ -232,8 +232,3 @@ class RunProgress:
         since = now - (phone.current_since if phone.current_since is not None else now)
         return f"still on {short_test(phone.current)} ({where}{since / 60:.0f} min in)"
 
-
-def plans_from(plan: Mapping[str, Any]) -> dict[str, PhonePlanned]:
-    """Per phone, from `bench plan`'s data (bench.cli.plan.build_plan)."""
-    return {p["dut"]: PhonePlanned(float(p["lab_time_s"]), {t["test"]: float(t["lab_time_s"]) for t in p["tests"]})
-            for p in plan.get("phones") or []}
