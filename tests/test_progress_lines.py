@@ -88,6 +88,19 @@ def test_run_eta_is_the_slowest_phone_by_its_own_pace():
     assert progress.eta_s() == 0.0
 
 
+def test_a_bays_second_phone_counts_its_pace_from_its_own_start():
+    clock = FakeClock()
+    progress = _progress(clock, A=600.0, B=600.0)
+    progress.bay_started("bay1")
+    clock.t += 100
+    progress.record("bay1", {"tests": [_test("t", "A", 600.0, [1])]})
+    clock.t += 900
+    progress.current("bay1", {"nodeid": "x::t[B]", "dut": "B"})
+    clock.t += 60
+    progress.record("bay1", {"tests": [_test("t", "A", 600.0, [1]), _test("t", "B", 300.0, [1])]})
+    assert progress.phones["B"].remaining_wall_s(clock()) == pytest.approx(60.0)  # 300 lab s left at 0.2 s each
+
+
 def test_eta_is_unknown_until_every_running_phone_has_a_pace():
     clock = FakeClock()
     progress = _progress(clock, A=600.0)

@@ -165,7 +165,8 @@ class RunProgress:
         """The phone's first line, the first time its bay's folder shows it at work."""
         if phone.last_line_at is not None:
             return []
-        phone.started_at = phone.last_test_at = self._bay_start.get(source, now)
+        # the bay's first phone counts from its worker's start; a bay's next phone from its own first sight
+        phone.started_at = phone.last_test_at = self._bay_start.pop(source, now)
         count = f"{phone.total} tests" if phone.total else "tests"
         plan = f"{phone.plan.lab_time_s / 60:.1f} lab min planned" if phone.plan else "no plan"
         phone.last_line_at = now
