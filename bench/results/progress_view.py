@@ -2,6 +2,7 @@
 tqdm bar per phone in a terminal, with the lines printed above the bars."""
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -50,11 +51,15 @@ class BarView:
     def __init__(self, progress: RunProgress, phones: list[str], out: IO[str] | None = None) -> None:
         self.progress, self.out = progress, out or sys.stderr
         self.bars: dict[str, tqdm] = {}
+        # A terminal that reports no size (a pty without one: `script`, some CI runners) would get
+        # no bars from tqdm (it hides bars past the screen's 0 rows): a fixed size then.
+        sized = _width(self.out) > 0
         for position, dut in enumerate(phones):
             plan = progress.phone(dut).plan
             self.bars[dut] = tqdm(total=round(plan.lab_time_s / 60, 1) if plan else None, desc=f"{dut:8}",
                                   unit="lab min", position=position, leave=True, file=self.out,
-                                  dynamic_ncols=True, mininterval=0.5,
+                                  dynamic_ncols=sized, ncols=None if sized else FALLBACK_COLUMNS,
+                                  nrows=None if sized else FALLBACK_ROWS, mininterval=0.5,
                                   bar_format="{desc} {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} lab min{postfix}"
                                   if plan else "{desc} {n:.1f} lab min{postfix}")
 
@@ -75,6 +80,16 @@ class BarView:
     def close(self) -> None:
         for bar in self.bars.values():
             bar.close()
+
+
+FALLBACK_COLUMNS, FALLBACK_ROWS = 120, 40
+
+
+def _width(out: IO[str]) -> int:
+    try:
+        return os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return 0
 
 
 def wants_bars(out: IO[str] | None = None) -> bool:
