@@ -142,6 +142,17 @@ def test_heartbeat_at_least_once_a_minute_names_the_test_under_way():
     assert progress.heartbeat() == []  # a finished phone is quiet
 
 
+def test_heartbeat_names_the_claims_of_a_test_another_phone_has_finished():
+    clock = FakeClock()
+    progress = _progress(clock, EMU0001=600.0, EMU0002=600.0)
+    progress.current("bay2", {"nodeid": "suites/test_x.py::test_study[EMU0002]", "dut": "EMU0002", "index": 2,
+                              "total": 4})
+    progress.record("bay1", {"tests": [_test("test_study", "EMU0001", 300.0, [1, 2])]})
+    clock.t += 61
+    (line,) = [x for x in progress.heartbeat() if x.startswith("EMU0002")]
+    assert line.startswith("EMU0002  still on claims 1, 2: test_study (test 2 of 4, 1 min in)")
+
+
 def test_finished_line_when_the_bay_ends():
     clock = FakeClock()
     progress = _progress(clock, EMU0001=120.0)

@@ -132,6 +132,7 @@ class RunProgress:
         self._seen: dict[str, int] = {}  # tests already read from each source (bay) record
         self._duts_of: dict[str, set[str]] = {}
         self._bay_start: dict[str, float] = {}
+        self._claims_of_key: dict[str, list[int]] = {}  # learnt from any phone's finished test of that key
 
     def phone(self, dut: str) -> PhoneState:
         if dut not in self.phones:
@@ -195,7 +196,10 @@ class RunProgress:
             phone.last_test_at = now
             if phone.current == test.get("nodeid"):
                 phone.current = None
-            for claim in claims_of(test):
+            decided = claims_of(test)
+            if decided:
+                self._claims_of_key[test_key(str(test.get("nodeid")), test.get("dut"))] = decided
+            for claim in decided:
                 tally = phone.claims.setdefault(claim, ClaimTally())
                 tally.tests += 1
                 tally.failed += bad
@@ -225,11 +229,14 @@ class RunProgress:
             lines.append(self._line(phone, self.doing(phone, now)))
         return lines
 
-    @staticmethod
-    def doing(phone: PhoneState, now: float) -> str:
+    def doing(self, phone: PhoneState, now: float) -> str:
+        """The test a phone is on, with its claims when another phone of the run has finished that
+        test already (a test's claims are known only from its recorded verdicts)."""
         if phone.current is None:
             return "between tests"
         where = f"test {phone.current_index} of {phone.total}, " if phone.current_index and phone.total else ""
         since = now - (phone.current_since if phone.current_since is not None else now)
-        return f"still on {short_test(phone.current)} ({where}{since / 60:.0f} min in)"
+        claims = self._claims_of_key.get(test_key(phone.current, phone.dut), [])
+        about = f"claim{'s' if len(claims) > 1 else ''} {', '.join(map(str, claims))}: " if claims else ""
+        return f"still on {about}{short_test(phone.current)} ({where}{since / 60:.0f} min in)"
 
