@@ -153,6 +153,18 @@ def test_heartbeat_names_the_claims_of_a_test_another_phone_has_finished():
     assert line.startswith("EMU0002  still on claims 1, 2: test_study (test 2 of 4, 1 min in)")
 
 
+def test_a_bay_whose_phone_has_not_shown_up_says_it_is_starting():
+    clock = FakeClock()
+    progress = _progress(clock, EMU0001=600.0)
+    progress.bay_started("bay1")
+    clock.t += 61
+    assert progress.heartbeat() == ["bay bay1: starting (1 min: collecting the tests, opening its phone)"]
+    assert progress.heartbeat() == []
+    progress.current("bay1", {"nodeid": "s::t[EMU0001]", "dut": "EMU0001"})
+    clock.t += 61
+    assert [line.split("  ")[0] for line in progress.heartbeat()] == ["EMU0001"]
+
+
 def test_finished_line_when_the_bay_ends():
     clock = FakeClock()
     progress = _progress(clock, EMU0001=120.0)

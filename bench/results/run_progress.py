@@ -132,6 +132,7 @@ class RunProgress:
         self._seen: dict[str, int] = {}  # tests already read from each source (bay) record
         self._duts_of: dict[str, set[str]] = {}
         self._bay_start: dict[str, float] = {}
+        self._bay_said: dict[str, float] = {}  # bays started whose phones have not shown up yet
         self._claims_of_key: dict[str, list[int]] = {}  # learnt from any phone's finished test of that key
 
     def phone(self, dut: str) -> PhoneState:
@@ -160,7 +161,7 @@ class RunProgress:
 
     def bay_started(self, source: str) -> None:
         """A bay's worker was started now: its phones' pace counts from here (start-up included)."""
-        self._bay_start[source] = self.clock()
+        self._bay_start[source] = self._bay_said[source] = self.clock()
 
     def _start(self, source: str, phone: PhoneState, now: float) -> list[str]:
         """The phone's first line, the first time its bay's folder shows it at work."""
@@ -210,6 +211,7 @@ class RunProgress:
 
     def bay_done(self, source: str) -> list[str]:
         """A bay's worker ended: its phones are finished."""
+        self._bay_said.pop(source, None)
         lines = []
         for dut in sorted(self._duts_of.get(source, ())):
             phone = self.phone(dut)
@@ -223,6 +225,14 @@ class RunProgress:
     def heartbeat(self) -> list[str]:
         """A line for each phone that has said nothing for a heartbeat: the test it is on."""
         now, lines = self.clock(), []
+        for bay, said in list(self._bay_said.items()):  # a worker still collecting, opening its phone
+            if self._duts_of.get(bay):
+                del self._bay_said[bay]
+            elif now - said >= self.heartbeat_s:
+                self._bay_said[bay] = now
+                started = self._bay_start.get(bay, now)
+                lines.append(f"bay {bay}: starting ({(now - started) / 60:.0f} min: collecting the tests, "
+                             "opening its phone)")
         for phone in self.phones.values():
             if phone.finished or phone.last_line_at is None or now - phone.last_line_at < self.heartbeat_s:
                 continue
