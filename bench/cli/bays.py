@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..results.progress_view import BayWatch, ProgressView
+from ..results.run_progress import RunProgress
 from ..results.aggregate import BAYS_FOLDER, STATION_RECORD, BayOutcome, bay_folder, merge_bays
 from ..results.run_record import BAY_OF_RUN_ENV, hold_recording_lock, release_recording_lock
 from phonebench.core.files import write_atomically
@@ -55,9 +57,13 @@ def selected_bays(station: StationConfig, args: argparse.Namespace, dut_names: d
 
 def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_dir: Path,
              worker_args: Callable[[str, Path], list[str]], jobs: int, station: dict[str, Any],
-             database: str | None) -> dict[str, Any]:
-    """Run each bay's worker (at most `jobs` at once) and merge them; Ctrl-C stops every worker
-    and still merges what they recorded."""
+             database: str | None, progress: RunProgress | None = None,
+             view: ProgressView | None = None) -> dict[str, Any]:
+    """Run each bay's worker (at most `jobs` at once) and merge them; Ctrl-C (or SIGTERM) stops
+    every worker, still merges what they recorded and returns the run with "interrupted" set.
+
+    With `progress`, this process (the one writer) reads each running bay's folder as its worker
+    records and shows where every phone is in `view` (docs/labtime.md, "While a run runs")."""
     run_dir.mkdir(parents=True, exist_ok=True)
     if jobs < 1:
         raise ConfigError(f"--jobs {jobs}: at least one bay must run at a time")
@@ -76,6 +82,8 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
            BAY_OF_RUN_ENV: run_dir.name}
     # A bay waits for a shared instrument while another bay's test uses it: as long as a test takes.
     env.setdefault(LOCK_WAIT_ENV, str(SHARED_WAIT_S))  # phonebench.drivers.locks reads it
+    watches: dict[str, BayWatch] = {}
+    next_look = 0.0
     try:
         while pending or running:
             while pending and len(running) < jobs:
@@ -89,18 +97,29 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
                                             start_new_session=True,  # Ctrl-C reaches the parent only
                                             preexec_fn=_die_with_parent)
                 running[bay] = (proc, time.monotonic())
-                if not args.quiet:
-                    print(f"bay {bay}: started (pid {proc.pid})")
+                watches[bay] = BayWatch(bay, folder)
+                if progress is not None:
+                    progress.bay_started(bay)
+                _say(view, f"bay {bay}: started (pid {proc.pid})", args.quiet)
+            if progress is not None and view is not None and time.monotonic() >= next_look:
+                next_look = time.monotonic() + LOOK_EVERY_S
+                for bay in running:
+                    view.show(watches[bay].poll(progress))
+                view.refresh()
             for bay, (proc, t0) in list(running.items()):
                 code = proc.poll()
                 if code is None:
                     continue
                 outcomes[bay] = BayOutcome(bay, code, time.monotonic() - t0)
                 del running[bay]
-                if not args.quiet or code not in (0, 1):
-                    print(f"bay {bay}: finished in {outcomes[bay].wall_s:.1f} s (exit code {code})")
+                if progress is not None and view is not None:  # its last tests, then its phones' last line
+                    view.show(watches[bay].poll(progress) + progress.bay_done(bay))
+                _say(view, f"bay {bay}: finished in {outcomes[bay].wall_s:.1f} s (exit code {code})",
+                     args.quiet and code in (0, 1))
             time.sleep(0.05)
     except KeyboardInterrupt:
+        if view is not None:
+            view.close()
         print("bench: interrupted: stopping the bays' workers", file=sys.stderr)
         for bay, (proc, t0) in running.items():
             with contextlib.suppress(ProcessLookupError):
@@ -112,15 +131,31 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
                 os.killpg(proc.pid, signal.SIGKILL)
                 code = proc.wait()
             outcomes[bay] = BayOutcome(bay, code, time.monotonic() - t0)
-        _finish(run_dir, station, list(outcomes.values()), database)
-        release_recording_lock(run_dir, lock)
-        raise
+        try:
+            return {**_finish(run_dir, station, list(outcomes.values()), database), "interrupted": True}
+        finally:
+            release_recording_lock(run_dir, lock)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if view is not None:
+        view.close()
     try:
         return _finish(run_dir, station, list(outcomes.values()), database)
     finally:
         release_recording_lock(run_dir, lock)
+
+
+LOOK_EVERY_S = 0.5  # how often the parent reads its bays' folders for progress
+
+
+def _say(view: ProgressView | None, line: str, quiet: bool) -> None:
+    """A line of the parent's own (a bay started or ended), above the bars when there are bars."""
+    if quiet:
+        return
+    if view is not None:
+        view.show([line])
+    else:
+        print(line, flush=True)
 
 
 def _die_with_parent() -> None:

@@ -70,6 +70,8 @@ def collect(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     grab = _Collected()
     with contextlib.redirect_stdout(io.StringIO()):  # pytest's collection listing is not the plan
         code = pytest.main(argv, plugins=[grab])
+    if code == pytest.ExitCode.INTERRUPTED:  # Ctrl-C during the collection is the user's, not a plan error
+        raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise ConfigError(f"could not collect the suites {' '.join(suites)} (pytest exit code {int(code)})",
                           hint="run `bench run` with the same selection to see why")
@@ -87,7 +89,7 @@ def _missing_sqlite(url: str) -> bool:
     return url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists()
 
 
-def _phone_plans(args: argparse.Namespace, station_path: str | None,
+def phone_plans(args: argparse.Namespace, station_path: str | None,
                  results_dir: str | None) -> tuple[str, list[labtime.PhonePlan]]:
     """The profile's name and each phone's planned lab time, for the tests `args` selects on the
     station file `station_path` (the embedded emulated station when None)."""
@@ -137,7 +139,7 @@ def build_plan(args: argparse.Namespace) -> dict[str, Any]:
     from phonebench.core.station import load_station
 
     station = load_station(args.station) if args.station else None
-    profile, plans = _phone_plans(args, args.station, args.results_dir)
+    profile, plans = phone_plans(args, args.station, args.results_dir)
     bay_of = _bays(station, [p.dut for p in plans])
     return {"station": station.name if station else "emulated",
             **_assemble(profile, [(bay_of.get(p.dut, p.dut), p) for p in plans], args.jobs)}
@@ -155,7 +157,7 @@ def build_places_plan(args: argparse.Namespace) -> dict[str, Any]:
     profiles: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="bench-plan-") as folder:
         for place, path in place_stations(args, Path(folder)).items():
-            profile, plans = _phone_plans(args, str(path), results_dir)
+            profile, plans = phone_plans(args, str(path), results_dir)
             profiles.add(profile)
             planned += [(place, p) for p in plans]
     return {"station": f"labgrid places {args.places or args.place}", "coordinator": args.coordinator,

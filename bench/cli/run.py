@@ -5,6 +5,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import shutil
 import sys
 from pathlib import Path
@@ -24,6 +25,9 @@ from . import Subcommands
 
 if TYPE_CHECKING:  # annotations only
     from ..results.run_record import RunRecorder
+    from ..results.run_progress import RunProgress
+
+log = logging.getLogger(__name__)
 
 NEXT_STEP = "next: open the report (claims first); `bench runs` lists the stored runs, `bench run -v` prints every verdict"
 
@@ -342,6 +346,7 @@ def _results_not_written(recorder: RunRecorder) -> int:
 # --- several bays at once (bench/cli/bays.py, bench/results/aggregate.py) -----------------------------------
 def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir: Path) -> int:
     from .bays import run_bays, selected_bays
+    from ..results.progress_view import make_view
 
     dut_names = {b.name: list(b.duts) for b in station.bays}
     bays = selected_bays(station, args, dut_names)
@@ -367,8 +372,10 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
 
     record = {"name": station.name, "file": station_file, "emulated": False,
               "location": station.location, "sla_profile": args.sla_profile or station.sla_profile}
+    progress = None if args.quiet else run_progress(args, station_file, run_dir)
+    view = make_view(progress, phones) if progress is not None else None
     data = run_bays(args, station_file, bays, run_dir, worker_args, args.jobs or len(bays), record,
-                    station.database)
+                    station.database, progress, view)
     results = run_dir / "results.json"
     print_summary(data, results, quiet=args.quiet, verbose=getattr(args, "verbose", 0) > 0)
     for problem in data.get("problems", []):
@@ -386,8 +393,29 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
         print(f"bench: {data['store_refused']} ({results} has all); add the rest with "
               f"`bench store-import {run_dir}`", file=sys.stderr)
         return STORE_BEHIND
+    if data.get("interrupted"):  # Ctrl-C: stored incomplete, summary printed (docs/faults.md)
+        print(f"bench run: interrupted: the run {run_dir.name} is stored incomplete with its "
+              f"{len(data['tests'])} finished tests (exit {int(pytest.ExitCode.INTERRUPTED)})", file=sys.stderr)
+        return int(pytest.ExitCode.INTERRUPTED)
     bad = data["summary"].get("failed", 0) + data["summary"].get("error", 0)
     return held_claims(args, data) if bad == 0 and data["status"] == "complete" and data["tests"] else 1
+
+
+def run_progress(args: argparse.Namespace, station_file: str, run_dir: Path) -> RunProgress:
+    """Progress of a run of bays with each phone's plan as `bench plan` makes it for this selection
+    (no plan, and still progress, when it cannot be made: docs/labtime.md)."""
+    from .plan import phone_plans
+    from ..results.run_progress import PhonePlanned, RunProgress
+
+    plans: dict[str, PhonePlanned] = {}
+    try:
+        selection = argparse.Namespace(suites=getattr(args, "suites", None), dut=args.dut, marker=args.marker,
+                                       keyword=args.keyword, sla_profile=args.sla_profile, database=None)
+        _, phone_list = phone_plans(selection, station_file, str(run_dir.parent))
+        plans = {p.dut: PhonePlanned(p.lab_time_s, {t.key: t.lab_time_s for t in p.tests}) for p in phone_list}
+    except Exception as exc:  # display only: a plan that cannot be made never stops the run
+        log.warning("progress without a plan: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    return RunProgress(plans)
 
 
 def held_claims(args: argparse.Namespace, data: dict[str, Any]) -> int:
