@@ -71,11 +71,11 @@ RECIPES = {
         ["DATA:VOL:CLE", "FORM:BORD SWAP", "DATA:ARB:DAC CLIP,#216" + "\x00\x10\x00\x20" * 4,
          "DATA:ATTR:POIN? CLIP", "FUNC:ARB CLIP", "FUNC ARB", "FUNC:ARB:SRAT 8000", "FUNC:ARB:FREQ?",
          "FUNC:ARB:FREQ 100", "FUNC:ARB:PER?", "VOLT 0.5", "OUTP ON", "BURS:STAT ON", "BURS:MODE TRIG",
-         "BURS:NCYC 2", "TRIG:SOUR BUS", "*TRG", "TRIG", "TRIG2", "*OPC?"],
+         "BURS:NCYC 2", "TRIG:SOUR BUS", "*TRG", "TRIG2", "*OPC?"],
         ["SOUR2:DATA:ARB TONE,0,0.5,1,0.5,0,-0.5,-1,-0.5", "SOUR2:FUNC:ARB TONE", "SOUR2:FUNC ARB",
-         "SOUR2:FUNC:ARB:POIN?", "OUTP2 ON", "SOUR2:BURS:STAT ON", "TRIG2:SOUR BUS", "TRIG2", "*TRG", "*OPC?"],
-        ["APPL:SIN 1000,0.2,0", "BURS:STAT ON", "BURS:NCYC 3", "TRIG:SOUR BUS", "TRIG", "APPL?",
-         "FUNC SQU", "FUNC:SQU:DCYC 30", "TRIG", "FUNC RAMP", "FUNC:RAMP:SYMM 20", "TRIG", "FUNC PULS", "TRIG"],
+         "SOUR2:FUNC:ARB:POIN?", "OUTP2 ON", "SOUR2:BURS:STAT ON", "TRIG2:SOUR BUS", "TRIG2", "*OPC?"],
+        ["APPL:SIN 1000,0.2,0", "BURS:STAT ON", "BURS:NCYC 3", "TRIG:SOUR BUS", "APPL?",
+         "FUNC SQU", "FUNC:SQU:DCYC 30", "FUNC RAMP", "FUNC:RAMP:SYMM 20", "TRIG"],
     ],
     "keysight-daq970a": [
         ["CONF:TEMP TC,K,(@101:103)", "TRIG:SOUR TIM", "TRIG:TIM 0.5", "TRIG:COUN 3", "FORM:READ:CHAN ON",
@@ -192,7 +192,11 @@ def fingerprint(raw: bytes) -> str:
 
 
 def server_for(family: str, seed: int) -> InstrumentServer:
-    server = make_server(INSTRUMENTS[family], family, World(seed=seed))
+    world = World(seed=seed)
+    # The stimulus goes to the scope's loopback input, not to the phone: the phone's spoken answer
+    # (costly to synthesise) is no part of the generator's answers.
+    world.set_fixture_loopback(True, "electrical")
+    server = make_server(INSTRUMENTS[family], family, world)
     assert isinstance(server, InstrumentServer)
     return server
 
