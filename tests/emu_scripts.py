@@ -32,7 +32,9 @@ from phonebench.emulation.world import World
 HERE = Path(__file__).parent
 CONFORMANCE = HERE / "data" / "conformance"
 TRANSCRIPTS = HERE / "data" / "emulated_tables"
-INSTRUMENTS = {"keysight-n6705c": "supply", "keysight-33500b": "stimulus", "keysight-daq970a": "thermal"}
+INSTRUMENTS = {"keysight-n6705c": "supply", "keysight-33500b": "stimulus", "keysight-daq970a": "thermal",
+               # the scopes' registrations were split in the same change (no function over 60 lines)
+               "keysight-infiniivision": "scope", "rigol-ds1000z": "scope"}
 SCRIPTS = 300
 LONG_ANSWER = 200  # longer answers are recorded as their sha256 and length
 
@@ -53,6 +55,12 @@ FAMILY_ARGS = {
     "keysight-daq970a": ["TC", "TCouple", "K", "J", "T", "X", "FRTD", "RTD", "85", "91", "THER", "FTH", "5000",
                          "AUTO", "INT", "EXT", "FIX", "C", "F", "K", "ABS", "REL", "IMM", "TIM", "BUS", "ALARm1",
                          "100", "200", "300", "0.02", "3", "0.0004", "0.2"],
+    "keysight-infiniivision": ["CHAN1", "CHANnel2", "CHAN5", "MATH", "BYTE", "WORD", "ASCii", "RAW", "NORMal",
+                               "MAXimum", "LSBFirst", "MSBFirst", "EDGE", "AUTO", "NORM", "POS", "NEG", "DC", "AC",
+                               "LEFT", "CENTer", "1e-3", "2e-4", "0.05", "1000", "FIFTy", "ONEMeg", "HRES"],
+    "rigol-ds1000z": ["CHAN1", "CHANnel2", "CHAN5", "MATH", "BYTE", "WORD", "ASCii", "RAW", "NORMal", "MAX",
+                      "EDGE", "AUTO", "NORM", "SING", "POS", "NEG", "DC", "AC", "GND", "1e-3", "2e-4", "0.05",
+                      "1000", "VPP", "VMAX", "FREQ", "STAT", "RUN", "STOP", "TD", "WAIT"],
 }
 # Valid sequences the drivers send (a sweep, a ripple, a clip played in a burst), dropped into scripts whole.
 RECIPES = {
@@ -161,7 +169,7 @@ def script(family: str, patterns: list[str], examples: list[str], seed: int) -> 
     rng = random.Random(f"{family}:{seed}")
     messages = []
     for _ in range(rng.randint(10, 40)):
-        if rng.random() < 0.08:
+        if RECIPES.get(family) and rng.random() < 0.08:
             messages.extend(rng.choice(RECIPES[family]))
             continue
         units = [unit(family, patterns, examples, rng) for _ in range(rng.choice([1, 1, 1, 2, 3]))]
