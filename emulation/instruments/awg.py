@@ -27,6 +27,8 @@ simulated instant - it shows on scope channel 1 and the phone hears it. Channel 
 the world can see, as on a bench wired to channel 1. A continuous (un-bursted) output is not put
 into the world. VOLT is the amplitude into the set load; the fixture is high impedance, so the
 connector's open-circuit voltage is what it sees (twice the 50 Ω setting).
+
+The command tree is a table: awg_table.py (docs/instruments.md, "Emulated instruments as tables").
 """
 from __future__ import annotations
 

@@ -25,9 +25,11 @@ What it implements, after the DAQ970A / 34970A programming references:
   autozero) plus relay settling, on the simulated clock; timed sweeps wait for their trigger.
 
 Everything else is refused with the standard error queue entry (`-113,"Undefined header"`,
-`-221,"Settings conflict"`, ...). Not emulated (refused, although the real unit has them): endless
-scans (`TRIG:COUN INF`), reading memory access (`R?`, `DATA:REMove?`), alarms, the internal DMM
-without a channel list.
+`-221,"Settings conflict"`, ...). Reading memory: `R?`, `DATA:REMove?`, `DATA:LAST?`,
+`DATA:POINts?`. Not emulated (refused, although the real unit has them): endless scans
+(`TRIG:COUN INF`), alarms, the internal DMM without a channel list.
+
+The command tree is a table: daq970a_table.py (docs/instruments.md, "Emulated instruments as tables").
 """
 from __future__ import annotations
 

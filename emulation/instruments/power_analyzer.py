@@ -12,6 +12,9 @@ Status condition register (STAT:OPER:COND? (@1)) shows the state: bit 3 WTG-meas
 digitizer is waiting for its trigger, bit 4 MEAS-active while initiated or sweeping, bit 5
 WTG-tran / bit 6 TRAN-active for the transient (ARB) system, bit 2 OFF for an output that is
 off, bit 0 CV otherwise. Polling it while the pre-trigger points fill takes simulated time.
+
+The command tree is a table: power_analyzer_table.py (docs/instruments.md, "Emulated instruments as
+tables").
 """
 from __future__ import annotations
 
