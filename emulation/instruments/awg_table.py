@@ -11,8 +11,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .awg_channel import FUNCTIONS, INFINITE, MAX_ARBS, MAX_FREQUENCY, MAX_POINTS, MIN_FREQUENCY, MIN_POINTS, \
-    MIN_VPP_50_OHM, Arb, Channel
+from .awg_channel import (
+    FUNCTIONS,
+    INFINITE,
+    MAX_ARBS,
+    MAX_FREQUENCY,
+    MAX_POINTS,
+    MIN_FREQUENCY,
+    MIN_POINTS,
+    MIN_VPP_50_OHM,
+    Arb,
+    Channel,
+)
 from .scpi import HEADER_SUFFIX, ILLEGAL_VALUE, OUT_OF_RANGE, SETTINGS_CONFLICT, Call, ScpiError, short_form
 from .server import Kind, enumerated, numeric, on_off
 from .table import Command, Row, RowHandler, Setting

@@ -10,8 +10,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .scpi import HARDWARE_MISSING, ILLEGAL_VALUE, OUT_OF_RANGE, SETTINGS_CONFLICT, Call, QueryBlocked, ScpiError, \
-    short_form
+from .scpi import (
+    HARDWARE_MISSING,
+    ILLEGAL_VALUE,
+    OUT_OF_RANGE,
+    SETTINGS_CONFLICT,
+    Call,
+    QueryBlocked,
+    ScpiError,
+    short_form,
+)
 from .server import enumerated, numeric, on_off
 from .table import Command, Row, RowHandler, Setting
 
