@@ -5,7 +5,9 @@ command tables (emulation/instruments/*_table.py). Before the refactor, `python 
 ran SCRIPTS seeded scripts per instrument on the old servers and wrote every message with the
 server's answer and its error queue to tests/data/emulated_tables/<family>.transcript.json.gz;
 tests/test_emulated_tables.py replays those messages on the current servers and wants every answer
-byte-identical. Run it again only to record a deliberate change of behaviour.
+byte-identical. For a deliberate change of behaviour, `python tests/emu_scripts.py --rerecord <family>`
+records the current answers to the same messages (a fresh `record` draws new scripts, which follow
+the tree's patterns).
 
 A script mixes the manual's example commands (tests/data/conformance/<family>.toml), random
 renderings of every pattern in the server's command tree (long, short and mixed-case forms,
@@ -234,10 +236,20 @@ def load(family: str) -> list[dict]:
 
 
 def record(family: str) -> None:
+    """Generate SCRIPTS new scripts (they follow the tree's patterns) and record the answers."""
     patterns = list(server_for(family, 0).tree.patterns)
     examples = conformance_messages(family)
-    scripts = [{"seed": seed, "steps": run(family, seed, script(family, patterns, examples, seed))}
-               for seed in range(SCRIPTS)]
+    save(family, [{"seed": seed, "steps": run(family, seed, script(family, patterns, examples, seed))}
+                  for seed in range(SCRIPTS)])
+
+
+def rerecord(family: str) -> None:
+    """Record the current answers to the recorded scripts' messages (a deliberate change of behaviour)."""
+    save(family, [{"seed": old["seed"], "steps": run(family, old["seed"], [step[0] for step in old["steps"]])}
+                  for old in load(family)])
+
+
+def save(family: str, scripts: list[dict]) -> None:
     TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
     body = json.dumps({"family": family, "scripts": scripts}, separators=(",", ":"), sort_keys=True)
     with open(transcript_path(family), "wb") as f:  # mtime 0: the same answers give the same file
@@ -246,6 +258,7 @@ def record(family: str) -> None:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or list(INSTRUMENTS):
-        record(name)
+    again = "--rerecord" in sys.argv
+    for name in [arg for arg in sys.argv[1:] if not arg.startswith("--")] or list(INSTRUMENTS):
+        (rerecord if again else record)(name)
         logging.getLogger(__name__).warning("%s: %d bytes", name, transcript_path(name).stat().st_size)

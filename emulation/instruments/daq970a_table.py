@@ -10,8 +10,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .daq970a_channel import DEFAULT_TC, LINE_HZ, MODULES, RTD_ALPHAS, TC_TYPES, THERMISTORS, ChannelSetup
-from .scpi import DATA_STALE, ILLEGAL_VALUE, PARAMETER_NOT_ALLOWED, SETTINGS_CONFLICT, Call, ScpiError, ieee_block, \
-    short_form
+from .scpi import (
+    DATA_STALE,
+    ILLEGAL_VALUE,
+    MISSING_PARAMETER,
+    PARAMETER_NOT_ALLOWED,
+    SETTINGS_CONFLICT,
+    Call,
+    ScpiError,
+    ieee_block,
+    short_form,
+)
 from .server import numeric, on_off
 from .table import Command, Row, RowHandler, Setting
 
@@ -68,6 +77,8 @@ def configure(s: Server, call: Call) -> None:
 
 def configure_volts(s: Server, call: Call) -> None:
     last = len(call.args) - 1
+    if last < 0:  # the real unit configures its internal DMM; it measures nothing wired here
+        raise ScpiError(MISSING_PARAMETER, "a channel list; the internal DMM alone is not modelled")
     for index in range(last):  # range, resolution: AUTO/MIN/MAX/DEF or numbers
         text = call.arg(index).strip().upper()
         if text not in ("AUTO", "MIN", "MINIMUM", "MAX", "MAXIMUM", "DEF", "DEFAULT"):
@@ -222,7 +233,8 @@ COMMANDS: tuple[Row, ...] = (
     Command(f"{TC}[:TYPE]", tc_type, per_channel_query(lambda setup: setup.kind)),
     Command(f"{TC}:CHECk", per_channel("check", lambda c: c.boolean(0)),
             per_channel_query(lambda setup: str(int(setup.check)))),
-    Command(f"{TC}:RJUNction:TYPE", per_channel("rjunction", lambda c: c.choice(0, "INTernal", "EXTernal", "FIXed")[:3]),
+    Command(f"{TC}:RJUNction:TYPE",
+            per_channel("rjunction", lambda c: c.choice(0, "INTernal", "EXTernal", "FIXed")[:3]),
             per_channel_query(lambda setup: setup.rjunction)),
     Command(f"{TEMP}:NPLC", per_channel("nplc", lambda c: c.number(0, 0.02, 200)),
             per_channel_query(lambda setup: f"{setup.nplc:+.8E}")),
