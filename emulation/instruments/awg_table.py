@@ -233,7 +233,8 @@ def load(s: Server, call: Call) -> None:
 
 
 def load_query(s: Server, call: Call) -> str:
-    return _num(INFINITE if chan(s, call).load_ohm is None else chan(s, call).load_ohm)
+    load_ohm = chan(s, call).load_ohm
+    return _num(INFINITE if load_ohm is None else load_ohm)
 
 
 # --- APPLy ---------------------------------------------------------------------------------------
