@@ -31,6 +31,7 @@ from phonebench.emulation.instruments.registry import make_server
 from phonebench.emulation.instruments.server import InstrumentServer
 from phonebench.emulation.world import World
 
+log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
 CONFORMANCE = HERE / "data" / "conformance"
 TRANSCRIPTS = HERE / "data" / "emulated_tables"
@@ -258,7 +259,8 @@ def save(family: str, scripts: list[dict]) -> None:
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     again = "--rerecord" in sys.argv
     for name in [arg for arg in sys.argv[1:] if not arg.startswith("--")] or list(INSTRUMENTS):
         (rerecord if again else record)(name)
-        logging.getLogger(__name__).warning("%s: %d bytes", name, transcript_path(name).stat().st_size)
+        log.info("%s: %d bytes", name, transcript_path(name).stat().st_size)
