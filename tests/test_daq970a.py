@@ -124,6 +124,15 @@ def test_emulated_daq_is_strict(world, daq):
     assert probe.read().valid  # a refused command changed nothing
 
 
+def test_emulated_daq_refuses_volts_without_a_channel_list_and_keeps_serving(world, daq):
+    """The internal DMM alone is not modelled: -109, and the connection still answers (it used to end
+    the connection's thread with an IndexError)."""
+    server, probe = daq
+    with pytest.raises(InstrumentError, match="-109"):
+        probe.configure("CONF:VOLT:DC")
+    assert probe.read().valid
+
+
 def test_emulated_station_default_thermal_is_the_daq():
     from phonebench.core.station import parse_station
     from phonebench.emulation.station import EmulatedStation

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .power_analyzer import IDN, MODULE, PowerAnalyzerServer
+from .power_analyzer import IDN, PowerAnalyzerServer
+from .power_analyzer_table import MODULE
 from .scpi import HARDWARE_MISSING, ScpiError
 from .server import Connection, InstrumentServer
 from ..world import World

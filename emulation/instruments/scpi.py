@@ -361,14 +361,9 @@ def split_units(message: bytes) -> list[tuple[str, list[Arg]]]:
             current += message[i:close + 1]
             i = close
         elif ch == 0x23 and header is not None and i + 1 < len(message) and 0x31 <= message[i + 1] <= 0x39:
-            digits = message[i + 1] - 0x30
-            length = int(message[i + 2:i + 2 + digits] or b"0")
-            start = i + 2 + digits
-            if start + length > len(message):
-                raise ScpiError(INVALID_BLOCK, f"block declares {length} bytes, {len(message) - start} present")
+            block, i = _block_at(message, i)
             close_arg()
-            args.append(bytes(message[start:start + length]))
-            i = start + length - 1
+            args.append(block)
         elif ch == 0x28:
             depth += 1
             current.append(ch)
@@ -384,6 +379,16 @@ def split_units(message: bytes) -> list[tuple[str, list[Arg]]]:
         i += 1
     close_unit()
     return units
+
+
+def _block_at(message: bytes, i: int) -> tuple[bytes, int]:
+    """The definite-length block whose "#" is message[i], and the index of its last byte."""
+    digits = message[i + 1] - 0x30
+    length = int(message[i + 2:i + 2 + digits] or b"0")
+    start = i + 2 + digits
+    if start + length > len(message):
+        raise ScpiError(INVALID_BLOCK, f"block declares {length} bytes, {len(message) - start} present")
+    return bytes(message[start:start + length]), start + length - 1
 
 
 def resolve_header(header: str, base: list[str]) -> tuple[list[str], bool, list[str]]:

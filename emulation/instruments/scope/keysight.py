@@ -103,12 +103,6 @@ class KeysightScopeServer(ScopeServer):
     def _register(self) -> None:
         t = self.tree
 
-        def digitize(call: Call) -> None:
-            for index in range(len(call.args)):
-                chan_number(call.arg(index))  # only the analog channels are modelled
-            self._arm()
-            self._digitize_pending = True
-
         def setup_query(call: Call) -> str:
             n = call.suffixes[0]
             if n not in self.channels:
@@ -121,35 +115,6 @@ class KeysightScopeServer(ScopeServer):
         def timebase_query(call: Call) -> str:
             return (f":TIM:MODE {short_form(self.tb_mode)};REF {self.tb_reference[:4]};"
                     f"MAIN:RANG {10 * self.tb_scale:+.2E};POS {self.tb_position:+.1E}")
-
-        def wav_format(call: Call) -> None:
-            self.wav_format = call.choice(0, "ASCii", "BYTE", "WORD")
-
-        def ter(call: Call) -> str:
-            self._latch_running()
-            self._resolve(poll=True)
-            fired, self._ter = self._ter, False  # reading the event register clears it
-            return "+1" if fired else "+0"
-
-        def aer(call: Call) -> str:
-            self._wait_armed()
-            armed, self._aer = self._aer, False
-            return "+1" if armed else "+0"
-
-        def operation_condition(call: Call) -> str:
-            # Bit 3 (8) Run: acquiring; bit 5 (32) Wait Trig: armed, waiting for the trigger.
-            self._latch_running()
-            running = self.state in ("RUN", "ARMING", "ARMED")
-            return f"+{(8 if running else 0) | (32 if self.state == 'ARMED' else 0)}"
-
-        def reference(call: Call) -> None:
-            self.tb_reference = call.choice(0, "LEFT", "CENTer", "RIGHt")
-
-        def delay(call: Call) -> str:
-            return self._delay(chan_number(call.arg(0)), chan_number(call.arg(1)))
-
-        def points(call: Call) -> None:
-            self.wav_points = int(call.number(0, 100, self.RAW_POINTS))
 
         def sweep(call: Call) -> None:
             self._latch_running()  # what the old sweep mode triggered stays latched
@@ -174,6 +139,37 @@ class KeysightScopeServer(ScopeServer):
         for node in ("FREQuency", "PERiod", "PWIDth", "NWIDth", "DUTYcycle", "RISetime", "FALLtime"):
             t.add(f":MEASure:{node}?", lambda c, node=node: self._timing(self._measure_source(c, 0), node))
         t.add(":MEASure:PHASe?", lambda c: self._phase(self._measure_source(c, 0), self._measure_source(c, 1)))
+        self._register_acquisition()
+
+    def _register_acquisition(self) -> None:
+        t = self.tree
+
+        def digitize(call: Call) -> None:
+            for index in range(len(call.args)):
+                chan_number(call.arg(index))  # only the analog channels are modelled
+            self._arm()
+            self._digitize_pending = True
+
+        def ter(call: Call) -> str:
+            self._latch_running()
+            self._resolve(poll=True)
+            fired, self._ter = self._ter, False  # reading the event register clears it
+            return "+1" if fired else "+0"
+
+        def aer(call: Call) -> str:
+            self._wait_armed()
+            armed, self._aer = self._aer, False
+            return "+1" if armed else "+0"
+
+        def operation_condition(call: Call) -> str:
+            # Bit 3 (8) Run: acquiring; bit 5 (32) Wait Trig: armed, waiting for the trigger.
+            self._latch_running()
+            running = self.state in ("RUN", "ARMING", "ARMED")
+            return f"+{(8 if running else 0) | (32 if self.state == 'ARMED' else 0)}"
+
+        def reference(call: Call) -> None:
+            self.tb_reference = call.choice(0, "LEFT", "CENTer", "RIGHt")
+
         t.add(":TIMebase:SCALe", lambda c: setattr(self, "tb_scale", c.number(0, 1e-9, 50.0)))
         t.add(":TIMebase:SCALe?", lambda c: self._number(self.tb_scale))
         t.add(":TIMebase:RANGe", lambda c: setattr(self, "tb_scale", c.number(0, 1e-8, 500.0) / 10))
@@ -187,6 +183,20 @@ class KeysightScopeServer(ScopeServer):
         t.add(":TER?", ter)
         t.add(":AER?", aer)
         t.add(":OPERegister:CONDition?", operation_condition)
+        self._register_waveform()
+
+    def _register_waveform(self) -> None:
+        t = self.tree
+
+        def wav_format(call: Call) -> None:
+            self.wav_format = call.choice(0, "ASCii", "BYTE", "WORD")
+
+        def delay(call: Call) -> str:
+            return self._delay(chan_number(call.arg(0)), chan_number(call.arg(1)))
+
+        def points(call: Call) -> None:
+            self.wav_points = int(call.number(0, 100, self.RAW_POINTS))
+
         t.add(":ACQuire:POINts?", lambda c: f"+{self.RAW_POINTS}")
         t.add(":WAVeform:FORMat", wav_format)
         t.add(":WAVeform:FORMat?", lambda c: {"ASCII": "ASC"}.get(self.wav_format, self.wav_format))

@@ -122,6 +122,29 @@ class RigolScopeServer(ScopeServer):
                 return "STOP" if self._resolve(poll=True) else "WAIT"
             return self._status_word()
 
+        def averages(call: Call) -> None:
+            count = int(call.number(0, 2, 1024))
+            if count & (count - 1):
+                raise ScpiError(ILLEGAL_VALUE, f"{count} averages; a power of 2 from 2 to 1024")
+            self.acq_count = count
+
+        t.add(":TRIGger:SWEep", sweep)
+        t.add(":TRIGger:STATus?", status)
+        t.add(":ACQuire:AVERages", averages)
+        t.add(":ACQuire:AVERages?", lambda c: str(self.acq_count))
+        t.add(":CLEar", lambda c: None)
+        t.add(":TFORce", lambda c: self._force())
+        t.add(":MEASure:CLEar", fixed(None, lambda c: c.option(0, "ITEM1", "ITEM2", "ITEM3", "ITEM4", "ITEM5", "ALL")))
+        for node, default, kind in (
+                (":CHANnel<n>:VERNier", False, on_off()), (":TIMebase:DELay:ENABle", False, on_off()),
+                (":TRIGger:COUPling", "DC", enumerated("AC", "DC", "LFReject", "HFReject")),
+                (":TRIGger:HOLDoff", 16e-9, numeric(16e-9, 10.0, "{:.6e}")), (":TRIGger:NREJect", False, on_off())):
+            self.add_setting(node, default, kind)
+        self._register_timebase_and_waveform()
+
+    def _register_timebase_and_waveform(self) -> None:
+        t = self.tree
+
         def depth(call: Call) -> None:
             text = call.arg(0).strip().upper()
             if text == "AUTO":
@@ -137,12 +160,6 @@ class RigolScopeServer(ScopeServer):
                                                f"{allowed}")
             self.memory_depth = value
 
-        def averages(call: Call) -> None:
-            count = int(call.number(0, 2, 1024))
-            if count & (count - 1):
-                raise ScpiError(ILLEGAL_VALUE, f"{count} averages; a power of 2 from 2 to 1024")
-            self.acq_count = count
-
         def item(call: Call) -> str:
             name = call.option(0, *ITEMS)
             if name in TIMING_ITEMS:
@@ -156,18 +173,6 @@ class RigolScopeServer(ScopeServer):
                 raise ScpiError(ILLEGAL_VALUE, f"measurement item {name} is not modelled")
             return self._statistic(self._measure_source(call, 1), name)
 
-        t.add(":TRIGger:SWEep", sweep)
-        t.add(":TRIGger:STATus?", status)
-        t.add(":ACQuire:AVERages", averages)
-        t.add(":ACQuire:AVERages?", lambda c: str(self.acq_count))
-        t.add(":CLEar", lambda c: None)
-        t.add(":TFORce", lambda c: self._force())
-        t.add(":MEASure:CLEar", fixed(None, lambda c: c.option(0, "ITEM1", "ITEM2", "ITEM3", "ITEM4", "ITEM5", "ALL")))
-        for node, default, kind in (
-                (":CHANnel<n>:VERNier", False, on_off()), (":TIMebase:DELay:ENABle", False, on_off()),
-                (":TRIGger:COUPling", "DC", enumerated("AC", "DC", "LFReject", "HFReject")),
-                (":TRIGger:HOLDoff", 16e-9, numeric(16e-9, 10.0, "{:.6e}")), (":TRIGger:NREJect", False, on_off())):
-            self.add_setting(node, default, kind)
         t.add(":TIMebase[:MAIN]:SCALe", lambda c: setattr(self, "tb_scale", c.number(0, 5e-9, 50.0)))
         t.add(":TIMebase[:MAIN]:SCALe?", lambda c: self._number(self.tb_scale))
         t.add(":TIMebase[:MAIN]:OFFSet", lambda c: setattr(self, "tb_position", c.number(0, -500.0, 500.0)))
