@@ -27,6 +27,7 @@ from phonebench.emulation.instruments.table import Command, Row, forms
 INSTRUMENTS_DIR = Path(instruments.__file__).parent
 
 
+@pytest.mark.slow  # 300 scripts per instrument: seconds each (make test runs it)
 @pytest.mark.parametrize("family", sorted(INSTRUMENTS))
 def test_recorded_scripts_replay_byte_identical(family):
     mismatches = []
