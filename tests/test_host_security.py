@@ -1,0 +1,207 @@
+"""The local user on a shared host (issue 48, docs/security/host.md): what another user of the
+bench's host can plant, read or take, and what the bench does about it. Each test is the attack,
+written first against main."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phonebench.bench.results import run_record
+from phonebench.bench.results.aggregate import BayOutcome, bay_folder, merge_bays
+from phonebench.bench.results.run_record import BAY_OF_RUN_ENV, RESCUE_ENV, RunRecorder, rescue_name, rescue_record
+from phonebench.core import files
+from phonebench.core.judge import compare
+from phonebench.core.records import RunRecord, TestRecord
+from phonebench.drivers import locks
+
+
+# --- 1. no record from outside the run --------------------------------------------------------------------
+def _test(i: int, outcome: str) -> TestRecord:
+    return TestRecord(f"suites/t.py::t{i}[bay1]", "bay1", outcome, 0.1,
+                      verdicts=[compare("power_mean", 4.0 + i / 100, "W", 4.2)])
+
+
+def _record(run_id: str, outcomes: list[str], finished: bool) -> dict[str, Any]:
+    record = RunRecord(run_id=run_id, started="2026-12-06T00:00:00+00:00", station={"name": "s"},
+                       status="complete" if finished else "running",
+                       finished="2026-12-06T00:10:00+00:00" if finished else None,
+                       tests=[_test(i, o) for i, o in enumerate(outcomes)])
+    return record.to_dict()
+
+
+@pytest.fixture
+def shared_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A system temp folder every user writes (1777, like /tmp), and this user's own home; no
+    $PHONEBENCH_RESCUE_DIR. Returns the shared temp folder."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv(RESCUE_ENV, raising=False)
+    return shared
+
+
+def _bay_run(tmp_path: Path, own: dict[str, Any] | None) -> Path:
+    run_dir = tmp_path / "reports" / "20261206-000000-abcd"
+    folder = bay_folder(run_dir, "bay1")
+    folder.mkdir(parents=True)
+    if own is not None:
+        (folder / "results.json").write_text(json.dumps(own))
+    return run_dir
+
+
+def _plant(folder: Path, name: str, data: dict[str, Any]) -> Path:
+    """What another user of the host writes: a record under the guessable rescue name."""
+    path = folder / rescue_name(name)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_planted_rescue_file_does_not_replace_a_bays_failed_record(tmp_path: Path, shared_host: Path) -> None:
+    run_dir = _bay_run(tmp_path, _record("bay1", ["failed"], finished=True))
+    name = f"{run_dir.name}-bay1"  # the run id is in every worker's command line
+    planted = _plant(shared_host, name, _record("bay1", ["passed", "passed"], finished=True))
+    data = merge_bays(run_dir, {"name": "s"}, [BayOutcome("bay1", 1)])
+    assert [t["outcome"] for t in data["tests"]] == ["failed"]
+    assert data["station"]["bays"]["bay1"]["record"] == str(bay_folder(run_dir, "bay1") / "results.json")
+    assert planted.exists()  # not ours to delete either
+
+
+def test_a_planted_record_is_not_taken_for_a_bay_whose_own_record_is_partial(tmp_path: Path,
+                                                                             shared_host: Path) -> None:
+    """A worker killed mid-run leaves a partial record: more tests elsewhere is no reason to believe them."""
+    run_dir = _bay_run(tmp_path, _record("bay1", ["failed"], finished=False))
+    _plant(shared_host, f"{run_dir.name}-bay1", _record("bay1", ["passed", "passed"], finished=True))
+    data = merge_bays(run_dir, {"name": "s"}, [BayOutcome("bay1", None)])
+    assert [t["outcome"] for t in data["tests"]] == ["failed"] and data["status"] == "incomplete"
+
+
+def test_an_unsealed_record_in_the_users_own_folder_is_not_used(tmp_path: Path, shared_host: Path) -> None:
+    """Even where only this user writes (a record of another run, or a hand-made one), a rescued
+    record counts only with this run's seal, and the run record says it was refused."""
+    run_dir = _bay_run(tmp_path, _record("bay1", ["failed"], finished=False))
+    private = run_record.private_temp_folder()
+    _plant(private, f"{run_dir.name}-bay1", _record("bay1", ["passed", "passed"], finished=True))
+    data = merge_bays(run_dir, {"name": "s"}, [BayOutcome("bay1", 1)], token=run_record.new_run_token())
+    assert [t["outcome"] for t in data["tests"]] == ["failed"]
+    assert any("not sealed by this run" in p for p in data["problems"]), data["problems"]
+
+
+def test_rescued_records_live_in_a_folder_only_this_user_writes(tmp_path: Path, shared_host: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    private = run_record.private_temp_folder()
+    info = os.lstat(private)
+    assert info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o700
+    assert shared_host not in run_record.rescue_folders()
+    open_folder = tmp_path / "open"
+    open_folder.mkdir()
+    os.chmod(open_folder, 0o777)
+    monkeypatch.setenv(RESCUE_ENV, str(open_folder))
+    assert open_folder not in run_record.rescue_folders()  # another user could plant there
+    link = tmp_path / "link"
+    link.symlink_to(private)
+    monkeypatch.setenv(RESCUE_ENV, str(link))
+    assert link not in run_record.rescue_folders()
+    path = rescue_record(_record("r", ["passed"], finished=True), "r", tmp_path)
+    assert path is not None and path.parent == private
+
+
+def _disk_full(monkeypatch: pytest.MonkeyPatch, disk: Path, good_writes: int) -> None:
+    real, calls = run_record.write_atomically, {"n": 0}
+
+    def writer(path: Path, data: Any) -> None:
+        calls["n"] += Path(path).is_relative_to(disk)
+        if calls["n"] > good_writes and Path(path).is_relative_to(disk):
+            raise files.describe_os_error(Path(path), OSError(errno.ENOSPC, "No space left on device"))
+        real(path, data)
+
+    monkeypatch.setattr(run_record, "write_atomically", writer)
+
+
+def test_a_bay_worker_that_could_not_write_is_rescued_sealed_and_merged(tmp_path: Path, shared_host: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rescue path itself still works: the worker's disk fills, it seals its whole record with
+    the run's token (from the environment), the merge takes it and says so, then drops it."""
+    run_dir = _bay_run(tmp_path, None)
+    token = run_record.new_run_token()
+    monkeypatch.setenv(BAY_OF_RUN_ENV, run_dir.name)
+    monkeypatch.setenv(run_record.RUN_TOKEN_ENV, token)
+    real = run_record.write_atomically
+    _disk_full(monkeypatch, run_dir, good_writes=2)  # start + 1 test, then full
+    rec = RunRecorder(run_dir / "bays", {"name": "s"}, run_id="bay1")
+    for i, outcome in enumerate(["passed", "failed", "passed"]):
+        rec.add_test(_test(i, outcome))
+    rec.finish()
+    monkeypatch.setattr(run_record, "write_atomically", real)  # the disk has room again for the merge
+    assert rec.rescued_to is not None and rec.rescued_to.parent == run_record.private_temp_folder()
+    assert token not in rec.rescued_to.read_text()  # a seal, not the secret
+    data = merge_bays(run_dir, {"name": "s"}, [BayOutcome("bay1", 1)], token=token)
+    assert [t["outcome"] for t in data["tests"]] == ["passed", "failed", "passed"]
+    assert data["station"]["bays"]["bay1"]["record"] == str(rec.rescued_to)
+    assert not rec.rescued_to.exists()
+
+
+def test_a_whole_bay_record_is_preferred_to_a_larger_sealed_one(tmp_path: Path, shared_host: Path) -> None:
+    run_dir = _bay_run(tmp_path, _record("bay1", ["failed"], finished=True))
+    token = run_record.new_run_token()
+    rescue_record(_record("bay1", ["passed", "passed"], finished=True), f"{run_dir.name}-bay1", run_dir, token=token)
+    data = merge_bays(run_dir, {"name": "s"}, [BayOutcome("bay1", 1)], token=token)
+    assert [t["outcome"] for t in data["tests"]] == ["failed"]
+
+
+def test_a_sealed_record_of_another_bay_or_run_is_not_used(tmp_path: Path, shared_host: Path) -> None:
+    run_dir = _bay_run(tmp_path, _record("bay1", ["failed"], finished=False))
+    token = run_record.new_run_token()
+    other = rescue_record(_record("bay2", ["passed", "passed"], finished=True), f"{run_dir.name}-bay2",
+                          run_dir, token=token)
+    assert other is not None
+    other.rename(other.with_name(rescue_name(f"{run_dir.name}-bay1")))  # bay2's seal under bay1's name
+    data = merge_bays(run_dir, {"name": "s"}, [BayOutcome("bay1", 1)], token=token)
+    assert [t["outcome"] for t in data["tests"]] == ["failed"]
+
+
+# --- 4. locks shared by every user of a host ------------------------------------------------------------------
+def _holder_seen_from(home: Path, address: str) -> dict[str, Any] | None:
+    env = {k: v for k, v in os.environ.items() if k != locks.ENV_DIR}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
+    code = ("import json, sys; from phonebench.drivers import locks; "
+            "print(json.dumps(locks.holder(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-c", code, address], env=env, capture_output=True, text=True,
+                          timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_default_lock_folder_is_the_hosts_not_the_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(locks.ENV_DIR, raising=False)
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    alice.mkdir()
+    bob.mkdir()
+    monkeypatch.setenv("HOME", str(alice))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(alice / ".cache"))
+    folder = locks.lock_dir()
+    assert not folder.is_relative_to(tmp_path)
+    mode = stat.S_IMODE(os.lstat(folder).st_mode)
+    assert mode & 0o1777 == 0o1777, oct(mode)  # every user creates lock files; nobody deletes another's
+    address = f"TCPIP0::host-security-{uuid.uuid4().hex}::INSTR"  # this test's own: parallel-safe
+    held = locks.acquire(address, "scope", wait_s=0)
+    path = locks.lock_path(address)
+    try:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o666  # another user opens and flocks it
+        seen = _holder_seen_from(bob, address)  # another HOME, another cache: the same lock
+        assert seen is not None and seen["pid"] == os.getpid() and seen["name"] == "scope"
+    finally:
+        held.release()
+        path.unlink(missing_ok=True)
