@@ -20,9 +20,11 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .decoding import read_text
+from .dburl import PASSWORD_HINT, password_of
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
+_told_password: set[str] = set()  # station files already warned about (a run loads its file often)
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")
@@ -274,6 +276,10 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
         database=_database_url(st.get("database", str, None), base),
         payloads=_relative_to(st.get("payloads", str, None), base),
     )
+    if password_of(config.database) and origin not in _told_password:  # still used, never copied on
+        _told_password.add(origin)
+        log.warning("%s: [station] database carries a password, which everyone who can read the file has; %s",
+                    origin, PASSWORD_HINT)
     for index, table in enumerate(top.get("dut", list, [], expected="an array of [[dut]] tables")):
         if not isinstance(table, dict):
             raise ConfigError(f"{origin}: dut[{index}]: expected a [[dut]] table")

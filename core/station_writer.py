@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+from .dburl import without_password
 from .station import LEGACY_BAY, EmulatedConfig, StationConfig
 
 _q = json.dumps  # a JSON string is a valid TOML basic string
@@ -38,8 +39,8 @@ def _station_table(config: StationConfig) -> list[str]:
         lines.append(f"results_dir = {_q(str(Path(config.results_dir).resolve()))}")
     if config.location:
         lines.append(f"location = {_q(config.location)}")
-    if config.database:
-        lines.append(f"database = {_q(config.database)}")
+    if config.database:  # never the password: the process reaching the store has it in its environment
+        lines.append(f"database = {_q(without_password(config.database))}")
     if config.payloads:
         lines.append(f"payloads = {_q(str(config.payloads))}")
     return lines + [""]

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,82 @@ def test_the_default_lock_folder_is_the_hosts_not_the_users(tmp_path: Path, monk
     finally:
         held.release()
         path.unlink(missing_ok=True)
+
+
+# --- 3. secrets stay secret ---------------------------------------------------------------------------------
+PASSWORD = "s3cr3t-host-security"
+
+
+def test_station_files_the_bench_writes_carry_no_store_password(tmp_path: Path) -> None:
+    from phonebench.core.station import EmulatedConfig, StationConfig, load_station
+    from phonebench.core.station_writer import emulated_station_toml
+
+    url = f"postgresql://bench:{PASSWORD}@db.lab:5432/phonebench?sslmode=verify-full"
+    config = StationConfig(name="emu", source=None, database=url, emulated=EmulatedConfig())
+    text = emulated_station_toml(config, config.emulated)
+    assert PASSWORD not in text
+    (tmp_path / "emu.toml").write_text(text)
+    assert load_station(tmp_path / "emu.toml").database == "postgresql://bench@db.lab:5432/phonebench?sslmode=verify-full"
+
+
+def test_a_password_on_the_command_line_is_refused(capsys: pytest.CaptureFixture) -> None:
+    from phonebench.bench.cli import main
+
+    assert main(["runs", "--database", f"postgresql://bench:{PASSWORD}@127.0.0.1:1/bench"]) == 2
+    err = capsys.readouterr().err
+    assert "carries a password" in err and "pgpass" in err and PASSWORD not in err
+
+
+def test_sslmode_reaches_libpq() -> None:
+    from phonebench.bench.store import StoreError, open_store
+
+    with pytest.raises(StoreError) as err:
+        open_store("postgresql://bench@127.0.0.1:1/bench?sslmode=no-such-mode")
+    assert "sslmode" in str(err.value)  # libpq read it: a lab's sslmode=verify-full is honoured
+
+
+def _postgres() -> Any:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from postgres_helpers import ScratchPostgres, postgres_bindir
+
+    if postgres_bindir() is None:
+        pytest.skip("PostgreSQL server binaries not installed (apt-get install postgresql)")
+    return ScratchPostgres()
+
+
+def test_a_run_with_a_password_in_its_store_url_writes_it_nowhere(tmp_path: Path) -> None:
+    """A bench run on an emulated station whose store URL carries a password (the scratch cluster
+    trusts every local login, so the password is carried, not checked): the run stores into
+    PostgreSQL, and no file the bench wrote under the results folder, and no command line of the
+    bench's processes while it ran, holds the password."""
+    import psutil
+    from phonebench.bench.store import open_store
+
+    with _postgres() as cluster:
+        url = cluster.create_database("host_security").replace("bench@", f"bench:{PASSWORD}@", 1)
+        (tmp_path / "station.toml").write_text(
+            f'[station]\nname = "pw-rack"\ndatabase = "{url}"\nresults_dir = "reports"\n[emulated]\n'
+            'instruments = false\n[[emulated.phone]]\nserial = "EMU0001"\n', encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k not in ("PHONEBENCH_DATABASE", "PGPASSWORD")}
+        env["PHONEBENCH_MIN_FREE_MB"] = "0"
+        proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--station", "station.toml",
+                                 "--no-preflight", "-q", "-k", "identity", "--run-id", "pw-run"],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        seen: list[str] = []
+        while proc.poll() is None:  # every command line of the run's process tree, as `ps` shows it
+            try:
+                family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+                seen.extend(" ".join(p.cmdline()) for p in family)
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
+        output = proc.communicate(timeout=900)[0]
+        assert proc.returncode == 0, output[-3000:]
+        assert seen and not [line for line in seen if PASSWORD in line]
+        written = [p for p in (tmp_path / "reports").rglob("*") if p.is_file()]
+        assert any(p.suffix == ".toml" for p in written)  # the emulated station's files are among them
+        leaks = [str(p) for p in written if PASSWORD.encode() in p.read_bytes()]
+        assert not leaks
+        assert PASSWORD not in output
+        with open_store(url) as store:
+            assert len(store.load_run("pw-run").data["tests"]) == 4
