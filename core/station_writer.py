@@ -34,7 +34,9 @@ def _toml_value(value: object) -> str:
 
 
 def _station_table(config: StationConfig) -> list[str]:
-    lines = ["[station]", f"name = {_q(config.name)}", f"sla_profile = {_q(config.sla_profile)}"]
+    # A top-level key, so before the first table: the station opts in to the development key by name.
+    trust = ["trust_development_key = true"] if config.trusts_development_key else []
+    lines = [*trust, "[station]", f"name = {_q(config.name)}", f"sla_profile = {_q(config.sla_profile)}"]
     if config.results_dir_given:  # else the run goes where the bench runs (docs/station-file.md)
         lines.append(f"results_dir = {_q(str(Path(config.results_dir).resolve()))}")
     if config.location:

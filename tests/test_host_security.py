@@ -285,3 +285,128 @@ def test_a_run_with_a_password_in_its_store_url_writes_it_nowhere(tmp_path: Path
         assert PASSWORD not in output
         with open_store(url) as store:
             assert len(store.load_run("pw-run").data["tests"]) == 4
+
+
+# --- 2. keys that mean something ------------------------------------------------------------------------------
+def _weights_phone() -> tuple[Any, Any]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from device_double import make_device
+    from phonebench.drivers.runtime import RuntimeClient
+
+    device = make_device("SM8650-ES", "EMU-keys")
+    return device, RuntimeClient(device)
+
+
+def _root_verdict() -> Any:
+    from phonebench.bench.checks import weights
+    from phonebench.bench.checks.targets import target
+    from phonebench.bench.specs.sla import load_profile
+
+    device, runtime = _weights_phone()
+    entry = target(load_profile("default"), "weights_root_mismatches")
+    return weights.root_check(device, runtime, root_mismatches=entry).verdicts[0]
+
+
+def _station(tmp_path: Path, text: str) -> Any:
+    from phonebench.core.station import load_station
+
+    path = tmp_path / "station.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_station(path)
+
+
+HARDWARE = '[station]\nname = "rack-7"\n[[dut]]\nname = "p1"\nadb = "10.0.0.9:5555"\n'
+
+
+def test_a_development_signed_manifest_is_refused_where_the_station_did_not_opt_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claim 12 on a lab station: the emulated update is signed with the development key, whose
+    private half is in the repository; a station that did not opt in refuses it, saying why."""
+    from phonebench.core import signing
+    from phonebench.core.verdict import Outcome
+
+    monkeypatch.delenv(signing.TRUSTED_KEYS_ENV, raising=False)
+    station = _station(tmp_path, HARDWARE)
+    assert not station.trusts_development_key
+    with signing.trusting(station.name, station.trusts_development_key):
+        verdict = _root_verdict()
+    assert verdict.outcome is Outcome.FAIL
+    assert "DEVELOPMENT key" in verdict.explanation and "rack-7" in verdict.explanation
+
+
+def test_a_station_that_opts_in_accepts_it_and_the_verdict_says_so(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from phonebench.core import signing
+    from phonebench.core.station_writer import station_toml
+    from phonebench.core.verdict import Outcome
+
+    monkeypatch.delenv(signing.TRUSTED_KEYS_ENV, raising=False)
+    station = _station(tmp_path, "trust_development_key = true\n" + HARDWARE)
+    assert station.trusts_development_key
+    assert "trust_development_key = true" in station_toml(station, "round trip")
+    with signing.trusting(station.name, station.trusts_development_key):
+        verdict = _root_verdict()
+    assert verdict.outcome is Outcome.PASS
+    assert verdict.extra["signing_key"] == signing.DEV_KEY_NOTE and signing.DEV_KEY_NOTE in verdict.explanation
+
+
+def test_the_emulated_station_files_the_bench_writes_opt_in(tmp_path: Path) -> None:
+    from phonebench.core.station import EmulatedConfig, StationConfig
+    from phonebench.core.station_writer import emulated_station_toml
+
+    config = StationConfig(name="emu", source=None, emulated=EmulatedConfig())
+    assert _station(tmp_path, emulated_station_toml(config, config.emulated)).trusts_development_key
+    shipped = Path(__file__).resolve().parent.parent / "stations" / "emulated-fleet.toml"
+    assert "trust_development_key = true" in shipped.read_text()
+
+
+def _signed_library(tmp_path: Path, version: int) -> tuple[Path, list[Any]]:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from phonebench.bench.specs.profiles import DEFAULT_ROOT
+    from phonebench.core import signing
+
+    root = tmp_path / f"profiles-v{version}"
+    (root / "adapters").mkdir(parents=True)
+    for path in (DEFAULT_ROOT / "adapters").glob("*.json"):
+        (root / "adapters" / path.name).write_bytes(path.read_bytes())
+    text = (DEFAULT_ROOT / "qualcomm-sm8650.toml").read_text()
+    (root / "qualcomm-sm8650.toml").write_text(text.replace("version = 1 ", f"version = {version} ", 1))
+    private = Ed25519PrivateKey.generate()
+    for path in [*root.glob("*.toml"), *(root / "adapters").glob("*.json")]:
+        signing.sign_file(path, private)
+    pub = tmp_path / f"lab-v{version}.pub"
+    pub.write_bytes(signing.public_pem(private))
+    return root, signing.trusted_keys([pub])
+
+
+def test_a_station_never_goes_back_to_an_older_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from phonebench.bench.specs import profile_versions
+    from phonebench.bench.specs.profiles import load_library
+    from phonebench.core import signing
+
+    monkeypatch.setenv(profile_versions.STATE_ENV, str(tmp_path / "state"))
+    newer, newer_keys = _signed_library(tmp_path, 3)
+    older, older_keys = _signed_library(tmp_path, 2)  # validly signed, but the one version 3 replaced
+    with signing.trusting("rack-7", development=False):
+        assert load_library(newer, newer_keys).socs["SM8650"].version == 3
+        with pytest.raises(profile_versions.ProfileRollback) as err:
+            load_library(older, older_keys)
+        load_library(newer, newer_keys)  # the same version again is no rollback
+    message = str(err.value)
+    assert "version 2" in message and "version 3" in message and "rack-7" in message
+    with signing.trusting("rack-8", development=False):  # another station keeps its own record
+        load_library(older, older_keys)
+
+
+def test_a_generated_adb_key_is_private_to_its_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from phonebench.drivers.adb import AdbPhone
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    old = os.umask(0o022)  # the usual umask: what adb_shell's keygen leaves the private key at
+    try:
+        AdbPhone("127.0.0.1:1", name="p1")._load_signer()
+    finally:
+        os.umask(old)
+    key = tmp_path / ".android" / "adbkey"
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+    assert (tmp_path / ".android" / "adbkey.pub").is_file()

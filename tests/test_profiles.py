@@ -18,6 +18,12 @@ from phonebench.emulation.npu_personas import PERSONAS
 
 UNPROFILED = {"SM8650-MP2"}  # the build the library deliberately lacks
 
+@pytest.fixture(autouse=True, scope="module")
+def development_station():
+    """These tests stand for a development station: it opts in to the shipped development key."""
+    with signing.trusting(None, development=True):
+        yield
+
 
 @pytest.fixture
 def keypair(tmp_path) -> tuple[Path, Path]:
