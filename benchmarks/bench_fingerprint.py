@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from phonebench.bench.phone.fingerprint import fingerprint  # noqa: E402
 from phonebench.bench.specs.profiles import load_library  # noqa: E402
+from phonebench.core import signing  # noqa: E402
 from device_double import make_device  # noqa: E402
 from phonebench.emulation.npu import Accumulator, OverflowRule, matmul  # noqa: E402
 from phonebench.emulation.npu_personas import PERSONAS, default_fleet  # noqa: E402
@@ -119,9 +120,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     args = parser.parse_args()
-    library = load_library()
-    bench_personas(library, 1 if args.quick else 3)
-    bench_adb(library)
+    with signing.trusting(None, development=True):  # emulated phones: a development station
+        library = load_library()
+        bench_personas(library, 1 if args.quick else 3)
+        bench_adb(library)
     bench_model(32 if args.quick else 96, 1 if args.quick else 3)
     bench_matmul(5 if args.quick else 30)
     return 0

@@ -3,17 +3,21 @@
 A signature file holds one line: `ed25519 <key-id> <base64 signature of the file's bytes>`;
 the key id is the first 16 hex digits of SHA-256 over the raw public key.
 
-Keys: the repository ships a DEVELOPMENT key pair (firmware_profiles/keys/) so the shipped
-profiles verify out of the box. A lab signs with its own key: PHONEBENCH_SIGNING_KEY names the
-private key (PEM, PKCS#8) for `bench profiles sign`, PHONEBENCH_TRUSTED_KEYS lists the public keys
-(PEM, separated by os.pathsep) that verification accepts. See firmware_profiles/README.md.
+Keys: the repository ships a DEVELOPMENT key pair (firmware_profiles/keys/); its private half is
+in the repository, so anyone can sign with it. It is trusted only where a station opts in by
+name (`trust_development_key = true` in its station file; an emulated station does), or where a
+command names its public key (--pubkey). A lab signs with its own key: PHONEBENCH_SIGNING_KEY
+names the private key (PEM, PKCS#8) for `bench profiles sign`, PHONEBENCH_TRUSTED_KEYS lists the
+public keys (PEM, separated by os.pathsep) that verification accepts. See firmware_profiles/README.md.
 """
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -37,6 +41,10 @@ TRUSTED_KEYS_ENV = "PHONEBENCH_TRUSTED_KEYS"
 SUFFIX = ".sig"
 _ALGORITHM = "ed25519"
 _HINT = "sign it with `bench profiles sign` (see firmware_profiles/README.md)"
+DEV_KEY_NOTE = "signed with the development key, trusted by station opt-in"
+_OPT_IN_HINT = (f"on a development or emulated station, opt in with `trust_development_key = true` at the top of "
+                f"its station file; a lab signs with its own key (${SIGNING_KEY_ENV}) and lists its public half "
+                f"in ${TRUSTED_KEYS_ENV}; `--pubkey {DEV_PUBLIC_KEY}` names it for one command")
 
 
 class SignatureError(ConfigError):
@@ -49,6 +57,32 @@ class TrustedKey:
     key_id: str
     path: Path
     is_dev: bool
+
+
+@dataclass(frozen=True)
+class StationTrust:
+    """Whose keys this process verifies with: the station it works for, and whether that station
+    opted in to the development key (set by the bench session for its station)."""
+    station: str | None = None
+    development: bool = False
+
+
+_trust = StationTrust()
+
+
+def station_trust() -> StationTrust:
+    return _trust
+
+
+@contextlib.contextmanager
+def trusting(station: str | None, development: bool) -> Iterator[StationTrust]:
+    """While a station is in use: its name and its development-key opt-in govern trusted_keys()."""
+    global _trust
+    previous, _trust = _trust, StationTrust(station, development)
+    try:
+        yield _trust
+    finally:
+        _trust = previous
 
 
 def key_id(public: Ed25519PublicKey) -> str:
@@ -108,17 +142,27 @@ def signing_key_path(explicit: str | Path | None = None) -> Path:
     return DEV_PRIVATE_KEY
 
 
-def trusted_keys(paths: Sequence[str | Path] | None = None) -> list[TrustedKey]:
-    """Keys verification accepts: `paths`, else $PHONEBENCH_TRUSTED_KEYS, else the development key."""
+def trusted_keys(paths: Sequence[str | Path] | None = None, development: bool | None = None) -> list[TrustedKey]:
+    """Keys verification accepts: `paths` (named by the caller: the development key among them is
+    trusted), else $PHONEBENCH_TRUSTED_KEYS; the development key besides only where the station
+    opted in (`development`, default: the station in use, see trusting())."""
+    development = _trust.development if development is None else development
+    named = bool(paths)
     if not paths:
         env = os.environ.get(TRUSTED_KEYS_ENV, "")
-        paths = [p for p in env.split(os.pathsep) if p] or [DEV_PUBLIC_KEY]
+        paths = [p for p in env.split(os.pathsep) if p]
     dev = _dev_key_id()
     keys = []
     for path in paths:
         public = load_public_key(path)
         ident = key_id(public)
+        if ident == dev and not named and not development:
+            log.warning("%s lists the DEVELOPMENT key %s: not trusted unless the station opts in "
+                        "(trust_development_key = true)", TRUSTED_KEYS_ENV, path)
+            continue
         keys.append(TrustedKey(public, ident, Path(path), ident == dev))
+    if development and dev is not None and all(k.key_id != dev for k in keys):
+        keys.append(TrustedKey(load_public_key(DEV_PUBLIC_KEY), dev, DEV_PUBLIC_KEY, True))
     return keys
 
 
@@ -134,6 +178,10 @@ def verify_bytes(data: bytes, signature_text: str, trusted: Sequence[TrustedKey]
         raise SignatureError(f"{what}: malformed signature (expected `{_ALGORITHM} <key-id> <base64>`)", hint=_HINT)
     _, ident, encoded = parts
     key = next((k for k in trusted if k.key_id == ident), None)
+    if key is None and ident == _dev_key_id():
+        station = f"station {_trust.station!r}" if _trust.station else "this bench"
+        raise SignatureError(f"{what}: signed with the DEVELOPMENT key {ident}, whose private half is in the "
+                             f"repository (anyone can sign with it); {station} does not trust it", hint=_OPT_IN_HINT)
     if key is None:
         raise SignatureError(f"{what}: signed by key {ident}, which is not trusted "
                              f"(trusted: {', '.join(k.key_id for k in trusted) or 'none'})",

@@ -20,9 +20,11 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .decoding import read_text
+from .dburl import PASSWORD_HINT, password_of
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
+_told_password: set[str] = set()  # station files already warned about (a run loads its file often)
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")
@@ -151,6 +153,15 @@ class StationConfig:
     inventory: dict[str, InstrumentConfig] = field(default_factory=dict)
     bay: str | None = None  # the bay this config is narrowed to (None: the whole station)
     rooms: Rooms | None = None  # [room]: the air around the bays (None: not stated)
+    # The repository's DEVELOPMENT signing key (its private half is public) is trusted only on a
+    # station that says so by name: `trust_development_key = true` at the top of its file.
+    trust_development_key: bool = False
+
+    @property
+    def trusts_development_key(self) -> bool:
+        """Whether what the development key signed is trusted here: opted in, or emulated (its
+        phones carry development-signed updates by design)."""
+        return self.trust_development_key or self.emulated is not None
 
     def dut(self, name: str) -> DutConfig:
         for dut in self.duts:
@@ -305,7 +316,7 @@ def load_station(path: str | Path) -> StationConfig:
 
 def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path | None = None) -> StationConfig:
     top = _Reader(origin, data, "")
-    top.check_unknown({"station", "dut", "instruments", "bay", "emulated", "room"})
+    top.check_unknown({"station", "dut", "instruments", "bay", "emulated", "room", "trust_development_key"})
     st = _Reader(origin, top.get("station", dict, {}), "[station].")
     st.check_unknown({"name", "results_dir", "sla_profile", "location", "database", "payloads"})
     base = source.parent if source else Path.cwd()
@@ -320,7 +331,12 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
         location=st.get("location", str, ""),
         database=_database_url(st.get("database", str, None), base),
         payloads=_relative_to(st.get("payloads", str, None), base),
+        trust_development_key=top.get("trust_development_key", bool, False),
     )
+    if password_of(config.database) and origin not in _told_password:  # still used, never copied on
+        _told_password.add(origin)
+        log.warning("%s: [station] database carries a password, which everyone who can read the file has; %s",
+                    origin, PASSWORD_HINT)
     for index, table in enumerate(top.get("dut", list, [], expected="an array of [[dut]] tables")):
         if not isinstance(table, dict):
             raise ConfigError(f"{origin}: dut[{index}]: expected a [[dut]] table")

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+from .dburl import without_password
 from .station import LEGACY_BAY, EmulatedConfig, Rooms, StationConfig
 
 _q = json.dumps  # a JSON string is a valid TOML basic string
@@ -33,13 +34,15 @@ def _toml_value(value: object) -> str:
 
 
 def _station_table(config: StationConfig) -> list[str]:
-    lines = ["[station]", f"name = {_q(config.name)}", f"sla_profile = {_q(config.sla_profile)}"]
+    # A top-level key, so before the first table: the station opts in to the development key by name.
+    trust = ["trust_development_key = true"] if config.trusts_development_key else []
+    lines = [*trust, "[station]", f"name = {_q(config.name)}", f"sla_profile = {_q(config.sla_profile)}"]
     if config.results_dir_given:  # else the run goes where the bench runs (docs/station-file.md)
         lines.append(f"results_dir = {_q(str(Path(config.results_dir).resolve()))}")
     if config.location:
         lines.append(f"location = {_q(config.location)}")
-    if config.database:
-        lines.append(f"database = {_q(config.database)}")
+    if config.database:  # never the password: the process reaching the store has it in its environment
+        lines.append(f"database = {_q(without_password(config.database))}")
     if config.payloads:
         lines.append(f"payloads = {_q(str(config.payloads))}")
     return lines + [""]

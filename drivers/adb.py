@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from adb_shell import exceptions as adb_exc
-from adb_shell.auth.keygen import keygen, write_public_keyfile
+from adb_shell.auth.keygen import write_public_keyfile
 from adb_shell.auth.sign_cryptography import CryptographySigner
 
 from phonebench.core.errors import (AuthRefused, BenchError, CommandFailed, CommandTimeout, ConfigError, DeviceDisconnected,
@@ -367,7 +367,7 @@ class AdbPhone(ShellCommands):
                                       hint=f"create it with `adb keygen {path}`, or leave the DUT's key unset "
                                            "to use ~/.android/adbkey")
                 path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                keygen(str(path))
+                generate_key(path)
                 log.warning("%s: no ADB key at %s: generated a new one (the phone must accept it once)",
                             self.name, path)
             public = path.with_name(path.name + ".pub")
@@ -379,6 +379,22 @@ class AdbPhone(ShellCommands):
                 raise ConfigError(f"{self.name}: ADB key file {path} is unusable: {_reason(exc)}",
                                   hint="it must be a PEM RSA private key as `adb keygen` writes") from None
         return self._signer
+
+
+def generate_key(path: Path) -> None:
+    """A new ADB RSA key pair as `adb keygen` makes it; the private key is created 0600 (adb_shell's
+    keygen leaves it to the umask, 0644: any user of the host could then drive every phone that
+    accepted it), never over an existing file."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(pem)
+    write_public_keyfile(str(path), str(path) + ".pub")
 
 
 class _ChunkSink(io.BytesIO):

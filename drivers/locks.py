@@ -4,9 +4,12 @@ Two bench processes talking to one instrument interleave their commands: one rea
 answers. While a driver has an instrument open it holds a lock keyed by the instrument's address:
 
 - the bench's own inter-process lock, always: `flock` on a file in the lock folder
-  ($PHONEBENCH_LOCK_DIR, else `<user cache dir>/phonebench/locks`). The kernel drops it when the
-  holder exits, so a crashed run never leaves a stale lock; the file records who holds it (pid,
-  host, user, since when) for the message a second user sees;
+  ($PHONEBENCH_LOCK_DIR, else the host's one: /run/lock/phonebench, /var/lock/phonebench, or
+  <system temp>/phonebench-locks, a sticky folder every user may create files in (mode 1777),
+  with lock files every user can open (0666); one user's cache folder would keep another user's
+  bench from ever seeing the lock). The kernel drops it when the holder exits, so a crashed run
+  never leaves a stale lock; the file records who holds it (pid, host, user, since when) for the
+  message a second user sees;
 - in addition, VISA's exclusive lock (`lock_excl`) where the VISA library and resource support
   it (NI-VISA and Keysight IO Libraries do for USB/GPIB/VXI-11; pyvisa-py raw sockets do not),
   which also keeps out non-bench VISA programs.
@@ -25,6 +28,7 @@ also need the VISA lock or a lab rule.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import getpass
@@ -34,6 +38,8 @@ import logging
 import os
 import re
 import socket
+import stat
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -59,11 +65,54 @@ class PhoneBusy(DeviceError):
     """Another bench process drives the phone."""
 
 
+HOST_LOCK_DIRS = (Path("/run/lock/phonebench"), Path("/var/lock/phonebench"))
+_SHARED_MODE = 0o1777  # every user creates lock files; the sticky bit keeps them from deleting others'
+
+
 def lock_dir() -> Path:
+    """$PHONEBENCH_LOCK_DIR, else the first host-wide lock folder usable by every user of the host:
+    the same for every user whatever their HOME, so two users exclude each other."""
     if os.environ.get(ENV_DIR):
         return Path(os.environ[ENV_DIR])
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "phonebench" / "locks"
+    for folder in (*HOST_LOCK_DIRS, Path(tempfile.gettempdir()) / "phonebench-locks"):
+        if _shared_folder(folder):
+            return folder
+    # Still a lock within this user's runs; said, because other users' runs are not excluded.
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "phonebench" / "locks"
+    log.warning("no host-wide lock folder (/run/lock, /var/lock or the temp folder): locks are kept in %s, "
+                "which other users' benches do not see; set $%s to a folder every bench user can write",
+                cache, ENV_DIR)
+    return cache
+
+
+def _shared_folder(folder: Path) -> bool:
+    """Create `folder` 1777 if missing; True if it is a real folder every user can create files in."""
+    if not folder.parent.is_dir():
+        return False
+    try:
+        folder.mkdir(mode=0o777)
+        os.chmod(folder, _SHARED_MODE)  # mkdir's mode is cut by the umask
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        log.debug("lock folder %s: %s", folder, exc)
+        return False
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    mode = stat.S_IMODE(info.st_mode)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        log.warning("lock folder %s is not a folder (a symbolic link?): not used", folder)
+        return False
+    if mode & _SHARED_MODE != _SHARED_MODE:
+        if info.st_uid == os.geteuid():
+            with contextlib.suppress(OSError):
+                os.chmod(folder, _SHARED_MODE)
+                return True
+        log.warning("lock folder %s has mode %o, not 1777: other users could not share it, not used", folder, mode)
+        return False
+    return True
 
 
 def lock_path(address: str) -> Path:
@@ -181,7 +230,7 @@ def _acquire(address: str, name: str, wait_s: float | None, error: type[BenchErr
     path = lock_path(address)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = _open_lock_file(path)
     except OSError as exc:
         raise error(f"cannot create the lock {path} for {name or address}: {exc}",
                     hint=f"make the lock folder writable, or point ${ENV_DIR} at one that is") from exc
@@ -210,6 +259,25 @@ def _acquire(address: str, name: str, wait_s: float | None, error: type[BenchErr
     with _held_lock:
         _held[address] = _Held(fd, 1)
     return ResourceLock(address)
+
+
+def _open_lock_file(path: Path) -> int:
+    """Open (or create, 0666, so every user of the host can open and flock it) a lock file. An
+    existing one is opened without O_CREAT: with fs.protected_regular, O_CREAT on another user's
+    file in a sticky folder is refused even where the file itself is writable."""
+    flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(10):
+        try:
+            return os.open(path, flags)
+        except FileNotFoundError:
+            pass
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue  # another process created it just now: open theirs
+        os.fchmod(fd, 0o666)  # the umask cut the mode above
+        return fd
+    return os.open(path, flags)
 
 
 def visa_exclusive(resource: Any, name: str, timeout_s: float) -> bool:

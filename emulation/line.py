@@ -167,6 +167,7 @@ class EmulatedLine:
         config = StationConfig(
             name=self.name, source=None, results_dir=Path(results_dir or "reports"),
             results_dir_given=results_dir is not None, location="emulated line, fixture 1", database=database,
+            trust_development_key=True,  # its phone's update is development-signed: opted in by name
             duts=[DutConfig(name="fixture", address=self.adb_address, transport="direct")],
             inventory={role: InstrumentConfig(role=role, family=server.family, address=server.address, name=role)
                        for role, server in ((r, self.instruments[r]) for r in ROLES)})

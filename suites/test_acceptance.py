@@ -81,9 +81,11 @@ def test_weight_store_spot_check(dut, dut_identity, runtime, profile, record):
     spot_bad = {page for page in pages if not verify_page(runtime, manifest, page)[0].ok}
     bad = sorted(crc_bad | spot_bad)
     path = record.raw("weights", {"spot_checked": pages, "crc_bad": sorted(crc_bad), "spot_bad": sorted(spot_bad),
-                                  "root": manifest.root.hex(), "signed_by": manifest.key_id})
+                                  "root": manifest.root.hex(), "signed_by": manifest.key_id,
+                                  "signing_key": manifest.key_note})
+    note = f" ({manifest.key_note})" if manifest.dev_key else ""
     record.judge(profile, "acceptance_weight_manifest_signed", int(manifest.problem is None),
-                 detail=manifest.problem or f"manifest signed by {manifest.key_id}", raw=[path])
+                 detail=manifest.problem or f"manifest signed by {manifest.key_id}{note}", raw=[path])
     record.judge(profile, entry.metric, len(bad), n=len(pages), raw=[path],
                  detail=(f"device CRC: {len(crc_bad)} of {manifest.pages} pages bad; Merkle spot checks: "
                          f"{len(spot_bad)} of {len(pages)} failed" + (f" (pages {bad[:10]})" if bad else "")))

@@ -116,6 +116,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("dut", personas, indirect=True, ids=personas)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def development_station() -> Iterator[None]:
+    """In-process emulated phones are a development station: it opts in to the development key."""
+    from phonebench.core import signing
+
+    with signing.trusting(None, development=True):
+        yield
+
+
 @pytest.fixture
 def dut(request: pytest.FixtureRequest) -> PhoneDevice:
     faults = request.config.getoption("--double-fault")

@@ -18,11 +18,18 @@ from phonebench.drivers.runtime import RuntimeClient, RuntimeCommandFailed
 from phonebench.emulation import runtime as emulated_runtime
 from phonebench.emulation.npu_personas import PERSONAS
 from phonebench.emulation.tinymodel import golden_tokens, prompt_tokens
+from phonebench.core import signing
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT = prompt_tokens(12, 1)
 TOKENS = 24
 KNOWN = sorted(n for n in PERSONAS if n not in ("SM8650-MP2", "MT6989-ES-RELABEL"))
+
+@pytest.fixture(autouse=True, scope="module")
+def development_station():
+    """These tests stand for a development station: it opts in to the shipped development key."""
+    with signing.trusting(None, development=True):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,7 @@ def _adapter(path: Path) -> Any:
 def _signature(path: Path) -> Any:
     profile = path.with_suffix("")  # x.toml.sig -> x.toml
     profile.write_bytes(b"schema = 1\n")
-    return signing.verify_file(profile, signing.trusted_keys())
+    return signing.verify_file(profile, signing.trusted_keys([signing.DEV_PUBLIC_KEY]))  # a key named as trusted
 
 
 def _matrix(path: Path) -> Any:

@@ -21,6 +21,7 @@ from phonebench.drivers.runtime import ProbeResult, RuntimeClient
 from phonebench.emulation.npu import Accumulator, dot_runs
 from phonebench.emulation.npu_personas import PERSONAS
 from phonebench.emulation.runtime import parse_vector
+from phonebench.core import signing
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,6 +30,13 @@ else:  # pragma: no cover
 
 CALL_BUDGET = 20
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True, scope="module")
+def development_station():
+    """These tests stand for a development station: it opts in to the shipped development key."""
+    with signing.trusting(None, development=True):
+        yield
 
 
 @pytest.fixture(scope="module")

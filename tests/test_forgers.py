@@ -19,8 +19,16 @@ from phonebench.bench.phone.fingerprint import fingerprint, fingerprint_verdict
 from phonebench.bench.specs.sla import SlaProfile, load_profile
 from phonebench.drivers.runtime import RuntimeClient
 from tests.adb_helpers import EmulatedStation, adb_key, adb_server, over_adb  # noqa: F401 - fixtures
+from phonebench.core import signing
 
 NPU = "SM8650-ES"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def development_station():
+    """These tests stand for a development station: it opts in to the shipped development key."""
+    with signing.trusting(None, development=True):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -246,12 +246,14 @@ def test_a_relabelled_soc_never_enters_the_matrix_as_a_pass():
     on the station clock, is a mismatch, so its row is an anomaly of its own beside the honest one's."""
     from phonebench.bench.phone.fingerprint import fingerprint, fingerprint_verdict
     from device_double import WorldClock, make_device
+    from phonebench.core import signing
     from phonebench.drivers.runtime import RuntimeClient
 
     facts, sightings = [], []
     for bay, persona in (("bay1", "SM8650-ES"), ("bay2", "SM8650-ES-RELABEL")):
         device = make_device(persona, f"S-{bay}")
-        verdict = fingerprint_verdict(fingerprint(device, client=RuntimeClient(device, clock=WorldClock(device))))
+        with signing.trusting(None, development=True):  # in-process emulated phones: a development station
+            verdict = fingerprint_verdict(fingerprint(device, client=RuntimeClient(device, clock=WorldClock(device))))
         sightings.append(DutSighting("r1", None, bay, f"S-{bay}", "QTI SM8650", verdict.extra["microcode"]))
         facts += [VerdictFact("r1", None, bay, verdict.name, verdict.outcome.value, verdict.extra),
                   VerdictFact("r1", None, bay, "bit_exact_after_adapter", "pass")]

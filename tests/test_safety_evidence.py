@@ -22,8 +22,16 @@ from device_double import PhoneDevice, WorldClock, emulated_shield_probes, emula
 from phonebench.drivers.runtime import Arrivals, Generation, Probe, RuntimeClient
 from phonebench.emulation.runtime_personas import PERSONAS
 from phonebench.emulation.world import World
+from phonebench.core import signing
 
 NPU = "SM8650-ES"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def development_station():
+    """These tests stand for a development station: it opts in to the shipped development key."""
+    with signing.trusting(None, development=True):
+        yield
 
 
 @pytest.fixture(scope="module")

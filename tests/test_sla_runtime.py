@@ -25,8 +25,16 @@ from device_double import PhoneDevice, WorldClock, emulated_shield_probes, emula
 from phonebench.drivers.runtime import RuntimeClient
 from phonebench.emulation.weights import WEIGHT_FILE, update_package
 from tests.adb_helpers import adb_key, adb_server, over_adb  # noqa: F401 - fixtures
+from phonebench.core import signing
 
 NPU = "SM8650-ES"  # a fast accumulator path: these tests are about the SLA behaviour, not numerics
+
+
+@pytest.fixture(autouse=True, scope="module")
+def development_station():
+    """These tests stand for a development station: it opts in to the shipped development key."""
+    with signing.trusting(None, development=True):
+        yield
 
 
 @pytest.fixture(scope="module")

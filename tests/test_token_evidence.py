@@ -35,8 +35,16 @@ from phonebench.emulation.instruments.power_analyzer import PowerAnalyzerServer
 from phonebench.emulation.npu_personas import phone_spec
 from phonebench.emulation.runtime_personas import PERSONAS
 from tests.adb_helpers import EmulatedStation, adb_key, adb_server, over_adb  # noqa: F401 - fixtures
+from phonebench.core import signing
 
 NPU = "SM8650-ES"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def development_station():
+    """These tests stand for a development station: it opts in to the shipped development key."""
+    with signing.trusting(None, development=True):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -67,6 +67,12 @@ class WeightsManifest:
     problem: str | None  # why the signature did not verify
     paths: dict[str, str]
     raw: dict[str, Any]
+    dev_key: bool = False  # signed with the development key, trusted only by the station's opt-in
+
+    @property
+    def key_note(self) -> str:
+        """How far the signature vouches for the update, for the verdict's record."""
+        return signing.DEV_KEY_NOTE if self.dev_key else ""
 
     @property
     def pages(self) -> int:
@@ -77,16 +83,17 @@ def load_manifest(device: Device, runtime: RuntimeClient) -> WeightsManifest:
     """Pull the update's manifest and check its signature (a bad one is reported, not raised)."""
     status = runtime.weights_status()
     data = device.pull_bytes(status["manifest"])
-    key_id, problem = None, None
+    key_id, problem, dev_key = None, None, False
     try:
         signature = device.pull_bytes(status.get("signature", status["manifest"] + ".sig")).decode()
-        key_id = signing.verify_bytes(data, signature, signing.trusted_keys(), status["manifest"]).key_id
+        key = signing.verify_bytes(data, signature, signing.trusted_keys(), status["manifest"])
+        key_id, dev_key = key.key_id, key.is_dev
     except (BenchError, UnicodeDecodeError) as exc:
         problem = str(exc).splitlines()[0]
     try:
         manifest = json.loads(data)
         return WeightsManifest(bytes.fromhex(manifest["root"]), bytes.fromhex(manifest["salt"]),
-                               int(manifest["data_size"]), key_id, problem, status, manifest)
+                               int(manifest["data_size"]), key_id, problem, status, manifest, dev_key)
     except (json.JSONDecodeError, KeyError, ValueError, TypeError) as exc:
         raise InvalidMeasurement(f"{device.name}: weights manifest {status['manifest']} is unreadable ({exc})",
                                  hint="the update's manifest needs root, salt and data_size") from None
@@ -105,10 +112,12 @@ def root_check(device: Device, runtime: RuntimeClient, *, root_mismatches: SlaEn
     problems = ([f"manifest signature: {manifest.problem}"] if manifest.problem else []) + \
         [f"hash block {b} does not match the level above" for b in bad_blocks] + \
         ([] if root_ok else ["the hash device's top block does not hash to the manifest's root"])
+    signed = f"signed by {manifest.key_id}" + (f" ({manifest.key_note})" if manifest.dev_key else "")
+    extra = {"root": manifest.root.hex(), "signed_by": manifest.key_id,
+             **({"signing_key": manifest.key_note} if manifest.dev_key else {})}
     verdict = root_mismatches.evaluate(len(problems), evidence=Evidence.MEASURED, name="weights_root_mismatches",
-                             raw="weights_root", extra={"root": manifest.root.hex(), "signed_by": manifest.key_id},
-                             detail="; ".join(problems)
-                             or f"root {manifest.root.hex()[:16]}... verified, signed by {manifest.key_id}")
+                             raw="weights_root", extra=extra,
+                             detail="; ".join(problems) or f"root {manifest.root.hex()[:16]}... verified, {signed}")
     return CheckResult([verdict], {"weights_root": {"manifest": manifest.raw, "problems": problems,
                                                     "bad_hash_blocks": bad_blocks}})
 

@@ -25,7 +25,8 @@ from typing import Any
 from ..results.progress_view import BayWatch, ProgressView
 from ..results.run_progress import RunProgress
 from ..results.aggregate import BAYS_FOLDER, STATION_RECORD, BayOutcome, bay_folder, merge_bays
-from ..results.run_record import BAY_OF_RUN_ENV, hold_recording_lock, release_recording_lock
+from ..results.run_record import (BAY_OF_RUN_ENV, RUN_TOKEN_ENV, drop_run_token, hold_recording_lock,
+                                  keep_run_token, new_run_token, release_recording_lock)
 from phonebench.core.files import write_atomically
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import StationConfig
@@ -78,8 +79,12 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
 
     # The workers' calibration records and the merged run share the station's store (in the
     # environment, not on the command line: a PostgreSQL URL may carry a password).
+    # The run's token seals what a worker rescues (phonebench.bench.results.run_record): the merge
+    # then takes no record another process left under the guessable rescue name.
+    token = new_run_token()
+    keep_run_token(run_dir.name, token)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_VAR: resolve_database_url(database, run_dir.parent),
-           BAY_OF_RUN_ENV: run_dir.name}
+           BAY_OF_RUN_ENV: run_dir.name, RUN_TOKEN_ENV: token}
     # A bay waits for a shared instrument while another bay's test uses it: as long as a test takes.
     env.setdefault(LOCK_WAIT_ENV, str(SHARED_WAIT_S))  # phonebench.drivers.locks reads it
     watches: dict[str, BayWatch] = {}
@@ -132,7 +137,7 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
                 code = proc.wait()
             outcomes[bay] = BayOutcome(bay, code, time.monotonic() - t0)
         try:
-            return {**_finish(run_dir, station, list(outcomes.values()), database), "interrupted": True}
+            return {**_finish(run_dir, station, list(outcomes.values()), database, token), "interrupted": True}
         finally:
             release_recording_lock(run_dir, lock)
     finally:
@@ -140,7 +145,7 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
     if view is not None:
         view.close()
     try:
-        return _finish(run_dir, station, list(outcomes.values()), database)
+        return _finish(run_dir, station, list(outcomes.values()), database, token)
     finally:
         release_recording_lock(run_dir, lock)
 
@@ -176,8 +181,10 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _finish(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome], database: str | None) -> dict[str, Any]:
-    data = merge_bays(run_dir, station, outcomes)
+def _finish(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome], database: str | None,
+            token: str | None = None) -> dict[str, Any]:
+    data = merge_bays(run_dir, station, outcomes, token)
+    drop_run_token(run_dir.name)  # merged: no later merge of this run needs it
     _point_latest(run_dir)
     refused = _store(run_dir, data, database)
     if refused is not None:

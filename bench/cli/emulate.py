@@ -3,6 +3,7 @@ reach it (`adb connect`, pyvisa, or `bench run --station` with the file it write
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 import threading
@@ -66,7 +67,9 @@ def emulate(args: argparse.Namespace) -> int:
                     print(f"         {role:8} {inst.family:24} {inst.address}{'  (shared)' if inst.shared else ''}")
             if args.write_station:
                 comment = "Written by `bench emulate`: valid while that process runs."
-                write_atomically(Path(args.write_station), station_toml(config, comment))
+                # Its phones' updates are development-signed: the file opts in to that key by name.
+                trusting = dataclasses.replace(config, trust_development_key=True)
+                write_atomically(Path(args.write_station), station_toml(trusting, comment))
                 print(f"station file: {args.write_station}  (next: bench run --station {args.write_station})",
                       flush=True)
             threading.Event().wait(args.seconds)

@@ -24,7 +24,8 @@ def register(subparsers: Subcommands) -> None:
     p.add_argument("--dut", action="append", default=[], help="only this DUT (repeatable)")
     p.add_argument("--profiles", default=str(DEFAULT_ROOT), help="profile library folder (default: %(default)s)")
     p.add_argument("--pubkey", action="append", default=[],
-                   help=f"trusted public key (repeatable; default: ${signing.TRUSTED_KEYS_ENV} or the dev key)")
+                   help=f"trusted public key (repeatable; default: ${signing.TRUSTED_KEYS_ENV}, and the development key "
+                        "where the station opts in)")
     p.add_argument("--apply", action="store_true", help="also install and activate the adapter on known builds")
     p.add_argument("--report-dir", help="where fingerprint.json and profile stubs go (default: reports/<run-id>)")
     p.set_defaults(func=cmd_fingerprint)
@@ -37,7 +38,9 @@ def register(subparsers: Subcommands) -> None:
     sign.set_defaults(func=cmd_sign)
     verify = sub.add_parser("verify", help="validate and verify every signature in the library")
     verify.add_argument("--dir", default=str(DEFAULT_ROOT), help="profile library folder (default: %(default)s)")
-    verify.add_argument("--pubkey", action="append", default=[], help="trusted public key (repeatable)")
+    verify.add_argument("--pubkey", action="append", default=[],
+                        help=f"trusted public key (repeatable; default: ${signing.TRUSTED_KEYS_ENV}; the development "
+                             "key only when named here)")
     verify.set_defaults(func=cmd_verify)
     prof.set_defaults(func=lambda args: _help(prof))
 
@@ -79,11 +82,11 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     from ..station.owner import StationOwner
     from phonebench.drivers.runtime import RuntimeClient
 
-    library = load_library(args.profiles, signing.trusted_keys(args.pubkey))
     rows, flagged = [], 0
     # The embedded emulated station without instruments: a fingerprint needs only the phones.
     with open_station(args.station, emulated=None if args.station else EmulatedConfig(instruments=False)) as station, \
-            StationOwner(station) as owner:
+            signing.trusting(station.name, station.trusts_development_key), StationOwner(station) as owner:
+        library = load_library(args.profiles, signing.trusted_keys(args.pubkey))
         report_dir = Path(args.report_dir) if args.report_dir else station.results_dir / f"{new_run_id()}-fingerprint"
         duts = [d for d in station.duts if not args.dut or d.name in args.dut]
         if not duts:

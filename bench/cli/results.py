@@ -65,10 +65,15 @@ def _results_dir(args: argparse.Namespace) -> Path:
 
 
 def database_url(args: argparse.Namespace) -> str:
+    from phonebench.core.dburl import PASSWORD_HINT, password_of
+    from phonebench.core.errors import ConfigError
     from ..store import resolve_database_url
     from ..store.db import to_url
 
     if args.database:
+        if password_of(args.database):  # every user of the host reads a command line (`ps`)
+            raise ConfigError("--database: the URL carries a password, which every user of this host sees "
+                              "in the process list", hint=PASSWORD_HINT)
         return to_url(args.database)
     configured, results_dir = None, Path(args.results_dir or "reports")
     if args.station:

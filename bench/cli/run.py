@@ -146,12 +146,14 @@ def run(args: argparse.Namespace) -> int:
         _release(run_dir)
         return code
     from ..station.backend import launch_emulated
+    from ..store.db import password_in_environment
 
     run_dir = claim_run_dir(folder, args.run_id, reuse_empty=False)  # refuses an id already used or unsafe
     _heal(folder, args.station)
     # The emulated station runs as its own process; the run reaches it through the station file
-    # it writes, by the default transport: the path a lab's run takes to hardware.
-    with launch_emulated(emulated, run_dir / "emulated") as live:
+    # it writes, by the default transport: the path a lab's run takes to hardware. That file has
+    # no store password: the run finds it in its environment.
+    with password_in_environment(emulated.database), launch_emulated(emulated, run_dir / "emulated") as live:
         lab_args = argparse.Namespace(**{**vars(args), "station": str(live), "persona": None, "fault": [],
                                          "bays": None})
         code = _run_on_station(lab_args, run_dir)

@@ -18,7 +18,7 @@ from typing import Any
 
 from phonebench.core.files import WriteFailed, write_atomically
 from phonebench.core.records import RunRecord, TestRecord
-from .run_record import code_version, recorder_alive, rescue_record, rescued_record
+from .run_record import code_version, read_run_token, recorder_alive, rescue_record, rescued_record, sealed_by
 
 log = logging.getLogger(__name__)
 
@@ -51,15 +51,23 @@ def orphaned_bays(run_dir: Path) -> tuple[dict[str, Any], list[BayOutcome]] | No
     return station, [BayOutcome(bay.name, None) for bay in bays]
 
 
-def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome]) -> dict[str, Any]:
-    """Write <run_dir>/results.json and junit.xml from the bays' folders; returns the run's data."""
+def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome],
+               token: str | None = None) -> dict[str, Any]:
+    """Write <run_dir>/results.json and junit.xml from the bays' folders; returns the run's data.
+
+    `token` is the run's secret its workers sealed their rescued records with (None: the one the
+    parent kept, for a merge after it was killed); a rescued record without its seal is not used."""
     record = RunRecord(run_id=run_dir.name, started="", station={**station, "bays": {}}, code_version=code_version())
     problems: list[str] = []
     suites: list[ET.Element] = []
+    token = token or read_run_token(run_dir.name)
+    used: list[Path] = []
     for outcome in outcomes:
         folder = bay_folder(run_dir, outcome.bay)
-        rescued = rescued_record(f"{run_dir.name}-{outcome.bay}")
-        data = _fullest(_read(folder / "results.json"), _read(rescued) if rescued is not None else None)
+        data, source, refused = _bay_record(folder, f"{run_dir.name}-{outcome.bay}", token)
+        problems.extend(f"bay {outcome.bay}: {p}" for p in refused)
+        if source is not None and source.name != "results.json":
+            used.append(source)
         if data is None:
             problems.append(f"bay {outcome.bay}: no results (worker exit code {outcome.exit_code}); "
                             f"see {folder / 'worker.log'}")
@@ -68,7 +76,7 @@ def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome
         record.started = min(filter(None, [record.started, bay.started]), default="")
         record.finished = max(filter(None, [record.finished or "", bay.finished or ""]), default=None)
         record.station["bays"][outcome.bay] = {**bay.station, "status": bay.status, "exit_code": outcome.exit_code,
-                                               "wall_s": round(outcome.wall_s, 2)}
+                                               "wall_s": round(outcome.wall_s, 2), "record": str(source)}
         record.duts.update(bay.duts)
         record.instruments.update({f"{outcome.bay}/{role}": inst for role, inst in bay.instruments.items()})
         moved = _move_raw(folder, run_dir, outcome.bay)
@@ -90,9 +98,9 @@ def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome
         rescued_to = rescue_record(data, run_dir.name, run_dir)
         data["rescued_to"] = str(rescued_to or "")
         if rescued_to is not None:
-            _drop_bay_rescues(run_dir, outcomes)
+            _drop_bay_rescues(used)
         return data
-    _drop_bay_rescues(run_dir, outcomes)
+    _drop_bay_rescues(used)
     junit = ET.Element("testsuites")
     junit.extend(suites)
     try:
@@ -102,18 +110,32 @@ def merge_bays(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome
     return data
 
 
-def _drop_bay_rescues(run_dir: Path, outcomes: list[BayOutcome]) -> None:
+def _drop_bay_rescues(used: list[Path]) -> None:
     """The bays' own rescued records are in the run's one record now: one record per run."""
-    for outcome in outcomes:
-        rescued = rescued_record(f"{run_dir.name}-{outcome.bay}")
-        if rescued is not None:
-            rescued.unlink(missing_ok=True)
+    for rescued in used:
+        rescued.unlink(missing_ok=True)
 
 
-def _fullest(*records: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Of a bay's record on disk and the one it rescued, the one holding more tests."""
-    found = [r for r in records if r is not None]
-    return max(found, key=lambda r: len(r.get("tests") or []), default=None)
+def _bay_record(folder: Path, name: str, token: str | None) -> tuple[dict[str, Any] | None, Path | None, list[str]]:
+    """A bay's record, where it came from, and the rescued records refused.
+
+    The bay's own results.json when its worker finished writing it (it has `finished`); the record
+    the worker rescued only when its own could not be written, and only with this run's seal: a
+    file under the rescue name proves nothing about who wrote it, and more tests is no reason to
+    believe a record. A partial results.json is kept when nothing better is."""
+    own_path = folder / "results.json"
+    own = _read(own_path)
+    if own is not None and own.get("finished"):
+        return own, own_path, []
+    path = rescued_record(name)
+    rescued = _read(path) if path is not None else None
+    if path is not None and (rescued is None or not sealed_by(rescued, name, token)):
+        log.warning("%s: not sealed by this run's token: not used", path)
+        refused = [f"the rescued record {path} is not sealed by this run: not used"]
+        return (own, own_path if own is not None else None, refused)
+    if rescued is not None and path is not None:
+        return rescued, path, []
+    return own, own_path if own is not None else None, []
 
 
 def _read(path: Path) -> dict[str, Any] | None:

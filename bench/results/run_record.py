@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
+import hmac
 import io
 import json
 import logging
 import os
 import secrets
+import stat
 import tempfile
 
 from pathlib import Path
@@ -28,6 +31,8 @@ log = logging.getLogger(__name__)
 
 RESCUE_ENV = "PHONEBENCH_RESCUE_DIR"  # where a record that its run folder refused goes first
 BAY_OF_RUN_ENV = "PHONEBENCH_BAY_OF_RUN"  # set for a bay worker: the run its bay belongs to
+RUN_TOKEN_ENV = "PHONEBENCH_RUN_TOKEN"  # set for a bay worker: the run's secret, seals its rescued record
+SEAL_KEY = "rescue_seal"  # a rescued bay record's HMAC under its run's token (docs/faults.md)
 RECORDING_LOCK = ".recording.lock"  # locked (flock) by the process recording into the run folder
 
 try:
@@ -211,7 +216,8 @@ class RunRecorder:
         """The whole record to the first folder that takes it; logged as the last resort."""
         # A bay worker's record is named by its run and bay, so no later run overwrites it.
         parent = os.environ.get(BAY_OF_RUN_ENV)
-        return rescue_record(self.data, f"{parent}-{self.run_id}" if parent else self.run_id, self.run_dir)
+        return rescue_record(self.data, f"{parent}-{self.run_id}" if parent else self.run_id, self.run_dir,
+                             token=os.environ.get(RUN_TOKEN_ENV) if parent else None)
 
     def _point_latest(self) -> None:
         latest = self.results_dir / "latest"
@@ -223,10 +229,48 @@ class RunRecorder:
             log.warning("could not update %s: %s", latest, exc)
 
 
+def private_folder_problem(folder: Path) -> str | None:
+    """Why `folder` is not one only this user can write (None: it is): a symlink, not a folder,
+    owned by another user, or writable by group or others."""
+    try:
+        info = os.lstat(folder)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a folder"
+    if info.st_uid != os.geteuid():
+        return f"is owned by uid {info.st_uid}, not this user (uid {os.geteuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def private_temp_folder() -> Path:
+    """This user's own folder in the system temp folder (created 0700): the shared temp folder
+    itself is writable by every user of the host, who could plant a record there."""
+    folder = Path(tempfile.gettempdir()) / f"phonebench-{os.geteuid()}"
+    with contextlib.suppress(FileExistsError, OSError):
+        folder.mkdir(mode=0o700)
+    return folder
+
+
 def rescue_folders() -> list[Path]:
-    """Where a record goes that its run folder refused: $PHONEBENCH_RESCUE_DIR, the temp folder, home."""
-    folders = [Path(os.environ[RESCUE_ENV])] if os.environ.get(RESCUE_ENV) else []
-    return folders + [Path(tempfile.gettempdir()), Path.home()]
+    """Where a record goes that its run folder refused, and where rescued records are looked for:
+    $PHONEBENCH_RESCUE_DIR, this user's own temp folder, home; each only if no other user can
+    write it (a folder that fails the check is logged and skipped)."""
+    candidates = [Path(os.environ[RESCUE_ENV])] if os.environ.get(RESCUE_ENV) else []
+    candidates += [private_temp_folder(), Path.home()]
+    folders = []
+    for folder in candidates:
+        problem = private_folder_problem(folder)
+        if problem is None:
+            folders.append(folder)
+        elif folder.exists() or folder.is_symlink():
+            log.warning("rescue folder %s %s: not used (only a folder no other user can write holds a "
+                        "rescued record)", folder, problem)
+    return folders
 
 
 def rescue_name(name: str) -> str:
@@ -238,9 +282,61 @@ def rescued_record(name: str) -> Path | None:
     return next((f / rescue_name(name) for f in rescue_folders() if (f / rescue_name(name)).is_file()), None)
 
 
-def rescue_record(data: dict[str, Any], name: str, run_dir: Path) -> Path | None:
+def new_run_token() -> str:
+    """A bays run's secret: its workers seal their rescued records with it (never on a command line)."""
+    return secrets.token_hex(32)
+
+
+def _seal(data: dict[str, Any], name: str, token: str) -> str:
+    """HMAC-SHA256 of a record (as JSON reads it back, keys sorted) and the name it is rescued under."""
+    plain = {k: v for k, v in json.loads(json.dumps(data, default=_json_default)).items() if k != SEAL_KEY}
+    message = name.encode() + b"\n" + json.dumps(plain, sort_keys=True).encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+
+
+def sealed_by(data: dict[str, Any], name: str, token: str | None) -> bool:
+    """Whether a rescued record carries the seal of the run whose token is `token`, under `name`."""
+    seal = data.get(SEAL_KEY)
+    return bool(token) and isinstance(seal, str) and hmac.compare_digest(seal, _seal(data, name, str(token)))
+
+
+def token_path(run_id: str) -> Path:
+    return private_temp_folder() / f"phonebench-{run_id}.token"
+
+
+def keep_run_token(run_id: str, token: str) -> None:
+    """The token where this user alone reads it (0600 in the private temp folder): a merge after the
+    parent was killed (phonebench.bench.store.heal) still tells the run's rescued records."""
+    path = token_path(run_id)
+    if private_folder_problem(path.parent) is not None:
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(token)
+
+
+def read_run_token(run_id: str) -> str | None:
+    path = token_path(run_id)
+    if private_folder_problem(path.parent) is not None:
+        return None
+    try:
+        return path.read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def drop_run_token(run_id: str) -> None:
+    with contextlib.suppress(OSError):
+        token_path(run_id).unlink()
+
+
+def rescue_record(data: dict[str, Any], name: str, run_dir: Path, token: str | None = None) -> Path | None:
     """Write a whole record to the first rescue folder that takes it (named by its run id, never
-    overwritten by another run); logged whole as the last resort."""
+    overwritten by another run); logged whole as the last resort. A bay worker's record is sealed
+    with its run's token, so the merge takes it for this run's and no other's."""
+    if token:
+        data = {**data, SEAL_KEY: _seal(data, name, token)}
     text = json.dumps(data, indent=1, default=_json_default)
     for folder in rescue_folders():
         path = folder / rescue_name(name)

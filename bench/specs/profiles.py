@@ -26,6 +26,7 @@ from phonebench.core import signing
 from phonebench.core.decoding import decode, read_text
 from phonebench.core.errors import ConfigError
 from phonebench.core.phone_text import printable, toml_string
+from .profile_versions import check_and_record
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ class SocProfile:
     builds: list[ProfileBuild]
     signer: signing.TrustedKey | None = None
     npu_gmac_per_s: float | None = None  # the NPU's INT4 MAC throughput: the fingerprint's timing signature
+    version: int = 0  # the profile's own, rising with each release of it (never back: profile_versions)
 
 
 @dataclass
@@ -249,7 +251,7 @@ def _load_soc(path: Path, adapters: dict[str, Adapter]) -> SocProfile:
     locator = _Locator(text)
     top = _Table(path, data, locator, ("", 0), "")
     top.check_unknown({"schema", "vendor", "soc_manufacturer", "soc_model", "marketing_name", "board_platform",
-                       "npu_gmac_per_s", "build"})
+                       "npu_gmac_per_s", "build", "version"})
     if top.get("schema", int) != SCHEMA_VERSION:
         raise top.error("schema", f"version {data['schema']} is not supported (this bench reads {SCHEMA_VERSION})")
     vendor = top.get("vendor", str)
@@ -284,9 +286,12 @@ def _load_soc(path: Path, adapters: dict[str, Adapter]) -> SocProfile:
     gmac = top.get("npu_gmac_per_s", float, default=None)
     if gmac is not None and not gmac > 0:
         raise top.error("npu_gmac_per_s", f"{gmac} is not a throughput > 0")
+    version = top.get("version", int, default=0)
+    if version < 0:
+        raise top.error("version", f"{version} is not a version (0, 1, 2, ...)")
     return SocProfile(path, vendor, top.get("soc_manufacturer", str), soc_model,
                       top.get("marketing_name", str, default=soc_model), top.get("board_platform", str, default=""),
-                      builds, npu_gmac_per_s=None if gmac is None else float(gmac))
+                      builds, npu_gmac_per_s=None if gmac is None else float(gmac), version=version)
 
 
 def load_library(root: str | Path = DEFAULT_ROOT, trusted: Sequence[signing.TrustedKey] | None = None,
@@ -320,8 +325,12 @@ def load_library(root: str | Path = DEFAULT_ROOT, trusted: Sequence[signing.Trus
         library.socs[key] = soc
     if not library.socs:
         raise ConfigError(f"profile library {root} has no *.toml profiles", hint=_HINT)
+    station = signing.station_trust().station
+    if require_signatures and station:  # a station never goes back to an older profile it replaced
+        check_and_record(station, {soc: (p.version, p.path) for soc, p in library.socs.items()})
     if library.dev_signed:
-        log.warning("profile library %s is signed with the DEVELOPMENT key", root)
+        log.warning("profile library %s is signed with the DEVELOPMENT key (trusted here by the station's opt-in "
+                    "or a --pubkey naming it)", root)
     return library
 
 

@@ -2,10 +2,12 @@
 them, and migrating our own schema to the current revision."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
@@ -17,6 +19,7 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from phonebench.core.dburl import password_of
 from phonebench.core.errors import BenchError
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,21 @@ def resolve_database_url(configured: str | None = None, results_dir: str | Path 
     <results_dir>/results.sqlite. A plain path means an SQLite file."""
     chosen = os.environ.get(ENV_VAR) or configured
     return to_url(chosen) if chosen else to_url(Path(results_dir) / DEFAULT_FILE)
+
+
+@contextlib.contextmanager
+def password_in_environment(url: str | None) -> Iterator[None]:
+    """While a run reads its store from station files the bench wrote (without the password, see
+    phonebench.core.dburl), the whole URL is in $PHONEBENCH_DATABASE of this process and its
+    children: the environment, which only this user's processes read, never a file or argv."""
+    if password_of(url) is None or os.environ.get(ENV_VAR):
+        yield
+        return
+    os.environ[ENV_VAR] = str(url)
+    try:
+        yield
+    finally:
+        os.environ.pop(ENV_VAR, None)
 
 
 def to_url(url_or_path: str | Path) -> str:
@@ -84,7 +102,7 @@ def create_store_engine(url: str) -> Engine:
         parsed = make_url(engine_url(url))
     except (SQLAlchemyError, ValueError) as exc:
         raise StoreError(f"database URL {describe(url)!r} is not valid: {exc}",
-                         hint='use a path, sqlite:///PATH or postgresql://user:password@host:port/dbname') from None
+                         hint='use a path, sqlite:///PATH or postgresql://user@host:port/dbname (the password in ~/.pgpass)') from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         engine = create_engine(parsed, connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S})

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from phonebench.core.files import WriteFailed, write_atomically
 from ..results.aggregate import merge_bays, orphaned_bays
-from ..results.run_record import RECORDING_LOCK, recorder_alive
+from ..results.run_record import RECORDING_LOCK, drop_run_token, recorder_alive
 from .db import StoreError
 from .importer import read_results
 
@@ -63,6 +63,7 @@ def heal_killed_runs(store: Store, results_dir: Path | None = None) -> list[Heal
             orphans = orphaned_bays(run_dir)
             if orphans is not None:  # a bays run killed before its merge: merge what the bays kept
                 merge_bays(run_dir, *orphans)
+                drop_run_token(run_dir.name)
             if (run_dir / "results.json").is_file():
                 healed.append(_heal(store, run_dir.name, run_dir))
             else:  # killed before its first record: nothing measured, nothing to heal
