@@ -38,6 +38,8 @@ SLOW = {
     # a store's chain under many writers and on PostgreSQL; the operator page and the line with a
     # real emulated fixture; progress of real bench runs; the voice onsets against every persona
     "test_store_chain", "test_operator_auth", "test_progress_lines", "test_onset_truth",
+    # planted rescue files against real bays runs, a run into PostgreSQL searched for its password
+    "test_host_security",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
