@@ -6,13 +6,11 @@ import argparse
 import signal
 import sys
 import threading
-from pathlib import Path
 from types import FrameType
 
 from ..station.backend import running_emulated
-from phonebench.core.files import write_atomically
 from phonebench.core.station import EMULATED_FAMILIES, EmulatedConfig, StationConfig, emulated_family, load_station
-from phonebench.core.station_writer import station_toml
+from phonebench.core.station_writer import write_station
 from . import Subcommands
 
 
@@ -66,7 +64,7 @@ def emulate(args: argparse.Namespace) -> int:
                     print(f"         {role:8} {inst.family:24} {inst.address}{'  (shared)' if inst.shared else ''}")
             if args.write_station:
                 comment = "Written by `bench emulate`: valid while that process runs."
-                write_atomically(Path(args.write_station), station_toml(config, comment))
+                write_station(args.write_station, config, comment)
                 print(f"station file: {args.write_station}  (next: bench run --station {args.write_station})",
                       flush=True)
             threading.Event().wait(args.seconds)
