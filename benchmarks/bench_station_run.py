@@ -23,17 +23,20 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # as benchmarks/bench_line.py: run as a script from the checkout
+
+from phonebench.core.station import EmulatedConfig, EmulatedPhoneConfig, StationConfig  # noqa: E402
+from phonebench.core.station_writer import write_emulated_station  # noqa: E402
 DEFAULT_SELECTION = "identity or energy_per_dialog or first_token or voice_latency_sanity or weights_merkle"
 
 
 def station_file(folder: Path, transport: str, phones: int) -> Path:
-    lines = ["[station]", f'name = "bench-{transport}"', "", "[emulated]", f'transport = "{transport}"', ""]
+    """The emulated station to start, written by the bench's one station writer."""
     personas = ("SM8650-MP", "SM8650-ES", "MT6989-MP", "SM8650-MP2")
-    for i in range(phones):
-        lines += ["[[emulated.phone]]", f'serial = "EMU{i + 1:04d}"', f'npu_persona = "{personas[i % 4]}"', f"seed = {i}", ""]
-    path = folder / f"{transport}.toml"
-    path.write_text("\n".join(lines))
-    return path
+    emulated = EmulatedConfig(transport=transport, phones=[
+        EmulatedPhoneConfig(serial=f"EMU{i + 1:04d}", npu_persona=personas[i % 4], seed=i) for i in range(phones)])
+    return write_emulated_station(folder / f"{transport}.toml", StationConfig(name=f"bench-{transport}", source=None),
+                                  emulated)
 
 
 def one_run(folder: Path, transport: str, phones: int, selection: str) -> dict:

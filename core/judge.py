@@ -290,3 +290,11 @@ def compare(name: str, value: float | None, unit: str, limit: float | None, comp
     else:
         outcome = census(COMPARATORS[comparator](value, limit))
     return decide(Verdict(name, value, unit, outcome, limit, comparator, **fields))
+
+
+def recorded(name: str, value: float | None, unit: str, **fields: Unpack[VerdictOptions]) -> Verdict:
+    """A value the bench records beside the claims and does not judge (no limit: a hysteresis, the
+    phone's own sensor, a counter this runtime does not expose, so possibly no value at all): INFO,
+    then the rules like any verdict. Unlike `compare`, a missing value is not INVALID: nothing
+    was claimed for it."""
+    return decide(Verdict(name, value, unit, Outcome.INFO, **fields))

@@ -1,6 +1,6 @@
 """A run's records: one TestRecord per bench test, the RunRecord holding them. Each has one
 to_dict / from_dict, which is the format of results.json (schema phonebench.results/1) and what
-the store, report, matrix and acceptance judge read back."""
+the store, report, matrix and acceptance disposition read back."""
 from __future__ import annotations
 
 from collections.abc import Mapping

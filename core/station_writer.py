@@ -1,6 +1,8 @@
 """Station files written by the bench: the addresses of a running station (what `bench emulate
 --write-station` hands to `bench run --station`), and an `[emulated]` table for a station to be
 started. The format is docs/station-file.md; `load_station` reads back what is written here.
+Every station file the bench writes goes through `write_station` or `write_emulated_station`:
+atomically, so a run (or a reader polling for the file) never sees half a station.
 """
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import re
 from pathlib import Path
 
 from .dburl import without_password
+from .files import write_atomically
 from .station import LEGACY_BAY, EmulatedConfig, Rooms, StationConfig
 
 _q = json.dumps  # a JSON string is a valid TOML basic string
@@ -116,3 +119,17 @@ def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> st
             lines.append(f"build = {_q(phone.build)}")
         lines.append("")
     return "\n".join(lines + _room_tables(config))
+
+
+def write_station(path: str | Path, config: StationConfig, comment: str) -> Path:
+    """Write `station_toml(config, comment)` to `path` atomically; WriteFailed names the folder and what to do."""
+    path = Path(path)
+    write_atomically(path, station_toml(config, comment))
+    return path
+
+
+def write_emulated_station(path: str | Path, config: StationConfig, emulated: EmulatedConfig) -> Path:
+    """Write `emulated_station_toml(config, emulated)` to `path` atomically."""
+    path = Path(path)
+    write_atomically(path, emulated_station_toml(config, emulated))
+    return path

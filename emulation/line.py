@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from phonebench.core.station import DutConfig, InstrumentConfig, StationConfig
-from phonebench.core.station_writer import station_toml
+from phonebench.core.station_writer import write_station
 from .device import EmulatedPhone, PhoneSpec
 from .phones import emulated_phone
 from .world import World
@@ -41,6 +41,9 @@ FAULT_KINDS: dict[str, tuple[dict[str, Any], str]] = {
 DEFAULT_FAULTS = ("no-redundancy", "skin-sensor-drift")
 ROLES = ("scope", "supply", "thermal", "stimulus", "fixture")
 SERIAL_FORMAT = "LN{seed:02d}{n:04d}"
+
+
+_FIXTURE_COMMENT = "The emulated production line's fixture (emulation/line.py); valid while it runs."
 
 
 @dataclass(frozen=True)
@@ -162,20 +165,17 @@ class EmulatedLine:
     def adb_address(self) -> str:
         return f"127.0.0.1:{self.adb_port}"
 
-    def station_toml(self, results_dir: str | Path | None = None, database: str | None = None) -> str:
+    def station_config(self, results_dir: str | Path | None = None, database: str | None = None) -> StationConfig:
         # "direct": the emulated line runs in-process, with no adb server to share the phone with.
-        config = StationConfig(
+        return StationConfig(
             name=self.name, source=None, results_dir=Path(results_dir or "reports"),
             results_dir_given=results_dir is not None, location="emulated line, fixture 1", database=database,
             trust_development_key=True,  # its phone's update is development-signed: opted in by name
             duts=[DutConfig(name="fixture", address=self.adb_address, transport="direct")],
             inventory={role: InstrumentConfig(role=role, family=server.family, address=server.address, name=role)
                        for role, server in ((r, self.instruments[r]) for r in ROLES)})
-        return station_toml(config, "The emulated production line's fixture (emulation/line.py); valid while it runs.")
 
     def write_station(self, path: str | Path, results_dir: str | Path | None = None,
                       database: str | None = None) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.station_toml(results_dir, database), encoding="utf-8")
-        return path
+        """The fixture's station file, written atomically by the one writer (core/station_writer.py)."""
+        return write_station(path, self.station_config(results_dir, database), _FIXTURE_COMMENT)

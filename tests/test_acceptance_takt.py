@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from phonebench.bench.procedures.acceptance.takt import BUDGETS, SharedInstrument, budget_total
-from phonebench.bench.procedures.acceptance.judge import CHECKS
+from phonebench.bench.procedures.acceptance.disposition import CHECKS
 from phonebench.bench.stats.sequential import SequentialPlan, mean_rule, tolerance_factor, tolerance_rule
 
 PLAN = SequentialPlan((5, 8), confidence=0.90)

@@ -6,11 +6,13 @@ phone (Device), its runtime, or a probe built from an instrument (CoverProbe, Sh
 never a keyword-only option, however optional it is."""
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
 import typing
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +111,37 @@ def test_verdicts_come_from_checks_not_from_public_builders():
     of judgement on data it measured itself: judgement shared between checks is private to the
     checks package, and the rules of judgement themselves are the one judge's (core/judge.py)."""
     assert _builders() == [], "a public verdict builder: make it a check, or private to bench/checks"
+
+
+# Keywords that set what the judge decides: a check never passes them (core/judge.py decides).
+_DECIDED = frozenset({"outcome", "basis", "ruling"})
+
+
+def _outcomes_set(source: str) -> list[str]:
+    """Where a module's code constructs a Verdict itself (its outcome is a required field) or sets
+    an outcome, basis or ruling by keyword (`dataclasses.replace(verdict, outcome=...)`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        if callee == "Verdict":
+            found.append(f"line {node.lineno}: Verdict(...)")
+        found += [f"line {node.lineno}: {callee}(..., {k.arg}=...)" for k in node.keywords if k.arg in _DECIDED]
+    return found
+
+
+def test_the_outcome_detector_catches_a_check_deciding_its_own_outcome():
+    assert _outcomes_set('v = Verdict("x", 1.0, "u", Outcome.INFO, statistic="value")') == ['line 1: Verdict(...)']
+    assert _outcomes_set("v = verdict_mod.Verdict(name, None, unit, outcome)") == ["line 1: Verdict(...)"]
+    assert _outcomes_set("v = replace(verdict, outcome=Outcome.PASS)") == ["line 1: replace(..., outcome=...)"]
+    assert _outcomes_set('v = judge.recorded("x", 1.0, "u", statistic="value")\nw = judge.found(v)') == []
+
+
+@pytest.mark.parametrize("module", sorted(Path(checks_pkg.__path__[0]).glob("*.py")), ids=lambda p: p.name)
+def test_a_check_hands_the_judge_measurements_never_an_outcome(module):
+    """Checks measure and state findings; the outcome is the one judge's (core/judge.py: compare,
+    decide_statistic, recorded, found, rebased...). A check building a Verdict itself would
+    pre-decide an outcome that the judge then decides again."""
+    assert _outcomes_set(module.read_text(encoding="utf-8")) == [], \
+        f"{module.name} decides an outcome itself: build the verdict with core/judge.py's constructors"

@@ -86,14 +86,18 @@ def test_bench_run_with_no_adb_on_path_starts_the_bundled_one_and_passes(tmp_pat
     assert record["duts"]["EMU0001"]["lock"].endswith(".lock")  # the lock that held the phone for the whole run
 
 
-def test_no_way_to_reach_a_phone_stops_the_run_once_before_its_tests(tmp_path):
+@pytest.mark.parametrize("bays", [[], ["--bays", "1"]], ids=["fleet", "one-bay"])
+def test_no_way_to_reach_a_phone_stops_the_run_once_before_its_tests(tmp_path, bays):
+    """The fleet's bays are checked before their workers start; one bay's pytest run checks its
+    phone itself: either way one plain line (with its fix) and the adb notice once."""
     port = free_port()
-    done = subprocess.run([str(VENV_BIN / "bench"), "run", "-k", "identity", "-q"], cwd=tmp_path,
+    done = subprocess.run([str(VENV_BIN / "bench"), "run", "-k", "identity", "-q", *bays], cwd=tmp_path,
                           env=_bare_env(port, **{ENV_ADB: "none"}), capture_output=True, text=True, timeout=900)
     output = done.stdout + done.stderr
     assert done.returncode == PHONES_UNREACHABLE, output
     assert output.count("no phone of this run can be reached") == 1, output
-    assert "Traceback" not in output
+    assert output.count(f"adb: no server on 127.0.0.1:{port} and no adb binary to start one") == 1, output
+    assert "Traceback" not in output and "_pytest.outcomes.Exit" not in output and "WARNING" not in output, output
     record = json.loads(next((tmp_path / "reports").glob("*/results.json")).read_text())
     assert record["status"] == "incomplete" and record["tests"] == []
     assert any("stopped before any test" in p for p in record["problems"])

@@ -118,3 +118,15 @@ def test_a_sequential_look_stops_only_on_what_more_samples_cannot_change():
     assert judge.sequential_look(invalid, **look, bounds=_bounds(None, None, [])) is invalid
     unsettled = judge.found(_passing(evidence=Evidence.MEASURED), Finding(FindingKind.UNSETTLED, "wide"))
     assert judge.sequential_look(unsettled, **look, bounds=_bounds(None, None, [])) is None
+
+
+@pytest.mark.parametrize("value", [3.5, None])
+def test_a_recorded_value_is_info_and_stores_what_a_hand_built_info_verdict_stored(value):
+    """judge.recorded is the checks' way to keep a value no claim is about (the outcome the judge's,
+    not the check's): INFO even without a value, and judging it again changes nothing."""
+    fields = dict(statistic="max", n=4, raw=("soak_trace",), detail="the phone's own sensor", evidence=Evidence.REPORTED,
+                  extra={"engage_mv": 1.0})
+    made = judge.recorded("thermal_soak_npu_max", value, "degC", **fields)
+    by_hand = judge.decide(Verdict("thermal_soak_npu_max", value, "degC", Outcome.INFO, **fields))
+    assert made.outcome is Outcome.INFO and made.to_dict() == by_hand.to_dict()
+    assert judge.decide(made) == made

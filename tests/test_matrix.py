@@ -13,7 +13,9 @@ import pytest
 
 import phonebench.bench.cli as cli
 from phonebench.bench.results.matrix import (
+    DutSighting,
     MatrixError,
+    VerdictFact,
     assemble,
     build_matrix,
     column_of,
@@ -26,7 +28,6 @@ from phonebench.bench.results.matrix import (
 )
 from tests.report_example import ExampleDut, ExampleRun, write_example_run
 from phonebench.bench.store import open_store
-from phonebench.bench.store.store import DutSighting, VerdictFact
 
 MP = ExampleDut()
 ES = ExampleDut(name="bay2", serial="EMU2", soc_manufacturer="MediaTek", soc_model="MT6989",

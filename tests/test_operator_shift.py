@@ -1,9 +1,9 @@
-"""The operator page's state (phonebench.bench.operator.shift) and the acceptance judge's words for it:
+"""The operator page's state (phonebench.bench.operator.shift) and the acceptance disposition's words for it:
 Retest only where the retest policy allows, steps that never ran marked "not run", and a FAIL in
 words an operator acts on."""
 from __future__ import annotations
 
-from phonebench.bench.procedures.acceptance.judge import judge
+from phonebench.bench.procedures.acceptance.disposition import disposition_of
 from phonebench.bench.operator.shift import Shift
 
 RETESTABLE = frozenset({"latency", "power", "redundancy"})
@@ -68,7 +68,7 @@ def _run(verdict: dict, check: str = "redundancy") -> dict:
 def test_a_yes_no_failure_reads_as_the_tests_sentence():
     verdict = {"name": "acceptance_redundancy_engaged", "value": 0, "unit": "bool", "limit": 1, "comparator": "==",
                "outcome": "fail", "detail": "redundancy did NOT engage at ±50 mV ripple (auto mode)"}
-    failure = judge(_run(verdict), required=("redundancy",)).failures[0]
+    failure = disposition_of(_run(verdict), required=("redundancy",)).failures[0]
     assert failure.plain_text() == "Redundancy under supply ripple: redundancy did NOT engage at ±50 mV ripple " \
                                    "(auto mode)"
     assert failure.reason.startswith("acceptance_redundancy_engaged = 0 bool, limit == 1")  # the engineering detail
@@ -77,6 +77,6 @@ def test_a_yes_no_failure_reads_as_the_tests_sentence():
 def test_a_measured_failure_reads_as_its_description_against_what_is_allowed():
     verdict = {"name": "acceptance_power_mean", "value": 5.14, "unit": "W", "limit": 4.5, "comparator": "<=",
                "outcome": "fail", "description": "Sustained power over generate runs", "detail": "n=10"}
-    text = judge(_run(verdict, "power"), required=()).failures[0].plain_text()
+    text = disposition_of(_run(verdict, "power"), required=()).failures[0].plain_text()
     assert text == "Power draw sanity check: Sustained power over generate runs: measured 5.14 W, allowed ≤ 4.5 W"
     assert "None" not in text

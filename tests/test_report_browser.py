@@ -112,7 +112,7 @@ def test_hostile_device_strings_stay_text_in_the_browser(browser, report):
 
 
 def test_the_matrix_page_renders_with_highlighted_rows(browser, tmp_path):
-    from phonebench.bench.store.store import DutSighting, VerdictFact
+    from phonebench.bench.results.matrix import DutSighting, VerdictFact
 
     sightings = [DutSighting("r1", None, "bay1", "S1", "Qualcomm SM8650", "mc-1"),
                  DutSighting("r1", None, "bay2", "S2", "Qualcomm SM8650", XSS_MICROCODE)]

@@ -1,12 +1,16 @@
 """The bench's station writer and the one parser agree: whatever `station_toml` writes for a
 station's phones, `load_station` reads back to the same station, and writing that again gives the
-same file (a USB phone, a key, every optional field)."""
+same file (a USB phone, a key, every optional field). Every station file goes through the
+writer's `write_station`, atomically: a folder it cannot write is one WriteFailed, and no
+half-written file or temporary is left."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
-from phonebench.core.station import DutConfig, StationConfig, load_station
-from phonebench.core.station_writer import station_toml
+from phonebench.core.files import WriteFailed
+from phonebench.core.station import DutConfig, EmulatedConfig, EmulatedPhoneConfig, StationConfig, load_station
+from phonebench.core.station_writer import station_toml, write_emulated_station, write_station
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=12)
 usb = names.map(lambda serial: f"usb:{serial.upper()}")
@@ -32,3 +36,24 @@ def test_written_phones_parse_back_and_write_the_same(tmp_path_factory, phones):
     parsed = load_station(path)
     assert parsed.duts == phones
     assert station_toml(parsed, "round trip") == written
+
+
+def test_write_station_writes_the_writers_text_and_leaves_no_temporary(tmp_path):
+    config = StationConfig(name="rack", source=None, duts=[DutConfig(name="a", address="127.0.0.1:5555")])
+    path = write_station(tmp_path / "deep" / "station.toml", config, "the fixture")
+    assert path.read_text(encoding="utf-8") == station_toml(config, "the fixture")
+    assert load_station(path).duts == config.duts
+    assert [p.name for p in path.parent.iterdir()] == ["station.toml"]
+
+
+def test_write_emulated_station_parses_back(tmp_path):
+    emulated = EmulatedConfig(transport="direct", phones=[EmulatedPhoneConfig(serial="EMU0001", seed=3)])
+    path = write_emulated_station(tmp_path / "emu.toml", StationConfig(name="emu", source=None), emulated)
+    assert load_station(path).emulated == emulated
+
+
+def test_write_station_into_an_unwritable_place_is_one_write_failed(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    config = StationConfig(name="rack", source=None, duts=[DutConfig(name="a", address="127.0.0.1:5555")])
+    with pytest.raises(WriteFailed):
+        write_station(tmp_path / "a-file" / "station.toml", config, "x")

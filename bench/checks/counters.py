@@ -39,7 +39,8 @@ from . import CheckResult, Tick, no_tick
 from .tokens import TokenRuns, run_inferences
 from ..phone.link import ClockDomainProblem, measure_link
 from phonebench.core.counters import COUNTER_RATIOS as COUNTERS
-from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, Uncertainty, UncertaintyComponent, Verdict
+from phonebench.core import judge
+from phonebench.core.verdict import Evidence, Finding, FindingKind, Uncertainty, UncertaintyComponent, Verdict
 from ..specs.sla import SlaEntry
 from phonebench.drivers.runtime import RuntimeClient
 
@@ -88,8 +89,8 @@ def counters_check(runtime: RuntimeClient, *, kv_cache_miss_rate: SlaEntry, mac_
         elif isinstance(data.get(name), (int, float)):
             value, how = float(data[name]), "the runtime's own ratio (no raw counts)"
         else:
-            verdicts.append(Verdict(metric, None, entries[metric].unit, Outcome.INFO, statistic="value",
-                                    raw=("counters",), detail="not exposed by this runtime"))
+            verdicts.append(judge.recorded(metric, None, entries[metric].unit, statistic="value",
+                                           raw=("counters",), detail="not exposed by this runtime"))
             continue
         check = cross[name](value, entries[metric]) if name in cross else None
         verdicts.append(_judge(entries[metric], metric, value, how, check, data.get("tokens")))

@@ -383,16 +383,17 @@ def ripple_sweep_check(supply: PowerAnalyzer, runtime: RuntimeClient | Device, *
     verdicts = [
         engage_v,
         unprotected_v,
-        Verdict("redundancy_release_threshold", release, "mV", Outcome.INFO, statistic="value",
-                raw=("ripple_sweep",), detail="midpoint of the measured ripple where the down sweep first finds "
-                                               "redundancy released (the runtime's flag: no probes on the way down)",
-                evidence=Evidence.REPORTED,
-                extra={"engage_mv": engage,
-                       "hysteresis_mv": None if engage is None or release is None else engage - release}),
+        judge.recorded("redundancy_release_threshold", release, "mV", statistic="value",
+                       raw=("ripple_sweep",), detail="midpoint of the measured ripple where the down sweep first "
+                                                     "finds redundancy released (the runtime's flag: no probes on "
+                                                     "the way down)",
+                       evidence=Evidence.REPORTED,
+                       extra={"engage_mv": engage,
+                              "hysteresis_mv": None if engage is None or release is None else engage - release}),
         _ratio_verdict(error_ratio, up),
-        Verdict("redundancy_sensed_over_measured", sense_ratio, "x", Outcome.INFO, statistic="median",
-                raw=("ripple_sweep",), evidence=Evidence.CORROBORATED,
-                detail="the runtime's sensed ripple over the digitizer's, median over the steps with ripple"),
+        judge.recorded("redundancy_sensed_over_measured", sense_ratio, "x", statistic="median",
+                       raw=("ripple_sweep",), evidence=Evidence.CORROBORATED,
+                       detail="the runtime's sensed ripple over the digitizer's, median over the steps with ripple"),
     ]
     return CheckResult(verdicts, {"ripple_sweep": raw, "ripple_points": [asdict(p) for p in sweep]})
 
@@ -403,9 +404,9 @@ def _ratio_verdict(entry: SlaEntry | None, up: list[RipplePoint]) -> Verdict:
     ratio, lo, hi, detail = _ratio_at_50(up, confidence)
     detail = f"{detail}; {confidence:.0%} interval {lo:.3g}..{hi:.3g}"
     if entry is None:
-        return Verdict("redundancy_mac_error_ratio_50mv", ratio, "x", Outcome.INFO, statistic="ratio",
-                       raw=("ripple_sweep",), evidence=Evidence.MEASURED, confidence=confidence, detail=detail,
-                       extra={"interval": [lo, hi]})
+        return judge.recorded("redundancy_mac_error_ratio_50mv", ratio, "x", statistic="ratio",
+                              raw=("ripple_sweep",), evidence=Evidence.MEASURED, confidence=confidence,
+                              detail=detail, extra={"interval": [lo, hi]})
     verdict = entry.evaluate(ratio, evidence=Evidence.MEASURED, name="redundancy_mac_error_ratio_50mv",
                              raw="ripple_sweep", extra={"interval": [lo, hi]},
                              detail=detail if ratio is None else None)

@@ -72,8 +72,9 @@ from . import CheckResult, Tick, VerdictData, no_tick
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
 from ..phone.device_state import read_thermal_zones, zone_celsius
 from ..specs.sla import SlaEntry
-from phonebench.core.verdict import (Evidence, Finding, FindingKind, Outcome, PlotHint, Uncertainty,
-                                     UncertaintyComponent, Verdict)
+from phonebench.core import judge
+from phonebench.core.verdict import (Evidence, Finding, FindingKind, PlotHint, Uncertainty, UncertaintyComponent,
+                                     Verdict)
 from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -590,13 +591,14 @@ def thermal_trip_check(runtime: RuntimeClient, cover: CoverProbe | None = None, 
                                     f"on the host" if wrong or log_.broken else ""))
     migrations = sum(1 for e in log_.events if e.get("action") == "migrate")
     info = [
-        Verdict("thermal_throttle_events", float(migrations), "events", Outcome.INFO, statistic="count", n=dialogs,
-                raw=("soak_events",), detail=f"{len(log_.trip_temperatures)} trips, {migrations} migration steps "
-                                              "to the CPU (the runtime's events)", evidence=Evidence.REPORTED),
-        Verdict("thermal_soak_npu_max", float(np.nanmax(log_.npu_c)), "degC", Outcome.INFO, statistic="max",
-                n=len(log_.npu_c), raw=("soak_trace",), detail="hottest NPU zone reading between dialogs (the phone's "
-                                                               "own sensor: recorded, not judged)",
-                evidence=Evidence.REPORTED),
+        judge.recorded("thermal_throttle_events", float(migrations), "events", statistic="count", n=dialogs,
+                       raw=("soak_events",), detail=f"{len(log_.trip_temperatures)} trips, {migrations} migration "
+                                                     "steps to the CPU (the runtime's events)",
+                       evidence=Evidence.REPORTED),
+        judge.recorded("thermal_soak_npu_max", float(np.nanmax(log_.npu_c)), "degC", statistic="max",
+                       n=len(log_.npu_c), raw=("soak_trace",),
+                       detail="hottest NPU zone reading between dialogs (the phone's own sensor: recorded, not "
+                              "judged)", evidence=Evidence.REPORTED),
     ]
     raw = {"soak_trace": trace,
            "soak_events": {"events": log_.events, "completed": log_.completed, "pids": log_.pids,

@@ -26,7 +26,7 @@ from ..phone.link import CLOCK_RATE_RANGE, ClockDomainProblem, measure_link
 from phonebench.core.errors import InvalidMeasurement
 from phonebench.core import judge
 from phonebench.core.judge import compare
-from phonebench.core.verdict import Evidence, Finding, FindingKind, Outcome, Verdict
+from phonebench.core.verdict import Evidence, Finding, FindingKind
 from phonebench.drivers.power import PowerAnalyzer
 from phonebench.drivers.runtime import RuntimeClient
 
@@ -56,8 +56,8 @@ def power_cross_check(supply: PowerAnalyzer, runtime: RuntimeClient, *, runs: in
                       interval_s: float = DEFAULT_INTERVAL_S) -> CheckResult:
     link = measure_link(runtime)
     if link is None:
-        verdict = Verdict(METRIC, None, "ms", Outcome.INFO, statistic="max", raw=("token_power",),
-                          detail="no station clock or stream: nothing to compare the power trace with")
+        verdict = judge.recorded(METRIC, None, "ms", statistic="max", raw=("token_power",),
+                                 detail="no station clock or stream: nothing to compare the power trace with")
         return CheckResult([verdict], {})
     battery_emulation(supply)
     device = runtime.device

@@ -7,13 +7,11 @@ import dataclasses
 import signal
 import sys
 import threading
-from pathlib import Path
 from types import FrameType
 
 from ..station.backend import running_emulated
-from phonebench.core.files import write_atomically
 from phonebench.core.station import EMULATED_FAMILIES, EmulatedConfig, StationConfig, emulated_family, load_station
-from phonebench.core.station_writer import station_toml
+from phonebench.core.station_writer import write_station
 from . import Subcommands
 
 
@@ -68,8 +66,7 @@ def emulate(args: argparse.Namespace) -> int:
             if args.write_station:
                 comment = "Written by `bench emulate`: valid while that process runs."
                 # Its phones' updates are development-signed: the file opts in to that key by name.
-                trusting = dataclasses.replace(config, trust_development_key=True)
-                write_atomically(Path(args.write_station), station_toml(trusting, comment))
+                write_station(args.write_station, dataclasses.replace(config, trust_development_key=True), comment)
                 print(f"station file: {args.write_station}  (next: bench run --station {args.write_station})",
                       flush=True)
             threading.Event().wait(args.seconds)

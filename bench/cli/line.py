@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the faces import what they run where they run it: `bench --
     from phonebench.core.station import StationConfig
     from phonebench.drivers.fixture import FixtureControl
     from phonebench.drivers.thermal import ThermalProbe
-    from ..procedures.acceptance.judge import RetestPolicy
+    from ..procedures.acceptance.disposition import RetestPolicy
     from ..procedures.acceptance.line import LineUnitResult
     from ..procedures.acceptance.runner import AcceptanceStation
     from ..procedures.calibration.book import CalibrationBook
@@ -130,7 +130,7 @@ def _batch(args: argparse.Namespace) -> str | None:
 
 
 def _policy(args: argparse.Namespace) -> RetestPolicy:
-    from ..procedures.acceptance.judge import RetestPolicy
+    from ..procedures.acceptance.disposition import RetestPolicy
 
     try:
         if args.retest is None:

@@ -125,7 +125,7 @@ class OperatorStation:
 
 
 def _default_retestable() -> frozenset[str]:
-    from ..procedures.acceptance.judge import RetestPolicy
+    from ..procedures.acceptance.disposition import RetestPolicy
 
     return RetestPolicy().retestable
 

@@ -114,7 +114,7 @@ def _main(spec: FixtureSpec, commands: Queue[dict[str, Any]], events: Queue[dict
 
 @contextlib.contextmanager
 def _station(spec: FixtureSpec, send: Send) -> Iterator[tuple[AcceptanceStation, EmulatedLine | None]]:
-    from ..procedures.acceptance.judge import RetestPolicy
+    from ..procedures.acceptance.disposition import RetestPolicy
     from ..procedures.acceptance.runner import AcceptanceStation
     from .progress import ProgressReporter
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ..procedures.acceptance.judge import CHECKS
+from ..procedures.acceptance.disposition import CHECKS
 
 Send = Callable[[dict[str, Any]], None]
 

@@ -51,7 +51,7 @@ class UnitRow:
 class Shift:
     def __init__(self, fixtures: list[str], retries: int, retestable: frozenset[str]) -> None:
         self.started = time.time()
-        self.retries, self.retestable = retries, retestable  # the retest policy (phonebench.bench.procedures.acceptance.judge)
+        self.retries, self.retestable = retries, retestable  # the retest policy (phonebench.bench.procedures.acceptance.disposition)
         self.fixtures = {name: FixtureState(name) for name in fixtures}
         self.units: deque[UnitRow] = deque(maxlen=200)
         self._lock = threading.Lock()

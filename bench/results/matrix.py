@@ -15,14 +15,12 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterable
+from typing import Any, Protocol, cast
 
 from phonebench.core.decoding import read_text
 from phonebench.core.errors import BenchError
 from phonebench.core.verdict import GOOD_OUTCOMES, severity_of
-
-if TYPE_CHECKING:  # annotations only
-    from ..store.store import Store
 
 NOT_MEASURED = "not measured"
 ANOMALIES = ("unknown", "mismatch", "inconsistent")
@@ -126,7 +124,41 @@ def column_of(name: str) -> str | None:
     return None
 
 
-def build_matrix(store: Store, before: dt.datetime | None = None) -> Matrix:
+@dataclass
+class DutSighting:
+    """One DUT in one run, for the matrix."""
+
+    run_id: str
+    started: dt.datetime | None
+    dut: str
+    serial: str | None
+    soc: str
+    microcode: str | None
+
+
+@dataclass
+class VerdictFact:
+    """One matrix-relevant verdict of one DUT in one run."""
+
+    run_id: str
+    started: dt.datetime | None
+    dut: str
+    name: str
+    outcome: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class MatrixSource(Protocol):
+    """The two reads the matrix needs from a results store. The store (bench/store/store.py's
+    Store) sits above the results and answers them: the matrix names what it reads, never the store."""
+
+    def dut_sightings(self, before: dt.datetime | None = None) -> list[DutSighting]: ...
+
+    def verdict_facts(self, exact: Iterable[str], prefixes: Iterable[str],
+                      before: dt.datetime | None = None) -> list[VerdictFact]: ...
+
+
+def build_matrix(store: MatrixSource, before: dt.datetime | None = None) -> Matrix:
     """The matrix from every run in the store (started before `before`, if given)."""
     exact = {*FINGERPRINT_NAMES, *(n for c in VERDICT_COLUMNS for n in c[1])}
     prefixes = [p for c in VERDICT_COLUMNS for p in c[2]]
@@ -135,9 +167,9 @@ def build_matrix(store: Store, before: dt.datetime | None = None) -> Matrix:
     return assemble(sightings, facts)
 
 
-def assemble(sightings: list[Any], facts: list[Any]) -> Matrix:
+def assemble(sightings: list[DutSighting], facts: list[VerdictFact]) -> Matrix:
     """Rows from DUT sightings and verdicts, both oldest run first: newer values overwrite."""
-    by_run_dut: dict[tuple[str, str], list[Any]] = {}
+    by_run_dut: dict[tuple[str, str], list[VerdictFact]] = {}
     for fact in facts:
         by_run_dut.setdefault((fact.run_id, fact.dut), []).append(fact)
     rows: dict[tuple[str, str, str], MatrixRow] = {}

@@ -156,14 +156,13 @@ def running_emulated(emulated: EmulatedConfig, config: StationConfig | None = No
 def launch_emulated(config: StationConfig, folder: Path) -> Iterator[Path]:
     """Start the emulated station of `config` as its own process (`bench emulate`) and yield the
     station file it writes, which reaches it as a lab's file reaches hardware; stop it after."""
-    from phonebench.core.files import write_atomically
-    from phonebench.core.station_writer import emulated_station_toml
+    from phonebench.core.station_writer import write_emulated_station
 
     if config.emulated is None:
         raise ConfigError(f"station {config.name!r}: no [emulated] table, nothing to start")
     folder.mkdir(parents=True, exist_ok=True)
     wanted, live, log_path = folder / "emulated.toml", folder / "station.toml", folder / "emulator.log"
-    write_atomically(wanted, emulated_station_toml(config, config.emulated))
+    write_emulated_station(wanted, config, config.emulated)
     with open(log_path, "ab") as out:
         # --with-parent: a run killed outright (SIGKILL, a crash) closes the pipe and the station stops
         proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "emulate", "--station", str(wanted),

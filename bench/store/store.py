@@ -8,7 +8,7 @@ import logging
 import os
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Unpack
 
@@ -21,9 +21,10 @@ from sqlalchemy.orm.exc import StaleDataError
 from phonebench.core.killpoints import kill_point
 from phonebench.core.records import TestRecord
 from phonebench.core.verdict import VERDICT_FIELDS
-from ..results.matrix import FINGERPRINT_NAMES
+from ..results.matrix import FINGERPRINT_NAMES, DutSighting, VerdictFact
 from . import chain, db
 from .amend import ChangedRun, run_difference
+from .importer import read_results, run_folders
 from .models import (
     DutUnit,
     InstrumentUnit,
@@ -174,30 +175,6 @@ class LabTimeFact:
 class StoredRun:
     data: dict[str, Any]  # the results.json shape
     run_dir: Path | None
-
-
-@dataclass
-class DutSighting:
-    """One DUT in one run, for the matrix."""
-
-    run_id: str
-    started: dt.datetime | None
-    dut: str
-    serial: str | None
-    soc: str
-    microcode: str | None
-
-
-@dataclass
-class VerdictFact:
-    """One matrix-relevant verdict of one DUT in one run."""
-
-    run_id: str
-    started: dt.datetime | None
-    dut: str
-    name: str
-    outcome: str
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Store:
@@ -480,11 +457,32 @@ class Store:
             raise db.database_error(exc, self.url) from None
 
     def import_folder(self, folder: str | Path, amend: tuple[str, str] | None = None) -> list[SyncResult]:
-        """Import a run folder (with results.json), or every run folder inside a folder; `amend`
-        (by, reason): a changed run is stored as an amendment (one run folder only)."""
-        from .importer import import_folder
-
-        return import_folder(self, Path(folder), amend)
+        """Import a run folder (with results.json), or every run folder inside a folder (`bench
+        store-import`: runs made while the store was unreachable). A run the store has is only
+        completed (tests it lacks added); one that differs is refused (ChangedRun) unless `amend`
+        is (by, reason): then it is stored as an amendment (one run folder only)."""
+        results = []
+        folders = run_folders(Path(folder))
+        if amend is not None and len(folders) != 1:
+            raise db.StoreError(f"{folder} holds {len(folders)} runs: an amendment is of one run",
+                                hint="give the one run folder (reports/<run-id>) to amend")
+        for run_dir in folders:
+            data = read_results(run_dir / "results.json")
+            other = self.other_run(data)
+            if other is not None:  # the same id, another run: never mix them
+                raise db.StoreError(f"{run_dir / 'results.json'}: the store already has {other}; nothing of this "
+                                    f"one was stored",
+                                    hint="run ids are never reused; keep this folder's results.json as it is")
+            if data.get("status") == "running":  # no recorder feeds an imported run: it was killed (or still
+                data = {**data, "status": "incomplete"}  # runs, and its own sink will set the status again)
+            try:
+                results.append(self.sync_run(data, run_dir=run_dir, amend=amend))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise db.StoreError(f"{run_dir / 'results.json'}: malformed record ({type(exc).__name__}: {exc}); "
+                                    f"nothing of it was stored") from None
+            log.info("imported %s: %d tests (%d new)", data["run_id"], results[-1].tests_stored,
+                     results[-1].tests_added)
+        return results
 
     # --- reading ----------------------------------------------------------------------------
     def list_runs(self, limit: int | None = 50, station: str | None = None) -> list[RunInfo]:

@@ -1,6 +1,6 @@
 """One production acceptance of one scanned unit on a station: refuse to start on an
 uncalibrated station, stop on a wrong or unreadable serial, run the acceptance profile as a
-pytest run (results.json, report, store), judge it, retest what the policy allows, and keep
+pytest run (results.json, report, store), decide its disposition, retest what the policy allows, and keep
 every attempt in the store.
 
     station = AcceptanceStation("line1.toml")
@@ -23,7 +23,7 @@ from phonebench.core.paths import data_dir
 from ...store import StoreError
 from .attempts import FAIL, INCOMPLETE, PASS, REFUSED, WRONG_UNIT, AttemptBook
 from .takt import StopOnFault
-from .judge import Failure, Judgement, RetestPolicy, judge, merge_retest
+from .disposition import Failure, Disposition, RetestPolicy, disposition_of, merge_retest
 from ..calibration.book import CalibrationBook
 from ..calibration.settings import load_settings
 from ..calibration.state import REFUSED_EXIT, UNREADABLE_EXIT
@@ -64,7 +64,7 @@ class AttemptResult:
     overhead_s: float | None = None
     waits_s: float | None = None
     tests: list[str] = field(default_factory=list)  # what ran: suites, or the retested node ids
-    judgement: Judgement | None = None
+    disposition: Disposition | None = None
     not_run: list[str] = field(default_factory=list)  # tests the run stopped before (at a failure)
 
 
@@ -226,8 +226,8 @@ class AcceptanceStation:
         while True:
             attempt, data = self._attempt(scanned, read, targets, data, retest_of)
             attempts.append(attempt)
-            retests = (attempt.judgement.retest_nodeids(self.policy, attempt.not_run)
-                       if attempt.judgement is not None else [])
+            retests = (attempt.disposition.retest_nodeids(self.policy, attempt.not_run)
+                       if attempt.disposition is not None else [])
             if not retests or len(attempts) > self.policy.retries:
                 break
             targets, retest_of = retests, attempt.attempt
@@ -252,19 +252,19 @@ class AcceptanceStation:
                                  cycle_s=time.perf_counter() - t0, overhead_s=None)
             raise
         merged = merge_retest(previous, data) if previous is not None and data is not None else data
-        judgement = judge(merged)
-        outcome, reason = judgement.outcome, judgement.reason
+        disposition = disposition_of(merged)
+        outcome, reason = disposition.outcome, disposition.reason
         if code == REFUSED_EXIT:
             outcome, reason = REFUSED, "the run refused to start: calibration not current (see pytest.log)"
         elif code == UNREADABLE_EXIT:  # the store, not the station: hold the unit, never call it uncalibrated
             outcome, reason = INCOMPLETE, held("see pytest.log")
         cycle = time.perf_counter() - t0
         overhead = max(0.0, cycle - (self.meter.totals().any_s - waits0))
-        self.attempts.finish(record, outcome, reason, failing=[f.to_dict() for f in judgement.failures],
+        self.attempts.finish(record, outcome, reason, failing=[f.to_dict() for f in disposition.failures],
                              cycle_s=cycle, overhead_s=overhead,
-                             details={"passed_checks": judgement.passed, "pytest_exit": int(code)})
-        attempt = AttemptResult(record.attempt, outcome, reason, judgement.failures, run_id, run_dir, cycle, overhead,
-                                cycle - overhead, list(targets), judgement, not_run)
+                             details={"passed_checks": disposition.passed, "pytest_exit": int(code)})
+        attempt = AttemptResult(record.attempt, outcome, reason, disposition.failures, run_id, run_dir, cycle, overhead,
+                                cycle - overhead, list(targets), disposition, not_run)
         log.info("unit %s attempt %d: %s in %.2f s (bench overhead %.2f s)", serial, record.attempt, outcome, cycle,
                  overhead)
         return attempt, merged

@@ -18,7 +18,7 @@ from typing import Protocol
 import pluggy
 import pytest
 
-from .judge import CHECKS
+from .disposition import CHECKS
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class ShareGate:
 class StopOnFault:
     """Pytest plugin: the first failed check ends the run, so a faulty unit leaves the fixture as
     soon as its fault shows; the tests it did not reach are kept (`not_run`): a retest of a
-    retestable failure runs the failed test and those (phonebench.bench.procedures.acceptance.judge.retest_nodeids)."""
+    retestable failure runs the failed test and those (phonebench.bench.procedures.acceptance.disposition.retest_nodeids)."""
 
     def __init__(self) -> None:
         self.not_run: list[str] = []

@@ -84,7 +84,7 @@ class Failure:
 
 
 @dataclass
-class Judgement:
+class Disposition:
     outcome: str  # pass | fail | incomplete
     failures: list[Failure] = field(default_factory=list)
     passed: list[str] = field(default_factory=list)  # checks proven
@@ -127,10 +127,10 @@ def _plain_reason(v: Verdict) -> str:
     return f"{what}: measured {display.with_unit(v.value, v.unit)}{allowed}{undecided}"
 
 
-def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> Judgement:
+def disposition_of(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> Disposition:
     """The unit's outcome from a results.json record (None: the run left no record)."""
     if data is None:
-        return Judgement(INCOMPLETE, [Failure("run", "Acceptance run", "no results were recorded", INCOMPLETE)])
+        return Disposition(INCOMPLETE, [Failure("run", "Acceptance run", "no results were recorded", INCOMPLETE)])
     failures: list[Failure] = []
     passed: set[str] = set()
     seen: set[str] = set()
@@ -168,7 +168,7 @@ def judge(data: dict[str, Any] | None, required: tuple[str, ...] = REQUIRED) -> 
     else:
         outcome = PASS
     failures.sort(key=lambda f: f.kind != outcome)  # the failures that decide the outcome first
-    return Judgement(outcome, failures, sorted(passed))
+    return Disposition(outcome, failures, sorted(passed))
 
 
 def merge_retest(first: dict[str, Any], retest: dict[str, Any]) -> dict[str, Any]:
