@@ -27,6 +27,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from phonebench.emulation.instruments.conformance import Capture
 from phonebench.emulation.instruments.registry import make_server
 from phonebench.emulation.instruments.server import InstrumentServer
 from phonebench.emulation.world import World
@@ -180,21 +181,6 @@ def script(family: str, patterns: list[str], examples: list[str], seed: int) -> 
     return messages + ["SYST:ERR?"] * 3 + ["*ESR?", "*STB?"]
 
 
-class Capture:
-    """Stands in for a client connection: collects what the server sends."""
-
-    peer = "transcript"
-
-    def __init__(self) -> None:
-        self.sent: list[bytes] = []
-
-    def send(self, data: bytes) -> None:
-        self.sent.append(data)
-
-    def send_line(self, line: bytes) -> None:
-        self.sent.append(line)
-
-
 def fingerprint(raw: bytes) -> str:
     """An answer as recorded: itself (latin-1) if short, else its digest and length."""
     if len(raw) <= LONG_ANSWER:
@@ -215,7 +201,7 @@ def server_for(family: str, seed: int) -> InstrumentServer:
 def run(family: str, seed: int, messages: list[str]) -> list[list]:
     """[message, answer fingerprint, error queue after it] for each message, on a fresh server."""
     server = server_for(family, seed)
-    conn = Capture()
+    conn = Capture("transcript")
     steps = []
     for message in messages:
         conn.sent.clear()

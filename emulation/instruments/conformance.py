@@ -78,12 +78,11 @@ class Exchange:
         return UNDEFINED in self.errors or any(NOT_MODELLED in entry for entry in self.entries)
 
 
-class _Capture:
+class Capture:
     """Stands in for a client connection: collects what the server sends."""
 
-    peer = "conformance"
-
-    def __init__(self) -> None:
+    def __init__(self, peer: str = "conformance") -> None:
+        self.peer = peer
         self.sent: list[bytes] = []
 
     def send(self, data: bytes) -> None:
@@ -125,7 +124,7 @@ class Session:
 
     def __init__(self, table: ModelTable, seed: int = 1) -> None:
         self.server: InstrumentServer = make_server(table.role, table.family, World(seed=seed))
-        self.conn = _Capture()
+        self.conn = Capture()
 
     def exchange(self, message: str) -> Exchange:
         """Send one program message; its answer (None if none) and the error codes it queued."""
