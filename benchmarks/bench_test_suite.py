@@ -35,7 +35,26 @@ TARGET_S = {"full": (20 * 60, 35 * 60), "fast": (45, 45)}  # (quiet machine, sha
 QUIET_LOAD = 0.5  # the 1-minute load average below which the machine counts as quiet before the run
 
 # Tests merged or renamed on purpose (old node id -> new node id, or "" when folded into another test).
-MERGED: dict[str, str] = {}
+MERGED: dict[str, str] = {
+    # the line's outcome module is its disposition now (bench/procedures/acceptance/disposition.py)
+    **{f"tests/test_acceptance_judge.py::{name}": f"tests/test_acceptance_disposition.py::{name}" for name in (
+        "test_a_failing_verdict_fails_the_unit_in_plain_words",
+        "test_a_required_check_never_proven_fails_and_a_killed_run_is_incomplete",
+        "test_a_retest_replaces_only_the_retested_results",
+        "test_a_run_stopped_at_a_retestable_failure_retests_it_and_what_it_did_not_reach",
+        "test_an_assertion_fails_the_unit_but_lost_equipment_makes_it_incomplete",
+        "test_every_required_check_proven_is_a_pass",
+        "test_retest_policy_retests_only_retestable_failures",
+        "test_the_check_a_test_proves_is_its_declaration_not_its_name",
+        "test_the_operator_sees_one_large_word_and_the_reason",
+    )},
+    # one stop line, now for the fleet and for one bay
+    "tests/test_first_contact.py::test_no_way_to_reach_a_phone_stops_the_run_once_before_its_tests":
+        "tests/test_first_contact.py::test_no_way_to_reach_a_phone_stops_the_run_once_before_its_tests[fleet]",
+    # the page's POSTs need a signed-in session now, not its page token
+    "tests/test_operator_page.py::test_the_page_refuses_foreign_hosts_and_posts_without_its_token":
+        "tests/test_operator_page.py::test_the_page_refuses_foreign_hosts_and_posts_without_a_session",
+}
 
 # What a test's time is spent on, decided in this order from the processes it started, its fixtures
 # and its module. The first rule that matches names the group.
@@ -206,7 +225,7 @@ def main() -> int:
     if args.write_order:
         write_order(now["summary"]["modules"])
     code = show(now, base)
-    if base is not None:
+    if base is not None and base["summary"]["tests"]:
         code |= compare_names(now, base)
     else:
         print(f"\n(no baseline at {baseline})")
