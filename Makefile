@@ -72,14 +72,15 @@ lint: $(STAMP)
 	cd .typecheck && ../$(BIN)/mypy --config-file ../pyproject.toml -p phonebench.core -p phonebench.fixtures -p phonebench.bench
 
 # The project's own tests run side by side on pytest-xdist workers, a test module per worker at a
-# time (its shared runs and servers set up once), the costliest modules first (tests/conftest.py);
+# time (its shared runs and servers set up once; a long one of independent tests split in parts),
+# the costliest first (tests/conftest.py);
 # each worker has its own ports, adb server, lock and temporary folders. The phonebench plugin is
 # not loaded in the suite's own processes (a lab's run refuses xdist; the suite's benches are runs
 # of their own). The few tests marked `alone` (a whole host's worth of processes, or a bound on
 # a killed run's clean-up) run first, by themselves. docs/testing.md says where the time goes.
 TEST_WORKERS ?= 3
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -p no:cacheprovider
-PARALLEL := -p no:phonebench -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+PARALLEL := -p no:phonebench -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test: $(STAMP) system-deps lint llama
 	$(PYTEST) -m alone tests

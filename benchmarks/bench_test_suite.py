@@ -97,6 +97,9 @@ def group_of(test: str, fixtures: list[str], children: list[str]) -> str:
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     children: dict[str, list[str]] = defaultdict(list)
     for row in rows:
+        if "test" in row:
+            row["test"] = row["test"].split("@", 1)[0]  # xdist's loadgroup suffixes the node id with its group
+    for row in rows:
         if row["kind"] == "child":
             argv = [Path(a).name if i == 0 else a for i, a in enumerate(row["argv"])]
             children[row["test"]].append(" ".join(argv).replace("-m phonebench.bench.cli", "bench"))

@@ -72,23 +72,37 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{name}: {text}")
 
 
+# Modules split over several workers (name -> groups): their tests share nothing costly (each
+# drives its own emulated phone), and whole they would be the last worker's long tail.
+SPLIT = {"test_forgers": 4}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seen: dict[str, int] = {}
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+        module = _module(item)
         if module in SLOW:
             item.add_marker(pytest.mark.slow)
         item.add_marker(pytest.mark.integration if module in INTEGRATION else pytest.mark.unit)
         if module in ALONE:
             item.add_marker(pytest.mark.alone)
-    items.sort(key=lambda item: -_module_cost(item))  # stable: a module's own tests keep their order
+        # make test's unit of work (--dist loadgroup): a module, or a part of a split one
+        index = seen[module] = seen.get(module, -1) + 1
+        item.add_marker(pytest.mark.xdist_group(f"{module}.{index % SPLIT[module]}" if module in SPLIT else module))
+    items.sort(key=lambda item: -_group_cost(item))  # stable: a module's own tests keep their order
 
 
-def _module_cost(item: pytest.Item) -> float:
-    module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+def _module(item: pytest.Item) -> str:
+    return item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+
+
+def _group_cost(item: pytest.Item) -> float:
+    module = _module(item)
     measured = _measured_seconds().get(module)
-    if measured is not None:
-        return measured
-    return TIER_SECONDS["slow" if module in SLOW else "integration" if module in INTEGRATION else "unit"]
+    if measured is None:
+        measured = TIER_SECONDS["slow" if module in SLOW else "integration" if module in INTEGRATION else "unit"]
+    return measured / SPLIT.get(module, 1)
 
 
 @functools.cache
