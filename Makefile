@@ -80,7 +80,7 @@ lint: $(STAMP)
 # a killed run's clean-up) run first, by themselves. docs/testing.md says where the time goes.
 TEST_WORKERS ?= 3
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -p no:cacheprovider
-PARALLEL := -p no:phonebench -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+PARALLEL := -p no:phonebench -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: $(STAMP) system-deps lint llama
 	$(PYTEST) -m alone tests

@@ -9,7 +9,9 @@ import json
 import os
 import socket
 import subprocess
+import zlib
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -72,14 +74,12 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{name}: {text}")
 
 
-# Modules split over several workers (name -> groups): their tests share nothing costly (each
+# Modules split over several workers (name -> parts): their tests share nothing costly (each
 # drives its own emulated phone), and whole they would be the last worker's long tail.
 SPLIT = {"test_forgers": 4}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    seen: dict[str, int] = {}
     for item in items:
         module = _module(item)
         if module in SLOW:
@@ -87,17 +87,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.integration if module in INTEGRATION else pytest.mark.unit)
         if module in ALONE:
             item.add_marker(pytest.mark.alone)
-        # make test's unit of work (--dist loadgroup): a module, or a part of a split one
-        index = seen[module] = seen.get(module, -1) + 1
-        item.add_marker(pytest.mark.xdist_group(f"{module}.{index % SPLIT[module]}" if module in SPLIT else module))
-    items.sort(key=lambda item: -_group_cost(item))  # stable: a module's own tests keep their order
+    items.sort(key=lambda item: -_unit_cost(item))  # stable: a module's own tests keep their order
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """make test's unit of work on a worker: a test module, or a part of a split one (SPLIT),
+    handed out in collection order (costliest first). xdist's own loadfile cannot split a module,
+    and its loadgroup marks do not reach node ids under pytest 9."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            parts = SPLIT.get(Path(path).stem)
+            return f"{path}#{zlib.crc32(nodeid.encode()) % parts}" if parts else path
+
+    return ModuleScheduling(config, log)
 
 
 def _module(item: pytest.Item) -> str:
     return item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
 
 
-def _group_cost(item: pytest.Item) -> float:
+def _unit_cost(item: pytest.Item) -> float:
     module = _module(item)
     measured = _measured_seconds().get(module)
     if measured is None:
