@@ -30,6 +30,7 @@ class CostRecorder:
         self.current: str | None = None
         self._out: IO[str] = open(folder / f"costs-{worker}-{os.getpid()}.jsonl", "a", encoding="utf-8")
         self._phases: dict[str, dict[str, float]] = {}
+        self._outcomes: dict[str, str] = {}
         self._session_start = time.time()
 
     def write(self, row: dict[str, Any]) -> None:
@@ -63,10 +64,16 @@ class CostRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.tests:
             return
-        self._phases.setdefault(report.nodeid, {})[report.when] = report.duration
+        phases = self._phases.setdefault(report.nodeid, {})
+        phases[report.when] = report.duration
+        if report.failed:  # the worst phase is the test's outcome (a failed call, an error in set-up)
+            self._outcomes[report.nodeid] = "failed" if report.when == "call" else "error"
+        elif report.skipped:
+            self._outcomes.setdefault(report.nodeid, "skipped")
         if report.when == "teardown":
-            phases = self._phases.pop(report.nodeid)
-            self.write({"kind": "test", "test": report.nodeid, "outcome": report.outcome,
+            self._phases.pop(report.nodeid)
+            outcome = self._outcomes.pop(report.nodeid, "passed")
+            self.write({"kind": "test", "test": report.nodeid, "outcome": outcome,
                         "fixtures": sorted(getattr(report, "phonebench_fixtures", ())), **phases})
 
     def child(self, args: Any) -> None:
