@@ -256,7 +256,11 @@ def test_uneven_heat_fails_the_spread_and_only_the_spread():
     with rig("uneven-heat") as r:
         verdicts = thermal_check.cover_temperature_check(r.thermal, r.stimulus, r.device, **COVER).verdicts
     found = outcomes(verdicts)
-    assert found["cover_temp_spread"] is Outcome.FAIL and found["cover_temp_max"] is Outcome.PASS
+    # Uneven heat fails the spread, never the maximum. Referred to 25 degC from an uncalibrated
+    # ambient probe, the hot side's maximum may sit inside its wider guard band (docs/uncertainty.md,
+    # "The room"): not shown to pass, but no FAIL.
+    assert found["cover_temp_spread"] is Outcome.FAIL
+    assert found["cover_temp_max"] in (Outcome.PASS, Outcome.INCONCLUSIVE)
 
 
 def test_probe_fault_makes_the_cover_verdict_invalid_and_a_missing_channel_is_refused():
