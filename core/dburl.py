@@ -39,4 +39,4 @@ def without_password(url: str) -> str:
         return url
     user, _, host = _userinfo(url)
     parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=f"{user}@{host}" if user else host))
+    return urlunsplit((parts.scheme, f"{user}@{host}" if user else host, parts.path, parts.query, parts.fragment))

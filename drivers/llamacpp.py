@@ -36,6 +36,7 @@ UNSUPPORTED = {
 }
 
 _ANSI = re.compile(r"\x1b\[[\d;]*m")
+PERF_SUMMARY_ATTEMPTS = 3  # a completion that exited 0 without its perf summary is run again, this often
 _TIMING = re.compile(
     r"^(?:\d+\.\d{2}\.\d{3}\.\d{3}\s+)?(?:[IWED]\s+)?(?:[\w.]+:)?\s*(?P<phase>[a-z][a-z ]*?) time\s*=\s*(?P<ms>[-\d.]+|nan|inf)\s*ms"
     r"(?:\s*/\s*(?P<count>\d+)\s+(?P<unit>runs|tokens))?"
@@ -213,9 +214,14 @@ class LlamaCpp:
                                         f"{self.directory}/bin", hint="push a llama.cpp build to the phone")
         args = [*mode, "-m", self.model, "-p", prompt, "-n", str(n_predict), "-s", str(seed),
                 *(["-t", str(threads)] if threads else []), *extra_args]
-        output = self._run(self._binary(binary), args, timeout_s)
-        timings = parse_timings(output)
-        if "eval" not in timings:
-            raise LlamaCppOutputError(f"{self.device.name}: {binary} printed no eval timing line",
-                                      hint="the perf summary goes to stderr: run through ADB shell v1 (merged)")
-        return Completion(output, timings)
+        for attempt in range(1, PERF_SUMMARY_ATTEMPTS + 1):
+            output = self._run(self._binary(binary), args, timeout_s)
+            timings = parse_timings(output)
+            if "eval" in timings:
+                return Completion(output, timings)
+            # llama.cpp's logger prints from a worker thread and the process can exit before it drains
+            # (ggml-org/llama.cpp#22142): a loaded phone loses the perf summary now and then.
+            log.warning("%s: %s's perf summary was lost at exit (attempt %d of %d)", self.device.name, binary,
+                        attempt, PERF_SUMMARY_ATTEMPTS)
+        raise LlamaCppOutputError(f"{self.device.name}: {binary} printed no eval timing line",
+                                  hint="the perf summary goes to stderr: run through ADB shell v1 (merged)")

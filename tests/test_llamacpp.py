@@ -120,6 +120,36 @@ def test_completion_without_timings_is_an_error():
         LlamaCpp(phone, MODEL).complete("x")
 
 
+class LosingPhone(LlamaPhone):
+    """llama-completion whose perf summary is lost at exit the first `losses` times (llama.cpp's
+    logger drains from a worker thread the process may outlive: ggml-org/llama.cpp#22142)."""
+
+    def __init__(self, whole: str, losses: int) -> None:
+        super().__init__({"llama-completion": (whole, 0)})
+        self.whole, self.losses = whole, losses
+
+    def shell(self, command, timeout_s=None) -> ShellResult:
+        result = super().shell(command, timeout_s)
+        if "/bin/llama-completion " in command and not command.startswith("ls ") and self.losses:
+            self.losses -= 1
+            return ShellResult(self.name, command, self.whole[:self.whole.index("common_perf_print")], 0)
+        return result
+
+
+def test_a_lost_perf_summary_is_asked_for_again():
+    phone = LosingPhone(fixture("llama-completion-timings-2025.txt"), losses=2)
+    completion = LlamaCpp(phone, MODEL).complete("The capital of France is", n_predict=64)
+    assert completion.decode_tokens_per_second == pytest.approx(27.59)
+    assert sum("/bin/llama-completion " in c and not c.startswith("ls ") for c in phone.commands) == 3
+
+
+def test_a_summary_lost_every_time_is_an_error_after_three_tries():
+    phone = LosingPhone(fixture("llama-completion-timings-2025.txt"), losses=5)
+    with pytest.raises(LlamaCppOutputError, match="no eval timing"):
+        LlamaCpp(phone, MODEL).complete("The capital of France is", n_predict=64)
+    assert sum("/bin/llama-completion " in c and not c.startswith("ls ") for c in phone.commands) == 3
+
+
 def test_missing_llama_cpp_is_unsupported_with_reason():
     phone = LlamaPhone({})
     llama = LlamaCpp(phone, MODEL)
