@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,16 @@ def test_bars_only_in_a_terminal(monkeypatch):
 LAB_LINE = re.compile(r"^EMU0001 +claim \d+ .*: done \(.*\)  lab \d+\.\d / \d+\.\d min planned  run ETA", re.M)
 
 
+def _a_test_under_way(reports: Path, name: str) -> bool:
+    for current in reports.glob("**/" + CURRENT_TEST):
+        try:
+            if name in json.loads(current.read_text()).get("nodeid", ""):
+                return True
+        except (OSError, ValueError):  # written atomically, but it may be replaced between glob and read
+            continue
+    return False
+
+
 @pytest.fixture
 def bench_env(tmp_path):
     (tmp_path / "home").mkdir()
@@ -253,34 +264,31 @@ def test_bench_run_piped_prints_progress_lines_with_lab_minutes(tmp_path, bench_
 
 @pytest.mark.slow
 @pytest.mark.integration
-@pytest.mark.skip(reason="under 3 xdist workers on 2 cores the phone's started line did not reach the test before the "
-                         "run ended (a 13-minute run stored complete, never interrupted): the trigger is to be made "
-                         "independent of the progress output; Ctrl-C itself is covered by "
-                         "test_fault_catalogue_process::test_ctrl_c_marks_the_run_incomplete_and_keeps_its_tests")
 def test_ctrl_c_in_the_middle_stores_the_run_incomplete_without_a_traceback(tmp_path, bench_env):
     proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--dut", "EMU0001",
                              "-k", "identity or token_latency_std"], cwd=tmp_path, env=bench_env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    stdout: list[str] = []
     stderr: list[str] = []
-    reader = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)  # never a full pipe
-    reader.start()
-    seen = []
-    try:
-        for line in proc.stdout:  # a phone at work (its run record exists), its long test still to come
-            seen.append(line)
-            if line.startswith("EMU0001") and "started:" in line:
-                break
-        else:
-            pytest.fail(f"bench run ended before a phone started (exit {proc.wait()}): {''.join(seen)}")
+    readers = [threading.Thread(target=lambda: stdout.extend(proc.stdout), daemon=True),  # never a full pipe
+               threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)]
+    for reader in readers:
+        reader.start()
+    try:  # the long test under way, as the bay says in its current.json: the trigger is the run's own state
+        while not _a_test_under_way(tmp_path / "reports", "token_latency_std"):
+            if proc.poll() is not None:
+                pytest.fail(f"bench run ended before its long test began (exit {proc.returncode}): "
+                            + "".join(stdout) + "".join(stderr))
+            time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
-        rest = proc.stdout.read()
         code = proc.wait(timeout=TIMEOUT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    reader.join(timeout=60)
-    out, err = "".join(seen) + rest, "".join(stderr)
+    for reader in readers:
+        reader.join(timeout=60)
+    out, err = "".join(stdout), "".join(stderr)
     assert code == 2, out + err  # interrupted (docs/faults.md)
     assert "Traceback" not in out + err
     assert "interrupted" in err
