@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from phonebench.core.threads import one_blas_thread
 from phonebench.drivers.adb_binary import find_adb
 
 ADB = find_adb()
@@ -67,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from tests.costs_plugin import record_costs
 
     record_costs(config)  # where the time goes, only when asked (benchmarks/bench_test_suite.py)
+    one_blas_thread()  # make test leaves the plugin out, whose configure would do it (core/threads.py)
     if not config.pluginmanager.has_plugin("phonebench"):  # make test leaves it out (-p no:phonebench)
         from phonebench.fixtures.plugin import MARKERS
 

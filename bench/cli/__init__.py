@@ -9,6 +9,7 @@ from typing import Any, Protocol, Sequence
 
 from phonebench.core.errors import BenchError, UsageError
 from phonebench.core.exits import USAGE
+from phonebench.core.threads import one_blas_thread
 from phonebench.core.version import code_version
 
 log = logging.getLogger("bench")
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    one_blas_thread()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
