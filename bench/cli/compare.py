@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import getpass
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from phonebench.core.errors import UsageError
 from ..results.compare import ALPHA, DEFAULT_THRESHOLD, NOT_CALLED, Night, compare_models, parse_threshold
+from ..results.compare_record import blind, handover, night_record
+from ..results.detectable import POWER
 from . import Subcommands
 
 if TYPE_CHECKING:  # annotations only
@@ -33,6 +36,8 @@ def register(subparsers: Subcommands) -> None:
     p.add_argument("--sla-profile", default="default", help="where each statistic's practical threshold is stated")
     p.add_argument("--phones", action="store_true", help="list the phone-by-phone comparisons too")
     p.add_argument("--all", action="store_true", help="list the statistics that state no uncertainty too (not called)")
+    p.add_argument("--json", action="store_true",
+                   help="the comparisons, the handover and the blind gates as JSON on stdout (docs/nightly.md)")
     _store_args(p)
     p.set_defaults(func=compare)
 
@@ -71,7 +76,10 @@ def compare(args: argparse.Namespace) -> int:
         tonight = store.load_run(args.run).data
         baselines, against = _baselines(store, tonight, args.against)
     night = compare_models(tonight, baselines, thresholds_of(args.sla_profile))
-    print("\n".join(render(night, str(tonight.get("run_id")), against, args.phones, args.all)))
+    if args.json:
+        print(json.dumps(night_record(night, str(tonight.get("run_id")), against).as_json(), indent=1))
+    else:
+        print("\n".join(render(night, str(tonight.get("run_id")), against, args.phones, args.all)))
     return 1 if night.regressions else 0
 
 
@@ -159,10 +167,11 @@ def render_trend(all_series: list, show_all: bool = False) -> list[str]:
 
 
 def render(night: Night, run: str, against: str, phones: bool = False, show_all: bool = False) -> list[str]:
-    lines = [f"{run} against {against}: any false alarm among the {sum(c.phone is None and c.p is not None for c in night.comparisons)}"
-             f" model-level comparisons at most {ALPHA:.0%} (Holm)",
+    lines = [f"{run} against {against}: any false alarm among the {night.family}"
+             f" model-level comparisons at most {ALPHA:.0%} (Holm); detects: the change called with "
+             f"{100 * POWER:.0f} % power",
              f"{'claim':>5}  {'statistic':34} {'model':26} {'baseline':>12} {'tonight':>12} {'change':>8} "
-             f"{'95 % CI of the change':>26} {'p (Holm)':>9}  call"]
+             f"{'95 % CI of the change':>26} {'p (Holm)':>9} {'detects':>8}  call"]
     hidden = 0
     for c in night.comparisons:
         if c.phone is not None and not phones:
@@ -174,12 +183,36 @@ def render(night: Night, run: str, against: str, phones: bool = False, show_all:
         ci = f"[{interval[0]:+.4g}, {interval[1]:+.4g}] {c.unit}" if interval else "no uncertainty stated"
         rel = f"{100 * c.relative:+.1f} %" if c.relative is not None else "-"
         p = f"{c.p_holm:.3g}" if c.p_holm is not None else "-"
+        sees = f"±{100 * c.detectable.detects:.1f} %" if c.detectable else "-"
         where = c.model if c.phone is None else f"  {c.phone}"
         lines.append(f"{c.claim or '-':>5}  {c.metric[:34]:34} {where[:26]:26} {c.baseline.value:12.5g} "
-                     f"{c.tonight.value:12.5g} {rel:>8} {ci:>26} {p:>9}  {c.call}")
+                     f"{c.tonight.value:12.5g} {rel:>8} {ci:>26} {p:>9} {sees:>8}  {c.call}")
     if hidden:
         lines.append(f"({hidden} model-level statistics state no uncertainty and are not called: --all lists them)")
     regressed = night.regressions
     lines.append(f"{len(regressed)} regression(s)" + (": " + ", ".join(f"{c.metric} on {c.model}" for c in regressed)
                                                       if regressed else ""))
+    return lines + handover_lines(night) + blind_lines(night)
+
+
+def handover_lines(night: Night) -> list[str]:
+    """Each regression's build range and the command that searches it."""
+    lines = []
+    for h in map(handover, night.regressions):
+        lines.append(f"  {h.metric} on {h.model} moved: {h.build_range}")
+        lines.append(f"    {h.bisect}" if h.bisect else f"    nothing to bisect: {h.why_no_bisect}")
+    return lines
+
+
+def blind_lines(night: Night) -> list[str]:
+    """The gates a change of their threshold's size passes unseen on most nights, and the A/B that would see it."""
+    gates = [blind(c) for c in night.blind]
+    if not gates:
+        return []
+    lines = [f"{len(gates)} gate(s) too coarse tonight for their threshold (a change of that size passes most "
+             "nights unseen):"]
+    for g in gates:
+        ab = f"an A/B would: {g.ab}" if g.ab else f"an A/B needs two builds: {g.why_no_ab}"
+        lines.append(f"  {g.metric} on {g.model}: could not see a {100 * g.threshold:g} % change (called on "
+                     f"{100 * g.power_at_threshold:.0f} % of such nights; detects ±{100 * g.detects:.1f} %); {ab}")
     return lines
