@@ -17,9 +17,12 @@ from phonebench.core.errors import UsageError
 from ..results.compare import ALPHA, DEFAULT_THRESHOLD, NOT_CALLED, Night, compare_models, parse_threshold
 from ..results.compare_record import blind, handover, night_record
 from ..results.detectable import POWER
+from ..results.morning import RECENT
 from . import Subcommands
 
 if TYPE_CHECKING:  # annotations only
+    from ..results.morning import Morning
+    from ..results.trend import Series
     from ..store.store import Store
 
 ACCEPTED = "accepted"
@@ -54,8 +57,14 @@ def register(subparsers: Subcommands) -> None:
     p.add_argument("--model", action="append", default=[], help="only this phone model (repeatable)")
     p.add_argument("--days", type=int, default=None, help="only nights of the last N days")
     p.add_argument("--sla-profile", default="default", help="where each statistic's practical threshold is stated")
-    p.add_argument("--html", metavar="FILE", help="also write the history page here")
+    p.add_argument("--html", metavar="FILE", help="also write the morning page here: what moved first (docs/results.md)")
     p.add_argument("--all", action="store_true", help="list every series, not only those with a change point")
+    p.add_argument("--against", default=ACCEPTED, metavar="RUN|BUILD|accepted",
+                   help="with --html: the baseline of tonight's calls, as for bench compare (default: accepted)")
+    p.add_argument("--recent", type=int, default=RECENT, metavar="NIGHTS",
+                   help=f"with --html: change points and bisect results of the last N nights lead (default {RECENT})")
+    p.add_argument("--bisects", metavar="DIR", help="with --html: where bench bisect writes its results "
+                                                    "(default: <results-dir>/bisect)")
     _store_args(p)
     p.set_defaults(func=trend)
 
@@ -131,23 +140,57 @@ def accept_build(args: argparse.Namespace) -> int:
 def trend(args: argparse.Namespace) -> int:
     """Exit 0 when no series' latest change is a regression, 1 when one is."""
     from .results import _open
-    from ..report.trend_page import render_page
+    from ..report.render import write_atomically
+    from ..report.trend_page import render_page, run_links
     from ..results.trend import find_changes, series_of
     from ..store.history import history
 
     since = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(days=args.days) if args.days else None
+    thresholds = thresholds_of(args.sla_profile)
     with _open(args, reading=True) as store:
         points = history(store, args.metric, args.model, since=since)
-    thresholds = thresholds_of(args.sla_profile)
-    all_series = series_of(points)
-    for s in all_series:
-        find_changes(s, thresholds.get(s.metric.split(" (")[0], DEFAULT_THRESHOLD))  # the label's name part
+        all_series = series_of(points)
+        for s in all_series:
+            find_changes(s, thresholds.get(s.metric.split(" (")[0], DEFAULT_THRESHOLD))  # the label's name part
+        if args.html:
+            page = Path(args.html)
+            morning = _morning(store, args, all_series, thresholds)
+            links = run_links({r.run_id: r.run_dir for r in store.list_runs(limit=None)}, page)
     print("\n".join(render_trend(all_series, args.all)))
     if args.html:
-        Path(args.html).write_text(render_page(all_series, "phonebench: history per phone model",
-                                               dt.datetime.now(dt.timezone.utc)))
-        print(f"history page: {args.html}")
+        write_atomically(page, render_page(all_series, "phonebench: the morning page", dt.datetime.now(dt.timezone.utc),
+                                           morning, links))
+        print(f"morning page: {args.html} ({len(morning.calls)} call(s) tonight, {len(morning.changes)} recent "
+              f"change point(s), {len(morning.bisects)} bisect result(s); {len(morning.unchanged)} series unchanged)")
     return 1 if any(s.changes and s.changes[-1].call == "regressed" for s in all_series) else 0
+
+
+def _morning(store: Store, args: argparse.Namespace, all_series: list[Series], thresholds: dict[str, float]) -> Morning:
+    """What the morning page leads with: tonight's calls against the baseline, the recent change
+    points, and the bisect results of the page's statistics and models."""
+    from .results import _results_dir
+    from ..results.bisect_record import FOLDER, read_bisects
+    from ..results.morning import assemble
+
+    night, against, why = None, None, None
+    tonight = max((s.nights[-1] for s in all_series if s.nights),
+                  key=lambda n: (n.started or dt.datetime.min, n.run_id), default=None)
+    if tonight is None:
+        why = "no complete run in the store"
+    else:
+        data = store.load_run(tonight.run_id).data
+        try:
+            baselines, against = _baselines(store, data, args.against)
+        except UsageError as exc:
+            if args.against != ACCEPTED:
+                raise
+            why = f"{exc} (`bench accept-build RUN`)"
+        else:
+            night = compare_models(data, baselines, thresholds)
+    found, problems = read_bisects(Path(args.bisects) if args.bisects else _results_dir(args) / FOLDER)
+    wanted = [b for b in found if (not args.metric or b.metric.split(" (")[0] in args.metric)
+              and (not args.model or b.model in args.model)]
+    return assemble(all_series, night, against, why, wanted, problems, args.recent)
 
 
 def render_trend(all_series: list, show_all: bool = False) -> list[str]:
@@ -161,6 +204,8 @@ def render_trend(all_series: list, show_all: bool = False) -> list[str]:
         for c in s.changes:
             lines.append(f"       {c.call} {100 * (c.relative or 0):+.1f} % ({c.mean_before:.5g} → {c.mean_after:.5g}"
                          f" {s.unit}, p {c.p:.2g}) at night {c.index + 1}: {c.build_range}")
+            if (command := c.builds.bisect(s.metric, s.model)) is not None:
+                lines.append(f"         {command}")
     changed = sum(bool(s.changes) for s in all_series)
     lines.append(f"{changed} series with a change point")
     return lines
