@@ -77,7 +77,11 @@ def test_the_cli_compares_against_accepted_and_against_a_build_and_draws_the_his
     assert main(["compare", "night-0029", "--against", "no-such-thing", "--database", db]) == 4  # USAGE
     assert "neither a stored run nor a build" in capsys.readouterr().err
     page = tmp_path / "trend.html"
-    assert main(["trend", "--database", db, "--html", str(page)]) == 1
+    (tmp_path / "bisect").mkdir()
+    (tmp_path / "bisect" / "b.json").write_text(json.dumps({
+        "metric": "first_token_p99", "model": "Model A", "good": "3.4.0", "bad": "3.4.1", "first_bad": "3.4.1",
+        "runs": [], "finished": None}))
+    assert main(["trend", "--database", db, "--html", str(page), "--bisects", str(tmp_path / "bisect")]) == 1
     out = capsys.readouterr().out
     assert "regressed +8" in out and "3.4.0 (run night-0019) → 3.4.1 (run night-0020)" in out
     assert "1 series with a change point" in out
@@ -87,5 +91,5 @@ def test_the_cli_compares_against_accepted_and_against_a_build_and_draws_the_his
     # point is 10 nights old: it leads too, within the last 14)
     lead = html[html.index('id="moved"'):html.index('<details id="unchanged">')]
     assert lead.count("<svg") == 1 and "first_token_p99 on Model A" in lead
-    assert "regressed +8" in lead and str(escape(bisect)) in lead
+    assert "regressed +8" in lead and str(escape(bisect)) in lead and "first build with the change: 3.4.1" in lead
     assert "morning page:" in out and "5 series unchanged" in out

@@ -1,8 +1,11 @@
 """The nightly's questions from the command line (docs/nightly.md):
 
-  bench compare RUN --against RUN|BUILD|accepted   did tonight's build regress against a baseline?
+  bench compare RUN --against RUN|BUILD|accepted   did tonight's build regress against a baseline? With
+                                                   the handover: each regression's build range and bisect
+                                                   command, what each gate could see (--json: the same)
   bench accept-build RUN [--model M]                 make a run the baseline of its phone models
-  bench trend [--metric M] [--model M] [--html F]    each statistic per model across nights, change points
+  bench trend [--metric M] [--model M] [--html F]    each statistic per model across nights, change points;
+                                                   --html: the morning page, what moved first
 """
 from __future__ import annotations
 

@@ -150,10 +150,12 @@ def _call_item(c: Comparison, unit: str) -> Item:
     headline = (f"{c.call} {100 * (c.relative or 0):+.1f} % against the baseline: {c.baseline.value:.5g} → "
                 f"{c.tonight.value:.5g} {unit} ({ci}{p}{sees})")
     builds = c.builds
-    command = builds.bisect(c.metric, c.model) if builds and c.call == REGRESSED else None
-    note = None if command or c.call != REGRESSED else f"nothing to bisect: {builds.why_not_searchable if builds else 'no build recorded'}"
-    runs = tuple(r for r in ((builds.good_run, builds.bad_run) if builds else ()) if r)
-    return Item("tonight", c.call, headline, builds.text if builds else "builds not recorded", runs, command, note)
+    if builds is None:
+        return Item("tonight", c.call, headline, "builds not recorded", ())
+    command = builds.bisect(c.metric, c.model) if c.call == REGRESSED else None  # an improvement is not chased
+    note = f"nothing to bisect: {builds.why_not_searchable}" if c.call == REGRESSED and not command else None
+    runs = tuple(r for r in (builds.good_run, builds.bad_run) if r)
+    return Item("tonight", c.call, headline, builds.text, runs, command, note)
 
 
 def _change_item(c: ChangePoint, m: Moved, unit: str) -> Item:
