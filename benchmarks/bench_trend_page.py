@@ -81,7 +81,7 @@ def page_before() -> Callable[..., str] | None:
         return None
     module = types.ModuleType("phonebench.bench.report.trend_page_before")
     module.__package__ = "phonebench.bench.report"
-    exec(compile(source, f"{BEFORE}:bench/report/trend_page.py", "exec"), module.__dict__)  # noqa: S102 - our own file
+    exec(compile(source, f"{BEFORE}:bench/report/trend_page.py", "exec"), module.__dict__)  # this repository's own file
     return module.render_page  # type: ignore[no-any-return]
 
 

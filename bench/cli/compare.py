@@ -175,6 +175,8 @@ def _morning(store: Store, args: argparse.Namespace, all_series: list[Series], t
     from ..results.bisect_record import FOLDER, read_bisects
     from ..results.morning import assemble
 
+    if args.recent < 1:
+        raise UsageError(f"--recent {args.recent}: the window is at least one night")
     night, against, why = None, None, None
     tonight = max((s.nights[-1] for s in all_series if s.nights),
                   key=lambda n: (n.started or dt.datetime.min, n.run_id), default=None)
