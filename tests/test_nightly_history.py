@@ -2,8 +2,11 @@
 each statistic per model with its change points at the right build (bench trend, docs/nightly.md)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from markupsafe import escape
 
 from phonebench.bench.cli import main
 from phonebench.bench.results.trend import find_changes, series_of
@@ -62,14 +65,31 @@ def test_the_cli_compares_against_accepted_and_against_a_build_and_draws_the_his
     out = capsys.readouterr().out
     assert "accepted (Model A: night-0019, Model B: night-0019)" in out
     assert "1 regression(s): first_token_p99 on Model A" in out
+    bisect = "bench bisect --good 3.4.0 --bad 3.4.1 --metric first_token_p99 --model 'Model A'"
+    assert "first_token_p99 on Model A moved: build 3.4.0 (run night-0019) → 3.4.1 (run night-0029)" in out
+    assert f"    {bisect}" in out.splitlines()
+    assert main(["compare", "night-0029", "--against", "accepted", "--database", db, "--json"]) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert [(h["model"], h["bisect"]) for h in record["regressions"]] == [("Model A", bisect)]
+    assert record["family"] == 6 and all(g["sight"] for g in record["comparisons"] if g["phone"] is None)
     assert main(["compare", "night-0029", "--against", "3.4.0", "--database", db]) == 1
     assert "build 3.4.0 (Model A: run night-0019, Model B: run night-0028)" in capsys.readouterr().out
     assert main(["compare", "night-0029", "--against", "no-such-thing", "--database", db]) == 4  # USAGE
     assert "neither a stored run nor a build" in capsys.readouterr().err
     page = tmp_path / "trend.html"
-    assert main(["trend", "--database", db, "--html", str(page)]) == 1
+    (tmp_path / "bisect").mkdir()
+    (tmp_path / "bisect" / "b.json").write_text(json.dumps({
+        "metric": "first_token_p99", "model": "Model A", "good": "3.4.0", "bad": "3.4.1", "first_bad": "3.4.1",
+        "runs": [], "finished": None}))
+    assert main(["trend", "--database", db, "--html", str(page), "--bisects", str(tmp_path / "bisect")]) == 1
     out = capsys.readouterr().out
     assert "regressed +8" in out and "3.4.0 (run night-0019) → 3.4.1 (run night-0020)" in out
     assert "1 series with a change point" in out
     html = page.read_text()
     assert html.count("<svg") == 6 and "first_token_p99" in html and "→ 3.4.1" in html
+    # the morning page leads with tonight's call against the accepted night-0019 (the step's change
+    # point is 10 nights old: it leads too, within the last 14)
+    lead = html[html.index('id="moved"'):html.index('<details id="unchanged">')]
+    assert lead.count("<svg") == 1 and "first_token_p99 on Model A" in lead
+    assert "regressed +8" in lead and str(escape(bisect)) in lead and "first build with the change: 3.4.1" in lead
+    assert "morning page:" in out and "5 series unchanged" in out

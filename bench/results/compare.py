@@ -11,6 +11,11 @@ SLA entry states (`parameters.regression`, e.g. "5 %"; 5 % when unstated), *impr
 and better by the threshold, *unchanged* otherwise. The direction of "worse" is the limit's
 (`<=`: higher is worse). Statistics without a stated uncertainty are listed, not called.
 
+Each comparison also carries what the nightly hands over: the build range of its phone model
+(the baseline's builds → tonight's, from the runs' phone records: bench/results/handover.py) and
+what its gate could see on this night (the change it detects with 95 % power, and whether a change
+of its threshold's size passes most nights unseen: bench/results/detectable.py).
+
 The standard error of a verdict is read from its one-sided confidence bound, (bound − value) /
 z(confidence), or from its expanded uncertainty (k = 2): the run-level uncertainty its check
 computed with its own dependence model (block bootstrap, order statistics), so dependent samples
@@ -27,7 +32,9 @@ from typing import Any
 from scipy import stats
 
 from ..specs.claims import claim_for
-from .builds import phone_model
+from .builds import phone_build, phone_model, run_builds
+from .detectable import Detectable, detectable
+from .handover import BuildRange
 
 ALPHA = 0.05
 PERCENTILE = re.compile(r"^p\d+(\.\d+)?$")
@@ -57,6 +64,8 @@ class Comparison:
     p: float | None = None
     p_holm: float | None = None
     call: str = NOT_CALLED
+    builds: BuildRange | None = None  # the model's (or phone's) builds, baseline → tonight
+    detectable: Detectable | None = None  # set with the call: what this gate could see tonight
 
     @property
     def difference(self) -> float:
@@ -83,10 +92,17 @@ class Comparison:
 class Night:
     comparisons: list[Comparison] = field(default_factory=list)
     alpha: float = ALPHA
+    family: int = 0  # the model-level comparisons Holm's correction ran over
 
     @property
     def regressions(self) -> list[Comparison]:
         return [c for c in self.comparisons if c.phone is None and c.call == REGRESSED]
+
+    @property
+    def blind(self) -> list[Comparison]:
+        """The model-level gates under which a change of their threshold's size passes most nights unseen."""
+        return [c for c in self.comparisons
+                if c.phone is None and c.detectable is not None and not c.detectable.sees_threshold]
 
 
 def verdict_se(v: dict[str, Any]) -> float | None:
@@ -153,6 +169,8 @@ def _comparisons(tonight: dict[str, Any], baseline: dict[str, Any], thresholds: 
                  only: set[str] | None, skip: set[str]) -> list[Comparison]:
     now, then = _statistics(tonight), _statistics(baseline)
     wanted = (lambda model: model in only) if only is not None else (lambda model: model not in skip)
+    now_duts, then_duts = tonight.get("duts") or {}, baseline.get("duts") or {}
+    runs = (_run_id(baseline), _run_id(tonight))
     found: list[Comparison] = []
     by_model: dict[tuple[str, str], dict[str, list]] = defaultdict(lambda: {"now": [], "then": []})
     for (metric, dut), v in now.items():
@@ -162,16 +180,27 @@ def _comparisons(tonight: dict[str, Any], baseline: dict[str, Any], thresholds: 
         old = then.get((metric, dut))
         by_model[(metric, model)]["now"].append((float(v["value"]), verdict_se(v)))
         if old is not None:
-            found.append(_comparison(v, metric, model, dut, Statistic(float(old["value"]), verdict_se(old), 1),
-                                     Statistic(float(v["value"]), verdict_se(v), 1), thresholds))
+            c = _comparison(v, metric, model, dut, Statistic(float(old["value"]), verdict_se(old), 1),
+                            Statistic(float(v["value"]), verdict_se(v), 1), thresholds)
+            c.builds = BuildRange(_one(phone_build(then_duts.get(dut))), _one(phone_build(now_duts.get(dut))), *runs)
+            found.append(c)
     for (metric, dut), v in then.items():
         by_model[(metric, _model(baseline, dut))]["then"].append((float(v["value"]), verdict_se(v)))
     sample = {metric: v for (metric, _), v in now.items()}
     for (metric, model), sides in sorted(by_model.items()):
         if sides["now"] and sides["then"]:
-            found.append(_comparison(sample[metric], metric, model, None, _pool(sides["then"]), _pool(sides["now"]),
-                                     thresholds))
+            c = _comparison(sample[metric], metric, model, None, _pool(sides["then"]), _pool(sides["now"]), thresholds)
+            c.builds = BuildRange(tuple(run_builds(baseline, model)), tuple(run_builds(tonight, model)), *runs)
+            found.append(c)
     return found
+
+
+def _run_id(data: dict[str, Any]) -> str | None:
+    return str(data["run_id"]) if data.get("run_id") else None
+
+
+def _one(build: str | None) -> tuple[str, ...]:
+    return (build,) if build else ()
 
 
 def _comparison(v: dict[str, Any], metric: str, model: str, phone: str | None, baseline: Statistic,
@@ -189,10 +218,12 @@ def _call(night: Night) -> None:
     family = sorted((c.p, index, c) for index, c in enumerate(night.comparisons)
                     if c.phone is None and c.p is not None)  # the index keeps equal p-values in order
     running, m = 0.0, len(family)
+    night.family = m
     for rank, (p_value, _, c) in enumerate(family):
         running = max(running, min(1.0, (m - rank) * p_value))
         c.p_holm = running
     for c in night.comparisons:
+        c.detectable = detectable(c.se, c.baseline.value, c.threshold, m, night.alpha)
         p = c.p_holm if c.phone is None else (min(1.0, c.p * max(m, 1)) if c.p is not None else None)
         if p is None or c.relative is None:
             continue

@@ -28,6 +28,7 @@ import ruptures
 from scipy import stats
 
 from .compare import ALPHA, DEFAULT_THRESHOLD, HIGHER_IS_WORSE, IMPROVED, REGRESSED, label
+from .handover import BuildRange
 
 MIN_SEGMENT = 3  # nights on each side of a change: fewer cannot tell a step from one odd night
 
@@ -79,11 +80,12 @@ class ChangePoint:
         return (self.mean_after - self.mean_before) / abs(self.mean_before) if self.mean_before else None
 
     @property
+    def builds(self) -> BuildRange:
+        return BuildRange(self.before.builds, self.after.builds, self.before.run_id, self.after.run_id)
+
+    @property
     def build_range(self) -> str:
-        old, new = ", ".join(self.before.builds) or "?", ", ".join(self.after.builds) or "?"
-        if old == new:
-            return f"within build {new} (run {self.before.run_id} → {self.after.run_id}): not a build change"
-        return f"build {old} (run {self.before.run_id}) → {new} (run {self.after.run_id})"
+        return self.builds.text
 
 
 @dataclass
