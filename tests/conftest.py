@@ -68,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     record_costs(config)  # where the time goes, only when asked (benchmarks/bench_test_suite.py)
     if not config.pluginmanager.has_plugin("phonebench"):  # make test leaves it out (-p no:phonebench)
-        from phonebench.fixtures.plugin import MARKERS
+        from phonebench.fixtures.collection import MARKERS
 
         for name, text in MARKERS.items():  # the suites some tests import still name its markers
             config.addinivalue_line("markers", f"{name}: {text}")
