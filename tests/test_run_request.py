@@ -10,8 +10,7 @@ import pytest
 
 from phonebench.bench.cli import build_parser, main
 from phonebench.bench.cli.request import from_cli
-from phonebench.bench.station.request import (Mode, ProfileRef, RunRequest, Selection, StationRef, build_request,
-                                              resolve_profile)
+from phonebench.bench.station.request import Mode, ProfileRef, RunRequest, Selection, StationRef, resolve_profile
 from phonebench.core.paths import SOURCE_ROOT
 from phonebench.core.station import StationConfig, load_station
 from phonebench.fixtures.session import BENCH

@@ -80,8 +80,8 @@ def run_request(request: RunRequest, console: Console) -> int:
     from phonebench.core.files import check_free_space
     from ..results.run_record import claim_run_dir
 
-    check_selection(request)  # an unknown DUT, bay, persona or fault: one line, exit 4, no run folder
     station = request.station.config()
+    check_selection(request, station)  # an unknown DUT, bay, persona or fault: one line, exit 4, no run folder
     if station.emulated is not None:
         validate_emulated(station.emulated)  # an unknown persona or fault, said before anything starts
     check_free_space(request.results.folder)  # WriteFailed (a BenchError, exit 2) before any phone is touched

@@ -24,6 +24,7 @@ from ..specs.sla import load_profile
 if TYPE_CHECKING:  # annotations only
     from ..specs.sla import SlaProfile
 
+
 class Mode(str, enum.Enum):
     """Which question a run answers."""
 
@@ -167,12 +168,15 @@ def _path(value: str | None) -> Path | None:
 
 def build_request(station: StationRef, selection: Selection, *, sla_profile: str | None = None,
                   results_dir: str | None = None, run_id: str | None = None, store: str | None = None,
-                  jobs: int | None = None, acceptance: bool = False) -> RunRequest:
+                  jobs: int | None = None, acceptance: bool = False, named: StationConfig | None = None) -> RunRequest:
     """The run these inputs ask for, with what they leave to the station found once: the profile
-    (`resolve_profile`), the results folder and the store. ConfigError for inputs that cannot go
-    together or name nothing."""
+    (`resolve_profile`), the results folder and the store. `named`: the station as `station.config()`
+    parsed it, where the caller keeps that parse (a session reads one). ConfigError for inputs
+    that cannot go together or name nothing."""
     _check_station(station)
-    config = None if station.places is not None else station.config()  # a place's station: once acquired
+    config = None
+    if station.places is None:  # a place's station is known once the place is acquired
+        config = named if named is not None else station.config()
     profile = resolve_profile(sla_profile, config)
     if results_dir:
         folder = Path(results_dir)

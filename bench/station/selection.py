@@ -11,6 +11,7 @@ import pytest
 from phonebench.core.errors import UsageError
 
 if TYPE_CHECKING:  # annotations only
+    from phonebench.core.station import StationConfig
     from .request import RunRequest, Selection
 
 
@@ -49,12 +50,13 @@ class Inventory:
 NOT_SELECTABLE = {"parametrize", "usefixtures", "filterwarnings", "skip", "skipif", "xfail", "needs", "evidence"}
 
 
-def check_selection(request: RunRequest) -> None:
-    """Raise UsageError when --persona, --fault, --bay or --dut name nothing of the station."""
+def check_selection(request: RunRequest, station: StationConfig | None = None) -> None:
+    """Raise UsageError when --persona, --fault, --bay or --dut name nothing of the station
+    (`station`: the request's as named, if the caller has parsed it)."""
     from .backend import emulated_bay_duts, emulated_choices, plan_station
 
     ref = request.station
-    station = ref.config()  # ConfigError names a bad file
+    station = station or ref.config()  # ConfigError names a bad file
     where = f"{ref.file}" if ref.file is not None else "the emulated station"
     if (ref.persona or ref.faults) and station.emulated is None:
         raise UsageError(f"--persona and --fault make emulated phones misbehave; {ref.file} has real phones "
