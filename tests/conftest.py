@@ -70,7 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
     record_costs(config)  # where the time goes, only when asked (benchmarks/bench_test_suite.py)
     one_blas_thread()  # make test leaves the plugin out, whose configure would do it (core/threads.py)
     if not config.pluginmanager.has_plugin("phonebench"):  # make test leaves it out (-p no:phonebench)
-        from phonebench.fixtures.plugin import MARKERS
+        from phonebench.fixtures.collection import MARKERS
 
         for name, text in MARKERS.items():  # the suites some tests import still name its markers
             config.addinivalue_line("markers", f"{name}: {text}")

@@ -26,7 +26,9 @@ from phonebench.emulation.device import EmulatedPhone
 from phonebench.emulation.phones import emulated_phone
 from phonebench.emulation.npu_personas import default_fleet, phone_spec
 from phonebench.drivers.runtime import RuntimeClient
-from phonebench.fixtures.plugin import MARKERS, Record, _with_capabilities
+from phonebench.fixtures.collection import MARKERS
+from phonebench.fixtures.phones import with_capabilities
+from phonebench.fixtures.verdicts import Record
 
 PushHook = Callable[[str, bytes], bytes]
 
@@ -134,7 +136,7 @@ def dut(request: pytest.FixtureRequest) -> PhoneDevice:
 @pytest.fixture
 def runtime(request: pytest.FixtureRequest, dut: PhoneDevice) -> RuntimeClient:
     """The plugin's `runtime`, its `capabilities` marker asked the same way."""
-    return _with_capabilities(request, RuntimeClient(dut))
+    return with_capabilities(request, RuntimeClient(dut))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from phonebench.bench.specs.sla import load_profile
 from phonebench.core.verdict import PlotHint, Verdict
 from phonebench.core.judge import compare
 from phonebench.drivers.power import SupplyFeatures
-from phonebench.fixtures.plugin import Record
+from phonebench.fixtures.verdicts import Record
 import suites.test_acceptance as acceptance
 
 

@@ -204,22 +204,23 @@ def _counters_run(station_file: Path) -> dict:
 def test_a_profile_that_holds_reported_parts_stops_a_run_whose_tests_all_passed(tmp_path, capsys):
     """`reported_parts = "held"`: exit 12 naming the claim and phone; the shipped profiles qualify
     (pass*, exit 0), so a nightly's counters with reported parts do not fail the night."""
-    import argparse
-
     from phonebench.bench.cli.run import held_claims
     from phonebench.bench.specs.sla import load_profile
+    from phonebench.bench.station.request import resolve_profile
     from phonebench.core.exits import REPORTED_PARTS_HELD
+    from phonebench.core.station import StationConfig
 
     (tmp_path / "strict.toml").write_text('name = "strict"\nextends = "default"\nreported_parts = "held"\n')
+    station = StationConfig(name="lab", source=tmp_path / "station.toml")  # the lab's profiles beside it
     data = _counters_run(tmp_path / "station.toml")
     assert claims_grid(data).qualified_passes() == ["claim 14 on P1 (2 of 3 corroborated, 1 reported)"]
-    assert held_claims(argparse.Namespace(sla_profile=None), data) == 0
-    assert held_claims(argparse.Namespace(sla_profile="nightly"), data) == 0
-    assert held_claims(argparse.Namespace(sla_profile="strict"), data) == REPORTED_PARTS_HELD
+    assert held_claims(resolve_profile(None, station), data) == 0
+    assert held_claims(resolve_profile("nightly", station), data) == 0
+    assert held_claims(resolve_profile("strict", station), data) == REPORTED_PARTS_HELD
     assert "claim 14 on P1 (2 of 3 corroborated, 1 reported)" in capsys.readouterr().err
     assert [load_profile(n).reported_parts for n in ("default", "nightly")] == ["qualified", "qualified"]
     bench_only = {**data, "tests": [{**data["tests"][0], "verdicts": data["tests"][0]["verdicts"][:2]}]}
-    assert held_claims(argparse.Namespace(sla_profile="strict"), bench_only) == 0
+    assert held_claims(resolve_profile("strict", station), bench_only) == 0
 
 
 def test_a_misspelt_reported_parts_policy_is_one_clear_error(tmp_path):

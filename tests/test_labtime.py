@@ -1,8 +1,6 @@
 """Lab time as data: the records carry it, the store keeps it, `bench plan` predicts from it."""
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from phonebench.bench.results import labtime
@@ -89,11 +87,12 @@ def test_store_keeps_lab_time_and_reads_it_back_as_rates_for_the_model(tmp_path)
 
 def test_plan_for_a_phone_the_store_has_never_seen_uses_the_defaults(tmp_path):
     from phonebench.bench.cli.plan import build_plan, plan_lines
+    from phonebench.bench.station.request import Selection, StationRef, build_request
 
-    args = argparse.Namespace(suites=["suites/test_sla_runtime.py"], station=None, dut=["EMU0001"], marker=None,
-                              keyword="first_token", sla_profile=None, jobs=None,
-                              database=str(tmp_path / "empty.sqlite"), results_dir=str(tmp_path), json=False)
-    plan = build_plan(args)
+    request = build_request(StationRef(), Selection(suites=("suites/test_sla_runtime.py",), duts=("EMU0001",),
+                                                    keyword="first_token"),
+                            results_dir=str(tmp_path), store=str(tmp_path / "empty.sqlite"))
+    plan = build_plan(request)
     assert [p["dut"] for p in plan["phones"]] == ["EMU0001"]
     (test,) = plan["phones"][0]["tests"]
     assert test["source"] == "default"

@@ -11,7 +11,7 @@ from phonebench.bench.cli import main
 from phonebench.bench.results.compare import compare_runs, label
 from phonebench.bench.specs.sla import load_profile
 from phonebench.core.errors import ConfigError
-from phonebench.fixtures.plugin import run_after
+from phonebench.fixtures.collection import run_after
 
 
 def test_the_nightly_is_a_regression_profile_with_its_gates_sizes_and_thresholds(caplog):

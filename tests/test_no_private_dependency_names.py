@@ -26,12 +26,11 @@ OURS = "phonebench"
 # Still to replace (issue 23), each with why it is not yet: the list may only shrink, and an
 # entry whose file no longer needs it fails the test until it is removed.
 KNOWN = {
-    "fixtures/plugin.py": "pytest's xml_key: the run's identity goes on junit.xml's testsuite from the session-finish "
-                          "hook, and pytest's public form (the record_testsuite_property fixture) is reached "
-                          "only from tests, so a run that collects none would lose it",
-    "fixtures/session.py": "pytest's LogXML and xml_key: pytest has no public hook to make its --junitxml writer "
-                           "atomic and survive a full disk (a wrapper around its session-finish hook would also "
-                           "skip every later plugin's)",
+    "fixtures/reporting.py": "pytest's LogXML and xml_key: the run's identity goes on junit.xml's testsuite from the "
+                             "session-finish hook, and pytest's public form (the record_testsuite_property fixture) "
+                             "is reached only from tests, so a run that collects none would lose it; and pytest has "
+                             "no public hook to make its --junitxml writer atomic and survive a full disk (a wrapper "
+                             "around its session-finish hook would also skip every later plugin's)",
 }
 
 

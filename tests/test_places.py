@@ -3,8 +3,8 @@ run (its record and messages name it), shared instruments are waited for as long
 a plan against a coordinator nobody answers at says so."""
 from __future__ import annotations
 
-import argparse
 import contextlib
+import dataclasses
 import os
 import socket
 import subprocess
@@ -16,6 +16,7 @@ import pytest
 from phonebench.core.station import load_station
 from phonebench.bench.lab import run as lab_run
 from phonebench.bench.lab.resources import INSTRUMENT, PHONE
+from phonebench.bench.station.request import LabPlaces, RunRequest, Selection, StationRef, build_request
 from phonebench.drivers.locks import ENV_WAIT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,35 +40,34 @@ class FakeLab:
             self.released = True
 
 
-def place_args(tmp_path, **kw) -> argparse.Namespace:
-    return argparse.Namespace(place="rack7-a", places=None, place_wait=900.0, results_dir=str(tmp_path / "out"),
-                              station=None, **kw)
+def place_request(tmp_path: Path, **places: object) -> RunRequest:
+    """`bench run --place rack7-a --results-dir OUT --place-wait 900` as its request."""
+    given = {"coordinator": "lab:20408", "place": "rack7-a", "pattern": None, "wait_s": 900.0, **places}
+    return build_request(StationRef(places=LabPlaces(**given)), Selection(),
+                         results_dir=str(tmp_path / "out"))
 
 
 def test_the_place_station_file_outlives_the_run_and_shared_instruments_wait_as_long_as_the_place(
         tmp_path, monkeypatch):
     monkeypatch.delenv(ENV_WAIT, raising=False)
-    seen = {}
-
-    def run_station(args: argparse.Namespace) -> int:
-        seen["station"], seen["wait"], seen["results_dir"] = args.station, os.environ.get(ENV_WAIT), args.results_dir
-        return 0
-
+    request = place_request(tmp_path)
     lab = FakeLab()
-    assert lab_run._one_place(place_args(tmp_path), lab, run_station) == 0
-    assert lab.released
-    station = load_station(seen["station"])  # still there after the run, for messages and the record
-    assert seen["station"] == str(tmp_path / "out" / "places" / "rack7-a.toml")
+    with lab_run.place_held(request, request.station.places, lab) as on_place:
+        assert not lab.released
+        assert os.environ.get(ENV_WAIT) == "900"
+    assert lab.released and ENV_WAIT not in os.environ  # waited for during the run only
+    station = load_station(on_place.station.file)  # still there after the run, for messages and the record
+    assert on_place.station.file == (tmp_path / "out").resolve() / "places" / "rack7-a.toml"
     assert station.instruments["thermal"].shared and station.duts[0].address == "127.0.0.1:5555"
-    assert seen["wait"] == "900" and ENV_WAIT not in os.environ  # during the run only
-    assert seen["results_dir"] == str((tmp_path / "out").resolve())
+    assert on_place.results == request.results and on_place.profile == request.profile
 
 
 def test_a_lab_set_lock_wait_is_kept(tmp_path, monkeypatch):
     monkeypatch.setenv(ENV_WAIT, "5")
-    seen = []
-    lab_run._one_place(place_args(tmp_path), FakeLab(), lambda args: seen.append(os.environ[ENV_WAIT]) or 0)
-    assert seen == ["5"] and os.environ[ENV_WAIT] == "5"
+    request = place_request(tmp_path)
+    with lab_run.place_held(request, request.station.places, FakeLab()):
+        assert os.environ[ENV_WAIT] == "5"
+    assert os.environ[ENV_WAIT] == "5"
 
 
 @pytest.mark.skipif(not (Path(sys.executable).parent / "labgrid-client").exists(), reason="labgrid not installed (lab extra)")
@@ -108,9 +108,8 @@ def test_places_run_at_once_up_to_jobs(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(lab_run.subprocess, "Popen", Child)
     monkeypatch.setattr(lab_run.time, "sleep", lambda s: None)
-    args = argparse.Namespace(places="rack7-*", jobs=2, coordinator="lab:20408", place_wait=60.0, marker=None,
-                              keyword=None, results_dir=None, dut=[], suites=[])
-    assert lab_run._each_place(args, Places()) == 1  # the worst exit code
+    request = dataclasses.replace(place_request(tmp_path, place=None, pattern="rack7-*", wait_s=60.0), jobs=2)
+    assert lab_run.run_each_place(request, request.station.places, Places()) == 1  # the worst exit code
     assert max(most) == 2 and len(most) == 3
     assert capsys.readouterr().out.splitlines() == [
         "place rack7-a: exit code 0", "place rack7-b: exit code 1", "place rack7-c: exit code 0"]

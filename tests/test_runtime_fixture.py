@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from phonebench.core.errors import UnsupportedCapability
-from phonebench.fixtures.plugin import _with_capabilities
+from phonebench.fixtures.phones import with_capabilities
 
 
 
@@ -30,17 +30,17 @@ def _request(*marks: tuple[str, ...]) -> SimpleNamespace:
 
 def test_every_named_capability_is_asked_the_module_s_first():
     runtime = _Runtime({"generate", "status", "weights"})
-    assert _with_capabilities(_request(("weights",), ("generate", "status")), runtime) is runtime
+    assert with_capabilities(_request(("weights",), ("generate", "status")), runtime) is runtime
     assert runtime.asked == ["generate", "status", "weights"]
 
 
 def test_a_missing_capability_skips_with_the_runtime_s_reason():
     runtime = _Runtime({"generate", "status"})
     with pytest.raises(pytest.skip.Exception, match="has no `weights` capability"):
-        _with_capabilities(_request(("weights",), ("generate", "status")), runtime)
+        with_capabilities(_request(("weights",), ("generate", "status")), runtime)
 
 
 def test_no_marker_asks_nothing():
     runtime = _Runtime(set())
-    assert _with_capabilities(_request(), runtime) is runtime
+    assert with_capabilities(_request(), runtime) is runtime
     assert runtime.asked == []

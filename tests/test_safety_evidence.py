@@ -350,7 +350,7 @@ class _Item:
 def test_record_turns_a_reported_pass_into_info_centrally():
     """The identity suite's checks rest on @pytest.mark.evidence("self-reported") via record.check:
     shown and kept as INFO, a FAIL (the phone contradicting itself) stays a FAIL."""
-    from phonebench.fixtures.plugin import Record
+    from phonebench.fixtures.verdicts import Record
 
     record = Record(_Item("self-reported"), bench=None)  # type: ignore[arg-type]
     shown = record.check("identity_fields_missing", 0, "fields", 0, "==")

@@ -8,7 +8,6 @@ the parent merges, stores, renders and points reports/latest at the run once.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import json
@@ -18,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,45 +25,50 @@ from ..results.run_progress import RunProgress
 from ..results.aggregate import BAYS_FOLDER, STATION_RECORD, BayOutcome, bay_folder, merge_bays
 from ..results.run_record import (BAY_OF_RUN_ENV, RUN_TOKEN_ENV, drop_run_token, hold_recording_lock,
                                   keep_run_token, new_run_token, release_recording_lock)
+from phonebench.core.dburl import ENV_VAR as STORE_ENV, with_password
 from phonebench.core.files import write_atomically
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import StationConfig
 from phonebench.drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
+from phonebench.fixtures.options import REQUEST_FILE, RUN_REQUEST_OPTION
+from .console import Console
+from .request import pytest_argv
+from ..station.request import RunRequest, Selection
 
 log = logging.getLogger(__name__)
 
 SHARED_WAIT_S = 3600.0  # how long a bay waits for a shared instrument another bay's test holds
 
 
-def selected_bays(station: StationConfig, args: argparse.Namespace, dut_names: dict[str, list[str]]) -> list[str]:
+def selected_bays(station: StationConfig, selection: Selection, dut_names: dict[str, list[str]]) -> list[str]:
     """The bays --bay and --dut ask for (all by default); an unknown name is an error naming the known ones."""
     bays = station.bay_names()
-    wanted = list(getattr(args, "bay", None) or [])
-    unknown = [b for b in wanted if b not in bays]
+    unknown = [b for b in selection.bays if b not in bays]
     if unknown:
         raise ConfigError(f"--bay {', '.join(unknown)}: not a bay of station {station.name!r}",
                           hint=f"bays: {', '.join(bays)}")
-    chosen = [b for b in bays if not wanted or b in wanted]
-    if args.dut:
+    chosen = [b for b in bays if not selection.bays or b in selection.bays]
+    if selection.duts:
         all_duts = {d for names in dut_names.values() for d in names}
-        missing = [d for d in args.dut if d not in all_duts]
+        missing = [d for d in selection.duts if d not in all_duts]
         if missing:
             raise ConfigError(f"--dut {', '.join(missing)}: in no bay of station {station.name!r}",
                               hint=f"DUTs: {', '.join(sorted(all_duts))}")
-        chosen = [b for b in chosen if set(dut_names.get(b, [])) & set(args.dut)]
+        chosen = [b for b in chosen if set(dut_names.get(b, [])) & set(selection.duts)]
     return chosen
 
 
-def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_dir: Path,
-             worker_args: Callable[[str, Path], list[str]], jobs: int, station: dict[str, Any],
-             database: str | None, progress: RunProgress | None = None,
-             view: ProgressView | None = None) -> dict[str, Any]:
-    """Run each bay's worker (at most `jobs` at once) and merge them; Ctrl-C (or SIGTERM) stops
-    every worker, still merges what they recorded and returns the run with "interrupted" set.
+def run_bays(request: RunRequest, station: StationConfig, bays: list[str], record: dict[str, Any],
+             quiet: bool, progress: RunProgress | None = None, view: ProgressView | None = None) -> dict[str, Any]:
+    """Run each bay's worker (at most `request.jobs` at once) and merge them into the run `record`
+    describes; Ctrl-C (or SIGTERM) stops every worker, still merges what they recorded and returns
+    the run with "interrupted" set.
 
     With `progress`, this process (the one writer) reads each running bay's folder as its worker
     records and shows where every phone is in `view` (docs/labtime.md, "While a run runs")."""
+    run_dir = request.results.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
+    jobs = request.jobs or len(bays)
     if jobs < 1:
         raise ConfigError(f"--jobs {jobs}: at least one bay must run at a time")
     pending, outcomes = list(bays), {b: BayOutcome(b, None) for b in bays}
@@ -74,17 +77,15 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
     # The run is live while this process lives: a bench starting meanwhile must not heal it, and
     # one starting after a kill merges what the bays recorded (phonebench.bench.store.heal).
     lock = hold_recording_lock(run_dir)
-    write_atomically(run_dir / BAYS_FOLDER / STATION_RECORD, json.dumps(station))
-    from ..store.db import ENV_VAR, resolve_database_url
-
+    write_atomically(run_dir / BAYS_FOLDER / STATION_RECORD, json.dumps(record))
+    store = with_password(request.store, station.database)
     # The workers' calibration records and the merged run share the station's store (in the
     # environment, not on the command line: a PostgreSQL URL may carry a password).
     # The run's token seals what a worker rescues (phonebench.bench.results.run_record): the merge
     # then takes no record another process left under the guessable rescue name.
     token = new_run_token()
     keep_run_token(run_dir.name, token)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_VAR: resolve_database_url(database, run_dir.parent),
-           BAY_OF_RUN_ENV: run_dir.name, RUN_TOKEN_ENV: token}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", STORE_ENV: store, BAY_OF_RUN_ENV: run_dir.name, RUN_TOKEN_ENV: token}
     # A bay waits for a shared instrument while another bay's test uses it: as long as a test takes.
     env.setdefault(LOCK_WAIT_ENV, str(SHARED_WAIT_S))  # phonebench.drivers.locks reads it
     watches: dict[str, BayWatch] = {}
@@ -94,9 +95,7 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
             while pending and len(running) < jobs:
                 bay = pending.pop(0)
                 folder = bay_folder(run_dir, bay)
-                folder.mkdir(parents=True, exist_ok=True)
-                command = [sys.executable, "-m", "pytest", *worker_args(bay, folder), "--station", station_file,
-                           "--bay", bay, "--bay-worker"]
+                command = [sys.executable, "-m", "pytest", *_worker_argv(request, station, bay, folder)]
                 with open(folder / "worker.log", "w") as log_file:
                     proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env,
                                             start_new_session=True,  # Ctrl-C reaches the parent only
@@ -105,7 +104,7 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
                 watches[bay] = BayWatch(bay, folder)
                 if progress is not None:
                     progress.bay_started(bay)
-                _say(view, f"bay {bay}: started (pid {proc.pid})", args.quiet)
+                _say(view, f"bay {bay}: started (pid {proc.pid})", quiet)
             if progress is not None and view is not None and time.monotonic() >= next_look:
                 next_look = time.monotonic() + LOOK_EVERY_S
                 for bay in running:
@@ -120,7 +119,7 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
                 if progress is not None and view is not None:  # its last tests, then its phones' last line
                     view.show(watches[bay].poll(progress) + progress.bay_done(bay))
                 _say(view, f"bay {bay}: finished in {outcomes[bay].wall_s:.1f} s (exit code {code})",
-                     args.quiet and code in (0, 1))
+                     quiet and code in (0, 1))
             time.sleep(0.05)
     except KeyboardInterrupt:
         if view is not None:
@@ -137,7 +136,7 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
                 code = proc.wait()
             outcomes[bay] = BayOutcome(bay, code, time.monotonic() - t0)
         try:
-            return {**_finish(run_dir, station, list(outcomes.values()), database, token), "interrupted": True}
+            return {**_finish(run_dir, record, list(outcomes.values()), store, token), "interrupted": True}
         finally:
             release_recording_lock(run_dir, lock)
     finally:
@@ -145,12 +144,23 @@ def run_bays(args: argparse.Namespace, station_file: str, bays: list[str], run_d
     if view is not None:
         view.close()
     try:
-        return _finish(run_dir, station, list(outcomes.values()), database, token)
+        return _finish(run_dir, record, list(outcomes.values()), store, token)
     finally:
         release_recording_lock(run_dir, lock)
 
 
 LOOK_EVERY_S = 0.5  # how often the parent reads its bays' folders for progress
+
+
+def _worker_argv(request: RunRequest, station: StationConfig, bay: str, folder: Path) -> list[str]:
+    """pytest's argv for the worker of `bay`, which records it in `folder`: its share of the run is
+    handed over as a request file there (read by phonebench.fixtures.options), not as options."""
+    phones = next(list(b.duts) for b in station.bays if b.name == bay)
+    bay_request = request.for_bay(bay, phones, folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomically(folder / REQUEST_FILE, bay_request.to_json())
+    return pytest_argv(bay_request, *Console(quiet=True).pytest_options(folder), RUN_REQUEST_OPTION,
+                       str(folder / REQUEST_FILE), "--bay-worker")
 
 
 def _say(view: ProgressView | None, line: str, quiet: bool) -> None:
@@ -181,12 +191,12 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _finish(run_dir: Path, station: dict[str, Any], outcomes: list[BayOutcome], database: str | None,
+def _finish(run_dir: Path, record: dict[str, Any], outcomes: list[BayOutcome], store: str,
             token: str | None = None) -> dict[str, Any]:
-    data = merge_bays(run_dir, station, outcomes, token)
+    data = merge_bays(run_dir, record, outcomes, token)
     drop_run_token(run_dir.name)  # merged: no later merge of this run needs it
     _point_latest(run_dir)
-    refused = _store(run_dir, data, database)
+    refused = _store(run_dir, data, store)
     if refused is not None:
         data["store_refused"] = refused  # the caller says how to add it (exit code 9)
     if "rescued_to" not in data:  # the report is rendered from results.json on disk
@@ -204,12 +214,12 @@ def _point_latest(run_dir: Path) -> None:
         log.warning("could not update %s: %s", latest, exc)
 
 
-def _store(run_dir: Path, data: dict[str, Any], database: str | None) -> str | None:
+def _store(run_dir: Path, data: dict[str, Any], store: str) -> str | None:
     """Store the merged run; None when the store has it all, else why not (results.json has all)."""
-    from ..store import StoreError, StoreSink, resolve_database_url
+    from ..store import StoreError, StoreSink
 
     try:
-        sink = StoreSink(resolve_database_url(database, run_dir.parent), run_dir.parent)
+        sink = StoreSink(store, run_dir.parent)
     except StoreError as exc:
         return str(exc).splitlines()[0]
     try:

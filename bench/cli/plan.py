@@ -14,32 +14,39 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..lab.run import add_place_args
-from ..results import labtime
+from phonebench.core.dburl import with_password
 from phonebench.core.errors import ConfigError
-from phonebench.core.paths import data_dir
+from phonebench.core.station import load_station
+from phonebench.fixtures.options import GivenRequest
+from .request import DEFAULT_SUITES, add_request_args, from_cli, pytest_argv
+from ..results import labtime
+from ..station.backend import phone_bays
 from . import Subcommands
 
 if TYPE_CHECKING:  # annotations only
     from phonebench.core.station import StationConfig
-
-DEFAULT_SUITES = data_dir("suites")  # bench run's default too: `bench run --plan` imports this module
+    from ..station.request import LabPlaces, RunRequest
 
 
 def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("plan", help="expected lab time per phone and the night's makespan, before a run")
-    p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
-    p.add_argument("--station", help="station file (TOML); default: the embedded emulated station")
-    p.add_argument("--dut", action="append", default=[], help="only this DUT (repeatable)")
-    p.add_argument("-m", "--marker", help="only tests with this marker expression, e.g. regression")
-    p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
-    p.add_argument("--sla-profile", help="SLA profile whose sample sizes to plan for (default: the station's)")
-    p.add_argument("--jobs", type=int, help="bays (or places) tested at once (default: all of them)")
+    add_request_args(p)  # what `bench run` takes: the plan of that very run
     p.add_argument("--database", help="store URL or SQLite path (default: as `bench runs`)")
-    p.add_argument("--results-dir", help="results folder (default: the station's, ./reports)")
     p.add_argument("--json", action="store_true", help="the plan as JSON on stdout")
-    add_place_args(p, waiting=False)
     p.set_defaults(func=plan)
+
+
+def plan(args: argparse.Namespace) -> int:
+    from .results import given_database
+
+    return show_plan(from_cli(args, store=given_database(args.database) if args.database else None), as_json=args.json)
+
+
+def show_plan(request: RunRequest, as_json: bool) -> int:
+    """Print the plan of the run `request` asks for (`bench plan`, `bench run --plan`)."""
+    result = build_plan(request)
+    print(json.dumps(result, indent=1) if as_json else "\n".join(plan_lines(result)))
+    return 0
 
 
 class _Collected:
@@ -54,58 +61,34 @@ class _Collected:
             self.tests.append((item.nodeid, callspec.params.get("dut") if callspec else None))
 
 
-def collect(args: argparse.Namespace) -> list[tuple[str, str | None]]:
-    suites = args.suites or [str(DEFAULT_SUITES)]
-    argv = [*suites, "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
-            "-p", "no:labgrid", "--collect-only", "-qq"]
-    if args.station:
-        argv += ["--station", args.station]
-    if args.sla_profile:  # a regression profile's run leaves the line checks out: so does its plan
-        argv += ["--sla-profile", args.sla_profile]
-    for name in args.dut:
-        argv += ["--dut", name]
-    for flag, value in (("-m", args.marker), ("-k", args.keyword)):
-        if value:
-            argv += [flag, value]
+def collect(request: RunRequest) -> list[tuple[str, str | None]]:
+    """The tests `request` selects, each with its phone (a regression profile's run leaves the
+    line checks out: so does its plan)."""
     grab = _Collected()
     with contextlib.redirect_stdout(io.StringIO()):  # pytest's collection listing is not the plan
-        code = pytest.main(argv, plugins=[grab])
+        code = pytest.main(pytest_argv(request, "--collect-only", "-qq"), plugins=[GivenRequest(request), grab])
     if code == pytest.ExitCode.INTERRUPTED:  # Ctrl-C during the collection is the user's, not a plan error
         raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-        raise ConfigError(f"could not collect the suites {' '.join(suites)} (pytest exit code {int(code)})",
+        suites = " ".join(request.selection.suites) or str(DEFAULT_SUITES)
+        raise ConfigError(f"could not collect the suites {suites} (pytest exit code {int(code)})",
                           hint="run `bench run` with the same selection to see why")
     return grab.tests
-
-
-def _bays(station: StationConfig | None, duts: list[str]) -> dict[str, str]:
-    """Which bay each phone is tested in; one bay for a station without bays (its phones in turn)."""
-    if station is not None and station.bays:
-        return {d: b.name for b in station.bays for d in b.duts}
-    return {d: "station" for d in duts}
 
 
 def _missing_sqlite(url: str) -> bool:
     return url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists()
 
 
-def phone_plans(args: argparse.Namespace, station_path: str | None,
-                 results_dir: str | None) -> tuple[str, list[labtime.PhonePlan]]:
-    """The profile's name and each phone's planned lab time, for the tests `args` selects on the
-    station file `station_path` (the embedded emulated station when None)."""
-    from .results import database_url
-    from phonebench.core.station import load_station
-    from ..specs.sla import load_profile
+def phone_plans(request: RunRequest, station: StationConfig) -> list[labtime.PhonePlan]:
+    """Each phone's planned lab time for the tests `request` selects on `station` (its station
+    as named, nothing started), at its profile's sample sizes."""
     from ..store import open_store
 
-    station = load_station(station_path) if station_path else None
-    profile_name = args.sla_profile or (station.sla_profile if station else "default")
-    search = (station.source.parent,) if station is not None and station.source else ()
-    profile = load_profile(profile_name, search=search)
-    n_planned = {entry.metric: entry.n_required for entry in profile}
-    tests = collect(argparse.Namespace(**{**vars(args), "station": station_path}))
+    n_planned = {entry.metric: entry.n_required for entry in request.profile.load()}
+    tests = collect(request)
     phones = list(dict.fromkeys(d for _, d in tests if d is not None))
-    url = database_url(argparse.Namespace(database=args.database, station=station_path, results_dir=results_dir))
+    url = with_password(request.store, station.database)
     measured: dict[str, tuple[str | None, list[Any]]] = {dut: (None, []) for dut in phones}
     if not _missing_sqlite(url):  # planning never creates a store
         with open_store(url) as store:
@@ -115,7 +98,7 @@ def phone_plans(args: argparse.Namespace, station_path: str | None,
         model, facts = measured[dut]
         keys = [labtime.test_key(nodeid, d) for nodeid, d in tests if d == dut]
         plans.append(labtime.plan_phone(dut, model, keys, labtime.rates_from_facts(facts), n_planned))
-    return profile.name, plans
+    return plans
 
 
 def _assemble(profile: str, planned: list[tuple[str, labtime.PhonePlan]], jobs: int | None) -> dict[str, Any]:
@@ -133,35 +116,33 @@ def _assemble(profile: str, planned: list[tuple[str, labtime.PhonePlan]], jobs: 
             "makespan_s": round(labtime.makespan(per_bay.values(), slots), 1) if per_bay else 0.0}
 
 
-def build_plan(args: argparse.Namespace) -> dict[str, Any]:
-    if getattr(args, "place", None) or getattr(args, "places", None):
-        return build_places_plan(args)
-    from phonebench.core.station import load_station
+def build_plan(request: RunRequest) -> dict[str, Any]:
+    """The plan as data: each phone in the bay `bench run` tests it in (the emulated fleet has a
+    bay per phone), the bays `request.jobs` at a time."""
+    if request.station.places is not None:
+        return build_places_plan(request, request.station.places)
+    station = request.station.config()
+    bay_of = phone_bays(station)
+    wanted = request.selection.bays
+    planned = [(bay_of.get(p.dut, p.dut), p) for p in phone_plans(request, station)]
+    return {"station": station.name, **_assemble(request.profile.name,
+                                                 [(bay, p) for bay, p in planned if not wanted or bay in wanted],
+                                                 request.jobs)}
 
-    station = load_station(args.station) if args.station else None
-    profile, plans = phone_plans(args, args.station, args.results_dir)
-    bay_of = _bays(station, [p.dut for p in plans])
-    return {"station": station.name if station else "emulated",
-            **_assemble(profile, [(bay_of.get(p.dut, p.dut), p) for p in plans], args.jobs)}
 
-
-def build_places_plan(args: argparse.Namespace) -> dict[str, Any]:
+def build_places_plan(request: RunRequest, places: LabPlaces) -> dict[str, Any]:
     """The plan of `bench run --place NAME` / `--places PATTERN`: each place is a bay whose station
     is built from the resources its matches select, as the run builds it from the ones it
     acquires; the coordinator is only read (nothing is acquired, locked or opened). The places
     run at once, up to --jobs, as `bench run --places` starts them."""
     from ..lab.run import place_stations
 
-    results_dir = str(Path(args.results_dir or "reports").resolve())  # the store a place's run writes to
     planned: list[tuple[str, labtime.PhonePlan]] = []
-    profiles: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="bench-plan-") as folder:
-        for place, path in place_stations(args, Path(folder)).items():
-            profile, plans = phone_plans(args, str(path), results_dir)
-            profiles.add(profile)
-            planned += [(place, p) for p in plans]
-    return {"station": f"labgrid places {args.places or args.place}", "coordinator": args.coordinator,
-            **_assemble(", ".join(sorted(profiles)), planned, args.jobs)}
+        for place, path in place_stations(places, Path(folder)).items():
+            planned += [(place, p) for p in phone_plans(request.at_station(path), load_station(path))]
+    return {"station": f"labgrid places {places.selected}", "coordinator": places.coordinator,
+            **_assemble(request.profile.name, planned, request.jobs)}
 
 
 def plan_lines(plan: dict[str, Any]) -> list[str]:
@@ -177,13 +158,3 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
                 lines.append(f"    {labtime.minutes(test['lab_time_s']):>10}  {test['test']}  [{test['source']}]")
     lines.append(f"makespan: {labtime.minutes(plan['makespan_s'])}")
     return lines
-
-
-def plan(args: argparse.Namespace) -> int:
-    result = build_plan(args)
-    if args.json:
-        print(json.dumps(result, indent=1))
-    else:
-        print("\n".join(plan_lines(result)))
-    return 0
-

@@ -64,17 +64,23 @@ def _results_dir(args: argparse.Namespace) -> Path:
     return Path("reports")
 
 
-def database_url(args: argparse.Namespace) -> str:
-    from phonebench.core.dburl import PASSWORD_HINT, password_of
+def given_database(database: str) -> str:
+    """The store --database names, as a URL; refused when it carries a password, which every user
+    of the host reads on a command line (`ps`)."""
+    from phonebench.core.dburl import PASSWORD_HINT, password_of, to_url
     from phonebench.core.errors import ConfigError
+
+    if password_of(database):
+        raise ConfigError("--database: the URL carries a password, which every user of this host sees "
+                          "in the process list", hint=PASSWORD_HINT)
+    return to_url(database)
+
+
+def database_url(args: argparse.Namespace) -> str:
     from ..store import resolve_database_url
-    from ..store.db import to_url
 
     if args.database:
-        if password_of(args.database):  # every user of the host reads a command line (`ps`)
-            raise ConfigError("--database: the URL carries a password, which every user of this host sees "
-                              "in the process list", hint=PASSWORD_HINT)
-        return to_url(args.database)
+        return given_database(args.database)
     configured, results_dir = None, Path(args.results_dir or "reports")
     if args.station:
         from phonebench.core.station import load_station
@@ -142,19 +148,15 @@ def runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def heal_before_run(results_dir: Path, station_file: str | None) -> None:
-    """`bench run`: before anything else, heal the runs a killed bench left (docs/faults.md) and
-    say so. A store that cannot be opened is the run's own sink's to report."""
-    from ..store import StoreError, open_store, resolve_database_url
+def heal_before_run(results_dir: Path, store_url: str) -> None:
+    """`bench run`: before anything else, heal the runs a killed bench left in `results_dir` and
+    the store at `store_url` (docs/faults.md), and say so. A store that cannot be opened is the
+    run's own sink's to report."""
+    from ..store import StoreError, open_store
     from ..store.heal import heal_killed_runs
 
-    configured = None
-    if station_file:
-        from phonebench.core.station import load_station
-
-        configured = load_station(station_file).database
     try:
-        with open_store(resolve_database_url(configured, results_dir)) as store:
+        with open_store(store_url) as store:
             healed = heal_killed_runs(store, results_dir)
     except StoreError:
         return

@@ -23,7 +23,7 @@ class ProgressReporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from phonebench.fixtures.plugin import acceptance_check
+        from phonebench.fixtures.collection import acceptance_check
 
         steps: list[str] = []
         self._failed.clear()

@@ -116,6 +116,14 @@ def emulated_bay_duts(config: EmulatedConfig) -> dict[str, list[str]]:
     return {bay: [serial] for bay, serial in bay_serials(config).items()}
 
 
+def phone_bays(config: StationConfig) -> dict[str, str]:
+    """Phone -> the bay it is tested in, as `bench run` runs the station: the file's bays, or the
+    emulated station's (the default fleet has a bay per phone)."""
+    if config.emulated is not None:
+        return {serial: bay for bay, serials in emulated_bay_duts(config.emulated).items() for serial in serials}
+    return {dut: bay.name for bay in config.bays for dut in bay.duts}
+
+
 def emulated_fleet(persona: str | None = None, faults: Sequence[str] = ()) -> EmulatedConfig:
     """The default fleet, every phone with `persona` and `faults` added."""
     from phonebench.emulation.npu_personas import default_fleet

@@ -19,27 +19,18 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from phonebench.core.dburl import password_of
+from phonebench.core.dburl import ENV_VAR, password_of
 from phonebench.core.errors import BenchError
 
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "phonebench_schema"  # alembic's version table, named so that it marks our databases
-ENV_VAR = "PHONEBENCH_DATABASE"
 SQLITE_LOCK_TIMEOUT_S = 30.0  # how long a write waits for another process's lock before it fails
-DEFAULT_FILE = "results.sqlite"
 
 
 class StoreError(BenchError):
     """The results database cannot be opened, is not ours, or refused a write."""
-
-
-def resolve_database_url(configured: str | None = None, results_dir: str | Path = "reports") -> str:
-    """The store to use: $PHONEBENCH_DATABASE, else the station's `database`, else
-    <results_dir>/results.sqlite. A plain path means an SQLite file."""
-    chosen = os.environ.get(ENV_VAR) or configured
-    return to_url(chosen) if chosen else to_url(Path(results_dir) / DEFAULT_FILE)
 
 
 @contextlib.contextmanager
@@ -55,13 +46,6 @@ def password_in_environment(url: str | None) -> Iterator[None]:
         yield
     finally:
         os.environ.pop(ENV_VAR, None)
-
-
-def to_url(url_or_path: str | Path) -> str:
-    text_ = str(url_or_path)
-    if "://" in text_:
-        return text_
-    return f"sqlite:///{Path(text_).expanduser().resolve()}"
 
 
 def engine_url(url: str) -> str:

@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, aliased, selectinload
 from sqlalchemy.orm.exc import StaleDataError
 
+from phonebench.core.dburl import to_url
 from phonebench.core.killpoints import kill_point
 from phonebench.core.records import TestRecord
 from phonebench.core.verdict import VERDICT_FIELDS
@@ -67,7 +68,7 @@ def open_store(url_or_path: str | Path) -> Store:
     Raises StoreError, naming the database and what to do, when it is unreachable, corrupt, not a
     phonebench store or from a newer phonebench; a database that is not ours is never written to.
     """
-    url = db.to_url(url_or_path)
+    url = to_url(url_or_path)
     engine = db.create_store_engine(url)
     parsed = make_url(db.engine_url(url))
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 
+from phonebench.core.dburl import to_url
 from . import chain, db
 from .amend import first_difference
 
@@ -59,7 +60,7 @@ def _bounded(text: str) -> str:
 
 def verify_store(url: str) -> Verified:
     """Verify the store at `url` or SQLite path (already opened with open_store: migrated, ours)."""
-    url = db.to_url(url)
+    url = to_url(url)
     engine = db.create_store_engine(url)
     try:
         with engine.connect() as conn:
@@ -139,7 +140,7 @@ def _what_differs(chained: str, current: str) -> str:
 
 def head_in_chain(url: str, digest: str) -> bool:
     """Whether an entry of the store's chain has this digest (a head noted earlier)."""
-    url = db.to_url(url)
+    url = to_url(url)
     engine = db.create_store_engine(url)
     try:
         with engine.connect() as conn:

@@ -1,0 +1,64 @@
+"""The run request from the command line: the arguments `bench run` and `bench plan` share, the
+one `RunRequest` they make (phonebench.bench.station.request), and pytest's own argv for it."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from phonebench.core.paths import data_dir
+from ..lab.run import add_place_args
+from ..station.request import LabPlaces, RunRequest, Selection, StationRef, build_request
+
+DEFAULT_SUITES = data_dir("suites")
+
+
+def add_request_args(p: argparse.ArgumentParser) -> None:
+    """What a run is, on the command line of `bench run` and `bench plan` alike."""
+    p.add_argument("suites", nargs="*", help=f"test files or folders (default: {DEFAULT_SUITES})")
+    p.add_argument("--station", help="station file (TOML); default: the embedded emulated station")
+    p.add_argument("--dut", action="append", default=[], help="only this DUT (repeatable)")
+    p.add_argument("--bay", action="append", default=[], help="only this bay of a multi-bay station (repeatable)")
+    p.add_argument("--bays", type=int, help="emulated station: a fleet of N bays (1-4) tested in parallel")
+    p.add_argument("--jobs", type=int, help="bays (or places) tested at once (default: all of them)")
+    p.add_argument("-m", "--marker", help="only tests with this marker expression, e.g. acceptance")
+    p.add_argument("-k", "--keyword", help="only tests matching this pytest -k expression")
+    p.add_argument("--sla-profile", help="SLA profile to judge against, e.g. nightly (default: the station's; "
+                                         "sla_profiles/README.md)")
+    p.add_argument("--results-dir", help="where the run folder goes (default: the station's, ./reports)")
+    p.add_argument("--run-id", help="name of the run folder (a plain name; an id already used is refused)")
+    from ..station.backend import emulated_choices
+
+    personas, faults = emulated_choices()
+    p.add_argument("--persona", metavar="NAME",
+                   help=f"emulated station: SLA behaviour persona for every phone; one of {', '.join(personas)}")
+    p.add_argument("--fault", action="append", default=[], metavar="NAME",
+                   help=f"emulated station: inject a fault into every phone (repeatable); one of {', '.join(faults)}, "
+                        "kill-on:COMMAND")
+    add_place_args(p)
+
+
+def from_cli(args: argparse.Namespace, store: str | None = None) -> RunRequest:
+    """The request of `bench run` / `bench plan` (add_request_args); `store`: a store URL or SQLite
+    path given on the command line (`bench plan --database`)."""
+    places = None
+    if args.place or args.places:
+        places = LabPlaces(coordinator=args.coordinator, place=args.place, pattern=args.places, wait_s=args.place_wait)
+    station = StationRef(file=Path(args.station) if args.station else None, places=places, bays=args.bays,
+                         persona=args.persona, faults=tuple(args.fault))
+    selection = Selection(suites=tuple(args.suites), duts=tuple(args.dut), bays=tuple(args.bay),
+                          marker=args.marker, keyword=args.keyword)
+    return build_request(station, selection, sla_profile=args.sla_profile, results_dir=args.results_dir,
+                         run_id=args.run_id, store=store, jobs=args.jobs)
+
+
+def pytest_argv(request: RunRequest, *options: str) -> list[str]:
+    """pytest's own part of a run of `request` (the suites, -m, -k, the bench plugin) and `options`;
+    the bench's part is the request itself, handed to the plugin whole."""
+    selection = request.selection
+    argv = [*(selection.suites or [str(DEFAULT_SUITES)]), "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent),
+            "-p", "no:cacheprovider",
+            "-p", "no:labgrid"]  # labgrid's own pytest plugin (lab extra) is for labgrid targets, not the bench
+    for flag, value in (("-m", selection.marker), ("-k", selection.keyword)):
+        if value:
+            argv += [flag, value]
+    return [*argv, *options]
