@@ -18,7 +18,7 @@ from .phone_spec import PhoneSpec
 from .runtime_personas import runtime_persona
 from .shell import CommandResult, Shell, ShellContext
 from . import unit_variation
-from .unit_variation import unit_seed
+from .unit_variation import spec_night_seed
 from .world import World
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ App = Callable[["EmulatedPhone"], object]
 class EmulatedPhone:
     def __init__(self, spec: PhoneSpec, world: World | None = None, apps: Sequence[App] = ()) -> None:
         self.spec = spec
-        self.world = world or World(seed=unit_seed(spec.seed, spec.serial))
+        self.world = world or World(seed=spec_night_seed(spec))
         self.world.apply_unit(unit_variation.for_spec(spec))  # this unit's own process variation
         self.props = spec.props()
         self.npu_sensor_offset_c = runtime_persona(spec.sla_persona).npu_sensor_offset_c

@@ -30,7 +30,8 @@ class PhoneSpec:
     # left on /data: pushes and installs fail with ENOSPC), and those the
     # runtime and world understand.
     faults: list[str] = field(default_factory=list)
-    seed: int = 0
+    seed: int = 0  # the unit's own: its silicon (process variation, timing margin) and state
+    run_seed: int | None = None  # the night's (its noise; None: no station night): unit_variation.night_seed
     runtime_build: str = ""  # the runtime build it runs (emulation/runtime_builds.py; "" the release)
     # llama.cpp behind the phone's llama-bench / llama-completion: "auto" (the host's real build
     # when `make llama` made one, else the imitation), "real" (the build, or an error), "imitation".

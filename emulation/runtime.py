@@ -38,7 +38,7 @@ from .runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, Therma
 from .runtime_stream import EventStream
 from .runtime_timing import Conditions, StepTime, TokenTimer, timing_profile
 from .shell import CommandResult, ShellContext
-from .unit_variation import unit_rng, unit_seed
+from .unit_variation import spec_night_seed, unit_rng
 from .world import NPU_NOMINAL_MHZ
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ class EmulatedRuntime:
         self.config = RuntimeConfig(phone.fs)
         self.gpu = gpu
         self._lock = threading.Lock()  # one inference at a time, like the real NPU queue
-        seed = unit_seed(phone.spec.seed, phone.spec.serial)
+        seed = spec_night_seed(phone.spec)  # the night's noise; the die's own streams are unit_rng's
         self._erratic = np.random.default_rng([seed, 0xE7])
         self._mac_rng = unit_rng(phone.spec.seed, phone.spec.serial, 0xFA17)  # where this die's carries fail
         # What runs is what is installed: the station's named build was installed at the factory.
@@ -453,7 +453,7 @@ class EmulatedRuntime:
         events.append({"event": "thermal", "t": world.clock.now(), "action": "migrate", "npu_c": round(kill.npu_c, 2),
                        "cpu_c": round(temps["cpu"], 2), "layers_on_cpu": MIGRATION_STEP, "layers": LAYERS})
         sent = sum(1 for e in events.events if e.get("event") == "token")
-        invent = np.random.default_rng([unit_seed(self.phone.spec.seed, self.phone.spec.serial), 0xFA6E, self.inferences])
+        invent = np.random.default_rng([spec_night_seed(self.phone.spec), 0xFA6E, self.inferences])
         for index in range(sent, max_tokens):
             self._work(self.timer.decode(self._conditions()), "decode")
             events.append({"event": "token", "index": index, "id": int(invent.integers(0, vocab)),

@@ -20,7 +20,7 @@ from .plan import DEFAULT_SUITES, plan
 from ..station.selection import Inventory
 from ..results.summary import print_summary
 from phonebench.fixtures.plugin import roles_needed
-from phonebench.fixtures.session import BENCH
+from phonebench.fixtures.session import BENCH, seed_record
 from . import Subcommands
 
 if TYPE_CHECKING:  # annotations only
@@ -40,6 +40,8 @@ def register(subparsers: Subcommands) -> None:
                    help="the summary lists every test and verdict (and more logging, as `bench -v`)")
     p.add_argument("--no-preflight", action="store_true",
                    help="skip the station preflight (bench station check) before the tests")
+    p.add_argument("--seed", type=int, help="emulated station: the night's noise seed (default: a fresh one; the run "
+                                            "record keeps it, so --seed replays that night)")
     p.add_argument("--plan", action="store_true",
                    help="print the run's plan (expected lab time per phone, the makespan; as `bench plan`) and "
                         "exit: nothing is opened")
@@ -186,11 +188,11 @@ def _emulated_station(args: argparse.Namespace) -> StationConfig | None:
     else:
         config = StationConfig(name="emulated", source=None, emulated=EmulatedConfig())
     if config.emulated is None:
-        if args.persona or args.fault:
-            raise ConfigError("--persona and --fault apply to an emulated station only",
+        if args.persona or args.fault or getattr(args, "seed", None) is not None:
+            raise ConfigError("--persona, --fault and --seed apply to an emulated station only",
                               hint=f"{args.station} describes hardware")
         return None
-    config.emulated = with_behaviour(config.emulated, args.persona, args.fault)
+    config.emulated = with_behaviour(config.emulated, args.persona, args.fault).for_night(getattr(args, "seed", None))
     validate_emulated(config.emulated)  # an unknown persona or fault, said before anything starts
     return config
 
@@ -372,7 +374,7 @@ def run_parallel_bays(args: argparse.Namespace, station: StationConfig, run_dir:
                                           "quiet": True, "verbose_tests": False})
         return pytest_args(selection, folder)
 
-    record = {"name": station.name, "file": station_file, "emulated": False,
+    record = {"name": station.name, "file": station_file, "emulated": False, **seed_record(station),
               "location": station.location, "sla_profile": args.sla_profile or station.sla_profile}
     progress = None if args.quiet else run_progress(args, station_file, run_dir)
     view = make_view(progress, phones) if progress is not None else None
