@@ -79,8 +79,10 @@ def test_the_station_file_states_a_seed_and_refuses_a_bad_one(tmp_path):
         load_station(path)
 
 
-def test_seed_with_a_station_of_hardware_is_refused(tmp_path, capsys):
+def test_seed_with_a_station_of_hardware_is_one_line_and_exit_4(tmp_path, capsys):
     station = tmp_path / "lab.toml"
     station.write_text('[[dut]]\nname = "bay1"\nadb = "127.0.0.1:9"\ntransport = "direct"\n')
-    assert main(["run", "--station", str(station), "--seed", "3", "--results-dir", str(tmp_path / "r")]) == 2
-    assert "--persona, --fault and --seed apply to an emulated station only" in capsys.readouterr().err
+    assert main(["run", "--station", str(station), "--seed", "3", "--results-dir", str(tmp_path / "r")]) == 4
+    err = capsys.readouterr().err.strip()
+    assert err == f"bench: error: --seed sets an emulated station's noise; {station} has real phones (leave it out)"
+    assert not (tmp_path / "r").exists()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from phonebench.core.exits import PHONES_UNREACHABLE, REPORTED_PARTS_HELD, RESULTS_NOT_WRITTEN, STORE_BEHIND
-from phonebench.core.errors import ConfigError
+from phonebench.core.errors import ConfigError, UsageError
 from phonebench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
 from .plan import DEFAULT_SUITES, plan
 from ..station.selection import Inventory
@@ -188,8 +188,10 @@ def _emulated_station(args: argparse.Namespace) -> StationConfig | None:
     else:
         config = StationConfig(name="emulated", source=None, emulated=EmulatedConfig())
     if config.emulated is None:
-        if args.persona or args.fault or getattr(args, "seed", None) is not None:
-            raise ConfigError("--persona, --fault and --seed apply to an emulated station only",
+        if getattr(args, "seed", None) is not None:
+            raise UsageError(f"--seed sets an emulated station's noise; {args.station} has real phones (leave it out)")
+        if args.persona or args.fault:
+            raise ConfigError("--persona and --fault apply to an emulated station only",
                               hint=f"{args.station} describes hardware")
         return None
     config.emulated = with_behaviour(config.emulated, args.persona, args.fault).for_night(getattr(args, "seed", None))
