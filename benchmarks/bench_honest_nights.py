@@ -1,5 +1,7 @@
-"""Honest night pairs on the emulated fleet: does the nightly compare raise false alarms at no more
-than its stated rate, on nights that really differ (docs/nightly.md, "Honest nights")?
+"""Honest night pairs on the emulated fleet: the nightly compare's false alarms on nights that differ.
+
+Does `bench compare` raise false alarms at no more than its stated rate on nights that really
+differ (docs/nightly.md, "Honest nights")?
 
 Each pair is two `bench run --sla-profile nightly` runs of the same build, each with its own noise
 seed (as two real nights), compared by `bench compare`'s own code (compare_models, Holm over the
@@ -9,11 +11,13 @@ difference whatever its size (what Holm bounds by 5 %). Prints per pair its seed
 statistics differ and by how much, and its calls; then both counts with their Clopper-Pearson 95 %
 upper bounds. Exit 1 when the false alarms are more than 5 % could explain (one-sided binomial p < 0.05).
 
-The full default fleet's full nightly is about an hour of station time per night; a selection
-(`-k`, `--dut`) keeps a pair to minutes:
+The full default fleet's full nightly is about an hour of station time per night, so by default
+each night runs the gates that need no warm-up (RUNTIME_GATES: claims 3-6, 12, 14; about 7.5 station
+minutes a phone, 5-7 wall minutes a night on two cores); `--full` runs the whole nightly, `-k` and
+`--dut` choose another selection:
 
-    python benchmarks/bench_honest_nights.py [--pairs 10] [-k EXPR] [--dut EMU0001 ...] [--station FILE]
-                                             [--seed-base N] [--results-dir DIR]
+    python benchmarks/bench_honest_nights.py [--pairs 10] [--full | -k EXPR] [--dut EMU0001 ...]
+                                             [--station FILE] [--seed-base N] [--results-dir DIR]
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from phonebench.bench.cli.compare import thresholds_of  # noqa: E402
 from phonebench.bench.results.compare import ALPHA, NOT_CALLED, UNCHANGED, Night, compare_models  # noqa: E402
 
 PROFILE = "nightly"
+RUNTIME_GATES = "first_token or token_latency or spot_check or counters or sustained_and_peak"
 
 
 def night(args: argparse.Namespace, run_id: str, seed: int) -> dict:
@@ -67,13 +72,15 @@ def upper_95(k: int, n: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("-k", "--keyword", help="only these tests (pytest -k), e.g. a run-time-only selection")
+    parser.add_argument("-k", "--keyword", default=RUNTIME_GATES, help="which tests (pytest -k; default: %(default)r)")
+    parser.add_argument("--full", action="store_true", help="the whole nightly (every gate, hours a pair)")
     parser.add_argument("--dut", action="append", default=[], help="only this phone (repeatable)")
     parser.add_argument("--station", help="station file (default: the emulated default fleet)")
     parser.add_argument("--seed-base", type=int, help="pair i runs seeds BASE+2i and BASE+2i+1 (default: fresh seeds)")
     parser.add_argument("--results-dir", help="where the runs go (default: a temporary folder)")
     args = parser.parse_args()
     args.results_dir = Path(args.results_dir or tempfile.mkdtemp(prefix="honest-nights-"))
+    args.keyword = None if args.full else args.keyword
     thresholds = thresholds_of(PROFILE)
     print(f"{args.pairs} honest night pairs, profile {PROFILE}, {args.station or 'the default fleet'}"
           f"{', phones ' + ', '.join(args.dut) if args.dut else ''}{', -k ' + repr(args.keyword) if args.keyword else ''}; "
