@@ -30,12 +30,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from phonebench.bench.cli.compare import thresholds_of  # noqa: E402
-from phonebench.bench.results.compare import ALPHA, NOT_CALLED, UNCHANGED, Night, compare_models  # noqa: E402
+from phonebench.bench.results.compare import ALPHA, NOT_CALLED, UNCHANGED, compare_models  # noqa: E402
 
 PROFILE = "nightly"
 RUNTIME_GATES = "first_token or token_latency or spot_check or counters or sustained_and_peak"
@@ -60,13 +61,48 @@ def night(args: argparse.Namespace, run_id: str, seed: int) -> dict:
     return data
 
 
-def differences(night_: Night) -> list[float]:
-    """|relative change| of every model-level statistic both nights measured with a value."""
-    return [abs(c.relative) for c in night_.comparisons if c.phone is None and c.relative is not None]
-
-
 def upper_95(k: int, n: int) -> float:
     return 1.0 if k >= n else float(stats.beta.ppf(0.95, k + 1, n - k))
+
+
+class Tally:
+    """What the pairs showed so far: nights with a false alarm, with a significant difference, and
+    each called comparison's change in units of its stated s.e. (z: about N(0, 1) when the stated
+    uncertainties are honest; smaller when they are generous)."""
+
+    def __init__(self) -> None:
+        self.pairs = self.alarms = self.significant = 0
+        self.z: list[float] = []
+
+    def add(self, number: int, first: dict, second: dict, thresholds: dict[str, float]) -> None:
+        result = compare_models(second, {None: first}, thresholds)
+        called = [c for c in result.comparisons if c.phone is None and c.p is not None]
+        raised = [c for c in called if c.call not in (UNCHANGED, NOT_CALLED)]
+        real = [c for c in called if c.p_holm is not None and c.p_holm < ALPHA]
+        diffs = sorted(abs(c.relative) for c in result.comparisons if c.phone is None and c.relative is not None)
+        z = [c.difference / c.se for c in called if c.se]
+        self.pairs, self.alarms, self.significant = self.pairs + 1, self.alarms + bool(raised), self.significant + bool(real)
+        self.z += z
+        equal = sum(d < 5e-6 for d in diffs)  # equal to five digits: the same night replayed
+        print(f"pair {number} (seeds {first['station'].get('seed')}, {second['station'].get('seed')}): {len(called)} "
+              f"model-level comparisons called; statistics differ by a median {100 * diffs[len(diffs) // 2]:.2f} % "
+              f"(largest {100 * diffs[-1]:.2f} %), {equal} of {len(diffs)} equal to five digits; |z| at most "
+              f"{max(map(abs, z), default=0):.2f}; smallest Holm p "
+              f"{min((c.p_holm for c in called if c.p_holm is not None), default=1):.3g}; calls: "
+              f"{', '.join(f'{c.metric} on {c.model} {c.call} {100 * (c.relative or 0):+.1f} %' for c in raised) or 'none'}",
+              flush=True)
+
+    def verdict(self) -> int:
+        n, z = self.pairs, np.array(self.z)
+        print(f"false alarms (a call other than unchanged): {self.alarms} of {n} honest pairs "
+              f"(95 % upper bound {upper_95(self.alarms, n):.0%}; stated: at most {ALPHA:.0%} of nights)")
+        print(f"Holm-significant differences of any size: {self.significant} of {n} (95 % upper bound "
+              f"{upper_95(self.significant, n):.0%}; Holm bounds it by {ALPHA:.0%})")
+        if z.size:
+            print(f"change / stated s.e. over {z.size} comparisons: rms {np.sqrt(np.mean(z ** 2)):.2f}, "
+                  f"|z| > 1.96 in {np.mean(np.abs(z) > 1.96):.1%} (honest: rms 1, 5 %)")
+        too_many = stats.binom.sf(self.alarms - 1, n, ALPHA) < 0.05 if self.alarms else False
+        return 1 if too_many else 0
 
 
 def main() -> int:
@@ -78,38 +114,27 @@ def main() -> int:
     parser.add_argument("--station", help="station file (default: the emulated default fleet)")
     parser.add_argument("--seed-base", type=int, help="pair i runs seeds BASE+2i and BASE+2i+1 (default: fresh seeds)")
     parser.add_argument("--results-dir", help="where the runs go (default: a temporary folder)")
+    parser.add_argument("--read", action="store_true", help="run nothing: compare the pairs already in --results-dir")
     args = parser.parse_args()
     args.results_dir = Path(args.results_dir or tempfile.mkdtemp(prefix="honest-nights-"))
     args.keyword = None if args.full else args.keyword
     thresholds = thresholds_of(PROFILE)
+    tally = Tally()
+    if args.read:
+        for pair in range(1, args.pairs + 1):
+            runs = [args.results_dir / f"honest-{pair}-{side}" / "results.json" for side in "ab"]
+            if all(r.exists() for r in runs):
+                tally.add(pair, *(json.loads(r.read_text()) for r in runs), thresholds)
+        return tally.verdict()
     print(f"{args.pairs} honest night pairs, profile {PROFILE}, {args.station or 'the default fleet'}"
           f"{', phones ' + ', '.join(args.dut) if args.dut else ''}{', -k ' + repr(args.keyword) if args.keyword else ''}; "
           f"runs in {args.results_dir}", flush=True)
-    alarms = significant = 0
     for pair in range(args.pairs):
         seeds = ((args.seed_base + 2 * pair, args.seed_base + 2 * pair + 1) if args.seed_base is not None
                  else (secrets.randbelow(1 << 32), secrets.randbelow(1 << 32)))
         first, second = (night(args, f"honest-{pair + 1}-{side}", seed) for side, seed in zip("ab", seeds))
-        result = compare_models(second, {None: first}, thresholds)
-        called = [c for c in result.comparisons if c.phone is None and c.p is not None]
-        raised = [c for c in called if c.call not in (UNCHANGED, NOT_CALLED)]
-        real = [c for c in called if c.p_holm is not None and c.p_holm < ALPHA]
-        diffs = sorted(differences(result))
-        equal = sum(d < 5e-6 for d in diffs)  # equal to five digits: the same night replayed
-        alarms += bool(raised)
-        significant += bool(real)
-        print(f"pair {pair + 1}: {len(called)} model-level comparisons called; statistics differ by a median "
-              f"{100 * diffs[len(diffs) // 2]:.2f} % (largest {100 * diffs[-1]:.2f} %), {equal} of {len(diffs)} equal "
-              f"to five digits; smallest Holm p {min((c.p_holm for c in called if c.p_holm is not None), default=1):.3g}; "
-              f"calls: {', '.join(f'{c.metric} on {c.model} {c.call} {100 * (c.relative or 0):+.1f} %' for c in raised) or 'none'}",
-              flush=True)
-    n = args.pairs
-    print(f"false alarms (a call other than unchanged): {alarms} of {n} honest pairs "
-          f"(95 % upper bound {upper_95(alarms, n):.0%}; stated: at most {ALPHA:.0%} of nights)")
-    print(f"Holm-significant differences of any size: {significant} of {n} (95 % upper bound "
-          f"{upper_95(significant, n):.0%}; Holm bounds it by {ALPHA:.0%})")
-    too_many = stats.binom.sf(alarms - 1, n, ALPHA) < 0.05 if alarms else False
-    return 1 if too_many else 0
+        tally.add(pair + 1, first, second, thresholds)
+    return tally.verdict()
 
 
 if __name__ == "__main__":
