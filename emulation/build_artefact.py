@@ -216,8 +216,9 @@ def _members(data: bytes) -> dict[str, bytes]:
 
 def _verify(manifest: bytes, signature: bytes, trusted: Ed25519PublicKey) -> None:
     parts = signature.decode("ascii", errors="replace").split()
-    if len(parts) != 3 or parts[0] != "ed25519":
+    if len(parts) < 3 or parts[0] != "ed25519":
         raise ArtefactRefused("bad-signature", f"signature verification failed: {SIGNATURE} is malformed")
+    parts[2:] = ["".join(parts[2:])]  # base64 wrapped over lines (`base64` without -w0) is one signature
     if parts[1] != key_id(trusted):
         raise ArtefactRefused("bad-signature", f"signature verification failed: signed by key {parts[1][:16]}, "
                                                f"not this device's release key {key_id(trusted)}")
