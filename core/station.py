@@ -8,6 +8,7 @@ phonebench.bench.station.backend's job.
 from __future__ import annotations
 
 import logging
+import secrets
 import socket
 import sys
 from dataclasses import dataclass, field, replace
@@ -35,6 +36,7 @@ _D = TypeVar("_D")
 INSTRUMENT_ROLES = ("scope", "supply", "thermal", "stimulus", "clock", "fixture", "chamber")
 ADB_TRANSPORTS = ("server", "direct")
 MAX_EMULATED_BAYS = 4  # the emulated N6705C mainframe has four module slots
+MAX_SEED = (1 << 63) - 1  # a run's noise seed: a TOML integer of at least 0
 
 
 @dataclass
@@ -112,6 +114,19 @@ class EmulatedConfig:
     # A negative control: two bays whose supply and probe cables are swapped (each bay's supply and
     # thermal probes are on the other bay's phone), as a technician's slip would leave them.
     cross_wired: list[str] = field(default_factory=list)
+    # The night's noise (measurement noise, timing jitter, the room's cycle): None draws a fresh
+    # seed when the station starts, as every real night differs; a seed replays one night.
+    seed: int | None = None
+
+    def for_night(self, seed: int | None) -> EmulatedConfig:
+        """This station with a run's seed: `seed` (--seed), else the file's, else a fresh one."""
+        chosen = seed if seed is not None else self.seed if self.seed is not None else fresh_seed()
+        return replace(self, seed=chosen)
+
+
+def fresh_seed() -> int:
+    """A seed for a night nobody asked to replay (recorded with the run, so it can be)."""
+    return secrets.randbelow(1 << 32)
 
 
 # The families the emulated station can build per role (emulation/instruments/registry.py builds them).
@@ -156,6 +171,9 @@ class StationConfig:
     # The repository's DEVELOPMENT signing key (its private half is public) is trusted only on a
     # station that says so by name: `trust_development_key = true` at the top of its file.
     trust_development_key: bool = False
+    # The noise seed of the emulated station this file reaches ([station] emulated_seed, written by
+    # `bench emulate`): kept in the run record so the night can be replayed (bench run --seed).
+    emulated_seed: int | None = None
 
     @property
     def trusts_development_key(self) -> bool:
@@ -318,7 +336,7 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
     top = _Reader(origin, data, "")
     top.check_unknown({"station", "dut", "instruments", "bay", "emulated", "room", "trust_development_key"})
     st = _Reader(origin, top.get("station", dict, {}), "[station].")
-    st.check_unknown({"name", "results_dir", "sla_profile", "location", "database", "payloads"})
+    st.check_unknown({"name", "results_dir", "sla_profile", "location", "database", "payloads", "emulated_seed"})
     base = source.parent if source else Path.cwd()
     given = st.get("results_dir", str, None)
     results = Path(given) if given is not None else Path.cwd() / "reports"
@@ -332,6 +350,7 @@ def parse_station(data: dict[str, Any], origin: str = "<station>", source: Path 
         database=_database_url(st.get("database", str, None), base),
         payloads=_relative_to(st.get("payloads", str, None), base),
         trust_development_key=top.get("trust_development_key", bool, False),
+        emulated_seed=_seed(st, "emulated_seed"),
     )
     if password_of(config.database) and origin not in _told_password:  # still used, never copied on
         _told_password.add(origin)
@@ -487,7 +506,7 @@ def _parse_bays(origin: str, tables: list[Any], config: StationConfig) -> list[B
 
 
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
-    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport", "cross_wired",
+    r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport", "cross_wired", "seed",
                      *EMULATED_FAMILIES})
     auth = r.get("auth", str, "any")
     if auth not in ("any", "prompt", "none", "listed"):
@@ -509,7 +528,7 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
         raise r._err("cross_wired", 'two different bay names, e.g. ["bay1", "bay2"]', cross_wired)
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth, bays=bays,
                             allowed_keys=_strings(r, "allowed_keys"), transport=transport, families=families,
-                            cross_wired=cross_wired)
+                            cross_wired=cross_wired, seed=_seed(r, "seed"))
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
         if not isinstance(table, dict):
             raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",
@@ -579,6 +598,13 @@ def _parse_room(r: _Reader, base: RoomConfig) -> RoomConfig:
     if room.hvac_amplitude_c < 0:
         raise r._err("hvac_amplitude_c", "degC >= 0 (the half swing)", room.hvac_amplitude_c)
     return room
+
+
+def _seed(r: _Reader, key: str) -> int | None:
+    seed = r.get(key, int, None)
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise r._err(key, f"a seed from 0 to {MAX_SEED}", seed)
+    return seed
 
 
 def _strings(r: _Reader, key: str) -> list[str]:

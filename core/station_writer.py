@@ -48,6 +48,8 @@ def _station_table(config: StationConfig) -> list[str]:
         lines.append(f"database = {_q(without_password(config.database))}")
     if config.payloads:
         lines.append(f"payloads = {_q(str(config.payloads))}")
+    if config.emulated_seed is not None:  # the night the emulated station behind this file runs
+        lines.append(f"emulated_seed = {config.emulated_seed}")
     return lines + [""]
 
 
@@ -107,7 +109,8 @@ def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> st
               f"auth = {_q(emulated.auth)}", f"transport = {_q(emulated.transport)}",
               f"allowed_keys = {_q(list(emulated.allowed_keys))}",
               *(f"{role} = {_q(family)}" for role, family in emulated.families.items()),
-              *([f"cross_wired = {_q(list(emulated.cross_wired))}"] if emulated.cross_wired else []), ""]
+              *([f"cross_wired = {_q(list(emulated.cross_wired))}"] if emulated.cross_wired else []),
+              *([f"seed = {emulated.seed}"] if emulated.seed is not None else []), ""]
     for phone in emulated.phones:
         lines += ["[[emulated.phone]]", f"serial = {_q(phone.serial)}", f"seed = {phone.seed}",
                   f"sla_persona = {_q(phone.sla_persona)}", f"faults = {_q(list(phone.faults))}"]

@@ -27,7 +27,7 @@ import numpy as np
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from .unit_variation import unit_seed
+from .unit_variation import spec_night_seed
 
 if TYPE_CHECKING:
     from .device import EmulatedPhone
@@ -70,7 +70,7 @@ class AuditLog:
         self._signer = _device_key(phone, b"someone else") if bad_signatures else self._key
         faults = set(phone.spec.faults)
         self.drop_rate = max(drop_rate, DROP_RATE if FAULT_DROP in faults else 0.0)
-        self._drops = np.random.default_rng([unit_seed(phone.spec.seed, phone.spec.serial), 0xA0D1])
+        self._drops = np.random.default_rng([spec_night_seed(phone.spec), 0xA0D1])
         self.missing_fields = FAULT_MISSING_FIELDS in faults
         self.seq = 0
         self._prev = GENESIS

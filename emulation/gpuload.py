@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .npu_personas import get_persona
-from .unit_variation import unit_rng
+from .unit_variation import spec_night_seed
 from .runtime_personas import runtime_persona
 from .shell import CommandResult, ShellContext
 
@@ -71,7 +71,7 @@ class GpuLoad:
     def __init__(self, phone: "EmulatedPhone") -> None:
         self.phone = phone
         self.weak = FAULT_WEAK in phone.spec.faults
-        self._rng = unit_rng(phone.spec.seed, phone.spec.serial, 0x6B0)
+        self._rng = np.random.default_rng([spec_night_seed(phone.spec), 0x6B0])  # the load's wobble: the night's
         self._load: _Load | None = None
         self._offset = 0.0  # how far the achieved load sits from the target (per start)
         self._samples: list[float] = []

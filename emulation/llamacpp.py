@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .unit_variation import unit_seed
+from .unit_variation import spec_night_seed
 from .shell import CommandResult, ShellContext
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def _completion_parser() -> _Parser:
 class EmulatedLlamaCpp:
     def __init__(self, phone: "EmulatedPhone") -> None:
         self.phone = phone
-        self.rng = np.random.default_rng(unit_seed(phone.spec.seed, phone.spec.serial) + 0x11A3A)
+        self.rng = np.random.default_rng([spec_night_seed(phone.spec), 0x11A3A])
 
     def _timed(self, phase: str, tokens: int, rate: float) -> float:
         """Run `tokens` at `rate` tokens/s in the world; returns the nanoseconds it took."""

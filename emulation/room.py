@@ -27,16 +27,17 @@ class AirSource(Protocol):
 class Room:
     """A bay's room: ambient_c moved by its profile, and its door (RoomConfig's fields)."""
 
-    def __init__(self, config: RoomConfig, t0: float = 0.0) -> None:
+    def __init__(self, config: RoomConfig, t0: float = 0.0, phase: float = 0.0) -> None:
         self.config = config
         self.t0 = t0  # the room's start on the station clock
+        self.phase = phase  # where in its cycle the thermostat is at t0 (a fraction of a period)
 
     def air_c(self, t: float) -> float:
         c = self.config
         s = t - self.t0
         air = c.ambient_c
         if c.profile == "hvac":  # the thermostat's cycle
-            air += c.hvac_amplitude_c * math.sin(2.0 * math.pi * s / c.hvac_period_s)
+            air += c.hvac_amplitude_c * math.sin(2.0 * math.pi * (s / c.hvac_period_s + self.phase))
         elif c.profile == "warm-night":  # the building warms through the night, then holds
             air += c.ramp_c * min(max(s, 0.0) / c.ramp_s, 1.0)
         if c.door_open_at_s is not None and c.door_open_at_s <= s < c.door_open_at_s + c.door_open_for_s:

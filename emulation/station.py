@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from phonebench.core.errors import ConfigError
-from phonebench.core.station import DutConfig, EmulatedConfig, RoomConfig, Rooms, StationConfig, emulated_bay_names
+from phonebench.core.station import (DutConfig, EmulatedConfig, RoomConfig, Rooms, StationConfig, emulated_bay_names,
+                                     fresh_seed)
 from .device import EmulatedPhone, PhoneSpec
 from .phones import emulated_phone
 from .room import rack_room
 from .npu_personas import default_fleet
 from .runtime_builds import runtime_build
-from .unit_variation import unit_seed
+from .unit_variation import spec_night_seed
 from .world import World
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,9 @@ class EmulatedStation:
     # The station file's [room] (None: the default rack, each bay steady at its own ambient, rack_room).
     rooms: Rooms | None = None
     bay_rooms: dict[str, RoomConfig] = field(default_factory=dict)  # the room each started bay sits in
+    seed: int | None = None  # the night's noise seed, once started: the config's, else a fresh one
 
-    def _specs(self) -> list[PhoneSpec]:
+    def _specs(self, run_seed: int | None = None) -> list[PhoneSpec]:
         from . import npu_personas
 
         personas, faults = sla_personas(), known_faults()
@@ -103,11 +105,11 @@ class EmulatedStation:
                                   hint=f"known faults: {', '.join(sorted(faults))}, kill-on:<command>")
 
         if not self.config.phones:
-            return npu_personas.default_fleet()
+            return [dataclasses.replace(s, run_seed=run_seed) for s in npu_personas.default_fleet()]
         specs = []
         for phone in self.config.phones:
             overrides = dict(sla_persona=phone.sla_persona, faults=list(phone.faults), seed=phone.seed,
-                             runtime_build=phone.build)
+                             runtime_build=phone.build, run_seed=run_seed)
             if phone.npu_persona:
                 specs.append(npu_personas.phone_spec(phone.npu_persona, phone.serial, **overrides))
             else:
@@ -121,7 +123,10 @@ class EmulatedStation:
         auth = None if self.config.auth == "none" else AuthPolicy(
             accept_any=self.config.auth in ("any", "prompt"), prompt=self.config.auth == "prompt",
             allowed_keys=list(self.config.allowed_keys))
-        specs = self._specs()
+        self.seed = self.config.seed if self.config.seed is not None else fresh_seed()
+        log.info("emulated station: the night's noise seed is %d (replay it with bench run --seed %d)",
+                 self.seed, self.seed)
+        specs = self._specs(self.seed)
         bays = emulated_bay_names(self.config.bays or len(specs))
         if self.only_bay is not None and self.only_bay not in bays:
             raise ConfigError(f"emulated station: no bay named {self.only_bay!r}", hint=f"bays: {', '.join(bays)}")
@@ -141,8 +146,7 @@ class EmulatedStation:
                     continue
                 room = self.rooms.for_bay(bay) if self.rooms is not None else rack_room(k)
                 self.bay_rooms[bay] = room
-                phone = emulated_phone(spec, World(seed=unit_seed(spec.seed, spec.serial), persona=spec.sla_persona,
-                                                   room=room))
+                phone = emulated_phone(spec, World(seed=spec_night_seed(spec), persona=spec.sla_persona, room=room))
                 daemon = AdbDaemon(phone, auth=auth)
                 daemon.start()
                 self.duts.append(EmulatedDut(phone, daemon))
@@ -207,5 +211,6 @@ class EmulatedStation:
                 for bay, d in zip(running, self.duts)}
         bays, inventory = self.fleet.config(duts)
         merged = dataclasses.replace(config, duts=list(duts.values()), instruments={}, bays=bays, inventory=inventory,
-                                     payloads=config.payloads or self.payloads_folder(), rooms=self.rooms_stated())
+                                     payloads=config.payloads or self.payloads_folder(), rooms=self.rooms_stated(),
+                                     emulated_seed=self.seed)
         return merged.for_bay(bays[0].name) if len(bays) == 1 else merged  # one bay: its view, as a file gives

@@ -79,10 +79,27 @@ NOMINAL = UnitVariation()
 
 
 def unit_seed(seed: int, serial: str) -> int:
-    """The seed of a unit's random streams (token jitter, voice, counters): the one its station
-    file gives, 0 by default. Its process variation and its silicon's own streams differ by serial
-    whatever the seed (unit_rng). Why not per serial: docs/emulated-fleet.md."""
+    """The seed of a unit's own state that is not its silicon (which weight page a persona
+    corrupts, its audit key): the one its station file gives, 0 by default."""
     return int(seed)
+
+
+def night_seed(run_seed: int | None, seed: int, serial: str) -> int:
+    """The seed of one unit's noise on one night (token jitter, voice, counters, instrument noise,
+    the room's cycle): from the run's seed, the unit's station seed and its serial, so every unit
+    has its own and a bay started in another process derives the same one. A phone outside a
+    station's night (run_seed None: built on its own, as the production line and unit tests build
+    them) has the noise of its station seed alone. docs/emulated-fleet.md."""
+    if run_seed is None:
+        return unit_seed(seed, serial)
+    mask = (1 << 64) - 1
+    entropy = [int(run_seed) & mask, int(seed) & mask, zlib.crc32(serial.encode())]
+    return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0])
+
+
+def spec_night_seed(spec: object) -> int:
+    """night_seed of an emulated phone's spec (its run_seed, seed and serial)."""
+    return night_seed(spec.run_seed, spec.seed, spec.serial)  # type: ignore[attr-defined]
 
 
 def unit_rng(seed: int, serial: str, stream: int) -> np.random.Generator:

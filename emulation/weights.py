@@ -36,7 +36,7 @@ import numpy as np
 from phonebench.core.merkle import BLOCK_SIZE, MerkleTree, VerityGeometry, build_tree
 from phonebench.core.signing import DEV_PRIVATE_KEY, load_private_key, sign_bytes
 from .tinymodel import MODEL_NAME
-from .unit_variation import unit_seed
+from .unit_variation import spec_night_seed, unit_seed
 
 if TYPE_CHECKING:
     from .device import EmulatedPhone
@@ -116,7 +116,7 @@ class WeightStore:
         self.read_time_omitted = read_time_omitted
         self.slow = FAULT_SLOW_FLASH in faults or read_time_omitted
         self.repair_ignored = FAULT_REPAIR_IGNORED in faults
-        self._rng = np.random.default_rng([unit_seed(phone.spec.seed, phone.spec.serial), 0x3E16])
+        self._rng = np.random.default_rng([spec_night_seed(phone.spec), 0x3E16])  # read times: the night's
         self.crc_errors = 0
         self.pages_read = 0
         pkg = update_package()

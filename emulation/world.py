@@ -65,7 +65,7 @@ from .room import AirSource, Room
 from .supply import DEFAULT_RIPPLE_HZ, Supply
 from .thermal_model import Cooling, ThermalModel
 from .timeline import Timeline
-from .unit_variation import NOMINAL, UnitVariation, for_spec, unit_seed
+from .unit_variation import NOMINAL, UnitVariation, for_spec, spec_night_seed
 from .voice import VOICE_BEHAVIOURS, Dialog, VoiceAssistant
 
 log = logging.getLogger(__name__)
@@ -143,10 +143,11 @@ class World:
     def __init__(self, clock: SimClock | None = None, ambient_c: float = 25.0, seed: int = 0,
                  persona: str = "nominal", room: RoomConfig | None = None) -> None:
         self.clock = clock or SimClock()
-        # The air around the phone: the room's (a steady ambient_c unless a room is given); a
-        # thermal chamber replaces it with set_air.
-        self.air: AirSource = Room(room or RoomConfig(ambient_c=ambient_c), t0=self.clock.now())
-        self.seed = seed
+        self.seed = seed  # the night's noise (emulation/unit_variation.py, night_seed)
+        # The air around the phone: the room's (a steady ambient_c unless a room is given), its
+        # thermostat at the night's own point of its cycle; a thermal chamber replaces it (set_air).
+        self.air: AirSource = Room(room or RoomConfig(ambient_c=ambient_c), t0=self.clock.now(),
+                                   phase=float(self.rng("room").random()))
         self._lock = threading.RLock()
         self.phase = "idle"  # what the runtime is doing right now (inside work())
         self.npu_freq_mhz = NPU_NOMINAL_MHZ
@@ -254,7 +255,7 @@ class World:
         spec = phone.spec  # type: ignore[attr-defined]
         with self._lock:
             self.phone = phone
-            self.seed = unit_seed(int(spec.seed), spec.serial)
+            self.seed = spec_night_seed(spec)
             self.variation = for_spec(spec)
             self.timeline = Timeline()
             self.background = {}

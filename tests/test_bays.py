@@ -115,7 +115,7 @@ def test_the_mainframe_routes_each_channel_to_its_bay_and_refuses_empty_slots():
     from phonebench.drivers.registry import open_instrument
     from phonebench.emulation.station import EmulatedStation
 
-    with EmulatedStation(EmulatedConfig(bays=2)) as emulated:
+    with EmulatedStation(EmulatedConfig(bays=2, seed=1)) as emulated:
         station = emulated.merge_into(StationConfig(name="emulated", source=None))
         worlds = [d.phone.world for d in emulated.duts]
         address = station.inventory["n6705c"].address
@@ -138,7 +138,7 @@ def test_a_bay_sees_only_its_channels_of_the_shared_probe_board():
     from phonebench.drivers.registry import open_instrument
     from phonebench.drivers.bay_view import BayChannels
 
-    with open_station(emulated=EmulatedConfig(bays=2)) as station:
+    with open_station(emulated=EmulatedConfig(bays=2, seed=1)) as station:
         board = open_instrument("thermal", "generic-ascii", station.inventory["probes"].address)
         try:
             view = BayChannels(board, "2")
@@ -151,7 +151,7 @@ def test_a_bay_sees_only_its_channels_of_the_shared_probe_board():
 # --- bench run with bays at once -------------------------------------------------------------
 def two_bays(tmp_path: Path, faults: list[str]) -> str:
     path = tmp_path / "bays.toml"
-    path.write_text("[emulated]\nbays = 2\ninstruments = false\n"
+    path.write_text("[emulated]\nseed = 1\nbays = 2\ninstruments = false\n"
                     '[[emulated.phone]]\nserial = "EMU-A"\n'
                     f'[[emulated.phone]]\nserial = "EMU-B"\nfaults = {json.dumps(faults)}\n')
     return str(path)
@@ -228,7 +228,7 @@ def test_bays_sharing_instruments_use_them_one_test_at_a_time(tmp_path):
     opened for one test) has it to itself; no other connection's commands come in between."""
     from phonebench.emulation.station import EmulatedStation
 
-    with EmulatedStation(EmulatedConfig(bays=2)) as emulated:
+    with EmulatedStation(EmulatedConfig(bays=2, seed=1)) as emulated:
         fleet = emulated.merge_into(StationConfig(name="emulated", source=None))
         servers = emulated.fleet.servers
         order: dict[str, list] = {"n6705c": [], "probes": []}  # connections, kept alive: ids stay unique

@@ -104,3 +104,25 @@ def test_unknown_persona_or_fault_is_named_with_the_known_ones(tmp_path):
     proc, _ = bench(tmp_path, "run", "--station", one_phone_station(tmp_path, ["melted"]), IDENTITY_SUITE)
     assert "unknown fault(s) ['melted']" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_each_run_is_its_own_night_and_its_seed_replays_it(tmp_path):
+    """Two runs of one build differ as two nights do; the record keeps each run's noise seed, and
+    `--seed` gives the same figures again (issue 51)."""
+    station = one_phone_station(tmp_path)
+    suite = [str(REPO / "suites" / "test_sla_runtime.py"), "-k", "first_token", "--sla-profile", "nightly", "-q"]
+
+    def first_token(run_id: str, *seed: str) -> tuple[float, dict]:
+        proc, data = bench(tmp_path, "run", "--station", station, "--run-id", run_id, *seed, *suite)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        verdict = next(v for t in data["tests"] for v in t["verdicts"] if v["name"].startswith("first_token"))
+        return verdict["value"], data
+
+    fresh, night = first_token("fresh")
+    seed = night["station"]["seed"]
+    replayed, again = first_token("replayed", "--seed", str(seed))
+    other, _ = first_token("other", "--seed", str(seed + 1))
+    assert again["station"]["seed"] == seed and replayed == fresh  # the same night, to the last digit
+    assert other != fresh  # another night: other noise
+    assert again["duts"]["EMU-T1"]["serial"] == night["duts"]["EMU-T1"]["serial"]
+    assert f"bench run --seed {seed}" in (tmp_path / "reports" / "replayed" / "report.html").read_text()

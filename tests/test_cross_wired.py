@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 STATION = """[station]
 name = "{name}"
 [emulated]
+seed = 1
 {wiring}
 [[emulated.phone]]
 serial = "EMU-W1"

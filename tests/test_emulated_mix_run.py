@@ -13,7 +13,7 @@ INSTRUMENT_SUITE = str(REPO / "suites" / "test_instruments.py")
 
 def test_instrument_suite_passes_on_a_rigol_and_fluke_station(tmp_path):
     station = tmp_path / "station.toml"
-    station.write_text('[emulated]\nscope = "rigol-ds1000z"\nthermal = "fluke-1529"\n'
+    station.write_text('[emulated]\nseed = 1\nscope = "rigol-ds1000z"\nthermal = "fluke-1529"\n'
                        '[[emulated.phone]]\nserial = "EMU-T1"\n')
     proc, data = bench(tmp_path, "run", "--station", str(station), INSTRUMENT_SUITE, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -24,14 +24,14 @@ def bench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_plan_then_run_records_the_planned_lab_time(tmp_path):
-    first = bench(tmp_path, "run", "--dut", "EMU0001", "--run-id", "first", "-q", SUITE)
+    first = bench(tmp_path, "run", "--dut", "EMU0001", "--run-id", "first", "--seed", "1", "-q", SUITE)
     assert first.returncode == 0, first.stdout + first.stderr
     planned = bench(tmp_path, "plan", "--dut", "EMU0001", "--json", SUITE)
     assert planned.returncode == 0, planned.stdout + planned.stderr
     plan = json.loads(planned.stdout)
     (phone,) = plan["phones"]
     assert phone["model"] and all(t["source"].startswith("store") for t in phone["tests"])
-    second = bench(tmp_path, "run", "--dut", "EMU0001", "--run-id", "second", "-q", SUITE)
+    second = bench(tmp_path, "run", "--dut", "EMU0001", "--run-id", "second", "--seed", "2", "-q", SUITE)  # another night
     assert second.returncode == 0, second.stdout + second.stderr
     recorded = json.loads((tmp_path / "reports" / "second" / "results.json").read_text())["lab_time_s"]["EMU0001"]
     assert recorded > 60.0  # minutes of lab time, not a rounding of nothing

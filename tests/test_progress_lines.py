@@ -250,7 +250,7 @@ def bench_env(tmp_path):
 @pytest.mark.slow
 @pytest.mark.integration
 def test_bench_run_piped_prints_progress_lines_with_lab_minutes(tmp_path, bench_env):
-    proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--dut", "EMU0001",
+    proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--dut", "EMU0001", "--seed", "1",
                            "-k", "identity or first_token"], cwd=tmp_path, env=bench_env, capture_output=True,
                           text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr

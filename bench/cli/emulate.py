@@ -56,7 +56,8 @@ def emulate(args: argparse.Namespace) -> int:
         threading.Thread(target=_stop_when_stdin_closes, name="parent-watch", daemon=True).start()
     try:
         with running_emulated(emulated, base) as (config, phones):
-            print(f"emulated station {config.name!r} running (Ctrl-C to stop)", flush=True)
+            print(f"emulated station {config.name!r} running (Ctrl-C to stop); the night's noise seed is "
+                  f"{config.emulated_seed} (`[emulated] seed = {config.emulated_seed}` replays it)", flush=True)
             for bay, phone in zip(config.bays, phones):
                 print(f"  {bay.name:6} phone {phone.serial:10} {phone.soc_manufacturer} {phone.soc_model} "
                       f"({phone.npu_persona})   adb connect {phone.address}")

@@ -34,6 +34,8 @@ def add_request_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fault", action="append", default=[], metavar="NAME",
                    help=f"emulated station: inject a fault into every phone (repeatable); one of {', '.join(faults)}, "
                         "kill-on:COMMAND")
+    p.add_argument("--seed", type=int, help="emulated station: the night's noise seed (default: a fresh one; the run "
+                                            "record keeps it, so --seed replays that night)")
     add_place_args(p)
 
 
@@ -44,7 +46,7 @@ def from_cli(args: argparse.Namespace, store: str | None = None) -> RunRequest:
     if args.place or args.places:
         places = LabPlaces(coordinator=args.coordinator, place=args.place, pattern=args.places, wait_s=args.place_wait)
     station = StationRef(file=Path(args.station) if args.station else None, places=places, bays=args.bays,
-                         persona=args.persona, faults=tuple(args.fault))
+                         persona=args.persona, faults=tuple(args.fault), seed=args.seed)
     selection = Selection(suites=tuple(args.suites), duts=tuple(args.dut), bays=tuple(args.bay),
                           marker=args.marker, keyword=args.keyword)
     return build_request(station, selection, sla_profile=args.sla_profile, results_dir=args.results_dir,

@@ -25,7 +25,7 @@ from ..station.selection import Inventory
 from ..results.summary import print_summary
 from phonebench.fixtures.collection import roles_needed
 from phonebench.fixtures.options import GivenRequest
-from phonebench.fixtures.session import BENCH
+from phonebench.fixtures.session import BENCH, seed_record
 from . import Subcommands
 
 if TYPE_CHECKING:  # annotations only
@@ -291,7 +291,7 @@ def run_parallel_bays(request: RunRequest, station: StationConfig, console: Cons
     phones = [d for bay in bays for d in dut_names.get(bay, []) if not duts or d in duts]
     if not _phones_reachable(request, station, phones):
         return PHONES_UNREACHABLE
-    record = {"name": station.name, "file": str(station.source), "emulated": False,
+    record = {"name": station.name, "file": str(station.source), "emulated": False, **seed_record(station),
               "location": station.location, "sla_profile": request.profile.name}
     progress = None if console.quiet else run_progress(request, station)
     view = make_view(progress, phones) if progress is not None else None

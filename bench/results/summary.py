@@ -51,7 +51,9 @@ def _mark(outcome: str, qualifier: str = "") -> str:
 
 def summary_lines(data: dict[str, Any], quiet: bool = False, verbose: bool = False) -> list[str]:
     station = data.get("station") or {}
-    lines = [f"run {data['run_id']} on station {station.get('name', '?')} ({data['status']})"]
+    seed = f", emulated noise seed {station['seed']} (replay: bench run --seed {station['seed']})" \
+        if station.get("seed") is not None else ""
+    lines = [f"run {data['run_id']} on station {station.get('name', '?')} ({data['status']}){seed}"]
     for name, ident in data["duts"].items():
         if "error" in ident:
             lines.append(f"  DUT {name} @ {ident.get('address')}: {ident['error'].splitlines()[0]}")

@@ -57,6 +57,7 @@ class StationRef:
     bays: int | None = None  # the emulated rack of N bays (the fleet has a bay per phone)
     persona: str | None = None  # emulated phones only: their SLA behaviour
     faults: tuple[str, ...] = ()  # emulated phones only: injected faults
+    seed: int | None = None  # emulated station only: the night's noise (None: the file's, else a fresh one)
 
     def config(self) -> StationConfig:
         """The station as named, nothing started: its file, or the emulated rack or fleet, with the
@@ -70,7 +71,7 @@ class StationRef:
         else:
             config = StationConfig(name="emulated", source=None, emulated=EmulatedConfig())
         if config.emulated is not None:
-            config.emulated = with_behaviour(config.emulated, self.persona, self.faults)
+            config.emulated = with_behaviour(config.emulated, self.persona, self.faults).for_night(self.seed)
         return config
 
 
@@ -153,7 +154,8 @@ class RunRequest:
         places = station["places"]
         return cls(
             station=StationRef(file=_path(station["file"]), bays=station["bays"], persona=station["persona"],
-                               faults=tuple(station["faults"]), places=LabPlaces(**places) if places else None),
+                               faults=tuple(station["faults"]), seed=station.get("seed"),
+                               places=LabPlaces(**places) if places else None),
             selection=Selection(suites=tuple(selection["suites"]), duts=tuple(selection["duts"]),
                                 bays=tuple(selection["bays"]), marker=selection["marker"], keyword=selection["keyword"]),
             profile=ProfileRef(profile["name"], Path(profile["path"]), tuple(Path(p) for p in profile["search"]),

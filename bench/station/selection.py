@@ -61,6 +61,8 @@ def check_selection(request: RunRequest, station: StationConfig | None = None) -
     if (ref.persona or ref.faults) and station.emulated is None:
         raise UsageError(f"--persona and --fault make emulated phones misbehave; {ref.file} has real phones "
                          "(leave them out, or run without --station)")
+    if ref.seed is not None and station.emulated is None:
+        raise UsageError(f"--seed sets an emulated station's noise; {ref.file} has real phones (leave it out)")
     if ref.persona or ref.faults:
         personas, known_faults = emulated_choices()
         if ref.persona:
