@@ -56,8 +56,8 @@ def test_a_night_nobody_seeded_draws_its_own_and_keeps_it_for_the_record(tmp_pat
     written.write_text(station_toml(merged, "a running station"))
     assert f"emulated_seed = {station.seed}" in written.read_text()
     parsed = load_station(written)
-    assert parsed.emulated_seed == station.seed and station_record(parsed)["seed"] == station.seed
-    assert "seed" not in station_record(parse_station({"dut": [{"name": "p", "adb": "127.0.0.1:5555"}]}))
+    assert parsed.emulated_seed == station.seed and station_record(parsed, "default")["seed"] == station.seed
+    assert "seed" not in station_record(parse_station({"dut": [{"name": "p", "adb": "127.0.0.1:5555"}]}), "default")
 
 
 def test_each_unit_derives_its_night_from_the_run_seed_and_its_serial():
