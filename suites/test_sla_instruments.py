@@ -64,7 +64,7 @@ def test_sustained_use(request, station, dut, stimulus, sla, fixture_delay, reco
         power_check.battery_emulation(supply)
     energy = sla.get(power_check.ENERGY) if supply is not None and scope is not None else None
     held = hold_air(sla.get(thermal_check.COVER_MAX))
-    with chamber_hold.kept(record):
+    with chamber_hold.kept(record, held):
         result = sustained_check.sustained_use_check(
             scope, stimulus, thermal, dut, supply, **sla.pick(**sustained_check.ENTRIES), energy=energy,
             fixture_delay_s=fixture_delay or 0.0, fixture_calibrated=fixture_delay is not None,

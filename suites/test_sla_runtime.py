@@ -214,7 +214,7 @@ def test_npu_thermal_trip_soak(request, station, dut, observed_runtime, sla, rec
     success = sla.get("long_dialog_success")
     trip = sla.get("npu_trip_temperature")
     held = hold_air(trip)
-    with progress.bar(None, "approach and soak dialogs") as bar, chamber_hold.kept(record):
+    with progress.bar(None, "approach and soak dialogs") as bar, chamber_hold.kept(record, held):
         result = thermal_trip.thermal_trip_check(runtime, _cover_probe(request, station, dut),
                                                  _shield_probe(request, station, dut), trip=trip,
                                                  kills=sla.get("npu_process_kills"), success=success,

@@ -44,6 +44,8 @@ SLOW = {
     "test_host_security",
     # bench runs of thermal claims in an emulated chamber, a door opened mid-run
     "test_chamber_runs",
+    # emulated nights and release runs in rooms of different ambients (issue 49)
+    "test_nightly_room", "test_release_ambients",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",

@@ -184,10 +184,11 @@ def hold_for(chamber: Chamber, entry: SlaEntry, *, clock: StationClock, pause: P
 
 
 @contextlib.contextmanager
-def kept(record: Recorder) -> Iterator[None]:
-    """Records what a check stopped by a chamber alarm had measured, then lets the stop fail the test."""
+def kept(record: Recorder, held: AmbientHold | None) -> Iterator[None]:
+    """Records what a check stopped by a chamber alarm had measured (the chamber stated on its
+    verdicts), then lets the stop fail the test."""
     try:
         yield
     except ChamberStopped as stop:
-        stop.partial.record_into(record)
+        (held.attach(stop.partial) if held is not None else stop.partial).record_into(record)
         raise
