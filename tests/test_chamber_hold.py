@@ -108,3 +108,16 @@ def test_a_wrong_chamber_scenario_is_one_clear_error_naming_the_file_and_key(tmp
     with pytest.raises(ConfigError, match=message) as caught:
         load_station(path)
     assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"door_alarm": 20}, "options.door_alarm = 20: expected the alarm block 1-14"),
+    ({"limit": 9}, "options.limit = 9: expected the over-temperature limit block 1-6"),
+    ({"door": 2}, "door"),
+])
+def test_a_wrong_chamber_option_is_one_error_naming_it(options, message):
+    from phonebench.core.errors import BenchError
+
+    with pytest.raises(BenchError, match=message) as caught:
+        open_instrument("chamber", "watlow-f4t", "127.0.0.1:1", **options)
+    assert "station file" in (caught.value.hint or "")
