@@ -53,8 +53,11 @@ def _night(folder: Path, run_id: str, ambient_c: float, build: str = "") -> dict
     station = folder / f"{run_id}.toml"
     station.write_text(NIGHT.format(ambient_c=ambient_c, build=build))
     proc = _bench(folder, "run", "--station", station.name, "--run-id", run_id, "-q", SUITE, "-k", GATES)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads((folder / "reports" / run_id / "results.json").read_text())
+    # 1: a verdict failed its absolute limit (the hungry build's sustained power is over 4.2 W too)
+    assert proc.returncode == (1 if build else 0), proc.stdout + proc.stderr
+    data = json.loads((folder / "reports" / run_id / "results.json").read_text())
+    assert data["status"] == "complete", data.get("problems")
+    return data
 
 
 def _row(output: str, statistic: str) -> str:
