@@ -21,16 +21,18 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import CheckResult, Recorder
-from ..specs.sla import SlaEntry
 from ..stats.ambient import REFERENCE_AMBIENT_C
 from phonebench.core.errors import ConfigError, InstrumentError
 from phonebench.core.judge import found
 from phonebench.core.verdict import Finding, FindingKind, Verdict
 from phonebench.drivers.chamber import Chamber, ChamberAlarm, Pause, Stabilised
 from phonebench.drivers.clock import StationClock
+
+if TYPE_CHECKING:
+    from ..specs.sla import SlaEntry
 
 log = logging.getLogger(__name__)
 
