@@ -121,3 +121,24 @@ def test_a_wrong_chamber_option_is_one_error_naming_it(options, message):
     with pytest.raises(BenchError, match=message) as caught:
         open_instrument("chamber", "watlow-f4t", "127.0.0.1:1", **options)
     assert "station file" in (caught.value.hint or "")
+
+
+def test_the_station_file_docs_room_and_chamber_examples_load_as_written(tmp_path):
+    """Someone writing a room or a chamber from docs/station-file.md alone gets a valid file: its
+    examples, as printed, load (the room's on an emulated station, the chamber's on a bay)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "station-file.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", text, re.S)
+    room = next(b for b in blocks if b.startswith("[room]"))
+    chamber = next(b for b in blocks if "[instruments.f4t]" in b)
+    path = tmp_path / "room.toml"
+    path.write_text("[emulated]\nbays = 4\n\n" + room)
+    rooms = load_station(path).rooms
+    assert rooms.for_bay("bay3").profile == "warm-night" and rooms.for_bay("bay1").profile == "hvac"
+    path = tmp_path / "chamber.toml"
+    path.write_text('[[dut]]\nname = "phone1"\nadb = "10.0.0.21:5555"\n\n' + chamber)
+    station = load_station(path)
+    assert station.instruments["chamber"].options["door_alarm"] == 2 and station.instruments["chamber"].family == \
+        "watlow-f4t"
