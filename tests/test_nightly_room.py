@@ -68,9 +68,13 @@ def test_a_warm_night_is_no_thermal_regression_and_a_hungry_build_on_it_is_calle
     accepted = _night(tmp_path, "room-base", BASE_ROOM_C)
     assert _bench(tmp_path, "accept-build", "room-base").returncode == 0
     warm = _night(tmp_path, "room-warm", BASE_ROOM_C + 2.0)
-    rooms = [next(v["extra"]["ambient"]["mean_c"] for t in night["tests"] for v in t["verdicts"]
-                  if v["name"] == "cover_temp_max") for night in (accepted, warm)]
+    covers = [next(v for t in night["tests"] for v in t["verdicts"] if v["name"] == "cover_temp_max")
+              for night in (accepted, warm)]
+    rooms = [c["extra"]["ambient"]["mean_c"] for c in covers]
     assert 1.5 < rooms[1] - rooms[0] < 2.5  # the ambient probe read the warmer room
+    # As read the cover was ~2 degC hotter; referred to 25 degC it was not (the comparison's value)
+    assert 1.5 < covers[1]["extra"]["ambient"]["raw_value"] - covers[0]["extra"]["ambient"]["raw_value"] < 2.5
+    assert abs(covers[1]["value"] - covers[0]["value"]) < 0.3
 
     same_build = _bench(tmp_path, "compare", "room-warm", "--against", "accepted", "--sla-profile", "nightly")
     assert same_build.returncode == 0, same_build.stdout + same_build.stderr  # nothing regressed
