@@ -5,6 +5,8 @@ For each unit of the default emulated fleet, in process (the emulated phone in i
 emulated F4T, the real driver over Modbus/TCP, the station clock the world's), from the same start
 (the board warmed as the token checks leave it), two ways to the soak:
 
+- kept on: the chamber was already stable at 25 degC before the warm-up and nothing moved, so the
+  soak starts at once (the hold carried over from the previous thermal test, as in the nightly);
 - held: the chamber steps to 25 degC and holds until stable (the thermal tests' rule,
   bench/checks/chamber_hold.py), then the soak (approach to the trip, the nightly's 60 dialogs);
 - preconditioned: the chamber steps to PRE_C with the phone idle until the board reaches its
@@ -40,10 +42,11 @@ PRE_MAX_S = 3600.0
 WARM_DECODE_S = 1500.0  # the token checks' heat before the soak (their back-to-back inferences)
 
 
-def _soak(spec, pre_c: float | None, dialogs: int, wait_after: bool = True) -> dict:
+def _soak(spec, pre_c: float | None, dialogs: int, wait_after: bool = True, kept_on: bool = False) -> dict:
     from device_double import PhoneDevice, WorldClock, emulated_shield_probes
 
     from phonebench.bench.checks import chamber_hold, thermal_trip
+    from phonebench.bench.phone.adapters import shipped_numerics
     from phonebench.bench.specs.sla import load_profile
     from phonebench.drivers.chamber import Stabilised
     from phonebench.drivers.registry import open_instrument
@@ -57,10 +60,15 @@ def _soak(spec, pre_c: float | None, dialogs: int, wait_after: bool = True) -> d
     server.start()
     chamber = open_instrument("chamber", "watlow-f4t", server.address, timeout_s=5.0)
     try:
+        clock = WorldClock(device)
+        profile = load_profile("nightly")
+        trip = profile.get("npu_trip_temperature")
+        earlier = chamber_hold.hold_for(chamber, trip, clock=clock, pause=world.wait) if kept_on else None
         world.work("decode", WARM_DECODE_S)  # the same start for every way
         world.wait(30.0)
+        if earlier is not None:
+            earlier.watch()  # the previous thermal test's last look
         board_start = world.temperatures()["board"]
-        clock = WorldClock(device)
         start = clock.now()
         if pre_c is not None:
             chamber.set_ramp(None)
@@ -68,10 +76,8 @@ def _soak(spec, pre_c: float | None, dialogs: int, wait_after: bool = True) -> d
             while world.temperatures()["board"] < BOARD_C and clock.now() - start < PRE_MAX_S:
                 world.wait(10.0)
         board_at_hold = world.temperatures()["board"]
-        profile = load_profile("nightly")
-        trip = profile.get("npu_trip_temperature")
         if wait_after:
-            held = chamber_hold.hold_for(chamber, trip, clock=clock, pause=world.wait)
+            held = chamber_hold.hold_for(chamber, trip, clock=clock, pause=world.wait, previous=earlier)
         else:  # the set point back at 25 degC, no wait: the hold's record as if it were stable
             chamber.set_point(chamber_hold.set_point_for(trip))
             held = chamber_hold.AmbientHold(chamber, chamber_hold.set_point_for(trip),
@@ -80,8 +86,10 @@ def _soak(spec, pre_c: float | None, dialogs: int, wait_after: bool = True) -> d
         board = world.temperatures()["board"]
         success = dataclasses.replace(profile.get("long_dialog_success"))
         soak_start = clock.now()
+        runtime = RuntimeClient(device, clock=clock)
+        shipped_numerics(runtime)  # the profile's adapter: an honest unit streams the reference's tokens
         with emulated_shield_probes() as attach:
-            result = thermal_trip.thermal_trip_check(RuntimeClient(device, clock=clock), trip=trip,
+            result = thermal_trip.thermal_trip_check(runtime, trip=trip,
                                                      kills=profile.get("npu_process_kills"), success=success,
                                                      shield=attach(device), dialogs=dialogs, cool_down=False,
                                                      watch=held.watch)
@@ -112,8 +120,9 @@ def main() -> int:
           "trip (outcome, value, bracket)           kills  success   (degC, lab min)")
     with signing.trusting(None, development=True):
         for spec in default_fleet()[:args.units]:
-            rows = {way: _soak(spec, pre, args.dialogs, wait) for way, pre, wait in
-                    (("held", None, True), ("preconditioned", args.pre_c, True), ("pre, no wait", args.pre_c, False))}
+            rows = {way: _soak(spec, pre, args.dialogs, wait, kept) for way, pre, wait, kept in
+                    (("kept on", None, True, True), ("held", None, True, False),
+                     ("preconditioned", args.pre_c, True, False), ("pre, no wait", args.pre_c, False, False))}
             for way, r in rows.items():
                 trip = r["trip"]
                 bracket = trip.extra.get("bracket_c") or [float("nan")] * 2
@@ -122,7 +131,7 @@ def main() -> int:
                       f"{trip.outcome.value:12} {trip.value or float('nan'):6.2f} [{bracket[0]:.2f}, {bracket[1]:.2f}]  "
                       f"{r['kills'].outcome.value:5}  {r['success'].outcome.value}")
             base = tuple(rows["held"][k].outcome for k in ("trip", "kills", "success"))
-            for way in ("preconditioned", "pre, no wait"):
+            for way in ("kept on", "preconditioned", "pre, no wait"):
                 unchanged = tuple(rows[way][k].outcome for k in ("trip", "kills", "success")) == base
                 same = same and unchanged
                 saved = rows["held"]["wait_s"] + rows["held"]["soak_s"] - rows[way]["wait_s"] - rows[way]["soak_s"]
