@@ -142,3 +142,37 @@ def test_the_station_file_docs_room_and_chamber_examples_load_as_written(tmp_pat
     station = load_station(path)
     assert station.instruments["chamber"].options["door_alarm"] == 2 and station.instruments["chamber"].family == \
         "watlow-f4t"
+
+
+def test_the_chamber_scenario_round_trips_through_the_writer(tmp_path):
+    from phonebench.core.station import EmulatedConfig, StationConfig
+    from phonebench.core.station_writer import emulated_station_toml
+
+    emulated = EmulatedConfig(bays=2, families={"chamber": "watlow-f4t"}, chamber_bays=["bay2"],
+                              chamber_door_open_at_s=900.0, chamber_door_open_for_s=120.0)
+    path = tmp_path / "emulate.toml"
+    path.write_text(emulated_station_toml(StationConfig(name="emu", source=None), emulated))
+    loaded = load_station(path).emulated
+    assert (loaded.chamber_bays, loaded.chamber_door_open_at_s, loaded.chamber_door_open_for_s) == \
+        (["bay2"], 900.0, 120.0)
+
+
+def test_an_emulated_chamber_sits_only_in_its_bays_and_opens_its_door_on_time():
+    from phonebench.core.station import parse_station
+    from phonebench.emulation.station import EmulatedStation
+
+    config = parse_station({"emulated": {"chamber": "watlow-f4t", "chamber_bays": ["bay2"], "bays": 2,
+                                         "chamber_door_open_at_s": 600.0, "chamber_door_open_for_s": 60.0}})
+    with EmulatedStation(config.emulated) as station:
+        assert [name for name in station.fleet.servers if name.startswith("chamber-")] == ["chamber-bay2"]
+        chamber = station.fleet.servers["chamber-bay2"].chamber
+        world = station.duts[1].phone.world
+        world.wait(599.0)
+        assert not chamber.door_open
+        world.wait(2.0)
+        assert chamber.door_open
+        world.wait(60.0)
+        assert not chamber.door_open
+    with pytest.raises(ConfigError, match="chamber_bays names no bay bay7"):
+        bad = parse_station({"emulated": {"chamber": "watlow-f4t", "chamber_bays": ["bay7"], "bays": 2}})
+        EmulatedStation(bad.emulated).start()
