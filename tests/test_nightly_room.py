@@ -61,7 +61,8 @@ def _night(folder: Path, run_id: str, ambient_c: float, build: str = "") -> dict
 
 
 def _row(output: str, statistic: str) -> str:
-    return next(line for line in output.splitlines() if re.search(rf"\b{statistic}\b", line))
+    """The model-level row of the comparison table (claim, statistic, ..., call)."""
+    return next(line for line in output.splitlines() if re.match(rf"\s*[\d-]+\s+{statistic}\s", line))
 
 
 def test_a_warm_night_is_no_thermal_regression_and_a_hungry_build_on_it_is_called(tmp_path):
