@@ -27,7 +27,7 @@ from . import CheckResult, Recorder
 from ..stats.ambient import REFERENCE_AMBIENT_C
 from phonebench.core.errors import ConfigError, InstrumentError
 from phonebench.core.judge import found
-from phonebench.core.verdict import Finding, FindingKind, Verdict
+from phonebench.core.verdict import Finding, FindingKind, Outcome, Verdict
 from phonebench.drivers.chamber import Chamber, ChamberAlarm, Pause, Stabilised
 from phonebench.drivers.clock import StationClock
 
@@ -152,8 +152,8 @@ class AmbientHold:
 
 
 def _with_chamber(verdict: Verdict, record: dict[str, Any], findings: tuple[Finding, ...]) -> Verdict:
-    # A drifting air is a condition of what was measured (a figure at an ambient), not of a count.
-    if findings and verdict.unit == "degC":
+    # A drifting air is a condition of a judged temperature, not of a count or a record (INFO).
+    if findings and verdict.unit == "degC" and verdict.outcome is not Outcome.INFO:
         return found(verdict, *findings, extra={"chamber": record})
     return verdict.but(extra={"chamber": record})
 
