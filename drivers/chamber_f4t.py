@@ -66,7 +66,7 @@ class WatlowF4T:
                                        ("limit", limit, 6, "the over-temperature limit block 1-6")):
             if not 0 <= value <= high:  # the station file's options, named as written there
                 raise ConfigError(f"chamber watlow-f4t at {address}: options.{key} = {value}: expected {what} "
-                                  "(0: none)", hint="fix the chamber's options in the station file "
+                                  "(0: none)", hint=f"set the chamber's options.{key} in the station file "
                                                     "(docs/station-file.md, \"The chamber\")")
         self.unit, self.timeout_s, self.word_order = unit, timeout_s, word_order
         self.door_alarm, self.limit = door_alarm, limit
