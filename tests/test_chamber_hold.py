@@ -68,6 +68,7 @@ def test_a_chamber_whose_air_wanders_makes_the_cover_verdict_inconclusive(in_cha
     assert judged["cover_temp_max"].outcome is Outcome.INCONCLUSIVE
     assert "more than 1 degC from its set point 25 degC" in judged["cover_temp_max"].explanation
     assert judged["thermal_status_max"].outcome is Outcome.INFO  # a status count has no ambient
+    assert "in chamber F4T s/n 4170001 at 25 degC" in judged["cover_temp_spread"].explanation
 
 
 def test_a_held_chamber_carries_over_only_when_nothing_moved(in_chamber):

@@ -126,9 +126,10 @@ class AmbientHold:
                         "chamber holding its air"),)
 
     def attach(self, result: CheckResult) -> CheckResult:
-        """The check's verdicts with the chamber stated on each (and a finding if its air wandered)."""
-        record, findings = self.record(), self.findings()
-        result.verdicts = [_with_chamber(v, record, findings) for v in result.verdicts]
+        """The check's verdicts with the chamber stated on each, in its data and its detail (and a
+        finding if its air wandered)."""
+        record, findings, text = self.record(), self.findings(), self.text()
+        result.verdicts = [_with_chamber(v, record, findings, text) for v in result.verdicts]
         return result
 
     def kept_on(self, chamber: Chamber, set_point_c: float, band_c: float) -> AmbientHold | None:
@@ -147,15 +148,20 @@ class AmbientHold:
                            self.clock, self.drift_c, since_s=now - self.t_s[-1])
 
     def text(self) -> str:
-        return (f"chamber {self.chamber.name} at {self.set_point_c:g} degC (stable within "
-                f"+-{self.stabilised.band_c:g} degC for {self.stabilised.held_s:.0f} s)")
+        """One line for a verdict's detail: where the air was held, and where it was."""
+        air = [a for a in self.air_c if math.isfinite(a)]
+        seen = f", air {min(air):.2f}..{max(air):.2f} degC" if air else ""
+        return (f"in chamber {self.chamber.identity.model} s/n {self.chamber.identity.serial} at "
+                f"{self.set_point_c:g} degC (stable within +-{self.stabilised.band_c:g} degC for "
+                f"{self.stabilised.held_s:.0f} s{seen})")
 
 
-def _with_chamber(verdict: Verdict, record: dict[str, Any], findings: tuple[Finding, ...]) -> Verdict:
+def _with_chamber(verdict: Verdict, record: dict[str, Any], findings: tuple[Finding, ...], text: str) -> Verdict:
+    detail = "; ".join(part for part in (verdict.detail, text) if part)
     # A drifting air is a condition of a judged temperature, not of a count or a record (INFO).
     if findings and verdict.unit == "degC" and verdict.outcome is not Outcome.INFO:
-        return found(verdict, *findings, extra={"chamber": record})
-    return verdict.but(extra={"chamber": record})
+        return found(verdict, *findings, extra={"chamber": record}, detail=detail)
+    return verdict.but(extra={"chamber": record}, detail=detail)
 
 
 def hold_ambient(chamber: Chamber, set_point_c: float, *, clock: StationClock, pause: Pause,
