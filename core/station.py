@@ -8,6 +8,7 @@ phonebench.bench.station.backend's job.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import socket
 import sys
@@ -114,6 +115,11 @@ class EmulatedConfig:
     # A negative control: two bays whose supply and probe cables are swapped (each bay's supply and
     # thermal probes are on the other bay's phone), as a technician's slip would leave them.
     cross_wired: list[str] = field(default_factory=list)
+    # With a chamber family named: the bays that get a chamber (empty: every bay), and a scenario
+    # of its door opened once (seconds from the station's start, on the bay's clock; None: shut).
+    chamber_bays: list[str] = field(default_factory=list)
+    chamber_door_open_at_s: float | None = None
+    chamber_door_open_for_s: float = 300.0
     # The night's noise (measurement noise, timing jitter, the room's cycle): None draws a fresh
     # seed when the station starts, as every real night differs; a seed replays one night.
     seed: int | None = None
@@ -507,7 +513,7 @@ def _parse_bays(origin: str, tables: list[Any], config: StationConfig) -> list[B
 
 def _parse_emulated(r: _Reader) -> EmulatedConfig:
     r.check_unknown({"phone", "instruments", "bays", "auth", "allowed_keys", "transport", "cross_wired", "seed",
-                     *EMULATED_FAMILIES})
+                     *CHAMBER_SCENARIO_KEYS, *EMULATED_FAMILIES})
     auth = r.get("auth", str, "any")
     if auth not in ("any", "prompt", "none", "listed"):
         raise r._err("auth", '"any", "prompt", "none" or "listed"', auth)
@@ -528,7 +534,7 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
         raise r._err("cross_wired", 'two different bay names, e.g. ["bay1", "bay2"]', cross_wired)
     config = EmulatedConfig(instruments=r.get("instruments", bool, True), auth=auth, bays=bays,
                             allowed_keys=_strings(r, "allowed_keys"), transport=transport, families=families,
-                            cross_wired=cross_wired, seed=_seed(r, "seed"))
+                            cross_wired=cross_wired, seed=_seed(r, "seed"), **_chamber_scenario(r, "chamber" in families))
     for index, table in enumerate(r.get("phone", list, [], expected="an array of [[emulated.phone]] tables")):
         if not isinstance(table, dict):
             raise ConfigError(f"{r.path}: emulated.phone[{index}]: expected a [[emulated.phone]] table",
@@ -541,6 +547,29 @@ def _parse_emulated(r: _Reader) -> EmulatedConfig:
             seed=p.get("seed", int, index), expected_soc=p.get("expected_soc", str, None),
             build=p.get("build", str, "")))
     return config
+
+
+CHAMBER_SCENARIO_KEYS = ("chamber_bays", "chamber_door_open_at_s", "chamber_door_open_for_s")
+
+
+def _chamber_scenario(r: _Reader, chamber: bool) -> dict[str, Any]:
+    """[emulated]'s chamber_bays and chamber door keys (only with a chamber family named)."""
+    given = [key for key in CHAMBER_SCENARIO_KEYS if key in r.table]
+    if given and not chamber:
+        raise ConfigError(f"{r.path}: {r.where}{given[0]}: the emulated station has no chamber",
+                          hint='name one: chamber = "watlow-f4t" (docs/station-file.md, "The emulated station")')
+    out: dict[str, Any] = {"chamber_bays": _strings(r, "chamber_bays")}
+    at = r.get("chamber_door_open_at_s", (int, float), None, expected="seconds >= 0 from the station's start")
+    if at is not None and not 0 <= at < math.inf:
+        raise r._err("chamber_door_open_at_s", "seconds >= 0 from the station's start", at)
+    duration = r.get("chamber_door_open_for_s", (int, float), 300.0, expected="seconds > 0")
+    if not 0 < duration < math.inf:
+        raise r._err("chamber_door_open_for_s", "seconds > 0", duration)
+    if "chamber_door_open_for_s" in r.table and at is None:
+        raise ConfigError(f"{r.path}: {r.where}chamber_door_open_for_s: the door never opens",
+                          hint="say when with chamber_door_open_at_s")
+    out.update(chamber_door_open_at_s=None if at is None else float(at), chamber_door_open_for_s=float(duration))
+    return out
 
 
 def _room_bays(config: StationConfig) -> list[str]:

@@ -110,6 +110,10 @@ def emulated_station_toml(config: StationConfig, emulated: EmulatedConfig) -> st
               f"allowed_keys = {_q(list(emulated.allowed_keys))}",
               *(f"{role} = {_q(family)}" for role, family in emulated.families.items()),
               *([f"cross_wired = {_q(list(emulated.cross_wired))}"] if emulated.cross_wired else []),
+              *([f"chamber_bays = {_q(list(emulated.chamber_bays))}"] if emulated.chamber_bays else []),
+              *([f"chamber_door_open_at_s = {emulated.chamber_door_open_at_s!r}",
+                 f"chamber_door_open_for_s = {emulated.chamber_door_open_for_s!r}"]
+                if emulated.chamber_door_open_at_s is not None else []),
               *([f"seed = {emulated.seed}"] if emulated.seed is not None else []), ""]
     for phone in emulated.phones:
         lines += ["[[emulated.phone]]", f"serial = {_q(phone.serial)}", f"seed = {phone.seed}",

@@ -62,9 +62,12 @@ class WatlowF4T:
         if word_order not in ("low", "high"):
             raise ConfigError(f"chamber watlow-f4t at {address}: word_order {word_order!r}",
                               hint='"low" (the F4T\'s default) or "high" (its Modbus Word Order setting)')
-        if not 0 <= door_alarm <= 14 or not 0 <= limit <= 6:
-            raise ConfigError(f"chamber watlow-f4t at {address}: door_alarm {door_alarm} / limit {limit}",
-                              hint="door_alarm: the alarm block 1-14 the door switch feeds (0: none); limit: 1-6 (0: none)")
+        for key, value, high, what in (("door_alarm", door_alarm, 14, "the alarm block 1-14 the door switch feeds"),
+                                       ("limit", limit, 6, "the over-temperature limit block 1-6")):
+            if not 0 <= value <= high:  # the station file's options, named as written there
+                raise ConfigError(f"chamber watlow-f4t at {address}: options.{key} = {value}: expected {what} "
+                                  "(0: none)", hint=f"set the chamber's options.{key} in the station file "
+                                                    "(docs/station-file.md, \"The chamber\")")
         self.unit, self.timeout_s, self.word_order = unit, timeout_s, word_order
         self.door_alarm, self.limit = door_alarm, limit
         self.name = f"chamber watlow-f4t at {address}"

@@ -80,6 +80,8 @@ class BayFleet:
     families: dict[str, str] = field(default_factory=dict)  # role -> emulated family ([emulated] scope = ...)
     servers: dict[str, Any] = field(default_factory=dict)  # instrument name -> server
     cross_wired: tuple[str, ...] = ()  # two bays whose supply and probes sit on each other's phone
+    chamber_bays: tuple[str, ...] = ()  # the bays in a chamber, with a chamber family named (empty: every bay)
+    chamber_door: tuple[float, float] | None = None  # the chambers' door opens at s, for s (station clock)
 
     def start(self, worlds: dict[str, World], with_instruments: bool) -> None:
         from .instruments.mainframe import MainframeServer
@@ -102,8 +104,11 @@ class BayFleet:
             self.servers[f"scope-{bay}"] = make_server("scope", self.families.get("scope"), world)
             self.servers[f"awg-{bay}"] = make_server("stimulus", self.families.get("stimulus"), world)
             self.servers[f"fixture-{bay}"] = make_server("fixture", None, world)
-            if "chamber" in self.families:  # opt-in: a chamber changes the phone's ambient
-                self.servers[f"chamber-{bay}"] = make_server("chamber", self.families["chamber"], world)
+            if "chamber" in self.families and (not self.chamber_bays or bay in self.chamber_bays):
+                chamber = make_server("chamber", self.families["chamber"], world)  # the phone's ambient is its air
+                if self.chamber_door is not None:
+                    chamber.chamber.schedule_door(*self.chamber_door)
+                self.servers[f"chamber-{bay}"] = chamber
         for name, server in self.servers.items():
             if name not in (SUPPLY, PROBES):  # a bay's own unit: a serial of its own, as in a real rack
                 server.idn = unit_idn(server.idn, self.slots[name.split("-", 1)[1]])

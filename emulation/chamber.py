@@ -10,7 +10,9 @@ world takes as its ambient when the phone sits in the chamber (World.use_chamber
   air's temperature and moves to the set point at the ramp rate, as the F4T's manual describes.
 - The loop in Manual: the heater or refrigeration at the manual power, open loop.
 - The loop off (standby) or a tripped limit: no heat, no cooling; the air drifts back to the room.
-- An open door leaks room air in; the door alarm is on while it is open.
+- An open door leaks room air in; the door alarm is on while it is open. A scenario may open it
+  once for a while (`schedule_door`, from the station file's [emulated] chamber_door_* keys).
+- The room around the chamber is the bay's room (its air may move over the night, `room`).
 - The over-temperature limit trips (latching, as the F4T's limit does) when the air exceeds its
   high set point; only `reset_limit` (the operator's reset, below the set point) clears it.
 
@@ -46,21 +48,23 @@ class ChamberAir:
     """The chamber's air temperature and what acts on it; times are the world clock's seconds."""
 
     def __init__(self, now: Callable[[], float], room_c: float = 25.0,
-                 ranges: ChamberRange = ChamberRange()) -> None:
+                 ranges: ChamberRange = ChamberRange(), room: Callable[[float], float] | None = None) -> None:
         self._now = now
         self._lock = threading.RLock()
-        self.room_c = room_c
+        self._room = room or (lambda t: room_c)  # the air outside the chamber at time t
         self.min_sp_c, self.max_sp_c = ranges.min_c, ranges.max_c
         self.limit_high_c = ranges.limit_high_c
-        self._t = now()
-        self.air_c = room_c
+        self._t = self.t0 = now()
+        start_c = self._room(self._t)
+        self.air_c = start_c
         self._velocity = 0.0  # °C/s
-        self.set_point_c = room_c
-        self.working_sp_c = room_c
+        self.set_point_c = start_c
+        self.working_sp_c = start_c
         self.loop_on = True
         self.ramping = False  # Ramp Action: Set Point / Both
         self.ramp_c_per_min = 0.0
-        self.door_open = False
+        self._door_held_open = False  # a test or an operator opened it
+        self._door_window: tuple[float, float] | None = None  # the scenario's (from, until) on the clock
         self.limit_tripped = False
         self.manual_power_pct: float | None = None  # the loop in Manual: open-loop heat (+) or cooling (-)
 
@@ -98,15 +102,36 @@ class ChamberAir:
                 self.working_sp_c = self.air_c if self.ramping else self.set_point_c
             self.loop_on = on
 
+    @property
+    def room_c(self) -> float:
+        """The air outside the chamber now."""
+        return self._room(self._t)
+
+    @property
+    def door_open(self) -> bool:
+        with self._lock:
+            self._advance(self._now())
+            return self._door_open_at(self._t)
+
+    def _door_open_at(self, t: float) -> bool:
+        window = self._door_window
+        return self._door_held_open or (window is not None and window[0] <= t < window[1])
+
     def open_door(self) -> None:
         with self._lock:
             self._advance(self._now())
-            self.door_open = True
+            self._door_held_open = True
 
     def close_door(self) -> None:
         with self._lock:
             self._advance(self._now())
-            self.door_open = False
+            self._door_held_open = False
+            self._door_window = None
+
+    def schedule_door(self, open_at_s: float, open_for_s: float) -> None:
+        """The door opens `open_at_s` after the chamber started and stands open `open_for_s`."""
+        with self._lock:
+            self._door_window = (self.t0 + open_at_s, self.t0 + open_at_s + open_for_s)
 
     def reset_limit(self) -> bool:
         """The operator's reset of a tripped limit: works only once the air is back below it."""
@@ -140,7 +165,7 @@ class ChamberAir:
         else:  # no heat, no refrigeration: back to the room
             self._velocity = (self.room_c - self.air_c) / ROOM_TAU_S
         self.air_c += self._velocity * dt
-        if self.door_open:
+        if self._door_open_at(self._t):
             self.air_c += (self.room_c - self.air_c) * (1.0 - math.exp(-dt / DOOR_TAU_S))
         if self.air_c > self.limit_high_c:
             self.limit_tripped = True  # latching: the limit relay opens the heater's contactor

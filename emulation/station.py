@@ -130,15 +130,19 @@ class EmulatedStation:
         bays = emulated_bay_names(self.config.bays or len(specs))
         if self.only_bay is not None and self.only_bay not in bays:
             raise ConfigError(f"emulated station: no bay named {self.only_bay!r}", hint=f"bays: {', '.join(bays)}")
-        unknown = [b for b in self.config.cross_wired if b not in bays]
-        if unknown:
-            raise ConfigError(f"emulated station: cross_wired names no bay {', '.join(unknown)}",
-                              hint=f"bays: {', '.join(bays)}")
+        for key in ("cross_wired", "chamber_bays"):
+            unknown = [b for b in getattr(self.config, key) if b not in bays]
+            if unknown:
+                raise ConfigError(f"emulated station: {key} names no bay {', '.join(unknown)}",
+                                  hint=f"bays: {', '.join(bays)}")
         if len(specs) < len(bays):
             raise ConfigError(f"emulated station: {len(bays)} bays but {len(specs)} [[emulated.phone]] tables",
                               hint="list one phone per bay, or none for the default fleet")
         self.fleet = BayFleet({bay: k for k, bay in enumerate(bays, start=1)}, shared=self.config.bays > 0,
-                              families=dict(self.config.families), cross_wired=tuple(self.config.cross_wired))
+                              families=dict(self.config.families), cross_wired=tuple(self.config.cross_wired),
+                              chamber_bays=tuple(self.config.chamber_bays),
+                              chamber_door=None if self.config.chamber_door_open_at_s is None else
+                              (self.config.chamber_door_open_at_s, self.config.chamber_door_open_for_s))
         worlds = {}
         try:
             for k, (bay, spec) in enumerate(zip(bays, specs), start=1):

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from phonebench.bench.checks import chamber_hold
 from phonebench.bench.checks import power as power_check
 from phonebench.bench.checks import sanity
 from phonebench.bench.checks import sustained as sustained_check
+from phonebench.bench.checks import thermal as thermal_check
 
 pytestmark = pytest.mark.evidence("measured")  # the scope, the digitizer and the probes
 
@@ -49,20 +51,25 @@ def test_voice_and_power_sanity(dut, scope, stimulus, supply, sla, fixture_delay
 
 @pytest.mark.regression
 @pytest.mark.needs("stimulus")
-def test_sustained_use(request, station, dut, stimulus, sla, fixture_delay, record):
+def test_sustained_use(request, station, dut, stimulus, sla, fixture_delay, record, hold_air):
     """Claims 1, 2, 6 (energy per dialog) and 7 from one sustained-use study (bench/checks/sustained.py):
     the voice trials (p99 and std of the latency, p99 of the dialog; the first 27 also swept by the
     power analyzer's digitizer for their energy) are the first part of the warm-up of the cover loop
-    (hottest back-cover probe and spread after warm-up); each verdict states its conditions."""
+    (hottest back-cover probe and spread after warm-up); each verdict states its conditions. In a
+    chamber the study starts once its air is stable at claim 7's ambient, and states it."""
     scope, thermal, supply = (_on_this_phone(request, station, dut, role) for role in ("scope", "thermal", "supply"))
     if scope is None and thermal is None:
         pytest.skip(f"no scope or thermal probe on {dut.name}: neither the voice nor the cover claim can be measured")
     if supply is not None:
         power_check.battery_emulation(supply)
     energy = sla.get(power_check.ENERGY) if supply is not None and scope is not None else None
-    sustained_check.sustained_use_check(scope, stimulus, thermal, dut, supply, **sla.pick(**sustained_check.ENTRIES),
-                                        energy=energy, fixture_delay_s=fixture_delay or 0.0,
-                                        fixture_calibrated=fixture_delay is not None).record_into(record)
+    held = hold_air(sla.get(thermal_check.COVER_MAX))
+    with chamber_hold.kept(record, held):
+        result = sustained_check.sustained_use_check(
+            scope, stimulus, thermal, dut, supply, **sla.pick(**sustained_check.ENTRIES), energy=energy,
+            fixture_delay_s=fixture_delay or 0.0, fixture_calibrated=fixture_delay is not None,
+            watch=held.watch if held else None)
+    (held.attach(result) if held else result).record_into(record)
 
 
 def _on_this_phone(request: pytest.FixtureRequest, station: Any, dut: Any, role: str) -> Any:

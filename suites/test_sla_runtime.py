@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from phonebench.bench.phone.adapters import shipped_numerics
+from phonebench.bench.checks import chamber_hold
 from phonebench.bench.checks import audit, counters, gpu_power, redundancy, thermal_trip, token_power, tokens, weights, wiring
 from phonebench.bench.checks.targets import target, targets
 from phonebench.bench.specs.payloads import find_payload
@@ -204,18 +205,22 @@ def test_runtime_counters(observed_runtime, sla, record):
 # default run spends no cool-down at all; after the token checks, whose inferences leave the NPU
 # warm (moved first, on the phone the sustained-use study left, it took 2 lab minutes longer).
 @pytest.mark.capabilities("config")
-def test_npu_thermal_trip_soak(request, station, dut, observed_runtime, sla, record, progress, next_on_phone):
+def test_npu_thermal_trip_soak(request, station, dut, observed_runtime, sla, record, progress, next_on_phone,
+                              hold_air):
     """Dialogs streamed on the station clock and checked against the reference: kills and success
-    are what the host sees (docs/evidence-safety.md)."""
+    are what the host sees (docs/evidence-safety.md). In a chamber the soak starts once its air is
+    stable at the trip entry's set point, and states it."""
     runtime = observed_runtime
     success = sla.get("long_dialog_success")
-    with progress.bar(None, "approach and soak dialogs") as bar:
+    trip = sla.get("npu_trip_temperature")
+    held = hold_air(trip)
+    with progress.bar(None, "approach and soak dialogs") as bar, chamber_hold.kept(record, held):
         result = thermal_trip.thermal_trip_check(runtime, _cover_probe(request, station, dut),
-                                                 _shield_probe(request, station, dut),
-                                                 trip=sla.get("npu_trip_temperature"),
+                                                 _shield_probe(request, station, dut), trip=trip,
                                                  kills=sla.get("npu_process_kills"), success=success,
-                                                 cool_down=next_on_phone is not None, tick=bar.update)
+                                                 cool_down=next_on_phone is not None, tick=bar.update,
+                                                 watch=held.watch if held else None)
     record.raw("rest", {"after": "the soak", "rested": next_on_phone is not None,
                         "reason": f"{next_on_phone} follows on this phone" if next_on_phone
                         else "no test follows on this phone"})
-    result.record_into(record)
+    (held.attach(result) if held else result).record_into(record)

@@ -43,13 +43,17 @@ SLOW = {
     "test_store_chain", "test_operator_auth", "test_progress_lines", "test_onset_truth",
     # planted rescue files against real bays runs, a run into PostgreSQL searched for its password
     "test_host_security",
+    # bench runs of thermal claims in an emulated chamber, a door opened mid-run
+    "test_chamber_runs",
+    # emulated nights and release runs in rooms of different ambients (issue 49)
+    "test_nightly_room", "test_release_ambients",
 }
 INTEGRATION = SLOW | {
     "test_adapters", "test_adb_driver", "test_adbd", "test_merkle", "test_power", "test_scope", "test_stimulus",
     "test_store", "test_thermal", "test_scpi_server", "test_instrument_sim", "test_runtime_client",
     "test_world", "test_report", "test_matrix", "test_labtime", "test_fault_catalogue", "test_daq970a", "test_locks",
     "test_preflight", "test_fixture_controller", "test_aggregate", "test_conformance", "test_third_party_drivers",
-    "test_heal", "test_emulated_otii", "test_otii_driver", "test_chamber", "test_phone_bytes",
+    "test_heal", "test_emulated_otii", "test_otii_driver", "test_chamber", "test_chamber_hold", "test_phone_bytes",
     "test_install", "test_night_seeds",
 }
 

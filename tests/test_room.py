@@ -156,6 +156,14 @@ def test_a_warm_night_is_no_thermal_regression_but_a_hotter_build_is():
     assert _cover_call(hotter, accepted) == REGRESSED
 
 
+def test_a_night_outside_the_window_is_listed_not_called():
+    """A room at 28 degC leaves the cover as read (INCONCLUSIVE): compared with referred values it
+    would be called; it is shown without a call instead."""
+    accepted = _night("accepted", {"A001": 24.6, "A002": 25.3})
+    hot_room = _night("hot-room", {"A001": 28.0, "A002": 28.3}, seed=10)
+    assert _cover_call(hot_room, accepted) == "not called"
+
+
 def test_judged_as_read_the_warm_night_is_called_a_regression():
     """Negative control: the raw values (what the nightly compared before) call the warm night."""
     accepted = _night("accepted", {"A001": 24.6, "A002": 25.3})

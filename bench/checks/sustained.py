@@ -41,6 +41,7 @@ from . import CheckResult
 from . import power as power_check
 from . import thermal as thermal_check
 from . import voice as voice_check
+from .chamber_hold import ChamberStopped
 # The per-claim checks' judgement of their own measurement, shared with this study's dialogs: private
 # to the checks package, so a suite still gets these verdicts from a check (tests/test_check_shape.py).
 from .power import _energy_verdicts
@@ -74,7 +75,8 @@ class SustainedRun:
     energy: power_check.DialogEnergy | None  # the first dialogs' energy (None: no analyzer on the phone)
     cover_during_trials: list[float]  # hottest cover probe after each trial, degC
     voice_s: float  # bench time of the voice phase
-    thermal: thermal_check.ThermalRun | None  # None: no probes on this phone
+    thermal: thermal_check.ThermalRun | None  # None: no probes on this phone (or the loop was stopped)
+    stopped: ChamberStopped | None = None  # a chamber alarm stopped the cover loop (its readings in it)
 
 
 def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, thermal: ThermalProbe | None,
@@ -82,10 +84,11 @@ def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, therm
                       fixture_calibrated: bool | None = None, voice: voice_check.VoiceSetup = voice_check.VoiceSetup(),
                       setup: thermal_check.ThermalSetup = thermal_check.ThermalSetup(),
                       supply: PowerAnalyzer | None = None, energy_dialogs: int = 0,
-                      capacity_wh: float | None = None) -> SustainedRun:
+                      capacity_wh: float | None = None, watch: thermal_check.Watch | None = None) -> SustainedRun:
     """`trials` voice trials (the first `energy_dialogs` of them swept by the supply's digitizer),
     then the cover loop until `readings` readings after warm-up. Without a scope the study is the
-    cover loop alone; without probes, the voice trials alone."""
+    cover loop alone; without probes, the voice trials alone. A chamber alarm in the loop (`watch`)
+    ends the study there: the voice phase is kept whole, the loop's readings in `stopped`."""
     missing = [] if thermal is None else \
         [c for c in (*setup.cover_channels, setup.ambient_channel) if c and c not in thermal.channels]
     if thermal is not None and missing:  # refused before any dialog: the voice phase would be wasted
@@ -112,15 +115,18 @@ def run_sustained_use(scope: Oscilloscope | None, stimulus: AudioStimulus, therm
             if thermal is not None:
                 reading = thermal.read().celsius
                 cover.append(max((reading.get(c, math.nan) for c in setup.cover_channels), default=math.nan))
-    run = None
+    run, stopped = None, None
     if thermal is not None:
         voice_check.arm_stimulus(stimulus)  # the loop fires without the scope (same clip, same level)
         # The voice phase is warm-up time; steadiness is still shown on the loop's own readings.
         loop_setup = replace(setup, warmup_s=max(0.0, setup.warmup_s - elapsed))
-        run = thermal_check.run_dialog_loop(thermal, stimulus, device, readings, loop_setup)
+        try:
+            run = thermal_check.run_dialog_loop(thermal, stimulus, device, readings, loop_setup, watch)
+        except ChamberStopped as stop:
+            stopped = stop
     log.info("sustained use: %d voice trials (%.0f s), then %d loop readings", len(result), elapsed,
              0 if run is None else len(run.t_s))
-    return SustainedRun(result, energy, cover, elapsed, run)
+    return SustainedRun(result, energy, cover, elapsed, run, stopped)
 
 
 def _sustained_voice_verdicts(run: SustainedRun, *, latency_p99: SlaEntry, latency_std: SlaEntry,
@@ -148,10 +154,13 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
                         latency_std: SlaEntry, dialog_p99: SlaEntry, cover_max: SlaEntry, cover_spread: SlaEntry,
                         energy: SlaEntry | None = None, fixture_delay_s: float = 0.0,
                         fixture_calibrated: bool | None = None, trials: int | None = None,
-                        readings: int | None = None, setup: thermal_check.ThermalSetup | None = None) -> CheckResult:
+                        readings: int | None = None, setup: thermal_check.ThermalSetup | None = None,
+                        watch: thermal_check.Watch | None = None) -> CheckResult:
     """Claims 1, 2 (with a scope), 6's energy per dialog (with a scope, the power analyzer, its
     battery emulation set up, and the `energy` entry) and 7 (with probes) from one study; counts
-    default to what the entries need (ENTRIES: the metric ids that usually hold them)."""
+    default to what the entries need (ENTRIES: the metric ids that usually hold them). `watch`
+    looks at the chamber in the cover loop: an alarm there is a ChamberStopped carrying the voice
+    phase's verdicts and the loop's readings."""
     voice = {"latency_p99": latency_p99, "latency_std": latency_std, "dialog_p99": dialog_p99}
     if setup is None:
         setup = thermal_check.setup_for(cover_max)
@@ -161,7 +170,8 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
     run = run_sustained_use(scope, stimulus, thermal, device, count, needed, fixture_delay_s=fixture_delay_s,
                             fixture_calibrated=fixture_calibrated, setup=setup, supply=supply,
                             energy_dialogs=power_check.energy_dialogs(energy_entry) if energy_entry else 0,
-                            capacity_wh=power_check.battery_capacity_wh(energy_entry) if energy_entry else None)
+                            capacity_wh=power_check.battery_capacity_wh(energy_entry) if energy_entry else None,
+                            watch=watch)
     raw: dict = {}
     dialog_v: list[Verdict] = []
     if scope is not None:
@@ -175,6 +185,9 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
                                                 note=f"the study's first {n} voice trials, each swept until the "
                                                      f"phone was idle again")
         raw["dialog-energy"] = run.energy.raw()
+    if run.stopped is not None:  # what the voice phase measured is judged and travels with the stop
+        run.stopped.partial = CheckResult(dialog_v, {**raw, **run.stopped.partial.raw}, measurement=run)
+        raise run.stopped
     cover_v: list[Verdict] = []
     if run.thermal is not None:
         before = f"after {len(run.trials)} voice trials ({run.voice_s:.0f} s, the warm-up's first part)"

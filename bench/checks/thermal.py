@@ -24,12 +24,14 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from . import CheckResult
+from .chamber_hold import ChamberStopped
 from .voice import arm_stimulus
 from ..phone.device_state import read_thermal_status
 from phonebench.core.errors import ConfigError, InvalidMeasurement
@@ -38,6 +40,7 @@ from phonebench.core.verdict import Evidence, PlotHint, Verdict
 from phonebench.core.judge import compare
 from ..stats.ambient import PLACEMENT_C, VALID_AMBIENT_C, AmbientCorrection, AmbientReference, measure_ambient
 from ..stats.uncertainty import calibration_of, thermal_budget
+from phonebench.drivers.chamber import ChamberAlarm
 from phonebench.drivers.device import Device
 from phonebench.drivers.stimulus import AudioStimulus
 from phonebench.drivers.thermal import ThermalProbe
@@ -154,9 +157,13 @@ class ThermalRun:
         return {"t": np.asarray(self.t_s), "y": self.spread}
 
 
+Watch = Callable[[], None]  # a look at the conditions after each reading (a chamber: its air and alarms)
+
+
 def run_dialog_loop(thermal: ThermalProbe, stimulus: AudioStimulus, device: Device, samples: int,
-                    setup: ThermalSetup = ThermalSetup()) -> ThermalRun:
-    """Warm up in a sustained dialog loop, then take `samples` readings (stimulus loaded and armed)."""
+                    setup: ThermalSetup = ThermalSetup(), watch: Watch | None = None) -> ThermalRun:
+    """Warm up in a sustained dialog loop, then take `samples` readings (stimulus loaded and armed).
+    A chamber alarm `watch` raises stops the loop: a ChamberStopped with the readings taken."""
     missing = [c for c in (*setup.cover_channels, setup.ambient_channel) if c and c not in thermal.channels]
     if missing:
         raise InvalidMeasurement(f"thermal probe has no channel(s) {missing}; it has {thermal.channels}",
@@ -168,6 +175,13 @@ def run_dialog_loop(thermal: ThermalProbe, stimulus: AudioStimulus, device: Devi
         device.run(["sleep", f"{setup.period_s:g}"])
         elapsed += setup.period_s
         read_monitors(run, thermal, device, elapsed)
+        try:
+            if watch is not None:
+                watch()
+        except ChamberAlarm as alarm:  # the readings so far are kept; nothing is judged from them
+            raise ChamberStopped(alarm, CheckResult([], {"cover-temperature": run.raw(),
+                                                         "cover-spread": run.raw_spread()}),
+                                 f"the cover loop after {elapsed:.0f} s") from None
         if warmed_up(run, elapsed):
             measured = len(run.t_s) - run.measure_from
     # The last question may still be being answered: hand the phone on quiet, or the next test's
@@ -292,15 +306,16 @@ def cover_temperature_check(thermal: ThermalProbe, stimulus: AudioStimulus, devi
                             cover_max: SlaEntry, cover_spread: SlaEntry, samples: int | None = None,
                             setup: ThermalSetup | None = None,
                             cover_channels: Sequence[str] | None = None,
-                            clip: tuple[np.ndarray, float] | None = None) -> CheckResult:
+                            clip: tuple[np.ndarray, float] | None = None, watch: Watch | None = None) -> CheckResult:
     """Claim 7 by its entries (ENTRIES: the metric ids that usually hold them); warm-up and sample
-    count default to the entries'. `measurement` is the ThermalRun."""
+    count default to the entries'. `measurement` is the ThermalRun; `watch` looks at the chamber
+    after each reading (bench/checks/chamber_hold.py)."""
     arm_stimulus(stimulus, clip=clip)
     if setup is None:
         setup = setup_for(cover_max)
     if cover_channels is not None:
         setup = replace(setup, cover_channels=tuple(cover_channels))
     count = samples if samples is not None else max(cover_max.n_required, cover_spread.n_required)
-    run = run_dialog_loop(thermal, stimulus, device, count, setup)
+    run = run_dialog_loop(thermal, stimulus, device, count, setup, watch)
     verdicts = _thermal_verdicts(run, cover_max=cover_max, cover_spread=cover_spread)
     return CheckResult(verdicts, {"cover-temperature": run.raw(), "cover-spread": run.raw_spread()}, measurement=run)

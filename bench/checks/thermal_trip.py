@@ -69,12 +69,14 @@ from typing import Any
 import numpy as np
 
 from . import CheckResult, Tick, VerdictData, no_tick
+from .chamber_hold import ChamberStopped
 from .tokens import PROMPT_SEEDS, PROMPT_TOKENS, TokenRuns, draw_runs, generate_case
 from ..phone.device_state import read_thermal_zones, zone_celsius
 from ..specs.sla import SlaEntry
 from phonebench.core import judge
 from phonebench.core.verdict import (Evidence, Finding, FindingKind, PlotHint, Uncertainty, UncertaintyComponent,
                                      Verdict)
+from phonebench.drivers.chamber import ChamberAlarm
 from phonebench.drivers.runtime import Generation, RuntimeClient
 
 log = logging.getLogger(__name__)
@@ -426,10 +428,11 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
          cover: CoverProbe | None = None, shield: ShieldProbe | None = None,
          relation: ShieldRelation = ShieldRelation(), hot_relation: ShieldRelation | None = None,
          approach_calls: int = APPROACH_MAX_CALLS, cool_down: bool = True,
-         tick: Tick = no_tick) -> tuple[SoakLog, TripBracket | None]:
+         tick: Tick = no_tick, into: SoakLog | None = None) -> tuple[SoakLog, TripBracket | None]:
     """Approach the trip, run the soak and leave the phone as found: its perf profile restored and,
-    with `cool_down`, rested near its starting temperature (a test follows that needs it so)."""
-    log_ = SoakLog()
+    with `cool_down`, rested near its starting temperature (a test follows that needs it so).
+    `into`: the log to fill (the caller keeps what was measured if the soak is stopped)."""
+    log_ = into if into is not None else SoakLog()
     previous = runtime.config_get("npu.perf_profile")
     log_.read_status(runtime)
     start_npu, start_skin = log_.npu_c[0], log_.skin_c[0]
@@ -558,23 +561,34 @@ def _trip_verdict(trip: SlaEntry, bracket: TripBracket | None, log_: SoakLog, fa
 def thermal_trip_check(runtime: RuntimeClient, cover: CoverProbe | None = None, shield: ShieldProbe | None = None, *,
                        trip: SlaEntry, kills: SlaEntry, success: SlaEntry, dialogs: int | None = None,
                        tokens: int = DIALOG_TOKENS, approach_calls: int = APPROACH_MAX_CALLS,
-                       cool_down: bool = True, tick: Tick = no_tick) -> CheckResult:
+                       cool_down: bool = True, tick: Tick = no_tick,
+                       watch: Callable[[], None] | None = None) -> CheckResult:
     """cover: the hottest back-cover probe reading, when a thermal instrument is wired (a bound);
     shield: a scan of the shield thermocouple (and the cover), the trip's independent side, held
     against the trip entry's calibration record (ShieldRelation.from_parameters);
     approach_calls: at most this many short inferences to find the trip;
-    cool_down: rest the phone afterwards (False when no test follows on it: no wait without a reason)."""
+    cool_down: rest the phone afterwards (False when no test follows on it: no wait without a reason);
+    watch: a look at the chamber after each approach call and dialog (bench/checks/chamber_hold.py):
+    an alarm stops the soak, a ChamberStopped carrying its trace and dialogs so far."""
     dialogs = max(dialogs or 0, success.n_required)
-    log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, shield=shield,
-                         relation=ShieldRelation.from_parameters(trip.parameters),
-                         hot_relation=ShieldRelation.under_load(trip.parameters), approach_calls=approach_calls,
-                         cool_down=cool_down, tick=tick)
-    t = np.asarray(log_.t) - log_.t[0]
-    trace = {"t": t, "y": np.asarray(log_.npu_c), "y2": np.asarray(log_.cpu_c),
-             "layers_on_cpu": np.asarray(log_.layers_on_cpu, dtype=float), "skin": np.asarray(log_.skin_c)}
-    cpu_at_trips = [e["cpu_c"] for e in log_.events if e.get("action") == "migrate" and "cpu_c" in e]
+    log_ = SoakLog()
+
+    def step(n: int) -> None:
+        tick(n)
+        if watch is not None:
+            watch()
+    try:
+        log_, bracket = soak(runtime, dialogs, tokens=tokens, cover=cover, shield=shield,
+                             relation=ShieldRelation.from_parameters(trip.parameters),
+                             hot_relation=ShieldRelation.under_load(trip.parameters), approach_calls=approach_calls,
+                             cool_down=cool_down, tick=step, into=log_)
+    except ChamberAlarm as alarm:  # nothing is judged from a soak whose air was lost; its data is kept
+        raise ChamberStopped(alarm, CheckResult([], _soak_raw(log_, None, tokens)),
+                             f"the soak after {len(log_.completed)} of {dialogs} dialogs") from None
     trip_v = _trip_verdict(trip, bracket, log_, {"trips": len(log_.trip_temperatures),
-                                                 "cpu_c_at_trips": cpu_at_trips[:50]})
+                                                 "cpu_c_at_trips": [e["cpu_c"] for e in log_.events
+                                                                    if e.get("action") == "migrate"
+                                                                    and "cpu_c" in e][:50]})
     kill_count = max(log_.killed, log_.pid_changes, log_.broken)
     seen = Evidence.MEASURED if log_.host_observed else Evidence.REPORTED
     ok = np.asarray(log_.completed, dtype=bool)
@@ -600,13 +614,20 @@ def thermal_trip_check(runtime: RuntimeClient, cover: CoverProbe | None = None, 
                        detail="hottest NPU zone reading between dialogs (the phone's own sensor: recorded, not "
                               "judged)", evidence=Evidence.REPORTED),
     ]
-    raw = {"soak_trace": trace,
-           "soak_events": {"events": log_.events, "completed": log_.completed, "pids": log_.pids,
-                           "killed_streams": log_.killed, "dialog_tokens": tokens, "breaks_s": log_.breaks,
-                           "prompts": log_.dialogs.prompts(),
-                           "not_the_models_output": [list(w) for w in log_.dialogs.fabricated],
-                           "trip_bracket": None if bracket is None else {
-                               "low_c": bracket.low_c, "high_c": bracket.high_c, "reported_c": bracket.reported_c,
-                               "calls": bracket.calls, "tokens": bracket.tokens, "cover_c": bracket.cover_c,
-                               "shield": None if bracket.shield is None else bracket.shield.to_dict()}}}
-    return CheckResult([trip_v, kills_v, success_v, *info], raw)
+    return CheckResult([trip_v, kills_v, success_v, *info], _soak_raw(log_, bracket, tokens))
+
+
+def _soak_raw(log_: SoakLog, bracket: TripBracket | None, tokens: int) -> dict[str, Any]:
+    """The soak's trace and events as the verdicts' raw data (also a stopped soak's, so far)."""
+    t = np.asarray(log_.t) - (log_.t[0] if log_.t else 0.0)
+    trace = {"t": t, "y": np.asarray(log_.npu_c), "y2": np.asarray(log_.cpu_c),
+             "layers_on_cpu": np.asarray(log_.layers_on_cpu, dtype=float), "skin": np.asarray(log_.skin_c)}
+    return {"soak_trace": trace,
+            "soak_events": {"events": log_.events, "completed": log_.completed, "pids": log_.pids,
+                            "killed_streams": log_.killed, "dialog_tokens": tokens, "breaks_s": log_.breaks,
+                            "prompts": log_.dialogs.prompts(),
+                            "not_the_models_output": [list(w) for w in log_.dialogs.fabricated],
+                            "trip_bracket": None if bracket is None else {
+                                "low_c": bracket.low_c, "high_c": bracket.high_c, "reported_c": bracket.reported_c,
+                                "calls": bracket.calls, "tokens": bracket.tokens, "cover_c": bracket.cover_c,
+                                "shield": None if bracket.shield is None else bracket.shield.to_dict()}}}

@@ -106,7 +106,11 @@ class Night:
 
 
 def verdict_se(v: dict[str, Any]) -> float | None:
-    """The standard error a verdict's own uncertainty statement implies (None: it states none)."""
+    """The standard error a verdict's own uncertainty statement implies (None: it states none, or
+    its figure is stated at an ambient it could not be referred to: not like with like)."""
+    ambient = (v.get("extra") or {}).get("ambient") or {}
+    if "raw_value" in ambient and not ambient.get("applied"):  # an as-read value beside referred ones
+        return None
     value, bound, confidence = v.get("value"), v.get("bound"), v.get("confidence")
     if isinstance(bound, (int, float)) and isinstance(confidence, (int, float)) and 0.5 < confidence < 1 \
             and isinstance(value, (int, float)) and bound != value:

@@ -121,7 +121,8 @@ class F4TServer:
         if word_order not in ("low", "high") or units not in ("C", "F"):
             raise ValueError(f"word_order 'low'/'high' and units 'C'/'F', not {word_order!r}, {units!r}")
         self.world = world
-        self.chamber = ChamberAir(world.clock.now, room_c=world.ambient_c)
+        room = world.air  # the bay's room, now outside the chamber
+        self.chamber = ChamberAir(world.clock.now, room=room.air_c)
         world.use_chamber(self.chamber)  # the phone sits in this chamber's air
         self.word_order = word_order
         self.idn = f"Watlow,{MODEL},{SERIAL},{'.'.join(map(str, FIRMWARE))}"
