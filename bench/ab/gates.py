@@ -1,0 +1,46 @@
+"""The A/B's gates: what one segment measures of each, in which unit, with which instruments.
+
+Every gate is read from the bench's own instruments and clock, never from the phone's word: token
+times from the host's arrivals on the station clock, power and energy from the power analyzer's
+digitizer (bench/ab/measure.py reuses the checks' measurement functions). Each is a statistic
+whose higher value is worse, so a positive change is a regression.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phonebench.core.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Gate:
+    metric: str
+    unit: str
+    what: str  # how one segment's value is read
+    needs: tuple[str, ...]  # instrument roles beside the phone and the station clock
+    part: str  # the segment's workload part that measures it (gates of one part share its samples)
+
+
+FIRST_TOKEN, TOKEN_MEDIAN, SUSTAINED_POWER, ENERGY_PER_DIALOG = (
+    "first_token", "token_median", "sustained_power", "energy_per_dialog")
+
+GATES: dict[str, Gate] = {g.metric: g for g in (
+    Gate(FIRST_TOKEN, "ms", "median request-to-first-token of the segment's inferences (host arrivals, station clock)",
+         (), "inferences"),
+    Gate(TOKEN_MEDIAN, "ms", "median gap between token arrivals over the same inferences (host arrivals)", (),
+         "inferences"),
+    Gate(SUSTAINED_POWER, "W", "mean V x I over one fixed generate's window (power analyzer digitizer)", ("supply",),
+         "generate"),
+    Gate(ENERGY_PER_DIALOG, "J", "mean energy of the segment's spoken dialogs, each swept from the stimulus until "
+                                 "the phone is idle again (power analyzer digitizer)", ("supply", "stimulus"),
+         "dialogs"),
+)}
+DEFAULT_METRICS = tuple(GATES)
+
+
+def gates_named(names: list[str] | tuple[str, ...]) -> tuple[Gate, ...]:
+    """The gates asked for by name, in the order given; an unknown name is a usage error."""
+    unknown = [n for n in names if n not in GATES]
+    if unknown:
+        raise UsageError(f"no A/B gate {', '.join(map(repr, unknown))}", hint=f"gates: {', '.join(GATES)}")
+    return tuple(GATES[n] for n in dict.fromkeys(names))
