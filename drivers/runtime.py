@@ -32,7 +32,13 @@ KILLED_EXIT_CODES = (137, 143)  # SIGKILL, SIGTERM: the process died mid-inferen
 
 
 class RuntimeCommandFailed(CommandFailed):
-    """The runtime answered a command with an error line and a non-zero status."""
+    """The runtime answered a command with an error line and a non-zero status (`answer`: that line)."""
+
+    def __init__(self, message: str, hint: str | None = None, answer: dict[str, Any] | None = None,
+                 exit_code: int | None = None) -> None:
+        super().__init__(message, hint)
+        self.answer = answer or {}
+        self.exit_code = exit_code
 
 
 class RuntimeProtocolError(DeviceError):
@@ -111,6 +117,7 @@ class RuntimeStatus:
     pid: int | None = None
     started_t: float | None = None
     perf_profile: str | None = None
+    build: dict[str, Any] | None = None  # 1.3: {version, sha256} of the installed build
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -280,9 +287,11 @@ class RuntimeClient:
         return command, parse_json_lines(result.output), result.exit_code, result.output
 
     def _failed(self, command: str, objects: list[dict[str, Any]], exit_code: int, output: str) -> RuntimeCommandFailed:
-        message = next((o["error"] for o in objects if "error" in o), output.strip()[-300:] or "no output (killed?)")
+        answer = next((o for o in objects if "error" in o), {})
+        message = answer.get("error") or output.strip()[-300:] or "no output (killed?)"
         return RuntimeCommandFailed(f"{self.device.name}: `{command}` failed ({exit_code}): {message}",
-                                    hint="see docs/runtime-contract.md for the command's arguments")
+                                    hint="see docs/runtime-contract.md for the command's arguments",
+                                    answer=answer, exit_code=exit_code)
 
     def _call(self, *args: str, timeout_s: float | None = None) -> list[dict[str, Any]]:
         command, objects, exit_code, output = self._run(*args, timeout_s=timeout_s)
@@ -416,6 +425,19 @@ class RuntimeClient:
         data = self._single("adapter", "status")
         self._require_fields(data, ("active",), "adapter status")
         return AdapterStatus(**_known(AdapterStatus, data), extra=_extra(AdapterStatus, data))
+
+    # --- runtime builds (1.3) ------------------------------------------------------------
+    def install(self, remote_path: str, sha256: str, timeout_s: float | None = None) -> dict[str, Any]:
+        """Have the runtime install the build artefact pushed to remote_path (it re-checks the digest)
+        and start on it; its answer, or RuntimeCommandFailed whose `answer` carries the failure's `kind`."""
+        self.require("install")
+        data = self._call("install", remote_path, "--sha256", sha256, timeout_s=timeout_s)
+        if not data:
+            raise RuntimeProtocolError(f"{self.device.name}: `{self.command} install` printed no JSON object",
+                                       hint="the runtime does not follow docs/runtime-contract.md")
+        self._require_fields(data[-1], ("installed",), "install")
+        self._identity = None  # a new build: its identity is read again
+        return data[-1]
 
     # --- config (1.2) -------------------------------------------------------------------
     def config_get(self, key: str | None = None) -> Any:

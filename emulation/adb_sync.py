@@ -165,8 +165,12 @@ class SyncSession:
         try:
             # No symlinks on this file store: whatever the host's file type, store a regular file.
             self.fs.write(path, b"".join(parts), mode=stat_mod.S_IFREG | (mode & 0o7777), mtime=value)
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:  # adbd's own words when /data fills during the write
+                raise _SyncFailed(f"write failed: {exc.strerror}") from None
             raise _SyncFailed(f"couldn't create file: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise _SyncFailed(f"couldn't create file: {exc}") from None
         self.stream.write(_HEADER.pack(b"OKAY", 0))
 
     def _recv(self, ident: bytes, path: str) -> None:

@@ -29,6 +29,8 @@ TYPE_CPU, TYPE_GPU, TYPE_BATTERY, TYPE_SKIN, TYPE_NPU = 0, 1, 2, 3, 9
 SKIN_STATUS_THRESHOLDS_C = (39.0, 43.0, 45.0, 47.0, 51.0, 55.0)
 
 
+DATA_FREE_BYTES = 8 << 30  # /data's free space on a unit in the lab
+DATA_FULL_FREE_BYTES = 16 << 10  # fault "data-full": a pushed build or batch no longer fits
 HOT_OFFSET_FROM_C, HOT_OFFSET_FULL_C = 55.0, 63.0  # "hot-thermal-offset": where its offset starts, where it is whole
 THERMAL_WATCH_S = 1.0  # how often (simulated) the thermal service re-evaluates the skin status
 
@@ -62,6 +64,7 @@ class EmulatedPhone:
             self.fs.write(f"/system/bin/{name}", b"\x7fELF emulated", mode=0o100755)
         for app in apps:  # what the lab installed on it (phones.py: the runtime, llama.cpp)
             app(self)
+        self.fs.set_free(DATA_FULL_FREE_BYTES if "data-full" in spec.faults else DATA_FREE_BYTES)
         self._thermal_status, self._thermal_checked = 0, self.world.clock.now()
         self.world.clock.add_listener(self._watch_thermal)
         self.boot()

@@ -1,6 +1,11 @@
-"""The emulated phone's file store: real bytes for pushed files, live providers for sysfs nodes."""
+"""The emulated phone's file store: real bytes for pushed files, live providers for sysfs nodes.
+
+It holds as much as its capacity (`set_free`): a write past it fails with ENOSPC, as a full /data
+partition fails a push or an install."""
 from __future__ import annotations
 
+import errno
+import os
 import posixpath
 import stat as stat_mod
 import threading
@@ -32,6 +37,8 @@ class DeviceFileSystem:
         self._files: dict[str, _File] = {}
         self._providers: dict[str, Provider] = {}
         self._dirs: dict[str, int] = {"/": 0}
+        self._used = 0  # bytes of regular files
+        self._capacity: int | None = None  # None: unbounded (until set_free)
 
     # --- writing ------------------------------------------------------------------------
     def mkdir(self, path: str) -> None:
@@ -46,9 +53,24 @@ class DeviceFileSystem:
         if path in self._dirs:
             raise IsADirectoryError(path)
         with self._lock:
+            old = self._files.get(path)
+            grows = len(data) - (len(old.data) if old is not None else 0)
+            if self._capacity is not None and grows > 0 and self._used + grows > self._capacity:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
             self.mkdir(posixpath.dirname(path))
             file_mode = mode if stat_mod.S_IFMT(mode) else (stat_mod.S_IFREG | mode)
             self._files[path] = _File(bytes(data), file_mode, int(self._now()) if mtime is None else mtime)
+            self._used += grows
+
+    def set_free(self, free_bytes: int) -> None:
+        """From now on the store holds what it holds plus `free_bytes` more."""
+        with self._lock:
+            self._capacity = self._used + max(0, int(free_bytes))
+
+    def free_bytes(self) -> int | None:
+        """Bytes a write may still add (None: unbounded)."""
+        with self._lock:
+            return None if self._capacity is None else self._capacity - self._used
 
     def provide(self, path: str, provider: Provider) -> None:
         """Serve `path` from a callable (sysfs-style: content computed when read)."""
@@ -61,7 +83,7 @@ class DeviceFileSystem:
         path = normalize(path)
         with self._lock:
             if path in self._files:
-                del self._files[path]
+                self._used -= len(self._files.pop(path).data)
             elif path in self._providers:
                 raise PermissionError(path)
             elif path in self._dirs:
@@ -78,6 +100,8 @@ class DeviceFileSystem:
             if src not in self._files:
                 raise FileNotFoundError(src)
             self.mkdir(posixpath.dirname(dst))
+            replaced = self._files.get(dst) if dst != src else None
+            self._used -= len(replaced.data) if replaced is not None else 0
             self._files[dst] = self._files.pop(src)
 
     # --- reading ------------------------------------------------------------------------

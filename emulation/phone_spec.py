@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Faults the device model itself understands ("kill-on:<command>" is a pattern).
-DEVICE_FAULTS = {"no-runtime", "no-llamacpp", "low-battery", "skin-sensor-drift", "no-return-after-reboot"}
+DEVICE_FAULTS = {"no-runtime", "no-llamacpp", "low-battery", "skin-sensor-drift", "no-return-after-reboot",
+                 "data-full"}
 
 
 @dataclass
@@ -25,7 +26,8 @@ class PhoneSpec:
     npu_persona: str = "SM8650-MP"          # which microcode build the emulated NPU runs
     sla_persona: str = "nominal"            # behaviour persona for SLA checks (slow, jittery, hot, ...)
     # Injected faults: "kill-on:<command>" (adbd dies when it runs), "no-runtime", "no-llamacpp", "low-battery",
-    # "skin-sensor-drift", "no-return-after-reboot" (a reboot it never comes back from), and those the
+    # "skin-sensor-drift", "no-return-after-reboot" (a reboot it never comes back from), "data-full" (16 KiB
+    # left on /data: pushes and installs fail with ENOSPC), and those the
     # runtime and world understand.
     faults: list[str] = field(default_factory=list)
     seed: int = 0

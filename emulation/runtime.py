@@ -29,9 +29,10 @@ import numpy as np
 
 from . import audit, gpuload, npu, tinymodel, weights
 from .npu_personas import get_persona
-from .runtime_builds import runtime_build
+from .runtime_builds import RuntimeBuild, planted_artefact
 from .runtime_config import PERF_PROFILE_MHZ, ConfigKey, ConfigValueError, RuntimeConfig
 from .runtime_counters import VMSTAT, Counters
+from .runtime_install import BuildStore, InstallError, InstalledBuild
 from .runtime_personas import SLA_PERSONAS_RUNTIME, runtime_persona
 from .runtime_safety import LAYERS, MIGRATION_STEP, RedundancyController, ThermalGovernor, ThermalKill
 from .runtime_stream import EventStream
@@ -47,8 +48,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["SLA_PERSONAS_RUNTIME", "RUNTIME_FAULTS", "EmulatedRuntime", "install", "parse_vector"]
 
-CONTRACT_VERSION = "1.2"
-CAPABILITIES = ["identity", "status", "generate", "probe", "adapter", "config", "weights", "audit", "counters"]
+CONTRACT_VERSION = "1.3"
+CAPABILITIES = ["identity", "status", "generate", "probe", "adapter", "config", "weights", "audit", "counters",
+                "install"]
 ADAPTER_DIR = "/data/vendor/llm/adapters"
 ACTIVE_POINTER = "/data/vendor/llm/adapter.active"
 PROBE_FORMAT = "llmrt-probe/1"
@@ -72,11 +74,12 @@ RUNTIME_FAULTS = {FAULT_ERRATIC, FAULT_ACTIVATE_CRASH, FAULT_IGNORE_ADAPTER, gpu
 
 
 class RuntimeFailure(Exception):
-    """An error answered to the caller as a JSON line (status 1 unless given)."""
+    """An error answered to the caller as a JSON line (status 1 unless given; `kind` for install's failures)."""
 
-    def __init__(self, message: str, status: int = 1) -> None:
+    def __init__(self, message: str, status: int = 1, kind: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.kind = kind
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,6 +113,9 @@ def _parser() -> _Parser:
     au = sub.add_parser("audit", add_help=False)
     au.add_subparsers(dest="action", parser_class=_Parser).add_parser("status", add_help=False)
     sub.add_parser("counters", add_help=False).add_argument("--reset", action="store_true")
+    ins = sub.add_parser("install", add_help=False)
+    ins.add_argument("path")
+    ins.add_argument("--sha256", default=None)
     g = sub.add_parser("generate", add_help=False)
     g.add_argument("--prompt-tokens", type=int, default=32)
     g.add_argument("--prompt", default=None, help="comma-separated token ids (overrides --prompt-tokens)")
@@ -172,7 +178,10 @@ class EmulatedRuntime:
         seed = unit_seed(phone.spec.seed, phone.spec.serial)
         self._erratic = np.random.default_rng([seed, 0xE7])
         self._mac_rng = unit_rng(phone.spec.seed, phone.spec.serial, 0xFA17)  # where this die's carries fail
-        self.build = runtime_build(phone.spec.runtime_build)
+        # What runs is what is installed: the station's named build was installed at the factory.
+        self.builds = BuildStore(phone)
+        installed = self.builds.active() or self.builds.preinstall(planted_artefact(phone.spec.runtime_build))
+        self.build_sha256, self.build = installed.sha256, self._build_of(installed)
         phone.world.build_power = self.build.npu_power
         self.timer = TokenTimer(timing_profile(self.sla.timing), np.random.default_rng([seed, 0x71]),
                                 phone.world.variation, build_time=self.build.npu_time)
@@ -207,14 +216,14 @@ class EmulatedRuntime:
             args = _parser().parse_args(argv[1:])
             if args.verb is None or (args.verb in _SUBVERBS and args.action is None):
                 raise RuntimeFailure("usage: llmrt identity|status|generate|probe|adapter|config|weights|audit|"
-                                     "counters ...", status=2)
+                                     "counters|install ...", status=2)
             name = f"_{args.verb}" + (f"_{args.action}" if args.verb in _SUBVERBS else "")
             with self._lock:
                 self._sense()
                 self._ctx = ctx
                 return getattr(self, name)(args)
         except RuntimeFailure as exc:
-            return _error(verb, str(exc), exc.status)
+            return _error(verb, str(exc), exc.status, exc.kind)
         except Exception as exc:  # a runtime bug must not take the daemon down
             log.exception("llmrt %s failed", verb)
             return _error(verb, f"internal error: {exc!r}", 70)
@@ -270,7 +279,8 @@ class EmulatedRuntime:
                        "thermal": {"layers_on_cpu": self.governor.layers_on_cpu, "layers": LAYERS,
                                    "migrations": self.governor.migrations, "trips": self.governor.trips},
                        "pid": self.pid, "started_t": self.started_t, "inferences": self.inferences,
-                       "adapter": self._active_sha()})
+                       "adapter": self._active_sha(),
+                       "build": {"version": self.build.version, "sha256": self.build_sha256}})
 
     def _reported_freq_mhz(self) -> float:
         """The NPU clock status gives; a counters forger gives the one its MAC utilisation needs."""
@@ -529,6 +539,36 @@ class EmulatedRuntime:
             return _lines({"reset": True, "t": now})
         return _lines(self.counters.report(now))
 
+    # --- runtime builds ---------------------------------------------------------------------
+    def _install(self, args: argparse.Namespace) -> CommandResult:
+        data = self._read(args.path, "build artefact")
+        previous = self.build.version
+        try:
+            installed, new = self.builds.install(data, args.sha256, self._start_build)
+        except InstallError as exc:
+            raise RuntimeFailure(str(exc), kind=exc.kind) from None
+        return _lines({"installed": installed.sha256, "runtime_version": self.build.version, "previous": previous,
+                       "changed": new, "t": self.phone.world.clock.now(), "pid": self.pid,
+                       "started_t": self.started_t})
+
+    def _build_of(self, installed: InstalledBuild) -> RuntimeBuild:
+        """The installed build as this phone runs it (its model's behaviour, if the build states one)."""
+        spec = self.phone.spec
+        behaviour = installed.manifest.behaviour_for(spec.product_model, spec.soc_model)
+        return RuntimeBuild(installed.manifest.version, npu_time=behaviour.npu_time, npu_power=behaviour.npu_power)
+
+    def _start_build(self, installed: InstalledBuild) -> None:
+        """A new runtime process on `installed`: its behaviour from the build, a new pid, nothing
+        of the old process's state (answers seen, governor, inference count)."""
+        self.build_sha256, self.build = installed.sha256, self._build_of(installed)
+        self.phone.world.build_power = self.build.npu_power
+        self.timer.build_time = self._replay_timer.build_time = self.build.npu_time
+        self.pid = int(self._pids.integers(3000, 30000))
+        self.started_t = self.phone.world.clock.now()
+        self.inferences = 0
+        self.governor.reset()
+        self._answered.clear()
+
     # --- adapters -----------------------------------------------------------------------
     def _adapter_install(self, args: argparse.Namespace) -> CommandResult:
         data = self._read(args.path, "adapter")
@@ -641,8 +681,9 @@ def _lines(*objects: dict[str, Any]) -> CommandResult:
     return CommandResult("".join(json.dumps(o) + "\n" for o in objects).encode())
 
 
-def _error(verb: str, message: str, status: int) -> CommandResult:
-    return CommandResult(stderr=(json.dumps({"error": message, "verb": verb}) + "\n").encode(), status=status)
+def _error(verb: str, message: str, status: int, kind: str | None = None) -> CommandResult:
+    answer = {"error": message, "verb": verb, **({"kind": kind} if kind else {})}
+    return CommandResult(stderr=(json.dumps(answer) + "\n").encode(), status=status)
 
 
 def install(phone: "EmulatedPhone") -> EmulatedRuntime:

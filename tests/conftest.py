@@ -49,6 +49,7 @@ INTEGRATION = SLOW | {
     "test_world", "test_report", "test_matrix", "test_labtime", "test_fault_catalogue", "test_daq970a", "test_locks",
     "test_preflight", "test_fixture_controller", "test_aggregate", "test_conformance", "test_third_party_drivers",
     "test_heal", "test_emulated_otii", "test_otii_driver", "test_chamber", "test_phone_bytes",
+    "test_install",
 }
 
 

@@ -22,6 +22,7 @@ class Subcommands(Protocol):
 # Modules adding their own subcommands: each has register(subparsers).
 SUBCOMMAND_MODULES = ["phonebench.bench.cli.run", "phonebench.bench.cli.emulate", "phonebench.bench.cli.numerics", "phonebench.bench.cli.results", "phonebench.bench.cli.store", "phonebench.bench.cli.line",
                       "phonebench.bench.cli.station", "phonebench.bench.cli.plan", "phonebench.bench.cli.compare", "phonebench.bench.lab.cli"]
+SUBCOMMAND_MODULES.append("phonebench.bench.cli.install")  # runtime builds from a catalogue (docs/builds.md)
 
 
 def build_parser() -> argparse.ArgumentParser:
