@@ -23,7 +23,7 @@ log2(32) + 2 = 7 for one culprit in 32 builds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -118,20 +118,26 @@ def verdict_of(result: AbResult, model: str, directions: Mapping[str, Call] | No
     return SAME if all(g.call in SETTLED for g in gates) else UNDECIDED_STEP
 
 
+StepDone = Callable[[BisectResult, Step], None]
+
+
 def bisect(builds: Sequence[str], oracle: Oracle, *, models: Sequence[str], metrics: Sequence[str],
-           attempts: int = ATTEMPTS) -> BisectResult:
+           attempts: int = ATTEMPTS, result: BisectResult | None = None, on_step: StepDone | None = None) -> BisectResult:
     """Search `builds` (good first, bad last, in catalogue order) for the builds that changed `metrics`
-    on `models`. BuildUnusable of the good or bad build propagates: nothing can be compared."""
+    on `models`. BuildUnusable of the good or bad build propagates: nothing can be compared.
+    `result`: the record to fill as the search goes (kept by the caller if the search stops);
+    `on_step`: called after every step."""
     if len(builds) < 2:
         raise ValueError(f"a range needs a good and a bad build, got {list(builds)}")
-    return _Search(tuple(builds), oracle, tuple(models), tuple(metrics), attempts).run()
+    result = result or BisectResult(builds[0], builds[-1], tuple(builds), tuple(metrics))
+    return _Search(result, oracle, tuple(models), attempts, on_step).run()
 
 
 class _Search:
-    def __init__(self, builds: tuple[str, ...], oracle: Oracle, models: tuple[str, ...], metrics: tuple[str, ...],
-                 attempts: int) -> None:
-        self.builds, self.oracle, self.attempts = builds, oracle, attempts
-        self.result = BisectResult(builds[0], builds[-1], builds, metrics)
+    def __init__(self, result: BisectResult, oracle: Oracle, models: tuple[str, ...], attempts: int,
+                 on_step: StepDone | None) -> None:
+        self.builds, self.oracle, self.attempts, self.on_step = result.builds, oracle, attempts, on_step
+        self.result = result
         self.result.models = {m: ModelSearch(m, "no culprit") for m in models}
         self.tracks: list[_Track] = []
 
@@ -247,13 +253,20 @@ class _Search:
                 step.result = self.oracle(step.a, step.b, models=pending, metrics=metrics, attempt=attempt)
             except BuildUnusable as exc:
                 step.result, step.note = exc.partial, f"skipped {exc.build}: {exc.kind}"
+                self._done(step)
                 raise
             for model in pending:
                 step.verdicts[model] = verdict_of(step.result, model, None if directions is None else directions[model])
                 answers[model] = (step.verdicts[model], step)
             pending = [m for m in pending if step.verdicts[m] == UNDECIDED_STEP]
+            if pending:
+                step.note = f"undecided on {', '.join(pending)}: " + \
+                    ("repeated with more blocks" if attempt < self.attempts else "said")
+            self._done(step)
             if not pending:
                 break
-            step.note = f"undecided on {', '.join(pending)}: " + \
-                ("repeated with more blocks" if attempt < self.attempts else "said")
         return answers
+
+    def _done(self, step: Step) -> None:
+        if self.on_step is not None:
+            self.on_step(self.result, step)

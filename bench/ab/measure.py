@@ -37,6 +37,7 @@ from phonebench.drivers.runtime import RuntimeClient
 from ..checks import power, tokens, voice
 from ..phone.adapters import shipped_numerics
 from ..results.builds import phone_model
+from ..specs.profiles import ProfileLibrary, load_library
 from ..specs.sla import load_profile
 from ..station.owner import StationOwner
 from .gates import ENERGY_PER_DIALOG, FIRST_TOKEN, GATES, SUSTAINED_POWER, TOKEN_MEDIAN
@@ -45,7 +46,7 @@ from .records import Installed, Unit
 
 log = logging.getLogger(__name__)
 
-Installer = Callable[[Device, str], Installed]  # puts a catalogue build on a phone (bench/ab/install.py)
+Installer = Callable[[Device, RuntimeClient, str], Installed]  # puts a build on a phone (bench/ab/install.py)
 SWEEP_CHUNK_S = 4.5  # a dialog's first sweep: about one answer (the energy check's 8 s would idle 3 s a dialog)
 
 
@@ -66,6 +67,7 @@ class _Bay:
     client: RuntimeClient
     supply: Any | None
     stimulus: Any | None
+    library: ProfileLibrary  # the signed firmware profiles its adapter comes from
     adapter: str | None = None  # the active adapter of its shipped numerics
 
 
@@ -87,7 +89,7 @@ class StationBench:
 
     def install(self, unit: str, build: str) -> Installed:
         bay = self._bays[unit]
-        installed = self.installer(bay.device, build)
+        installed = self.installer(bay.device, bay.client, build)
         if bay.adapter is not None and _active_adapter(bay.client) != bay.adapter:
             log.info("%s: build %s dropped the adapter; its shipped numerics again", unit, build)
             _numerics(bay)
@@ -145,12 +147,13 @@ def open_bench(station: StationConfig, duts: Sequence[str] | None, metrics: Sequ
     with contextlib.ExitStack() as stack:
         # the shipped numerics' adapters are signed: trusted as the session trusts them
         stack.enter_context(signing.trusting(station.name, station.trusts_development_key))
+        library = load_library()
         bays = []
         for view in views:
             wanted = [d.name for d in view.duts if not duts or d.name in duts]
             if wanted:
                 owner = stack.enter_context(StationOwner(view))
-                bays += [_open_bay(owner, name, roles) for name in wanted]
+                bays += [_open_bay(owner, name, roles, library) for name in wanted]
         missing = sorted(set(duts or ()) - {b.unit.name for b in bays})
         if missing:
             raise InvalidMeasurement(f"no phone {', '.join(missing)} on station {station.name!r}",
@@ -158,7 +161,7 @@ def open_bench(station: StationConfig, duts: Sequence[str] | None, metrics: Sequ
         yield StationBench(bays, installer, workload)
 
 
-def _open_bay(owner: StationOwner, dut: str, roles: set[str]) -> _Bay:
+def _open_bay(owner: StationOwner, dut: str, roles: set[str], library: ProfileLibrary) -> _Bay:
     slot = owner.phone(dut)
     device, identity = slot.opened(), slot.identified()
     client = RuntimeClient(device, clock=owner.clock(dut))
@@ -171,7 +174,7 @@ def _open_bay(owner: StationOwner, dut: str, roles: set[str]) -> _Bay:
         power.battery_emulation(supply)
     if stimulus is not None:
         voice.arm_stimulus(stimulus)
-    bay = _Bay(Unit(dut, phone_model(identity.to_dict(), fallback=dut)), device, client, supply, stimulus)
+    bay = _Bay(Unit(dut, phone_model(identity.to_dict(), fallback=dut)), device, client, supply, stimulus, library)
     _numerics(bay)
     return bay
 
@@ -179,7 +182,7 @@ def _open_bay(owner: StationOwner, dut: str, roles: set[str]) -> _Bay:
 def _numerics(bay: _Bay) -> None:
     """The unit's shipped numerics (the adapter its fingerprint assigns); none when it has no probes."""
     try:
-        outcome = shipped_numerics(bay.client)
+        outcome = shipped_numerics(bay.client, bay.library)
     except UnsupportedCapability:
         return
     bay.adapter = outcome.sha256 if outcome is not None else None

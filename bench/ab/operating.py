@@ -11,7 +11,7 @@ station: benchmarks/bench_bisect.py measures it).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +59,8 @@ def simulate(plan: AbPlan, *, change: float, sigma: float | Sequence[float], rep
                 counts[decision.call] += 1
                 blocks_used += look
                 break
-    return Operating(change, reps, *(counts[c] / reps for c in (REGRESSED, IMPROVED, NO_CHANGE, UNDECIDED)),
+    share = {call: n / reps for call, n in counts.items()}
+    return Operating(change, reps, share[REGRESSED], share[IMPROVED], share[NO_CHANGE], share[UNDECIDED],
                      blocks_used / reps)
 
 
@@ -77,3 +78,15 @@ def detectable_change(plan: AbPlan, *, sigma: float | Sequence[float], power: fl
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if powered(mid) else (mid, hi)
     return hi * step
+
+
+def what_gates_detect(plan: AbPlan, blocks: Mapping[tuple[str, str], Mapping[str, Sequence[float]]], *,
+                      rng: np.random.Generator, power: float = 0.95, reps: int = 200) -> dict[tuple[str, str], float]:
+    """(model, metric) -> the change that gate detects with `power` in `plan`, at the spread its
+    units' blocks showed (each unit its own; a unit with fewer than two blocks is left out)."""
+    out = {}
+    for key, units in blocks.items():
+        sigmas = [float(np.std(d, ddof=1)) for d in units.values() if len(d) >= 2]
+        if sigmas:
+            out[key] = detectable_change(plan, sigma=sigmas, power=power, reps=reps, rng=rng)
+    return out

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .schedule import Side
+from .schedule import Side, block_log_ratio
 from .sequential import SETTLED, AbPlan, Call
 
 
@@ -93,6 +93,22 @@ class AbResult:
 
     def gate(self, metric: str, model: str) -> GateResult | None:
         return next((g for g in self.gates if g.metric == metric and g.model == model), None)
+
+    def blocks(self) -> dict[tuple[str, str], dict[str, list[float]]]:
+        """(model, metric) -> unit -> each whole block's log-ratio B/A, from the segments measured."""
+        by_block: dict[tuple[str, int], list[Segment]] = {}
+        for s in self.segments:
+            by_block.setdefault((s.unit, s.block), []).append(s)
+        model = {u.name: u.model for u in self.units}
+        out: dict[tuple[str, str], dict[str, list[float]]] = {}
+        for (unit, _), segments in sorted(by_block.items()):
+            for metric in self.metrics:
+                a = [s.values[metric] for s in segments if s.side == "A" and metric in s.values]
+                b = [s.values[metric] for s in segments if s.side == "B" and metric in s.values]
+                if len(a) == 2 and len(b) == 2:
+                    out.setdefault((model[unit], metric), {}).setdefault(unit, []).append(
+                        block_log_ratio((a[0], a[1]), (b[0], b[1])))
+        return out
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -139,3 +139,14 @@ def _gates(result: AbResult, decided: dict[tuple[str, str], Decision], last: dic
                 est.relative if est else None, est.interval(0.95) if est else None, decision.bounds, decision.level,
                 est.blocks if est else 0, tuple(blocks[(model, metric)]), decision.look, decision.detail))
     return out
+
+
+def ab_oracle(bench: AbBench, *, threshold: float = 0.03, last: int = LAST_LOOK, seed: int | None = None,
+              on_look: Look | None = None) -> Callable[..., AbResult]:
+    """bench/ab/bisect.Oracle over a bench: each step an A/B with the default plan for its gates and
+    models, a repeated step (`attempt` 2, 3, ...) with that many times the blocks."""
+    def oracle(a: str, b: str, *, models: Sequence[str], metrics: Sequence[str], attempt: int) -> AbResult:
+        plan = plan_for(metrics, models, threshold=threshold, last=last * attempt)
+        return run_ab(bench, a, b, metrics=metrics, plan=plan, models=models, attempt=attempt, seed=seed,
+                      on_look=on_look)
+    return oracle

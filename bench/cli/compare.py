@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from phonebench.core.errors import UsageError
 from ..results.compare import ALPHA, DEFAULT_THRESHOLD, NOT_CALLED, Night, compare_models, parse_threshold
+from ..ab.report import bisect_offer
 from . import Subcommands
 
 if TYPE_CHECKING:  # annotations only
@@ -153,6 +154,9 @@ def render_trend(all_series: list, show_all: bool = False) -> list[str]:
         for c in s.changes:
             lines.append(f"       {c.call} {100 * (c.relative or 0):+.1f} % ({c.mean_before:.5g} → {c.mean_after:.5g}"
                          f" {s.unit}, p {c.p:.2g}) at night {c.index + 1}: {c.build_range}")
+            offer = bisect_offer(s.metric, s.model, c.before.builds, c.after.builds)
+            if offer:
+                lines.append(f"         which build? {offer}")
     changed = sum(bool(s.changes) for s in all_series)
     lines.append(f"{changed} series with a change point")
     return lines
