@@ -52,7 +52,7 @@ class AbPlan:
     threshold: float = 0.03  # relative change that matters (the equivalence margin)
     alpha: float = 0.05  # false alarm (regressed or improved) on identical builds, over all looks and the family
     beta: float = 0.05  # "no change" called on a change of the threshold's size, over all looks
-    rho: float = 1.0  # error spending: share spent by a look = (its blocks / the last look's) ** rho
+    rho: float = 2.0  # error spending: share spent by a look = (its blocks / the last look's) ** rho
     family: int = 1  # comparisons decided together; alpha is shared among them (Bonferroni)
 
     def __post_init__(self) -> None:
@@ -67,7 +67,7 @@ class AbPlan:
 
     @classmethod
     def spaced(cls, first: int, last: int, *, threshold: float = 0.03, alpha: float = 0.05, beta: float = 0.05,
-               rho: float = 1.0, family: int = 1) -> AbPlan:
+               rho: float = 2.0, family: int = 1) -> AbPlan:
         """A look after every block from `first` to `last`."""
         return cls(tuple(range(first, last + 1)), threshold, alpha, beta, rho, family)
 

@@ -31,13 +31,13 @@ from . import Subcommands
 log = logging.getLogger(__name__)
 
 
-def add_common(p: argparse.ArgumentParser, metrics_default: tuple[str, ...]) -> None:
+def add_common(p: argparse.ArgumentParser) -> None:
     """Options `bench ab` and `bench bisect` share."""
     p.add_argument("--catalogue", required=True, help="catalogue.toml, or the folder holding it (docs/builds.md)")
     p.add_argument("--station", help="station file (TOML); default: the embedded emulated fleet")
     p.add_argument("--dut", action="append", default=[], help="only this phone (repeatable; default: every phone)")
     p.add_argument("--metric", action="append", default=[],
-                   help=f"a gate: {', '.join(GATES)} (repeatable; default: {', '.join(metrics_default)})")
+                   help=f"a gate: {', '.join(GATES)} (repeatable; default: {', '.join(DEFAULT_METRICS)})")
     p.add_argument("--model", action="append", default=[], help="only this phone model (repeatable)")
     p.add_argument("--threshold", default="3 %", help="the change that matters, relative (default: %(default)s)")
     p.add_argument("--max-blocks", type=int, default=LAST_LOOK,
@@ -51,7 +51,7 @@ def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("ab", help="A/B two catalogue builds on the same phones, each gate decided sequentially")
     p.add_argument("a", help="build A (the baseline), an id of the catalogue")
     p.add_argument("b", help="build B, an id of the catalogue")
-    add_common(p, DEFAULT_METRICS)
+    add_common(p)
     p.set_defaults(func=ab)
 
 

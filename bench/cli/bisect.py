@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ..ab.bisect import BisectResult, Step, bisect
-from ..ab.gates import GATES, gates_named
+from ..ab.gates import DEFAULT_METRICS, gates_named
 from ..ab.protocol import BuildUnusable
 from ..ab.report import bisect_text, step_lines, write_bisect
 from ..ab.run import ab_oracle
@@ -23,17 +23,13 @@ from ..results.run_record import new_run_id
 from . import Subcommands
 from .ab import add_common, models_of
 
-# Energy per dialog is left out unless asked for: on the emulated fleet its dialogs scatter too much
-# to settle "no change" at 3 % within a step (docs/ab-and-bisect.md), and an unsettled gate keeps a
-# range from ever being "no change".
-BISECT_METRICS = tuple(m for m in GATES if m != "energy_per_dialog")
 
 
 def register(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("bisect", help="find the catalogue build that changed a gate, with A/B steps")
     p.add_argument("--good", required=True, help="the last build known good (an id of the catalogue)")
     p.add_argument("--bad", required=True, help="the first build known bad")
-    add_common(p, BISECT_METRICS)
+    add_common(p)
     p.set_defaults(func=cmd_bisect)
 
 
@@ -41,7 +37,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     catalogue = load_catalogue(args.catalogue)
     good, bad = resolve_build(catalogue, args.good), resolve_build(catalogue, args.bad)
     builds = [b.id for b in catalogue.between(good, bad)]
-    metrics = tuple(g.metric for g in gates_named(args.metric or list(BISECT_METRICS)))
+    metrics = tuple(g.metric for g in gates_named(args.metric or list(DEFAULT_METRICS)))
     seed = args.seed if args.seed is not None else new_seed()
     config = station_config(args.station, seed)
     folder = Path(args.results_dir or config.results_dir) / f"bisect-{new_run_id()}"
