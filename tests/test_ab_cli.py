@@ -53,14 +53,16 @@ def test_the_bisect_command_for_a_trend_change_point():
         "bench bisect --good 'a b' --bad c --metric first_token --model 'PB-Emu Dimensity 9300'"
     assert bisect_offer("first_token_p99 (p50)", "M", ["1.0"], ["1.1"]) == \
         "bench bisect --good 1.0 --bad 1.1 --metric first_token --model M --catalogue PATH"
-    assert bisect_offer("cover_max", "M", ["1.0"], ["1.1"]) == "bench bisect --good 1.0 --bad 1.1 --model M --catalogue PATH"
+    assert bisect_offer("cover_max", "M", ["1.0"], ["1.1"]) == \
+        "bench bisect --good 1.0 --bad 1.1 --model M --catalogue PATH"
     assert bisect_offer("first_token", "M", ["1.0", "1.1"], ["1.1"]) is None  # the nights before ran two builds
     assert bisect_offer("first_token", "M", ["1.1"], ["1.1"]) is None  # not a build change
 
     def night(run: str, build: str) -> NightValue:
         return NightValue(run, dt.datetime(2026, 12, 1), (build,), 100.0, 2)
 
-    series = Series("token_latency_p50", "M", "ms", 4, True, [night("r1", "3.6.0-dev.001"), night("r2", "3.6.0-dev.002")])
+    series = Series("token_latency_p50", "M", "ms", 4, True,
+                    [night("r1", "3.6.0-dev.001"), night("r2", "3.6.0-dev.002")])
     series.changes = [ChangePoint(1, series.nights[0], series.nights[1], 100.0, 107.0, 0.001, "regressed")]
     lines = render_trend([series])
     assert any("which build? bench bisect --good 3.6.0-dev.001 --bad 3.6.0-dev.002 --metric token_median" in line

@@ -23,7 +23,8 @@ SNAPDRAGON = "PB-Emu Snapdragon 8 Gen 3"
 
 
 def _station(seed: int) -> StationConfig:
-    phones = [EmulatedPhoneConfig("EMU0001", npu_persona="SM8650-MP"), EmulatedPhoneConfig("EMU0003", npu_persona="MT6989-MP")]
+    phones = [EmulatedPhoneConfig("EMU0001", npu_persona="SM8650-MP"),
+              EmulatedPhoneConfig("EMU0003", npu_persona="MT6989-MP")]
     return StationConfig(name="emulated", source=None,
                          emulated=seeded(EmulatedConfig(phones=phones, transport="direct"), seed))
 

@@ -122,7 +122,8 @@ StepDone = Callable[[BisectResult, Step], None]
 
 
 def bisect(builds: Sequence[str], oracle: Oracle, *, models: Sequence[str], metrics: Sequence[str],
-           attempts: int = ATTEMPTS, result: BisectResult | None = None, on_step: StepDone | None = None) -> BisectResult:
+           attempts: int = ATTEMPTS, result: BisectResult | None = None,
+           on_step: StepDone | None = None) -> BisectResult:
     """Search `builds` (good first, bad last, in catalogue order) for the builds that changed `metrics`
     on `models`. BuildUnusable of the good or bad build propagates: nothing can be compared.
     `result`: the record to fill as the search goes (kept by the caller if the search stops);

@@ -19,21 +19,26 @@ class Gate:
     what: str  # how one segment's value is read
     needs: tuple[str, ...]  # instrument roles beside the phone and the station clock
     part: str  # the segment's workload part that measures it (gates of one part share its samples)
+    spread: float  # one block's log-ratio spread on one emulated phone (benchmarks/bench_bisect.py): for the plan
 
 
 FIRST_TOKEN, TOKEN_MEDIAN, SUSTAINED_POWER, ENERGY_PER_DIALOG = (
     "first_token", "token_median", "sustained_power", "energy_per_dialog")
 
+# Measured on the emulated fleet at bench/ab/measure.Workload's sizes (docs/ab-and-bisect.md, "Measured"):
+# what a gate's stated power before a run rests on; the run itself decides on its own blocks' spread.
+SPREAD_FT, SPREAD_TM, SPREAD_POWER, SPREAD_ENERGY = 0.011, 0.011, 0.0003, 0.075
+
 GATES: dict[str, Gate] = {g.metric: g for g in (
     Gate(FIRST_TOKEN, "ms", "median request-to-first-token of the segment's inferences (host arrivals, station clock)",
-         (), "inferences"),
+         (), "inferences", SPREAD_FT),
     Gate(TOKEN_MEDIAN, "ms", "median gap between token arrivals over the same inferences (host arrivals)", (),
-         "inferences"),
+         "inferences", SPREAD_TM),
     Gate(SUSTAINED_POWER, "W", "mean V x I over one fixed generate's window (power analyzer digitizer)", ("supply",),
-         "generate"),
+         "generate", SPREAD_POWER),
     Gate(ENERGY_PER_DIALOG, "J", "mean energy of the segment's spoken dialogs, each swept from the stimulus until "
                                  "the phone is idle again (power analyzer digitizer)", ("supply", "stimulus"),
-         "dialogs"),
+         "dialogs", SPREAD_ENERGY),
 )}
 # Energy per dialog only when asked for: on the emulated fleet one dialog's energy scatters ~11 %
 # (its answer's length), so it cannot settle +-3 % in a 30-minute A/B, and an unsettled gate keeps

@@ -90,3 +90,12 @@ def what_gates_detect(plan: AbPlan, blocks: Mapping[tuple[str, str], Mapping[str
         if sigmas:
             out[key] = detectable_change(plan, sigma=sigmas, power=power, reps=reps, rng=rng)
     return out
+
+
+def stated_power(plan: AbPlan, spread: float, units: int, *, rng: np.random.Generator,
+                 reps: int = 200) -> tuple[float, float]:
+    """Before a run: (the change a gate of this spread detects with 95 % power, its power at the
+    plan's threshold) on a model of `units` phones."""
+    sigma = [spread] * units
+    return (detectable_change(plan, sigma=sigma, reps=reps, rng=rng),
+            simulate(plan, change=plan.threshold, sigma=sigma, reps=reps, rng=rng).regressed)

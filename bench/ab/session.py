@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from phonebench.core.errors import UsageError
 from phonebench.core.station import EmulatedConfig, StationConfig, load_station
 from ..catalogue.catalogue import Catalogue
 from ..station.backend import emulated_fleet, open_station
@@ -39,11 +40,17 @@ def seeded(emulated: EmulatedConfig, seed: int) -> EmulatedConfig:
     return dataclasses.replace(emulated, phones=[dataclasses.replace(p, seed=seed + i) for i, p in enumerate(phones)])
 
 
-def station_config(path: str | None, seed: int) -> StationConfig:
+def station_config(path: str | None, seed: int | None) -> tuple[StationConfig, int | None]:
+    """The station and the seed its emulated phones run on (a fresh one unless given; None for real
+    phones, whose noise is their own: a --seed for them is a usage error)."""
     config = load_station(path) if path else StationConfig(name="emulated", source=None, emulated=EmulatedConfig())
-    if config.emulated is not None:
-        config.emulated = seeded(config.emulated, seed)
-    return config
+    if config.emulated is None:
+        if seed is not None:
+            raise UsageError(f"--seed: station {config.name!r} has real phones; their noise is not the bench's to seed")
+        return config, None
+    seed = new_seed() if seed is None else seed
+    config.emulated = seeded(config.emulated, seed)
+    return config, seed
 
 
 @contextlib.contextmanager

@@ -17,12 +17,13 @@ import numpy as np
 
 from phonebench.core.errors import UsageError
 from ..ab.gates import DEFAULT_METRICS, GATES, gates_named
-from ..ab.operating import what_gates_detect
+from ..ab.operating import stated_power, what_gates_detect
 from ..ab.protocol import BuildUnusable
 from ..ab.records import AbResult, Unit
 from ..ab.report import ab_text, write_ab
 from ..ab.run import LAST_LOOK, plan_for, run_ab
-from ..ab.session import ab_bench, new_seed, resolve_build, station_config
+from ..ab.sequential import AbPlan
+from ..ab.session import ab_bench, resolve_build, station_config
 from ..catalogue.catalogue import load_catalogue
 from ..results.compare import parse_threshold
 from ..results.run_record import new_run_id
@@ -57,17 +58,17 @@ def register(subparsers: Subcommands) -> None:
 
 def ab(args: argparse.Namespace) -> int:
     catalogue = load_catalogue(args.catalogue)
-    builds = [resolve_build(catalogue, args.a), resolve_build(catalogue, args.b)]  # unknown: said before anything starts
+    builds = [resolve_build(catalogue, args.a), resolve_build(catalogue, args.b)]  # unknown: said before any phone
     metrics = tuple(g.metric for g in gates_named(args.metric or list(DEFAULT_METRICS)))
-    seed = args.seed if args.seed is not None else new_seed()
-    config = station_config(args.station, seed)
+    config, seed = station_config(args.station, args.seed)
     folder = Path(args.results_dir or config.results_dir) / f"ab-{new_run_id()}"
     with ab_bench(config, catalogue=catalogue, duts=args.dut or None, metrics=metrics, results_dir=folder) as bench:
         models = models_of(bench.units(), args.model)
         plan = plan_for(metrics, models, threshold=parse_threshold(args.threshold), last=args.max_blocks)
         print(f"bench ab: {builds[0]} vs {builds[1]} on {', '.join(u.name for u in bench.units() if u.model in models)}"
-              f" (seed {seed}): {plan.describe()}")
+              f" (seed {'none: real phones' if seed is None else seed}): {plan.describe()}")
         print(f"  each comparison's false alarm <= {plan.alpha / plan.family:.2%}; results: {folder}")
+        state_power(plan, metrics, [sum(u.model == m for u in bench.units()) for m in models], seed)
 
         def look(result: AbResult, block: int) -> None:
             write_ab(result, folder)  # after every block: a failure later loses nothing measured
@@ -87,6 +88,17 @@ def ab(args: argparse.Namespace) -> int:
     write_ab(result, folder, {"detects": {f"{m}/{g}": v for (m, g), v in detects.items()}})
     print("\n".join(ab_text(result, detects)))
     return 1 if any(g.call == "regressed" for g in result.gates) else 0
+
+
+def state_power(plan: AbPlan, metrics: Sequence[str], phones_per_model: list[int], seed: int | None) -> None:
+    """What each gate detects in this plan, at the emulated fleet's measured spread (docs/ab-and-bisect.md)."""
+    rng = np.random.default_rng(seed)
+    for metric in metrics:
+        for units in sorted(set(phones_per_model)):
+            detects, power = stated_power(plan, GATES[metric].spread, units, rng=rng)
+            print(f"  {metric}: detects {100 * detects:.1f} % with 95 % power, {100 * power:.0f} % power at "
+                  f"{plan.threshold:.0%}, on a model of {units} phone(s) (at the emulated fleet's spread "
+                  f"{100 * GATES[metric].spread:.2g} % a block)")
 
 
 def models_of(units: Sequence[Unit], wanted: list[str]) -> list[str]:

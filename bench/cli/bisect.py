@@ -15,13 +15,13 @@ from ..ab.bisect import BisectResult, Step, bisect
 from ..ab.gates import DEFAULT_METRICS, gates_named
 from ..ab.protocol import BuildUnusable
 from ..ab.report import bisect_text, step_lines, write_bisect
-from ..ab.run import ab_oracle
-from ..ab.session import ab_bench, new_seed, resolve_build, station_config
+from ..ab.run import ab_oracle, plan_for
+from ..ab.session import ab_bench, resolve_build, station_config
 from ..catalogue.catalogue import load_catalogue
 from ..results.compare import parse_threshold
 from ..results.run_record import new_run_id
 from . import Subcommands
-from .ab import add_common, models_of
+from .ab import add_common, models_of, state_power
 
 
 
@@ -38,8 +38,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     good, bad = resolve_build(catalogue, args.good), resolve_build(catalogue, args.bad)
     builds = [b.id for b in catalogue.between(good, bad)]
     metrics = tuple(g.metric for g in gates_named(args.metric or list(DEFAULT_METRICS)))
-    seed = args.seed if args.seed is not None else new_seed()
-    config = station_config(args.station, seed)
+    config, seed = station_config(args.station, args.seed)
     folder = Path(args.results_dir or config.results_dir) / f"bisect-{new_run_id()}"
     record = BisectResult(builds[0], builds[-1], tuple(builds), metrics)
 
@@ -53,8 +52,13 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     with ab_bench(config, catalogue=catalogue, duts=args.dut or None, metrics=metrics, results_dir=folder) as bench:
         models = models_of(bench.units(), args.model)
         print(f"bench bisect: {builds[0]} .. {builds[-1]} ({len(builds)} builds) on "
-              f"{', '.join(u.name for u in bench.units() if u.model in models)} (seed {seed}); results: {folder}")
-        oracle = ab_oracle(bench, threshold=parse_threshold(args.threshold), last=args.max_blocks, seed=seed,
+              f"{', '.join(u.name for u in bench.units() if u.model in models)} "
+              f"(seed {'none: real phones' if seed is None else seed}); results: {folder}")
+        threshold = parse_threshold(args.threshold)
+        first = plan_for(metrics, models, threshold=threshold, last=args.max_blocks)
+        print(f"  the range step: {first.describe()}")
+        state_power(first, metrics, [sum(u.model == m for u in bench.units()) for m in models], seed)
+        oracle = ab_oracle(bench, threshold=threshold, last=args.max_blocks, seed=seed,
                            on_look=lambda ab, block: save(running={"block": block, "ab": ab.to_dict()}))
         try:
             bisect(builds, oracle, models=models, metrics=metrics, result=record, on_step=step_done)
