@@ -58,7 +58,7 @@ def measure_fleet(blocks: int, seed: int) -> dict[str, Any]:
         catalogue = load_catalogue(write_catalogue(Path(tmp) / "cat", n_builds=2,
                                                    culprits={1: {"npu_time": 1.06, "models": ["MT6989"]}}))
         a, b = (x.id for x in catalogue.builds)
-        config = station_config(None, seed)
+        config, _ = station_config(None, seed)
         wall = time.perf_counter()
         with open_station(config) as station, \
                 open_bench(station, None, GATES, CatalogueInstaller(catalogue, Path(tmp) / "res")) as bench:

@@ -49,6 +49,7 @@ def run_ab(bench: AbBench, a: str, b: str, *, metrics: Sequence[str], plan: AbPl
     first = _counterbalanced(units)
     running: dict[str, Side | None] = {u.name: None for u in units}
     start = {u.name: bench.now(u.name) for u in units}
+    result.lab_s = {u.name: 0.0 for u in units}
     active = list(units)
     with ThreadPoolExecutor(max_workers=len(units)) as pool:
         for block in range(1, plan.max_blocks + 1):
@@ -79,7 +80,7 @@ def run_ab(bench: AbBench, a: str, b: str, *, metrics: Sequence[str], plan: AbPl
                     bv = [x.values[metric] for x in segments if x.side == "B"]
                     blocks[(unit.model, metric)].setdefault(unit.name, []).append(
                         block_log_ratio((av[0], av[1]), (bv[0], bv[1])))
-            for unit in units:
+            for unit in work:  # a unit that has stopped is free: idle time is not its lab time
                 result.lab_s[unit.name] = bench.now(unit.name) - start[unit.name]
             if unusable is not None:
                 result.gates = _gates(result, decided, last, blocks)
