@@ -39,6 +39,9 @@ def test_the_three_calls_and_the_direction_of_worse():
     assert decide(up, plan, 3, higher_is_worse=False).call == IMPROVED
     assert decide({"u": [-0.06, -0.061, -0.059]}, plan, 3).call == IMPROVED
     assert decide({"u": [0.001, -0.001, 0.0]}, plan, 3).call == NO_CHANGE
+    # real (the interval excludes 0) but shown inside the threshold: no change beyond it, its size stated
+    small = decide({"u": [0.005, 0.0051, 0.0049]}, plan, 3)
+    assert small.call == NO_CHANGE and small.estimate.relative == pytest.approx(0.005, abs=1e-4)
     wide = decide({"u": [0.05, -0.05, 0.01]}, plan, 3)
     assert wide.call == UNDECIDED and "neither" in wide.detail  # the last look: said, not continued
 

@@ -21,8 +21,10 @@ looks by a power spending function, share(t) = t ** rho with t the look's share 
 look's blocks, and each look tests at its increment (Bonferroni over the looks: the errors of
 all looks together stay within what was stated, whatever the correlation between looks).
 `family` divides alpha among comparisons decided together (gates x models of one A/B).
-The rule stops at the first look where R, I or E decides; at the last look an undecided gate is
-*undecided*, with its interval. Operating characteristics: bench/ab/operating.py runs this code.
+The rule stops at the first look where E, R or I decides, E asked first: a change shown inside
+the threshold is *no change beyond the threshold* even when it is real (its estimate and interval
+say how big), so *regressed* means worse and not shown within the threshold. At the last look an
+undecided gate is *undecided*, with its interval. Operating characteristics: bench/ab/operating.py runs this code.
 """
 from __future__ import annotations
 
@@ -164,21 +166,23 @@ def decide(blocks: Mapping[str, Sequence[float]], plan: AbPlan, look: int, *,
     if estimate is None:
         return Decision(UNDECIDED if last else CONTINUE, look, None, None, None, "fewer than two blocks on every unit")
     a, b = plan.alpha_at(index), plan.beta_at(index)
-    lo, hi = estimate.bounds(a)
     worse, better = (REGRESSED, IMPROVED) if higher_is_worse else (IMPROVED, REGRESSED)
     what = (f"{100 * estimate.relative:+.2f} % over {estimate.blocks} blocks on {estimate.units} unit(s) "
             f"(s.e. {100 * estimate.se:.2f} %, df {estimate.df:.1f})")
+    # E first: a change shown inside the threshold is no change beyond it, even when it is real
+    # (a +0.5 % with a tight interval is not what a regression call is for).
+    elo, ehi = estimate.bounds(b)
+    if -plan.margin < elo and ehi < plan.margin:
+        return Decision(NO_CHANGE, look, estimate, (math.expm1(elo), math.expm1(ehi)), b,
+                        f"{what}: within ±{plan.threshold:.0%} ({100 * math.expm1(elo):+.2f} .. "
+                        f"{100 * math.expm1(ehi):+.2f} % at {1 - b:.4%} each side)")
+    lo, hi = estimate.bounds(a)
     if lo > 0:
         return Decision(worse, look, estimate, (math.expm1(lo), math.expm1(hi)), a,
                         f"{what}: higher, lower bound {100 * math.expm1(lo):+.2f} % at {1 - a:.4%}")
     if hi < 0:
         return Decision(better, look, estimate, (math.expm1(lo), math.expm1(hi)), a,
                         f"{what}: lower, upper bound {100 * math.expm1(hi):+.2f} % at {1 - a:.4%}")
-    elo, ehi = estimate.bounds(b)
-    if -plan.margin < elo and ehi < plan.margin:
-        return Decision(NO_CHANGE, look, estimate, (math.expm1(elo), math.expm1(ehi)), b,
-                        f"{what}: within ±{plan.threshold:.0%} ({100 * math.expm1(elo):+.2f} .. "
-                        f"{100 * math.expm1(ehi):+.2f} % at {1 - b:.4%} each side)")
     return Decision(UNDECIDED if last else CONTINUE, look, estimate, (math.expm1(elo), math.expm1(ehi)), b,
                     f"{what}: neither a change nor within ±{plan.threshold:.0%} yet")
 
