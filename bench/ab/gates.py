@@ -27,7 +27,7 @@ FIRST_TOKEN, TOKEN_MEDIAN, SUSTAINED_POWER, ENERGY_PER_DIALOG = (
 
 # Measured on the emulated fleet at bench/ab/measure.Workload's sizes (docs/ab-and-bisect.md, "Measured"):
 # what a gate's stated power before a run rests on; the run itself decides on its own blocks' spread.
-SPREAD_FT, SPREAD_TM, SPREAD_POWER, SPREAD_ENERGY = 0.011, 0.011, 0.0003, 0.075
+SPREAD_FT, SPREAD_TM, SPREAD_POWER, SPREAD_ENERGY = 0.008, 0.006, 0.0005, 0.092
 
 GATES: dict[str, Gate] = {g.metric: g for g in (
     Gate(FIRST_TOKEN, "ms", "median request-to-first-token of the segment's inferences (host arrivals, station clock)",

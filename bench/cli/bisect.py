@@ -14,6 +14,7 @@ from pathlib import Path
 from ..ab.bisect import BisectResult, Step, bisect
 from ..ab.gates import DEFAULT_METRICS, gates_named
 from ..ab.protocol import BuildUnusable
+from ..ab.records import AbResult
 from ..ab.report import bisect_text, step_lines, write_bisect
 from ..ab.run import ab_oracle, plan_for
 from ..ab.session import ab_bench, resolve_build, station_config
@@ -58,8 +59,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         first = plan_for(metrics, models, threshold=threshold, last=args.max_blocks)
         print(f"  the range step: {first.describe()}")
         state_power(first, metrics, [sum(u.model == m for u in bench.units()) for m in models], seed)
-        oracle = ab_oracle(bench, threshold=threshold, last=args.max_blocks, seed=seed,
-                           on_look=lambda ab, block: save(running={"block": block, "ab": ab.to_dict()}))
+        def look(ab: AbResult, block: int) -> None:
+            save(running={"block": block, "ab": ab.to_dict()})
+            print(f"    {ab.a} vs {ab.b}, block {block}: {sum(g.settled for g in ab.gates)} of {len(ab.gates)} gates "
+                  f"settled, {ab.lab_minutes:.1f} lab min", flush=True)
+
+        oracle = ab_oracle(bench, threshold=threshold, last=args.max_blocks, seed=seed, on_look=look)
         try:
             bisect(builds, oracle, models=models, metrics=metrics, result=record, on_step=step_done)
         except BuildUnusable as exc:
