@@ -154,3 +154,20 @@ def test_through_the_runner_and_rule_on_a_planted_catalogue():
     assert [c.build for c in result.models["MT6989"].culprits] == [BUILDS[13]]
     assert result.models["SM8650"].status == "no culprit"
     assert len(result.steps) <= 7
+
+
+def test_the_report_says_each_step_the_culprit_and_what_was_skipped(tmp_path):
+    import json
+
+    from phonebench.bench.ab.report import bisect_text, write_bisect
+
+    oracle = FakeOracle({20: {"SM8650": {"first_token": 1.06}}}, unusable={BUILDS[15]: "crash-on-start"})
+    result = run(oracle)
+    text = "\n".join(bisect_text(result))
+    assert "culprit b20 (after b19)" in text and "first_token +6.00 %" in text
+    assert f"skipped {BUILDS[15]}: crash-on-start" in text
+    assert "MT6989: no culprit: no culprit in the range" in text
+    assert text.splitlines()[-1] == f"{len(result.steps)} A/B steps, {result.lab_minutes:.1f} lab minutes"
+    saved = json.loads(write_bisect(result, tmp_path).read_text())
+    assert saved["models"]["SM8650"]["culprits"][0]["build"] == "b20"
+    assert [s["index"] for s in saved["steps"]] == list(range(1, len(result.steps) + 1))
