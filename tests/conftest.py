@@ -25,6 +25,7 @@ SLOW = {
     "test_acceptance_e2e", "test_acceptance_checks", "test_bench_run", "test_calibration_plugin", "test_line",
     "test_dialog_hil", "test_sla_instruments", "test_report_browser", "test_store_postgres",
     "test_calibration_postgres", "test_stock_adb", "test_lab", "test_bays", "test_fingerprint", "test_runtime_sla_emulation",
+    "test_ab_emulated",  # bench ab / bench bisect through the emulated station: real installs and segments
     "test_sla_runtime", "test_fixture_hooks", "test_llamacpp_emulated", "test_calibration_procedures",
     "test_operator_page", "test_user_errors_run", "test_example_lab", "test_labtime_plan",
     # real adb servers, subprocess bench runs, whole emulated soaks: seconds each

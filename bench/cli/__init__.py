@@ -24,6 +24,8 @@ class Subcommands(Protocol):
 SUBCOMMAND_MODULES = ["phonebench.bench.cli.run", "phonebench.bench.cli.emulate", "phonebench.bench.cli.numerics", "phonebench.bench.cli.results", "phonebench.bench.cli.store", "phonebench.bench.cli.line",
                       "phonebench.bench.cli.station", "phonebench.bench.cli.plan", "phonebench.bench.cli.compare", "phonebench.bench.lab.cli"]
 SUBCOMMAND_MODULES.append("phonebench.bench.cli.install")  # runtime builds from a catalogue (docs/builds.md)
+SUBCOMMAND_MODULES.append("phonebench.bench.cli.ab")  # A/B of two catalogue builds (docs/ab-and-bisect.md)
+SUBCOMMAND_MODULES.append("phonebench.bench.cli.bisect")  # the build that changed a gate (docs/ab-and-bisect.md)
 
 
 def build_parser() -> argparse.ArgumentParser:

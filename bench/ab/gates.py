@@ -1,0 +1,54 @@
+"""The A/B's gates: what one segment measures of each, in which unit, with which instruments.
+
+Every gate is read from the bench's own instruments and clock, never from the phone's word: token
+times from the host's arrivals on the station clock, power and energy from the power analyzer's
+digitizer (bench/ab/measure.py reuses the checks' measurement functions). Each is a statistic
+whose higher value is worse, so a positive change is a regression.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phonebench.core.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Gate:
+    metric: str
+    unit: str
+    what: str  # how one segment's value is read
+    needs: tuple[str, ...]  # instrument roles beside the phone and the station clock
+    part: str  # the segment's workload part that measures it (gates of one part share its samples)
+    spread: float  # one block's log-ratio spread on one emulated phone (benchmarks/bench_bisect.py): for the plan
+
+
+FIRST_TOKEN, TOKEN_MEDIAN, SUSTAINED_POWER, ENERGY_PER_DIALOG = (
+    "first_token", "token_median", "sustained_power", "energy_per_dialog")
+
+# Measured on the emulated fleet at bench/ab/measure.Workload's sizes (docs/ab-and-bisect.md, "Measured"):
+# what a gate's stated power before a run rests on; the run itself decides on its own blocks' spread.
+SPREAD_FT, SPREAD_TM, SPREAD_POWER, SPREAD_ENERGY = 0.008, 0.006, 0.0005, 0.092
+
+GATES: dict[str, Gate] = {g.metric: g for g in (
+    Gate(FIRST_TOKEN, "ms", "median request-to-first-token of the segment's inferences (host arrivals, station clock)",
+         (), "inferences", SPREAD_FT),
+    Gate(TOKEN_MEDIAN, "ms", "median gap between token arrivals over the same inferences (host arrivals)", (),
+         "inferences", SPREAD_TM),
+    Gate(SUSTAINED_POWER, "W", "mean V x I over one fixed generate's window (power analyzer digitizer)", ("supply",),
+         "generate", SPREAD_POWER),
+    Gate(ENERGY_PER_DIALOG, "J", "mean energy of the segment's spoken dialogs, each swept from the stimulus until "
+                                 "the phone is idle again (power analyzer digitizer)", ("supply", "stimulus"),
+         "dialogs", SPREAD_ENERGY),
+)}
+# Energy per dialog only when asked for: on the emulated fleet one dialog's energy scatters ~11 %
+# (its answer's length), so it cannot settle +-3 % in a 30-minute A/B, and an unsettled gate keeps
+# an A/B running to its last block (docs/ab-and-bisect.md states what it detects).
+DEFAULT_METRICS = (FIRST_TOKEN, TOKEN_MEDIAN, SUSTAINED_POWER)
+
+
+def gates_named(names: list[str] | tuple[str, ...]) -> tuple[Gate, ...]:
+    """The gates asked for by name, in the order given; an unknown name is a usage error."""
+    unknown = [n for n in names if n not in GATES]
+    if unknown:
+        raise UsageError(f"no A/B gate {', '.join(map(repr, unknown))}", hint=f"gates: {', '.join(GATES)}")
+    return tuple(GATES[n] for n in dict.fromkeys(names))
