@@ -264,6 +264,9 @@ def test_bench_run_piped_prints_progress_lines_with_lab_minutes(tmp_path, bench_
 
 @pytest.mark.slow
 @pytest.mark.integration
+# Alone (make test's serial step): on 3 workers at a load of 15-30 it failed once where it passes by
+# itself; the cause is not found yet, and its failure message was not kept (docs/testing.md).
+@pytest.mark.alone
 def test_ctrl_c_in_the_middle_stores_the_run_incomplete_without_a_traceback(tmp_path, bench_env):
     proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--dut", "EMU0001",
                              "-k", "identity or token_latency_std"], cwd=tmp_path, env=bench_env, text=True,
