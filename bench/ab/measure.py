@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from phonebench.core import signing
-from phonebench.core.errors import InvalidMeasurement, UnsupportedCapability
+from phonebench.core.errors import InvalidMeasurement, UnsupportedCapability, UsageError
 from phonebench.core.station import StationConfig
 from phonebench.drivers.device import Device
 from phonebench.drivers.runtime import RuntimeClient
@@ -168,6 +168,10 @@ def _open_bay(owner: StationOwner, dut: str, roles: set[str], library: ProfileLi
     if not client.observes:
         raise InvalidMeasurement(f"{dut}: no station clock or streaming transport: the A/B would have only the "
                                  "phone's own timestamps", hint="give the station a clock instrument")
+    missing = sorted(r for r in roles if r not in owner.station.instruments)
+    if missing:  # said before any segment, not as a lost phone later
+        raise UsageError(f"{dut}: its bay has no {', '.join(missing)}, which the gates asked for need",
+                         hint="leave those gates out (--metric), or wire the instrument in the station file")
     supply = owner.instrument("supply") if "supply" in roles else None
     stimulus = owner.instrument("stimulus") if "stimulus" in roles else None
     if supply is not None:
