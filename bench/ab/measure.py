@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from phonebench.core import signing
-from phonebench.core.errors import InvalidMeasurement, UnsupportedCapability
+from phonebench.core.errors import InvalidMeasurement, UnsupportedCapability, UsageError
 from phonebench.core.station import StationConfig
 from phonebench.drivers.device import Device
 from phonebench.drivers.runtime import RuntimeClient
@@ -113,15 +113,15 @@ class StationBench:
                 findings.append(f"{len(runs.fabricated)} of {work.inferences} inferences streamed tokens that are not "
                                 "the model's (a wrong first token is no first token)")
         if "generate" in parts:
-            runs_w = power.measure_sustained_power(self._need(bay.supply, unit, "supply"), bay.device, 1,
+            runs_w = power.measure_sustained_power(self._need(bay.supply), bay.device, 1,
                                                    tokens=work.generate_tokens,
                                                    sizing=power.SweepSizing(warmup_tokens=8, rest_s=0.5))
             values[SUSTAINED_POWER], samples[SUSTAINED_POWER] = float(runs_w.means_w[0]), int(runs_w.runs[0].size)
             if runs_w.truncated:
                 findings.append("the generate outlasted its sweep (window cut short)")
         if "dialogs" in parts:
-            energy = power.measure_dialog_energy(self._need(bay.supply, unit, "supply"),
-                                                 self._need(bay.stimulus, unit, "stimulus"), work.dialogs,
+            energy = power.measure_dialog_energy(self._need(bay.supply),
+                                                 self._need(bay.stimulus), work.dialogs,
                                                  capacity_wh=self.capacity_wh, chunk_s=SWEEP_CHUNK_S, keep_traces=0)
             values[ENERGY_PER_DIALOG], samples[ENERGY_PER_DIALOG] = float(np.mean(energy.energy_j)), work.dialogs
             if energy.open_ended:
@@ -129,10 +129,8 @@ class StationBench:
         return Measured(values, samples, tuple(findings))
 
     @staticmethod
-    def _need(instrument: Any | None, unit: str, role: str) -> Any:
-        if instrument is None:
-            raise InvalidMeasurement(f"{unit}: this gate needs the bay's {role}, and the station file gives it none",
-                                     hint=f"wire a {role} to the bay, or leave the gate out (--metric)")
+    def _need(instrument: Any | None) -> Any:
+        assert instrument is not None  # open_bench refuses a bay without what the gates need
         return instrument
 
 
@@ -168,6 +166,10 @@ def _open_bay(owner: StationOwner, dut: str, roles: set[str], library: ProfileLi
     if not client.observes:
         raise InvalidMeasurement(f"{dut}: no station clock or streaming transport: the A/B would have only the "
                                  "phone's own timestamps", hint="give the station a clock instrument")
+    missing = sorted(r for r in roles if r not in owner.station.instruments)
+    if missing:  # said before any segment, not as a lost phone later
+        raise UsageError(f"{dut}: its bay has no {', '.join(missing)}, which the gates asked for need",
+                         hint="leave those gates out (--metric), or wire the instrument in the station file")
     supply = owner.instrument("supply") if "supply" in roles else None
     stimulus = owner.instrument("stimulus") if "stimulus" in roles else None
     if supply is not None:

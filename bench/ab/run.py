@@ -136,7 +136,7 @@ def _gates(result: AbResult, decided: dict[tuple[str, str], Decision], last: dic
                 continue
             est = decision.estimate
             out.append(GateResult(
-                metric, GATES[metric].unit if metric in GATES else "", model, decision.call,
+                metric, GATES[metric].unit, model, decision.call,
                 est.relative if est else None, est.interval(0.95) if est else None, decision.bounds, decision.level,
                 est.blocks if est else 0, tuple(blocks[(model, metric)]), decision.look, decision.detail))
     return out
