@@ -105,7 +105,7 @@ def test_a_planted_regression_names_its_build_range_and_the_bisect_command_in_te
     base = _night_of("night-7", "3.4.0", {"first_token_p99": 100.0, "energy_per_dialog": 5.0}, SE)
     slow = _night_of("night-8", "3.4.1", {"first_token_p99": 109.0, "energy_per_dialog": 5.0}, SE)
     night = compare_runs(slow, base)
-    command = "bench bisect --good 3.4.0 --bad 3.4.1 --metric first_token_p99 --model 'Model A'"
+    command = "bench bisect --good 3.4.0 --bad 3.4.1 --metric first_token --model 'Model A' --catalogue PATH"
     text = "\n".join(render(night, "night-8", "night-7"))
     assert "first_token_p99 on Model A moved: build 3.4.0 (run night-7) → 3.4.1 (run night-8)" in text
     assert f"    {command}" in text.splitlines()
@@ -134,7 +134,7 @@ def test_a_gate_too_coarse_for_its_threshold_says_so_and_names_the_ab_that_would
     assert first.detectable.sees_threshold and first.detectable.detects < 0.07
     assert [c.metric for c in night.blind] == ["energy_per_dialog"]
     text = "\n".join(render(night, "night-8", "night-7"))
-    ab = "bench ab 3.4.0 3.4.1 --metric energy_per_dialog --model 'Model A'"
+    ab = "bench ab 3.4.0 3.4.1 --metric energy_per_dialog --model 'Model A' --catalogue PATH"
     assert f"energy_per_dialog on Model A: could not see a 5 % change" in text and f"an A/B would: {ab}" in text
     assert "first_token_p99 on Model A: could not see" not in text
     blind = json.loads(json.dumps(night_record(night, "night-8", "night-7").as_json()))["blind"]
@@ -177,7 +177,8 @@ def test_the_commands_are_quoted_for_a_shell():
 
     model = "Pixel 9 'Pro'; rm -rf ~"
     assert shlex.split(bisect_command("3.4.0", "3.4.1 $(x)", "first_token_p99 (p50)", model)) == \
-        ["bench", "bisect", "--good", "3.4.0", "--bad", "3.4.1 $(x)", "--metric", "first_token_p99 (p50)", "--model", model]
-    assert shlex.split(ab_command("a", "b", "m", model))[-1] == model
+        ["bench", "bisect", "--good", "3.4.0", "--bad", "3.4.1 $(x)", "--metric", "first_token", "--model", model,
+         "--catalogue", "PATH"]  # the A/B gate measuring the statistic, which is what bench bisect takes
+    assert shlex.split(ab_command("a", "b", "m", model))[-3] == model  # no gate measures "m": every default one
     assert BuildRange(("3.4.0", "3.4.1"), ("3.4.2",)).bisect("m", "M") is None  # which good build? none offered
     assert BuildRange(("3.4.0",), ("3.4.0",)).why_not_searchable == "both sides ran the same build"

@@ -87,7 +87,7 @@ def test_what_moved_leads_grouped_by_claim_and_model_and_the_unchanged_fold_belo
     table = page[table_at:]
     assert table.count("<tr") == len(all_series) + 1  # the full table: every series, and its header
     # each change point offers the bisect command for its build range; tonight's regression too
-    command = "bench bisect --good 3.4.0 --bad 3.4.1 --metric first_token_p99 --model 'Model B'"
+    command = "bench bisect --good 3.4.0 --bad 3.4.1 --metric first_token --model 'Model B' --catalogue PATH"
     assert page[moved_at:folded_at].count(str(escape(command))) == 2
     assert "first build with the change: 3.4.1" in page
 

@@ -65,7 +65,7 @@ def test_the_cli_compares_against_accepted_and_against_a_build_and_draws_the_his
     out = capsys.readouterr().out
     assert "accepted (Model A: night-0019, Model B: night-0019)" in out
     assert "1 regression(s): first_token_p99 on Model A" in out
-    bisect = "bench bisect --good 3.4.0 --bad 3.4.1 --metric first_token_p99 --model 'Model A'"
+    bisect = "bench bisect --good 3.4.0 --bad 3.4.1 --metric first_token --model 'Model A' --catalogue PATH"
     assert "first_token_p99 on Model A moved: build 3.4.0 (run night-0019) → 3.4.1 (run night-0029)" in out
     assert f"    {bisect}" in out.splitlines()
     assert main(["compare", "night-0029", "--against", "accepted", "--database", db, "--json"]) == 1

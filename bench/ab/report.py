@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from phonebench.core.files import write_atomically
+from phonebench.bench.results.handover import gate_of
 from .bisect import BisectResult, Step
 from .records import AbResult, GateResult
 
@@ -127,16 +128,11 @@ def bisect_command(good: str, bad: str, metrics: Sequence[str] = (), models: Seq
 
 
 # The nightly's statistics (a trend series' name) that an A/B gate measures the same way.
-TREND_GATES = {"first_token": "first_token", "token_latency_p50": "token_median",
-               "power_sustained_mean": "sustained_power", "energy_per_dialog": "energy_per_dialog"}
-
-
 def bisect_offer(series_metric: str, model: str, before: Sequence[str], after: Sequence[str]) -> str | None:
     """The bisect command for a trend change point: from the one build the nights before ran to the
     one after, on that model, for the gate measuring that statistic (all gates when none does);
     None when either side ran several builds or both the same (not a build change)."""
     if len(before) != 1 or len(after) != 1 or before[0] == after[0]:
         return None
-    name = series_metric.split(" (")[0]
-    gate = next((g for prefix, g in TREND_GATES.items() if name.startswith(prefix)), None)
+    gate = gate_of(series_metric)
     return bisect_command(before[0], after[0], [gate] if gate else [], [model], catalogue="PATH")

@@ -210,7 +210,7 @@ def render_trend(all_series: list, show_all: bool = False) -> list[str]:
             lines.append(f"       {c.call} {100 * (c.relative or 0):+.1f} % ({c.mean_before:.5g} → {c.mean_after:.5g}"
                          f" {s.unit}, p {c.p:.2g}) at night {c.index + 1}: {c.build_range}")
             if (command := c.builds.bisect(s.metric, s.model)) is not None:
-                lines.append(f"         {command}")
+                lines.append(f"         which build? {command}")
     changed = sum(bool(s.changes) for s in all_series)
     lines.append(f"{changed} series with a change point")
     return lines

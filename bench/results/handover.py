@@ -13,14 +13,32 @@ from dataclasses import dataclass
 UNKNOWN = "?"
 
 
+# The statistics a `bench ab` / `bench bisect` gate measures, by the statistic's name (bench/ab's
+# gates): a command handed over names the gate, which is what those commands take.
+GATES = {"first_token": "first_token", "token_latency_p50": "token_median",
+         "power_sustained_mean": "sustained_power", "energy_per_dialog": "energy_per_dialog"}
+
+
+def gate_of(statistic: str) -> str | None:
+    """The A/B gate measuring `statistic` (a label such as "first_token_p99 (p50)"), if one does."""
+    name = statistic.split(" (")[0]
+    return next((gate for prefix, gate in GATES.items() if name.startswith(prefix)), None)
+
+
+def _gate_option(statistic: str) -> list[str]:
+    gate = gate_of(statistic)
+    return ["--metric", gate] if gate else []  # none: every default gate
+
+
 def bisect_command(good: str, bad: str, metric: str, model: str) -> str:
     """`bench bisect` over good → bad for one statistic on one phone model, quoted for a shell."""
-    return shlex.join(["bench", "bisect", "--good", good, "--bad", bad, "--metric", metric, "--model", model])
+    return shlex.join(["bench", "bisect", "--good", good, "--bad", bad, *_gate_option(metric), "--model", model,
+                       "--catalogue", "PATH"])
 
 
 def ab_command(old: str, new: str, metric: str, model: str) -> str:
     """`bench ab` of two builds for one statistic on one phone model, quoted for a shell."""
-    return shlex.join(["bench", "ab", old, new, "--metric", metric, "--model", model])
+    return shlex.join(["bench", "ab", old, new, *_gate_option(metric), "--model", model, "--catalogue", "PATH"])
 
 
 @dataclass(frozen=True)
