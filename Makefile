@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint install system-deps llama bench fuzz clean
+.PHONY: run test test-fast test-long lint install system-deps llama bench fuzz clean
 
 $(STAMP): pyproject.toml
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -83,12 +83,16 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -p no:cachep
 PARALLEL := -p no:phonebench -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: $(STAMP) system-deps lint llama
-	$(PYTEST) -m alone tests
-	$(PYTEST) $(PARALLEL) -m "not alone" tests
+	$(PYTEST) -m "alone and not long" tests
+	$(PYTEST) $(PARALLEL) -m "not alone and not long" tests
+
+# Whole A/Bs and bisections through the emulated fleet: tens of wall minutes, outside make test's 20.
+test-long: $(STAMP) system-deps llama
+	$(PYTEST) $(PARALLEL) -m long tests
 
 # The developer's tier: unit and quick integration tests, no whole bench runs (under 45 s).
 test-fast: $(STAMP)
-	$(PYTEST) $(PARALLEL) -m "not slow" tests
+	$(PYTEST) $(PARALLEL) -m "not slow and not long" tests
 
 # Every benchmark, each to its end; the ones that failed (a missed target, a budget exceeded, a
 # nightly benchmark without a nightly run to read) are listed at the end and make it exit 1.

@@ -63,6 +63,9 @@ INTEGRATION = SLOW | {
 # host's worth of processes on one store at once, or kill whole runs at seeded points and wait for
 # what the killed run left behind (its emulated station, its lock) to be cleaned up.
 ALONE = {"test_store_concurrency", "test_killed_runs"}
+# Modules of whole A/Bs and bisections through the emulated fleet (tens of lab minutes each, near as
+# many wall minutes on two cores): `make test-long`, not `make test` (docs/testing.md).
+LONG = {"test_ab_emulated"}
 
 # Each module's measured seconds (benchmarks/bench_test_suite.py --write-order): the costliest run
 # first, so the last module a worker starts is a short one. A module not listed counts by its tier.
@@ -95,6 +98,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.integration if module in INTEGRATION else pytest.mark.unit)
         if module in ALONE:
             item.add_marker(pytest.mark.alone)
+        if module in LONG:
+            item.add_marker(pytest.mark.long)
     items.sort(key=lambda item: -_unit_cost(item))  # stable: a module's own tests keep their order
 
 
