@@ -79,7 +79,8 @@ def test_no_module_outside_the_judge_writes_a_verdicts_outcome():
     a stored fact read back), never a verdict's."""
     found = subprocess.run(["grep", "-rn", "--include=*.py", "outcome=", "bench", "fixtures", "core", "suites",
                             "reports"], cwd=ROOT, capture_output=True, text=True).stdout.splitlines()
-    writes = [line for line in found if not line.startswith("core/judge.py")
+    writes = [line for line in found if not line.startswith(("core/judge.py",
+                                                              "bench/catalogue/install.py"))  # an install's outcome
               and not re.search(r"(VerdictFact|AttemptRecord|TestRecord)\(|nodeid=item.nodeid|outcome=outcome, reason",
                                 line)]
     assert writes == []

@@ -21,7 +21,7 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import CheckResult, Recorder
 from ..stats.ambient import REFERENCE_AMBIENT_C
@@ -30,9 +30,7 @@ from phonebench.core.judge import found
 from phonebench.core.verdict import Finding, FindingKind, Outcome, Verdict
 from phonebench.drivers.chamber import Chamber, ChamberAlarm, Pause, Stabilised
 from phonebench.drivers.clock import StationClock
-
-if TYPE_CHECKING:
-    from ..specs.sla import SlaEntry
+from ..specs.sla import SlaEntry
 
 log = logging.getLogger(__name__)
 
