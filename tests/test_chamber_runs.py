@@ -24,6 +24,7 @@ sla_profile = "nightly"
 
 [emulated]
 chamber = "watlow-f4t"
+seed = 20261206  # a test that judges measurements gives its night a seed (docs/testing.md)
 {extra}
 
 [room]
