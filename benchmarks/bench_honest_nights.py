@@ -48,9 +48,11 @@ def night(args: argparse.Namespace, run_id: str, seed: int) -> dict:
             "--run-id", run_id, "--results-dir", str(args.results_dir), "-q", "--no-preflight"]
     argv += ["--station", args.station] if args.station else []
     argv += [a for d in args.dut for a in ("--dut", d)] + (["-k", args.keyword] if args.keyword else [])
+    results = Path(args.results_dir) / run_id / "results.json"
+    if results.parent.exists():
+        raise SystemExit(f"{results.parent} exists: a night is run once (move it away, or --start after it)")
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True)
-    results = Path(args.results_dir) / run_id / "results.json"
     if not results.exists():
         raise SystemExit(f"{run_id}: no record (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     data = json.loads(results.read_text())
