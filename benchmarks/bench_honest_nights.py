@@ -48,9 +48,11 @@ def night(args: argparse.Namespace, run_id: str, seed: int) -> dict:
             "--run-id", run_id, "--results-dir", str(args.results_dir), "-q", "--no-preflight"]
     argv += ["--station", args.station] if args.station else []
     argv += [a for d in args.dut for a in ("--dut", d)] + (["-k", args.keyword] if args.keyword else [])
+    results = Path(args.results_dir) / run_id / "results.json"
+    if results.parent.exists():
+        raise SystemExit(f"{results.parent} exists: a night is run once (move it away, or --start after it)")
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True)
-    results = Path(args.results_dir) / run_id / "results.json"
     if not results.exists():
         raise SystemExit(f"{run_id}: no record (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     data = json.loads(results.read_text())
@@ -115,6 +117,7 @@ def main() -> int:
     parser.add_argument("--seed-base", type=int, help="pair i runs seeds BASE+2i and BASE+2i+1 (default: fresh seeds)")
     parser.add_argument("--results-dir", help="where the runs go (default: a temporary folder)")
     parser.add_argument("--read", action="store_true", help="run nothing: compare the pairs already in --results-dir")
+    parser.add_argument("--start", type=int, default=1, help="run pairs START..PAIRS (more pairs into a folder)")
     args = parser.parse_args()
     args.results_dir = Path(args.results_dir or tempfile.mkdtemp(prefix="honest-nights-"))
     args.keyword = None if args.full else args.keyword
@@ -129,7 +132,7 @@ def main() -> int:
     print(f"{args.pairs} honest night pairs, profile {PROFILE}, {args.station or 'the default fleet'}"
           f"{', phones ' + ', '.join(args.dut) if args.dut else ''}{', -k ' + repr(args.keyword) if args.keyword else ''}; "
           f"runs in {args.results_dir}", flush=True)
-    for pair in range(args.pairs):
+    for pair in range(args.start - 1, args.pairs):
         seeds = ((args.seed_base + 2 * pair, args.seed_base + 2 * pair + 1) if args.seed_base is not None
                  else (secrets.randbelow(1 << 32), secrets.randbelow(1 << 32)))
         first, second = (night(args, f"honest-{pair + 1}-{side}", seed) for side, seed in zip("ab", seeds))
