@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
 from phonebench.core.errors import CommandFailed
@@ -69,7 +70,14 @@ class Device(Protocol):
 
     def push_bytes(self, data: bytes, remote: str, mode: int = 0o644) -> None: ...
 
-    def pull_bytes(self, remote: str) -> bytes: ...
+    def pull_bytes(self, remote: str) -> bytes:
+        """A small file whole, in memory, refused past the driver's pull cap."""
+
+    def push(self, local: str | Path, remote: str) -> None:
+        """A host file streamed to the phone, keeping its permission bits."""
+
+    def pull(self, remote: str, local: str | Path) -> None:
+        """A file of any size streamed to a host file (nothing left behind on failure)."""
 
     def getprop(self, key: str) -> str: ...
 

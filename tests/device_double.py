@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import pytest
@@ -73,6 +74,13 @@ class PhoneDevice:
 
     def pull_bytes(self, remote: str) -> bytes:
         return self.phone.fs.read(remote)
+
+    def push(self, local: str | Path, remote: str) -> None:
+        local = Path(local)
+        self.push_bytes(local.read_bytes(), remote, local.stat().st_mode & 0o7777)
+
+    def pull(self, remote: str, local: str | Path) -> None:
+        Path(local).write_bytes(self.phone.fs.read(remote))
 
     def getprop(self, key: str) -> str:
         return self.phone.props.get(key, "")

@@ -319,6 +319,24 @@ def test_weight_read_errors_pass_nominal_and_fail_a_corrupted_page(sla):
     assert bad.outcome is Outcome.FAIL and bad.value == 1 and bad.name == "weights_page_read_errors"
 
 
+def test_the_weight_file_is_streamed_not_pulled_whole_into_memory(sla, monkeypatch):
+    """A real model's weights are gigabytes, past any driver's pull cap: the checks stream the
+    file to the host and verify it there (pull_bytes is kept for small files)."""
+    device, runtime = phone("corrupt-weights")
+    small = device.pull_bytes
+
+    def capped(remote: str) -> bytes:
+        assert remote != WEIGHT_FILE, "the weight file was pulled whole into memory"
+        return small(remote)
+
+    monkeypatch.setattr(device, "pull_bytes", capped)
+    bad = weights.read_errors_check(device, runtime, read_errors=sla.get("weight_page_read_errors")).verdicts[0]
+    assert bad.outcome is Outcome.FAIL and bad.value == 1
+    result = weights.corrupt_and_repair_check(device, runtime, update_package().page, **_repair_targets(sla))
+    assert all(v.outcome is Outcome.PASS for v in result.verdicts), [(v.name, v.explanation) for v in result.verdicts]
+    assert device.phone.fs.read(WEIGHT_FILE) == update_package().data
+
+
 def test_merkle_root_check_passes_nominal_and_fails_a_corrupt_hash_tree(sla):
     entry = target(sla, "weights_root_mismatches")
     device, runtime = phone()

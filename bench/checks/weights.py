@@ -28,9 +28,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -122,19 +124,37 @@ def root_check(device: Device, runtime: RuntimeClient, *, root_mismatches: SlaEn
                                                     "bad_hash_blocks": bad_blocks}})
 
 
-def bad_pages(device: Device, runtime: RuntimeClient, manifest: WeightsManifest,
-              tree: MerkleTree) -> tuple[set[int], set[int] | None, bytes | None]:
+def bad_pages(device: Device, runtime: RuntimeClient, manifest: WeightsManifest, tree: MerkleTree,
+              scratch: Path) -> tuple[set[int], set[int] | None, Path | None]:
     """(pages failing the device's CRC check, pages failing the bench's Merkle verify, the pulled file).
 
-    The Merkle part is None when the on-device hash device does not rebuild the signed root: its
-    leaf digests cannot be trusted to judge pages (the root check reports that problem).
+    The weight file is streamed to `scratch` and verified from there, never held in memory: a
+    real model's weights are gigabytes, past any pull cap. The Merkle part is None when the
+    on-device hash device does not rebuild the signed root: its leaf digests cannot be trusted to
+    judge pages (the root check reports that problem).
     """
     crc = set(runtime.weights_verify().bad_pages)
     bad_blocks, root_ok = check_hash_device(tree)
     if bad_blocks or not root_ok:
         return crc, None, None
-    data = device.pull_bytes(manifest.paths["path"])
-    return crc, set(verify(data, tree, workers=1).bad_pages), data
+    local = pull_weights(device, manifest, scratch)
+    return crc, set(verify(local, tree, workers=1).bad_pages), local
+
+
+def pull_weights(device: Device, manifest: WeightsManifest, scratch: Path) -> Path:
+    """The phone's weight file, streamed to a file in `scratch`."""
+    local = scratch / "weights.bin"
+    device.pull(manifest.paths["path"], local)
+    return local
+
+
+def corrupt_one_byte(path: Path, offset: int) -> None:
+    """Flip the bits of one byte of a host file in place (what a bad transfer leaves)."""
+    with path.open("r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 0xA5]))
 
 
 def read_passes(pages: int, entry: SlaEntry | None) -> int:
@@ -154,11 +174,12 @@ def read_errors_check(device: Device, runtime: RuntimeClient, *, read_errors: Sl
     crc_bad: set[int] = set()
     merkle_bad: set[int] | None = set()
     errors = 0  # page reads that failed, over all passes
-    for _ in range(passes):
-        crc, merkle, _ = bad_pages(device, runtime, manifest, tree)
-        crc_bad |= crc
-        merkle_bad = None if merkle is None or merkle_bad is None else merkle_bad | merkle
-        errors += len(crc | (merkle or set()))
+    with tempfile.TemporaryDirectory(prefix="phonebench-weights-") as scratch:
+        for _ in range(passes):
+            crc, merkle, _ = bad_pages(device, runtime, manifest, tree, Path(scratch))
+            crc_bad |= crc
+            merkle_bad = None if merkle is None or merkle_bad is None else merkle_bad | merkle
+            errors += len(crc | (merkle or set()))
     bad = sorted(crc_bad | (merkle_bad or set()))
     evidence = Evidence.REPORTED if merkle_bad is None else Evidence.MEASURED
     merkle_text = ("not possible (the hash device does not match the signed root)" if merkle_bad is None
@@ -281,24 +302,24 @@ def corrupt_and_repair_check(device: Device, runtime: RuntimeClient, payload: Pa
     """
     manifest = load_manifest(device, runtime)
     tree = pull_tree(device, manifest)
-    crc_bad, merkle_bad, data = bad_pages(device, runtime, manifest, tree)
-    at_rest = crc_bad | (merkle_bad or set())
-    injected: set[int] = set()
-    if inject:
-        if data is None:
-            data = device.pull_bytes(manifest.paths["path"])
-        rng = np.random.default_rng(seed)
-        page = int(rng.integers(manifest.pages))
-        while page in at_rest:
+    with tempfile.TemporaryDirectory(prefix="phonebench-weights-") as scratch:
+        crc_bad, merkle_bad, local = bad_pages(device, runtime, manifest, tree, Path(scratch))
+        at_rest = crc_bad | (merkle_bad or set())
+        injected: set[int] = set()
+        if inject:
+            local = local or pull_weights(device, manifest, Path(scratch))
+            rng = np.random.default_rng(seed)
             page = int(rng.integers(manifest.pages))
-        corrupted = bytearray(data)
-        corrupted[page * BLOCK_SIZE + int(rng.integers(BLOCK_SIZE))] ^= 0xA5
-        device.push_bytes(bytes(corrupted), manifest.paths["path"], mode=0o640)
-        injected.add(page)
-    # Detection: a spot check of each page known or made bad (a failure in the page itself, not in
-    # the hash blocks above it), and the full verify again.
-    spot_failed = {p for p in at_rest | injected if _page_corrupt(runtime, manifest, p)}
-    crc_now, merkle_now, _ = bad_pages(device, runtime, manifest, tree)
+            while page in at_rest:
+                page = int(rng.integers(manifest.pages))
+            corrupt_one_byte(local, page * BLOCK_SIZE + int(rng.integers(BLOCK_SIZE)))
+            local.chmod(0o640)
+            device.push(local, manifest.paths["path"])
+            injected.add(page)
+        # Detection: a spot check of each page known or made bad (a failure in the page itself, not in
+        # the hash blocks above it), and the full verify again.
+        spot_failed = {p for p in at_rest | injected if _page_corrupt(runtime, manifest, p)}
+        crc_now, merkle_now, _ = bad_pages(device, runtime, manifest, tree, Path(scratch))
     found = spot_failed | crc_now | (merkle_now or set())
     undetected = sorted((at_rest | injected) - found)
     # Repair: each bad page alone, from the update.
