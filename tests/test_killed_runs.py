@@ -101,6 +101,18 @@ def test_killed_bench_runs_heal_at_the_next_start(tmp_path: Path) -> None:
     assert f"healed: run {list(killed)[-1]} was killed" in last.stdout
 
 
+def _sigint_ignored() -> None:
+    """The bench as a script's background job starts it (`bench run … &`): SIGINT ignored, which
+    its bay workers inherit. They must still die with it (it stops them by SIGINT)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _ignores_sigint(pid: int) -> bool:
+    """Linux: SIGINT in the process's ignored-signals mask (/proc/PID/status, SigIgn)."""
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigIgn:"))
+    return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+
+
 def test_a_bays_run_killed_9_leaves_no_worker_and_is_listed_incomplete_with_what_finished(tmp_path: Path) -> None:
     """kill -9 of a two-bay `bench run`'s process group once a bay has finished a test: every bay
     worker dies with it (no worker records vanished phones as errors), and the next bench command
@@ -112,7 +124,7 @@ def test_a_bays_run_killed_9_leaves_no_worker_and_is_listed_incomplete_with_what
     proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--bays", "2", "-k", "identity",
                              "--no-preflight", "--run-id", "killed-bays"], cwd=tmp_path, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_sigint_ignored)
     run_dir = tmp_path / "reports" / "killed-bays"
     deadline = time.monotonic() + WAIT_S
     workers: list[int] = []
@@ -122,7 +134,10 @@ def test_a_bays_run_killed_9_leaves_no_worker_and_is_listed_incomplete_with_what
             break
         assert proc.poll() is None, proc.stdout.read()
         time.sleep(0.2)
-    workers = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    children = psutil.Process(proc.pid).children(recursive=True)
+    workers = [c.pid for c in children]
+    bay_workers = [c.pid for c in children if "pytest" in c.cmdline()]
+    assert bay_workers and not [p for p in bay_workers if _ignores_sigint(p)]  # the parent stops them by SIGINT
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     proc.stdout.close()

@@ -176,7 +176,12 @@ def _say(view: ProgressView | None, line: str, quiet: bool) -> None:
 def _die_with_parent() -> None:
     """In a bay worker, before pytest starts: when the parent dies however it dies (kill -9
     included), the kernel sends the worker SIGINT, and pytest ends its session recording the bay
-    as incomplete, so nothing outlives a killed run (Linux prctl; elsewhere the worker finishes)."""
+    as incomplete, so nothing outlives a killed run (Linux prctl; elsewhere the worker finishes).
+
+    SIGINT is set back to its default first: a bench started with it ignored (a script's
+    background job, `bench run … &`) would pass that on, Python would then raise no
+    KeyboardInterrupt in the worker, and neither the parent's stop nor its death would end it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
