@@ -45,6 +45,7 @@ class Segment:
     end_s: float
     install: Installed | None = None
     findings: tuple[str, ...] = ()  # what the bench saw that is not a number (tokens not the model's)
+    raw: Mapping[str, float] = field(default_factory=dict)  # measured beside the statistics: a dialog's raw energy, window
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +91,7 @@ class AbResult:
     segments: list[Segment] = field(default_factory=list)
     lab_s: dict[str, float] = field(default_factory=dict)  # per unit, station clock, installs included
     stopped: dict[str, str] = field(default_factory=dict)  # unit -> why it stopped before the plan's end
+    reference_s: dict[str, float] = field(default_factory=dict)  # unit -> the dialog length energy per dialog is at
 
     def gate(self, metric: str, model: str) -> GateResult | None:
         return next((g for g in self.gates if g.metric == metric and g.model == model), None)
@@ -128,4 +130,5 @@ class AbResult:
                 "plan": asdict(self.plan), "units": [asdict(u) for u in self.units],
                 "gates": [g.to_dict() for g in self.gates], "lab_s": dict(self.lab_s),
                 "lab_minutes": self.lab_minutes, "stopped": dict(self.stopped),
+                "reference_dialog_s": dict(self.reference_s),
                 "segments": [s.to_dict() for s in self.segments]}
