@@ -6,7 +6,7 @@ call and the bounds the call rests on, with the plan's stated errors beside it. 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -98,18 +98,27 @@ class AbResult:
 
     def blocks(self) -> dict[tuple[str, str], dict[str, list[float]]]:
         """(model, metric) -> unit -> each whole block's log-ratio B/A, from the segments measured."""
+        out: dict[tuple[str, str], dict[str, list[float]]] = {}
+        for metric in self.metrics:
+            for model, units in self._block_ratios(lambda s, m=metric: s.values.get(m)).items():
+                out[(model, metric)] = units
+        return out
+
+    def raw_blocks(self, key: str) -> dict[str, dict[str, list[float]]]:
+        """model -> unit -> each whole block's log-ratio B/A of a raw field (e.g. the dialogs' mean window)."""
+        return self._block_ratios(lambda s: s.raw.get(key))
+
+    def _block_ratios(self, value: Callable[[Segment], float | None]) -> dict[str, dict[str, list[float]]]:
         by_block: dict[tuple[str, int], list[Segment]] = {}
         for s in self.segments:
             by_block.setdefault((s.unit, s.block), []).append(s)
         model = {u.name: u.model for u in self.units}
-        out: dict[tuple[str, str], dict[str, list[float]]] = {}
+        out: dict[str, dict[str, list[float]]] = {}
         for (unit, _), segments in sorted(by_block.items()):
-            for metric in self.metrics:
-                a = [s.values[metric] for s in segments if s.side == "A" and metric in s.values]
-                b = [s.values[metric] for s in segments if s.side == "B" and metric in s.values]
-                if len(a) == 2 and len(b) == 2:
-                    out.setdefault((model[unit], metric), {}).setdefault(unit, []).append(
-                        block_log_ratio((a[0], a[1]), (b[0], b[1])))
+            a = [v for s in segments if s.side == "A" and (v := value(s)) is not None]
+            b = [v for s in segments if s.side == "B" and (v := value(s)) is not None]
+            if len(a) == 2 and len(b) == 2:
+                out.setdefault(model[unit], {}).setdefault(unit, []).append(block_log_ratio((a[0], a[1]), (b[0], b[1])))
         return out
 
     @property
