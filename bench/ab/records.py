@@ -6,6 +6,7 @@ call and the bounds the call rests on, with the plan's stated errors beside it. 
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -76,6 +77,10 @@ class GateResult:
         return asdict(self)
 
 
+def _value_of(metric: str, segment: Segment) -> float | None:
+    return segment.values.get(metric)
+
+
 @dataclass
 class AbResult:
     """An A/B of build `a` against build `b` on some units, as far as it got."""
@@ -100,7 +105,7 @@ class AbResult:
         """(model, metric) -> unit -> each whole block's log-ratio B/A, from the segments measured."""
         out: dict[tuple[str, str], dict[str, list[float]]] = {}
         for metric in self.metrics:
-            for model, units in self._block_ratios(lambda s, m=metric: s.values.get(m)).items():
+            for model, units in self._block_ratios(functools.partial(_value_of, metric)).items():
                 out[(model, metric)] = units
         return out
 
