@@ -16,7 +16,7 @@ search, and each A/B gate's detectable change and false-alarm rate, printed from
    `bench ab` on builds 3 % apart in first token and energy per dialog (at a fixed dialog length,
    bench/ab/dialogs.py: the simulated dialogs' windows scatter at dialog_length's measured spread).
 
-Usage: python benchmarks/bench_bisect.py [--blocks 6] [--reps 3] [--noise FILE] [--save-noise FILE]
+Usage: python benchmarks/bench_bisect.py [--blocks 6] [--reps 3] [--noise FILE] [--save-noise FILE] [--skip-planted]
 (--noise reuses a saved step 1 instead of measuring it: say so when quoting the figures).
 """
 from __future__ import annotations
@@ -259,6 +259,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--noise", help="a saved fleet measurement (JSON) instead of measuring")
     parser.add_argument("--save-noise", help="write the fleet measurement here")
+    parser.add_argument("--skip-planted", action="store_true", help="leave step 2 (the planted catalogues) out")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     start = time.perf_counter()
@@ -280,8 +281,9 @@ def main() -> int:
     for g in measured["gates"]:
         print(f"   measured: {g['model']:28} {g['metric']:18} {100 * g['change']:+.2f} % {g['call']}")
     fleet = Fleet(measured)
-    print("\n2. planted catalogues (simulated fleet of the same shape and noise, the same runner, rule and search)")
-    print("\n".join(planted_catalogues(fleet, args.reps, args.seed)))
+    if not args.skip_planted:
+        print("\n2. planted catalogues (simulated fleet of the same shape and noise, the same runner, rule and search)")
+        print("\n".join(planted_catalogues(fleet, args.reps, args.seed)), flush=True)
     print("\n3. the gates")
     print("\n".join(gates_table(fleet, measured, args.seed)))
     print("\n".join(family_and_goal(fleet, args.seed, 200)))
