@@ -30,7 +30,7 @@ FIRST_TOKEN, TOKEN_MEDIAN, SUSTAINED_POWER, ENERGY_PER_DIALOG, DIALOG_LENGTH = (
 # Energy per dialog is length-adjusted (bench/ab/dialogs.py): 0.10-0.14 % a block with one dialog a
 # segment (the raw mean energy's was 9-14 %, the answer's length); dialog length keeps that scatter
 # (benchmarks/bench_dialog_energy.py).
-SPREAD_FT, SPREAD_TM, SPREAD_POWER, SPREAD_ENERGY, SPREAD_LENGTH = 0.008, 0.006, 0.0005, 0.0015, 0.15
+SPREAD_FT, SPREAD_TM, SPREAD_POWER, SPREAD_ENERGY, SPREAD_LENGTH = 0.008, 0.006, 0.0005, 0.0015, 0.12
 
 GATES: dict[str, Gate] = {g.metric: g for g in (
     Gate(FIRST_TOKEN, "ms", "median request-to-first-token of the segment's inferences (host arrivals, station clock)",
