@@ -4,9 +4,10 @@
 An A/B's summary gives, per model and gate, the change B/A with its 95 % interval, the call, the
 blocks and units it rests on, and what the gate could detect (energy per dialog: at a fixed dialog
 length, with the dialogs' length change shown beside it when dialog_length is not a gate); then
-the lab minutes per phone and the plan's stated errors. A bisection's gives each step (its builds, the effect per model and
-metric with its interval, its lab minutes), each model's culprit(s) with the effect the deciding
-step measured, the builds it skipped and why, and the whole search's lab minutes.
+the lab minutes per phone and the plan's stated errors. A bisection's gives each step (its builds,
+the effect per model and metric with its interval, its lab minutes), each model's culprit(s) with
+the effect the deciding step measured, the builds it skipped and why, and the whole search's lab
+minutes.
 """
 from __future__ import annotations
 
