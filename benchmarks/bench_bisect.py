@@ -11,11 +11,12 @@ search, and each A/B gate's detectable change and false-alarm rate, printed from
    at every position (each seeded several times), no change, two partial culprits, a noisy unit,
    builds that do not install, a culprit exactly at the threshold.
 3. Each gate's false-alarm rate and the change it detects with 95 % power, in `bench ab`'s default
-   plan (4 gates x 3 models share alpha), by Monte-Carlo through the rule; the family's false
-   alarms on identical builds through the runner; `bench ab` on builds 3 % apart in first token
-   and energy per dialog.
+   plan (4 gates x 3 models share alpha; dialog_length, asked for, in a plan of 5 x 3), by
+   Monte-Carlo through the rule; the family's false alarms on identical builds through the runner;
+   `bench ab` on builds 3 % apart in first token and energy per dialog (at a fixed dialog length,
+   bench/ab/dialogs.py: the simulated dialogs' windows scatter at dialog_length's measured spread).
 
-Usage: python benchmarks/bench_bisect.py [--blocks 6] [--reps 3] [--noise FILE] [--save-noise FILE]
+Usage: python benchmarks/bench_bisect.py [--blocks 6] [--reps 3] [--noise FILE] [--save-noise FILE] [--skip-planted]
 (--noise reuses a saved step 1 instead of measuring it: say so when quoting the figures).
 """
 from __future__ import annotations
@@ -36,8 +37,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DIMENSITY_9300 = "PB-Emu Dimensity 9300"
-GATES = ("first_token", "token_median", "sustained_power", "energy_per_dialog")
-BISECT = ("first_token", "token_median", "sustained_power")
+# bench ab's and bench bisect's default gates (bench/ab/gates.DEFAULT_METRICS), and dialog_length
+# (only when asked for) measured beside them: its spread drives the simulated dialogs' windows.
+BISECT = ("first_token", "token_median", "sustained_power", "energy_per_dialog")
+GATES = (*BISECT, "dialog_length")
 N = 32
 BUDGET = math.log2(N) + 2
 
@@ -69,7 +72,7 @@ def measure_fleet(blocks: int, seed: int) -> dict[str, Any]:
                 t0 = bench.now(unit)
                 bench.segment(unit, [metric])
                 parts[part] = bench.now(unit) - t0
-            result = run_ab(bench, a, b, metrics=GATES, plan=AbPlan((blocks,), family=12), seed=seed,
+            result = run_ab(bench, a, b, metrics=GATES, plan=AbPlan((blocks,), family=15), seed=seed,
                             on_look=lambda r, k: print(f"  fleet block {k}: {r.lab_minutes:.1f} lab min, "
                                                        f"{time.perf_counter() - wall:.0f} s wall", flush=True))
     units = {u.name: u.model for u in result.units}
@@ -77,10 +80,14 @@ def measure_fleet(blocks: int, seed: int) -> dict[str, Any]:
     for (model, metric), by_unit in result.blocks().items():
         if model != DIMENSITY_9300:
             spread.setdefault(metric, {}).update({u: float(np.std(d, ddof=1)) for u, d in by_unit.items()})
+    for model, by_unit in result.raw_blocks("dialog_energy_j").items():  # the statistic before the adjustment
+        if model != DIMENSITY_9300:
+            spread.setdefault("raw energy per dialog", {}).update({u: float(np.std(d, ddof=1)) for u, d in by_unit.items()})
     installs = [s.install.station_s for s in result.segments if s.install is not None]
     return {"seed": seed, "blocks": blocks, "units": units, "parts_s": parts,
             "install_s": float(np.mean(installs)), "spread": spread,
             "effect_6pct_npu": {g.metric: g.change for g in result.gates if g.model == DIMENSITY_9300},
+            "reference_dialog_s": dict(result.reference_s),
             "gates": [g.to_dict() for g in result.gates], "lab_minutes": result.lab_minutes,
             "segment_s": float(np.mean([s.end_s - s.start_s - (s.install.station_s if s.install else 0.0)
                                         for s in result.segments]))}
@@ -166,7 +173,7 @@ def planted_catalogues(fleet: Fleet, reps: int, seed: int) -> list[str]:
         skipped.append((r, culprits(r)[DIMENSITY_9300] == ["b20"] and "b19" not in r.skipped or
                         culprits(r)[DIMENSITY_9300] == ["b20"]))
     lines += scenario("builds 15, 19, 24 do not install (culprit at 20)", skipped)
-    edge = {m: 1.03 for m in BISECT if m != "sustained_power"}
+    edge = {"first_token": 1.03, "token_median": 1.03}
     at = []
     for rep in range(3 * reps):
         r = search(fleet, {13: {DIMENSITY_9300: edge}}, seed + 121 + rep)
@@ -190,8 +197,8 @@ def gates_table(fleet: Fleet, measured: dict[str, Any], seed: int) -> list[str]:
 
     default, every = plan_for(BISECT, fleet.models), plan_for(GATES, fleet.models)
     rng = np.random.default_rng(seed)
-    lines = [f"bench ab's default plan (first token, token median, sustained power on {len(fleet.models)} models): "
-             f"{default.describe()}; with energy per dialog asked for too: {every.family} comparisons",
+    lines = [f"bench ab's default plan ({', '.join(BISECT)} on {len(fleet.models)} models): "
+             f"{default.describe()}; with dialog_length asked for too: {every.family} comparisons",
              "| gate | block spread (1 unit) | false alarm at 0 %, 2000 A/Bs (stated) | power at +3 %, 1 unit | detects "
              "at 95 % power, 1 unit | 2 units pooled | mean blocks at 0 % / +3 %, 1 unit |", "|---|---|---|---|---|---|---|"]
     for gate in GATES:
@@ -205,8 +212,9 @@ def gates_table(fleet: Fleet, measured: dict[str, Any], seed: int) -> list[str]:
                      f"{100 * plan.alpha / plan.family:.2f} %) | {100 * three.regressed:.0f} % | +{100 * one:.1f} % | "
                      f"+{100 * two:.1f} % | {zero.mean_blocks:.1f} / {three.mean_blocks:.1f} |")
     parts = measured["parts_s"]
-    for name, plan, segment in (("the default gates", default, parts["inferences"] + parts["generate"]),
-                                ("with energy per dialog", every, sum(parts.values()))):
+    for name, plan, segment in (("the default gates", default, sum(parts.values())),
+                                ("without energy per dialog (the old default)", default,
+                                 parts["inferences"] + parts["generate"])):
         most = planned_seconds(plan.max_blocks, segment, measured["install_s"]) / 60
         lines.append(f"{name}: a segment {segment:.1f} lab s, a block {4 * segment / 60:.1f} lab min + 2 installs of "
                      f"{measured['install_s']:.1f} s; the plan's {plan.max_blocks} blocks at most: {most:.1f} lab min "
@@ -218,14 +226,14 @@ def family_and_goal(fleet: Fleet, seed: int, reps: int) -> list[str]:
     from phonebench.bench.ab.run import plan_for, run_ab
     from phonebench.bench.ab.simulated import PlantedBuild
 
-    plan = plan_for(GATES, fleet.models)
+    plan = plan_for(BISECT, fleet.models)
     alarms, minutes = 0, []
     for rep in range(reps):
         bench = fleet.bench([PlantedBuild("A"), PlantedBuild("B")], np.random.default_rng(seed + rep))
-        r = run_ab(bench, "A", "B", metrics=GATES, plan=plan)
+        r = run_ab(bench, "A", "B", metrics=BISECT, plan=plan)
         alarms += any(g.call in ("regressed", "improved") for g in r.gates)
         minutes.append(r.lab_minutes)
-    lines = [f"Identical builds, all 4 gates on all {len(fleet.models)} models ({reps} simulated A/Bs through the runner): "
+    lines = [f"Identical builds, the {len(BISECT)} default gates on all {len(fleet.models)} models ({reps} simulated A/Bs through the runner): "
              f"any false alarm in {100 * alarms / reps:.1f} % (stated <= {100 * plan.alpha:.0f} %), "
              f"{statistics.mean(minutes):.1f} lab min per phone (mean)"]
     calls: dict[str, list[str]] = {"first_token": [], "energy_per_dialog": []}
@@ -233,7 +241,7 @@ def family_and_goal(fleet: Fleet, seed: int, reps: int) -> list[str]:
     change = {m: {"first_token": 1.03, "energy_per_dialog": 1.03} for m in fleet.models}
     for rep in range(reps):
         bench = fleet.bench([PlantedBuild("A"), PlantedBuild("B", change)], np.random.default_rng(seed + 5000 + rep))
-        r = run_ab(bench, "A", "B", metrics=GATES, plan=plan)
+        r = run_ab(bench, "A", "B", metrics=BISECT, plan=plan)
         for metric in calls:
             calls[metric] += [g.call for g in r.gates if g.metric == metric]
         minutes.append(r.lab_minutes)
@@ -251,6 +259,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--noise", help="a saved fleet measurement (JSON) instead of measuring")
     parser.add_argument("--save-noise", help="write the fleet measurement here")
+    parser.add_argument("--skip-planted", action="store_true", help="leave step 2 (the planted catalogues) out")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     start = time.perf_counter()
@@ -267,12 +276,14 @@ def main() -> int:
           f"install {measured['install_s']:.1f} s; the A/B {measured['lab_minutes']:.1f} lab min per phone")
     for metric, units in measured["spread"].items():
         print(f"   {metric}: block log-ratio spread " + ", ".join(f"{u} {100 * s:.2f} %" for u, s in units.items())
-              + f"; 6 % slower NPU on the Dimensity 9300: {100 * measured['effect_6pct_npu'][metric]:+.2f} %")
+              + (f"; 6 % slower NPU on the Dimensity 9300: {100 * measured['effect_6pct_npu'][metric]:+.2f} %"
+                 if metric in measured["effect_6pct_npu"] else ""))
     for g in measured["gates"]:
         print(f"   measured: {g['model']:28} {g['metric']:18} {100 * g['change']:+.2f} % {g['call']}")
     fleet = Fleet(measured)
-    print("\n2. planted catalogues (simulated fleet of the same shape and noise, the same runner, rule and search)")
-    print("\n".join(planted_catalogues(fleet, args.reps, args.seed)))
+    if not args.skip_planted:
+        print("\n2. planted catalogues (simulated fleet of the same shape and noise, the same runner, rule and search)")
+        print("\n".join(planted_catalogues(fleet, args.reps, args.seed)), flush=True)
     print("\n3. the gates")
     print("\n".join(gates_table(fleet, measured, args.seed)))
     print("\n".join(family_and_goal(fleet, args.seed, 200)))

@@ -13,7 +13,8 @@ DEVELOPMENT key (as for its weights update, emulation/weights.py), so an artefac
 other key, or changed after signing, is refused as a real phone refuses it.
 
 The behaviour is the emulation's physics of the build, never a word the runtime says: how long NPU
-work takes (`npu_time`) and how much dynamic power it draws (`npu_power`) relative to the release,
+work takes (`npu_time`), how much dynamic power it draws (`npu_power`) and how much more the spoken
+answer of a dialog draws on top (`speak_power`: a costlier TTS path) relative to the release,
 whether the runtime crashes at start, optionally per phone model or SoC.
 """
 from __future__ import annotations
@@ -45,7 +46,8 @@ MANIFEST = "build.toml"
 SIGNATURE = MANIFEST + ".sig"
 MAX_ARTEFACT_BYTES = 256 << 20  # what the emulated installer reads into memory
 MAX_MEMBERS = 256
-BEHAVIOUR_RANGE = (0.2, 5.0)  # npu_time and npu_power: a build 5x slower is broken, not a regression
+BEHAVIOUR_RANGE = (0.2, 5.0)  # the factors: a build 5x slower is broken, not a regression
+FACTORS = ("npu_time", "npu_power", "speak_power")
 
 
 class ArtefactRefused(Exception):
@@ -63,6 +65,7 @@ class Behaviour:
 
     npu_time: float = 1.0  # NPU work (prompt processing and decode) takes this many times as long
     npu_power: float = 1.0  # dynamic power of NPU work
+    speak_power: float = 1.0  # dynamic power while the assistant speaks its answer (TTS and streaming decode)
     crash_on_start: bool = False  # the runtime dies as it starts: the install rolls back
 
 
@@ -263,7 +266,7 @@ def parse_manifest(data: bytes) -> BuildManifest:
 def _behaviour(table: dict[str, Any], base: Behaviour, where: str) -> Behaviour:
     _only(table, {f.name for f in fields(Behaviour)}, f"{MANIFEST} {where}")
     values: dict[str, Any] = {}
-    for name in ("npu_time", "npu_power"):
+    for name in FACTORS:
         if name in table:
             value = table[name]
             low, high = BEHAVIOUR_RANGE

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from .build_artefact import Behaviour, write_artefact
 
 BROKEN_KINDS = ("missing-artefact", "bad-signature", "crash-on-start", "disk-full", "digest-mismatch")
-CULPRIT_KEYS = ("npu_time", "npu_power", "models")
+CULPRIT_KEYS = ("npu_time", "npu_power", "speak_power", "models")
 START_DATE = dt.date(2026, 11, 1)
 DISK_FULL_BYTES = 1 << 40  # no phone has a terabyte free
 # A key of its own, the same every time (artefacts are reproducible): not the phone's vendor key.
@@ -90,7 +90,8 @@ def behaviour_at(position: int, culprits: Mapping[int, Mapping[str, Any]]) -> tu
         for model in targets:
             current = base if model is None else models[model]
             updated = replace(current, npu_time=current.npu_time * float(change.get("npu_time", 1.0)),
-                              npu_power=current.npu_power * float(change.get("npu_power", 1.0)))
+                              npu_power=current.npu_power * float(change.get("npu_power", 1.0)),
+                              speak_power=current.speak_power * float(change.get("speak_power", 1.0)))
             if model is None:
                 base = updated
             else:

@@ -182,7 +182,7 @@ class EmulatedRuntime:
         self.builds = BuildStore(phone)
         installed = self.builds.active() or self.builds.preinstall(planted_artefact(phone.spec.runtime_build))
         self.build_sha256, self.build = installed.sha256, self._build_of(installed)
-        phone.world.build_power = self.build.npu_power
+        phone.world.build_power, phone.world.build_speak_power = self.build.npu_power, self.build.speak_power
         self.timer = TokenTimer(timing_profile(self.sla.timing), np.random.default_rng([seed, 0x71]),
                                 phone.world.variation, build_time=self.build.npu_time)
         # "answer-replay": answers already given, and the even cadence it streams them at.
@@ -555,13 +555,14 @@ class EmulatedRuntime:
         """The installed build as this phone runs it (its model's behaviour, if the build states one)."""
         spec = self.phone.spec
         behaviour = installed.manifest.behaviour_for(spec.product_model, spec.soc_model)
-        return RuntimeBuild(installed.manifest.version, npu_time=behaviour.npu_time, npu_power=behaviour.npu_power)
+        return RuntimeBuild(installed.manifest.version, npu_time=behaviour.npu_time, npu_power=behaviour.npu_power,
+                            speak_power=behaviour.speak_power)
 
     def _start_build(self, installed: InstalledBuild) -> None:
         """A new runtime process on `installed`: its behaviour from the build, a new pid, nothing
         of the old process's state (answers seen, governor, inference count)."""
         self.build_sha256, self.build = installed.sha256, self._build_of(installed)
-        self.phone.world.build_power = self.build.npu_power
+        self.phone.world.build_power, self.phone.world.build_speak_power = self.build.npu_power, self.build.speak_power
         self.timer.build_time = self._replay_timer.build_time = self.build.npu_time
         self.pid = int(self._pids.integers(3000, 30000))
         self.started_t = self.phone.world.clock.now()

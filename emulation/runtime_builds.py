@@ -25,6 +25,7 @@ class RuntimeBuild:
     version: str       # what `llmrt identity` reports
     npu_time: float = 1.0   # NPU work (prompt processing and decode) takes this many times as long
     npu_power: float = 1.0  # dynamic power of NPU work
+    speak_power: float = 1.0  # dynamic power while the assistant speaks an answer (a dialog's, not a generate's)
 
 
 BUILDS: dict[str, RuntimeBuild] = {
@@ -47,4 +48,5 @@ def runtime_build(name: str) -> RuntimeBuild:
 def planted_artefact(name: str) -> bytes:
     """The artefact of a named build (the same bytes every time: its SHA-256 names it)."""
     build = runtime_build(name)
-    return write_artefact(build.version, Behaviour(npu_time=build.npu_time, npu_power=build.npu_power))
+    return write_artefact(build.version, Behaviour(npu_time=build.npu_time, npu_power=build.npu_power,
+                                                   speak_power=build.speak_power))

@@ -163,6 +163,7 @@ class World:
         self.power_profile = PowerProfile()
         self.variation = NOMINAL  # this unit's process variation (apply_unit)
         self.build_power = 1.0  # the runtime build's NPU dynamic power (emulation/runtime_builds.py)
+        self.build_speak_power = 1.0  # and its spoken answers' on top (a dialog's TTS path)
         self.thermal = ThermalModel(ambient_c)
         self.voice = VoiceAssistant(self, "nominal", self.rng("voice"))
         self.apply_persona(persona)
@@ -287,6 +288,8 @@ class World:
         dynamic = (power - PHASE_POWER_W["idle"]) * self.variation.dynamic
         if phase in NPU_PHASES:
             dynamic *= self.power_profile.npu_scale * self.build_power * (self.npu_freq_mhz / NPU_NOMINAL_MHZ) ** 2
+        if phase == "speak":
+            dynamic *= self.build_speak_power
         power = idle + dynamic
         return power
 

@@ -12,7 +12,9 @@ build and by noise:
 - generate: one fixed generate of `generate_tokens` digitized whole, its window's mean V x I
   (bench.checks.power.measure_sustained_power, after a short warm-up generate that sizes the sweep).
 - dialogs: `dialogs` spoken questions through the stimulus, each swept from the stimulus until the
-  phone is idle again (bench.checks.power.measure_dialog_energy); the mean energy in joules.
+  phone is idle again (bench.checks.power.measure_dialog_energy); their mean energy (J) and mean
+  window (s) go to the segment's raw record, from which the runner states energy per dialog at the
+  A/B's reference length and dialog length (bench/ab/dialogs.py).
 
 Before its first segment each unit is put in its shipped numerics (the overflow adapter its
 fingerprint assigns, as the runtime suite does: its tokens can then be checked) with its supply
@@ -40,7 +42,8 @@ from ..results.builds import phone_model
 from ..specs.profiles import ProfileLibrary, load_library
 from ..specs.sla import load_profile
 from ..station.owner import StationOwner
-from .gates import ENERGY_PER_DIALOG, FIRST_TOKEN, GATES, SUSTAINED_POWER, TOKEN_MEDIAN
+from .dialogs import dialog_raw
+from .gates import FIRST_TOKEN, GATES, SUSTAINED_POWER, TOKEN_MEDIAN
 from .protocol import Measured
 from .records import Installed, Unit
 
@@ -57,7 +60,7 @@ class Workload:
     inferences: int = 100  # first token's block spread ~1.1 % on the emulated fleet: 3 % in <= 10 blocks
     tokens: int = 6
     generate_tokens: int = 48  # sustained power's spread is ~0.03 %: a short generate is plenty
-    dialogs: int = 2
+    dialogs: int = 1  # at a fixed length one dialog's energy scatters ~0.1 %; one keeps the plan within 30 lab min
 
 
 @dataclass
@@ -101,6 +104,7 @@ class StationBench:
         values: dict[str, float] = {}
         samples: dict[str, int] = {}
         findings: list[str] = []
+        raw: dict[str, float] = {}
         if "inferences" in parts:
             runs = tokens.run_inferences(bay.client, work.inferences, work.tokens)
             if not runs.observed:
@@ -123,10 +127,11 @@ class StationBench:
             energy = power.measure_dialog_energy(self._need(bay.supply),
                                                  self._need(bay.stimulus), work.dialogs,
                                                  capacity_wh=self.capacity_wh, chunk_s=SWEEP_CHUNK_S, keep_traces=0)
-            values[ENERGY_PER_DIALOG], samples[ENERGY_PER_DIALOG] = float(np.mean(energy.energy_j)), work.dialogs
+            # Raw: the runner states the dialog gates from it at the A/B's reference length (bench/ab/dialogs.py).
+            raw.update(dialog_raw(energy.energy_j, energy.window_s))
             if energy.open_ended:
                 findings.append(f"{energy.open_ended} dialog(s) never returned to idle within the sweep limit")
-        return Measured(values, samples, tuple(findings))
+        return Measured(values, samples, tuple(findings), raw)
 
     @staticmethod
     def _need(instrument: Any | None) -> Any:

@@ -7,7 +7,7 @@ noise model for the operating characteristics, through the same runner, rule and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from phonebench.core.errors import BenchError
@@ -21,6 +21,7 @@ class Measured:
     values: dict[str, float]  # metric -> statistic (positive)
     samples: dict[str, int]
     findings: tuple[str, ...] = ()
+    raw: dict[str, float] = field(default_factory=dict)  # what was measured beside the statistics (bench/ab/dialogs.py)
 
 
 class AbBench(Protocol):

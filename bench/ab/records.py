@@ -6,7 +6,8 @@ call and the bounds the call rests on, with the plan's stated errors beside it. 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ class Segment:
     end_s: float
     install: Installed | None = None
     findings: tuple[str, ...] = ()  # what the bench saw that is not a number (tokens not the model's)
+    raw: Mapping[str, float] = field(default_factory=dict)  # measured beside the statistics: a dialog's raw energy, window
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,6 +77,10 @@ class GateResult:
         return asdict(self)
 
 
+def _value_of(metric: str, segment: Segment) -> float | None:
+    return segment.values.get(metric)
+
+
 @dataclass
 class AbResult:
     """An A/B of build `a` against build `b` on some units, as far as it got."""
@@ -90,24 +96,34 @@ class AbResult:
     segments: list[Segment] = field(default_factory=list)
     lab_s: dict[str, float] = field(default_factory=dict)  # per unit, station clock, installs included
     stopped: dict[str, str] = field(default_factory=dict)  # unit -> why it stopped before the plan's end
+    reference_s: dict[str, float] = field(default_factory=dict)  # unit -> the dialog length energy per dialog is at
 
     def gate(self, metric: str, model: str) -> GateResult | None:
         return next((g for g in self.gates if g.metric == metric and g.model == model), None)
 
     def blocks(self) -> dict[tuple[str, str], dict[str, list[float]]]:
         """(model, metric) -> unit -> each whole block's log-ratio B/A, from the segments measured."""
+        out: dict[tuple[str, str], dict[str, list[float]]] = {}
+        for metric in self.metrics:
+            for model, units in self._block_ratios(functools.partial(_value_of, metric)).items():
+                out[(model, metric)] = units
+        return out
+
+    def raw_blocks(self, key: str) -> dict[str, dict[str, list[float]]]:
+        """model -> unit -> each whole block's log-ratio B/A of a raw field (e.g. the dialogs' mean window)."""
+        return self._block_ratios(lambda s: s.raw.get(key))
+
+    def _block_ratios(self, value: Callable[[Segment], float | None]) -> dict[str, dict[str, list[float]]]:
         by_block: dict[tuple[str, int], list[Segment]] = {}
         for s in self.segments:
             by_block.setdefault((s.unit, s.block), []).append(s)
         model = {u.name: u.model for u in self.units}
-        out: dict[tuple[str, str], dict[str, list[float]]] = {}
+        out: dict[str, dict[str, list[float]]] = {}
         for (unit, _), segments in sorted(by_block.items()):
-            for metric in self.metrics:
-                a = [s.values[metric] for s in segments if s.side == "A" and metric in s.values]
-                b = [s.values[metric] for s in segments if s.side == "B" and metric in s.values]
-                if len(a) == 2 and len(b) == 2:
-                    out.setdefault((model[unit], metric), {}).setdefault(unit, []).append(
-                        block_log_ratio((a[0], a[1]), (b[0], b[1])))
+            a = [v for s in segments if s.side == "A" and (v := value(s)) is not None]
+            b = [v for s in segments if s.side == "B" and (v := value(s)) is not None]
+            if len(a) == 2 and len(b) == 2:
+                out.setdefault(model[unit], {}).setdefault(unit, []).append(block_log_ratio((a[0], a[1]), (b[0], b[1])))
         return out
 
     @property
@@ -128,4 +144,5 @@ class AbResult:
                 "plan": asdict(self.plan), "units": [asdict(u) for u in self.units],
                 "gates": [g.to_dict() for g in self.gates], "lab_s": dict(self.lab_s),
                 "lab_minutes": self.lab_minutes, "stopped": dict(self.stopped),
+                "reference_dialog_s": dict(self.reference_s),
                 "segments": [s.to_dict() for s in self.segments]}

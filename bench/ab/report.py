@@ -2,10 +2,12 @@
 (a failure loses nothing measured), and a text summary for the terminal.
 
 An A/B's summary gives, per model and gate, the change B/A with its 95 % interval, the call, the
-blocks and units it rests on, and what the gate could detect; then the lab minutes per phone and
-the plan's stated errors. A bisection's gives each step (its builds, the effect per model and
-metric with its interval, its lab minutes), each model's culprit(s) with the effect the deciding
-step measured, the builds it skipped and why, and the whole search's lab minutes.
+blocks and units it rests on, and what the gate could detect (energy per dialog: at a fixed dialog
+length, with the dialogs' length change shown beside it when dialog_length is not a gate); then
+the lab minutes per phone and the plan's stated errors. A bisection's gives each step (its builds,
+the effect per model and metric with its interval, its lab minutes), each model's culprit(s) with
+the effect the deciding step measured, the builds it skipped and why, and the whole search's lab
+minutes.
 """
 from __future__ import annotations
 
@@ -19,7 +21,10 @@ from typing import Any
 from phonebench.core.files import write_atomically
 from phonebench.bench.results.handover import gate_of
 from .bisect import BisectResult, Step
+from .dialogs import WINDOW_S
+from .gates import DIALOG_LENGTH, ENERGY_PER_DIALOG
 from .records import AbResult, GateResult
+from .sequential import pooled
 
 AB_FILE, BISECT_FILE = "ab.json", "bisect.json"
 
@@ -70,6 +75,7 @@ def ab_text(result: AbResult, detects: Mapping[tuple[str, str], float] | None = 
         for g in result.gates:
             if g.model == model:
                 lines.append("    " + gate_line(g, (detects or {}).get((model, g.metric))))
+        lines += ["    " + x for x in dialog_lines(result, model, (detects or {}).get((model, DIALOG_LENGTH)))]
     lab = ", ".join(f"{u} {s / 60:.1f}" for u, s in result.lab_s.items())
     lines.append(f"  lab minutes (installs included): {lab}; the A/B {result.lab_minutes:.1f}")
     for unit, why in result.stopped.items():
@@ -77,6 +83,33 @@ def ab_text(result: AbResult, detects: Mapping[tuple[str, str], float] | None = 
     regressed = [f"{g.metric} on {g.model}" for g in result.gates if g.call == "regressed"]
     lines.append(f"{len(regressed)} regression(s)" + (": " + ", ".join(regressed) if regressed else ""))
     return lines
+
+
+def length_beside(result: AbResult) -> dict[str, dict[str, list[float]]]:
+    """model -> unit -> block log-ratios of the dialogs' mean window, when energy per dialog was decided
+    without dialog_length: what the report shows beside it (so a longer dialog is never hidden)."""
+    if ENERGY_PER_DIALOG not in result.metrics or DIALOG_LENGTH in result.metrics:
+        return {}
+    return result.raw_blocks(WINDOW_S)
+
+
+def dialog_lines(result: AbResult, model: str, length_detects: float | None = None) -> list[str]:
+    """What energy per dialog decides and what it leaves to dialog_length, for one model."""
+    if ENERGY_PER_DIALOG not in result.metrics:
+        return []
+    refs = ", ".join(f"{u} {w:.2f} s" for u, w in result.reference_s.items() if u in
+                     {x.name for x in result.units if x.model == model})
+    lines = [f"(energy_per_dialog is the energy of a dialog of fixed length{' (' + refs + ')' if refs else ''}: "
+             "a change of dialog length is dialog_length's)"]
+    if DIALOG_LENGTH in result.metrics:
+        return lines
+    can = f"; detects {100 * length_detects:.1f} % at 95 % power" if length_detects is not None else ""
+    est = pooled(length_beside(result).get(model, {}))
+    if est is None:
+        return lines + [f"{'dialog_length':18} not yet two blocks (not a gate of this A/B{can})"]
+    lo, hi = est.interval(0.95)
+    return lines + [f"{'dialog_length':18} {_pct(est.relative):>9}  95 % CI [{_pct(lo)}, {_pct(hi)}] measured, "
+                    f"not decided ({est.blocks} blocks; --metric dialog_length decides it{can})"]
 
 
 def step_lines(step: Step) -> list[str]:

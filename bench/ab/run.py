@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from phonebench.core.errors import BenchError, UsageError
+from .dialogs import with_dialog_statistics
 from .protocol import AbBench, BuildUnusable
 from .records import AbResult, GateResult, Segment, Unit
 from .schedule import Side, block_log_ratio, block_slots, first_side
@@ -58,11 +59,11 @@ def run_ab(bench: AbBench, a: str, b: str, *, metrics: Sequence[str], plan: AbPl
             if not work:
                 break
             futures = {u.name: pool.submit(_block, bench, u, block, first[u.name], running[u.name], a, b,
-                                           open_metrics[u.model]) for u in work}
+                                           open_metrics[u.model], result.reference_s.get(u.name)) for u in work}
             unusable: BuildUnusable | None = None
             for unit in work:
                 try:
-                    segments = futures[unit.name].result()
+                    segments, reference = futures[unit.name].result()
                 except BuildUnusable as exc:
                     unusable = unusable or exc
                     result.stopped[unit.name] = str(exc)
@@ -74,6 +75,8 @@ def run_ab(bench: AbBench, a: str, b: str, *, metrics: Sequence[str], plan: AbPl
                     active.remove(unit)
                     continue
                 result.segments += segments
+                if reference is not None:
+                    result.reference_s[unit.name] = reference
                 running[unit.name] = segments[-1].side
                 for metric in open_metrics[unit.model]:
                     av = [x.values[metric] for x in segments if x.side == "A"]
@@ -109,21 +112,23 @@ def _counterbalanced(units: Sequence[Unit]) -> dict[str, Side]:
 
 
 def _block(bench: AbBench, unit: Unit, block: int, first: Side, running: Side | None, a: str, b: str,
-           metrics: Sequence[str]) -> list[Segment]:
-    """One ABBA (or BAAB) block on one unit: install when the build changes, then the segment."""
+           metrics: Sequence[str], reference_s: float | None) -> tuple[list[Segment], float | None]:
+    """One ABBA (or BAAB) block on one unit: install when the build changes, then the segment; the
+    dialog gates at the unit's reference dialog length (`reference_s`, fixed by its first dialogs)."""
     segments = []
     for slot in block_slots(block, first, running):
         build = a if slot.side == "A" else b
         t0 = bench.now(unit.name)
         installed = bench.install(unit.name, build) if slot.install else None
-        measured = bench.segment(unit.name, metrics)
+        measured, reference_s = with_dialog_statistics(bench.segment(unit.name, metrics), metrics, reference_s)
         bad = {m: v for m, v in measured.values.items() if not v > 0}
         if bad:
             raise BenchError(f"{unit.name}: build {build} measured no positive {', '.join(bad)} "
                              f"({bad}): the segment cannot be compared")
         segments.append(Segment(unit.name, block, slot.position, slot.side, build, dict(measured.values),
-                                dict(measured.samples), t0, bench.now(unit.name), installed, measured.findings))
-    return segments
+                                dict(measured.samples), t0, bench.now(unit.name), installed, measured.findings,
+                                dict(measured.raw)))
+    return segments, reference_s
 
 
 def _gates(result: AbResult, decided: dict[tuple[str, str], Decision], last: dict[tuple[str, str], Decision],

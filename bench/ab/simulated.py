@@ -6,8 +6,10 @@ catalogue's order; a build may be unusable (it fails to install, with the catalo
 segment's value is the true value of the build the unit runs, times lognormal noise of the gate's
 stated spread (a noisy unit: a larger spread), plus an optional drift per segment (a phone
 warming). Lab time is the stated seconds of each workload part the segment measures and of each
-install, on a per-unit clock. The spreads and seconds come from measured segments on the emulated
-station (benchmarks/bench_bisect.py), so the figures it prints are that station's.
+install, on a per-unit clock. Dialogs are drawn raw (a power of energy per dialog's spread times a
+window of dialog length's), so the runner's length adjustment (bench/ab/dialogs.py) runs on them.
+The spreads and seconds come from measured segments on the emulated station
+(benchmarks/bench_bisect.py), so the figures it prints are that station's.
 """
 from __future__ import annotations
 
@@ -17,9 +19,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .gates import GATES
+from .dialogs import dialog_raw
+from .gates import DIALOG_LENGTH, ENERGY_PER_DIALOG, GATES
 from .protocol import BuildUnusable, Measured
 from .records import Installed, Unit
+
+
+# A simulated dialog: its mean power (the energy_per_dialog gate's factor and spread) over its window
+# (dialog_length's), about the emulated phone's (bench.checks.power.measure_dialog_energy on it).
+DIALOG_W, DIALOG_S = 4.0, 2.45
 
 
 @dataclass(frozen=True)
@@ -80,8 +88,14 @@ class SimulatedBench:
             raise BuildUnusable("?", "unreachable", f"{unit}: no build installed")
         spread = self.noisy.get(unit, 1.0)
         drift = self.noise.drift * self.segments[unit]
-        values = {m: self.truth(build, self.model[unit], m)
-                  * math.exp(drift + spread * self.noise.sigma[m] * self.rng.standard_normal()) for m in metrics}
+        draw = lambda m: self.truth(build, self.model[unit], m) * math.exp(  # noqa: E731
+            drift + spread * self.noise.sigma.get(m, 0.0) * self.rng.standard_normal())
+        parts = {GATES[m].part for m in metrics}
+        values = {m: draw(m) for m in metrics if GATES[m].part != "dialogs"}
+        raw: dict[str, float] = {}
+        if "dialogs" in parts:  # raw dialogs: the runner states the dialog gates from them, as on a station
+            window = DIALOG_S * draw(DIALOG_LENGTH)
+            raw = dialog_raw([DIALOG_W * draw(ENERGY_PER_DIALOG) * window], [window])
         self.segments[unit] += 1
-        self.clock[unit] += sum(self.noise.part_s[p] for p in {GATES[m].part for m in metrics})
-        return Measured(values, {m: 1 for m in metrics})
+        self.clock[unit] += sum(self.noise.part_s[p] for p in parts)
+        return Measured(values, {m: 1 for m in values}, (), raw)

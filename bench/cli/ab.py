@@ -19,11 +19,11 @@ import numpy as np
 from phonebench.core.errors import DeviceError, UsageError
 from phonebench.core.exits import PHONE_BUSY, PHONES_UNREACHABLE
 from phonebench.drivers.locks import PhoneBusy
-from ..ab.gates import DEFAULT_METRICS, GATES, gates_named
+from ..ab.gates import DEFAULT_METRICS, DIALOG_LENGTH, ENERGY_PER_DIALOG, GATES, gates_named
 from ..ab.operating import stated_power, what_gates_detect
 from ..ab.protocol import BuildUnusable
 from ..ab.records import AbResult, Unit
-from ..ab.report import ab_text, write_ab
+from ..ab.report import ab_text, dialog_lines, length_beside, write_ab
 from ..ab.run import LAST_LOOK, plan_for, run_ab
 from ..ab.sequential import AbPlan
 from ..ab.measure import StationBench
@@ -96,8 +96,11 @@ def _ab_on(bench: StationBench, args: argparse.Namespace, builds: tuple[str, str
             write_ab(exc.partial, folder)
         print(f"bench ab: {exc} (what was measured: {folder})", file=sys.stderr)
         return 2
-    detects = what_gates_detect(plan, result.blocks(), rng=np.random.default_rng(seed))
-    write_ab(result, folder, {"detects": {f"{m}/{g}": v for (m, g), v in detects.items()}})
+    beside = {(m, DIALOG_LENGTH): units for m, units in length_beside(result).items()}
+    detects = what_gates_detect(plan, {**result.blocks(), **beside}, rng=np.random.default_rng(seed))
+    write_ab(result, folder, {"detects": {f"{m}/{g}": v for (m, g), v in detects.items()},
+                              "dialog_length_beside": {m: dialog_lines(result, m, detects.get((m, DIALOG_LENGTH)))
+                                                       for m in result.models if (m, DIALOG_LENGTH) in beside}})
     print("\n".join(ab_text(result, detects)))
     if any(g.call == "regressed" for g in result.gates):
         return 1
@@ -119,6 +122,12 @@ def state_power(plan: AbPlan, metrics: Sequence[str], phones_per_model: list[int
             print(f"  {metric}: detects {100 * detects:.1f} % with 95 % power, {100 * power:.0f} % power at "
                   f"{plan.threshold:.0%}, on a model of {units} phone(s) (at the emulated fleet's spread "
                   f"{100 * GATES[metric].spread:.2g} % a block)")
+    if ENERGY_PER_DIALOG in metrics and DIALOG_LENGTH not in metrics:
+        reach = ", ".join(f"{100 * stated_power(plan, GATES[DIALOG_LENGTH].spread, n, rng=rng)[0]:.0f} % on a model of "
+                          f"{n} phone(s)" for n in sorted(set(phones_per_model)))
+        print(f"  energy_per_dialog decides energy at a fixed dialog length (the first dialogs' window on each phone);"
+              f" a change of dialog length is dialog_length's, shown beside it, not decided (it would detect "
+              f"{reach}: --metric dialog_length)")
 
 
 def models_of(units: Sequence[Unit], wanted: list[str]) -> list[str]:
