@@ -67,3 +67,14 @@ def test_the_bisect_command_for_a_trend_change_point():
     lines = render_trend([series])
     assert any("which build? bench bisect --good 3.6.0-dev.001 --bad 3.6.0-dev.002 --metric token_median" in line
                for line in lines)
+
+
+def test_the_default_gates_are_those_every_bay_can_measure():
+    from phonebench.bench.ab.gates import DEFAULT_METRICS, ENERGY_PER_DIALOG, defaults_for
+
+    everything = {"supply", "stimulus", "clock"}
+    assert defaults_for([everything, everything]) == (DEFAULT_METRICS, [])
+    kept, left_out = defaults_for([everything, {"supply", "clock"}])  # one bay has no stimulus
+    assert ENERGY_PER_DIALOG not in kept and set(kept) == set(DEFAULT_METRICS) - {ENERGY_PER_DIALOG}
+    assert left_out == [f"{ENERGY_PER_DIALOG} left out: a bay has no stimulus (wire it, or name the gate with "
+                        "--metric to require it)"]

@@ -35,7 +35,8 @@ def test_bisect_names_the_culprit_on_its_model_only_and_skips_a_build_that_crash
                                                broken={3: "crash-on-start"}))
     builds = [b.id for b in catalogue.builds]
     metrics = (FIRST_TOKEN, TOKEN_MEDIAN)
-    with ab_bench(_station(5), catalogue=catalogue, duts=None, metrics=metrics, results_dir=tmp_path / "res") as bench:
+    with ab_bench(_station(5), catalogue=catalogue, duts=None, metrics=metrics, results_dir=tmp_path / "res") as opened:
+        bench = opened.bench
         result = bisect(builds, ab_oracle(bench, last=6, seed=5), models=[SNAPDRAGON, DIMENSITY_9300], metrics=metrics)
     text = "\n".join(bisect_text(result))
     assert [c.build for c in result.models[DIMENSITY_9300].culprits] == [builds[5]], text
@@ -60,7 +61,8 @@ def test_ab_of_identical_builds_raises_no_alarm(tmp_path: Path, seed: int):
     catalogue = load_catalogue(write_catalogue(tmp_path / "catalogue", n_builds=2))
     a, b = (x.id for x in catalogue.builds)
     metrics = (FIRST_TOKEN, TOKEN_MEDIAN, "sustained_power")
-    with ab_bench(_station(seed), catalogue=catalogue, duts=None, metrics=metrics, results_dir=tmp_path) as bench:
+    with ab_bench(_station(seed), catalogue=catalogue, duts=None, metrics=metrics, results_dir=tmp_path) as opened:
+        bench = opened.bench
         result = run_ab(bench, a, b, metrics=metrics, plan=plan_for(metrics, [SNAPDRAGON, DIMENSITY_9300], last=5),
                         seed=seed)
     assert not [g for g in result.gates if g.call in ("regressed", "improved")]

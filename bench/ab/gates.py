@@ -7,6 +7,7 @@ whose higher value is worse, so a positive change is a regression.
 """
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from phonebench.core.errors import UsageError
@@ -62,3 +63,18 @@ def gates_named(names: list[str] | tuple[str, ...]) -> tuple[Gate, ...]:
     if unknown:
         raise UsageError(f"no A/B gate {', '.join(map(repr, unknown))}", hint=f"gates: {', '.join(GATES)}")
     return tuple(GATES[n] for n in dict.fromkeys(names))
+
+
+def defaults_for(roles_of_bays: Sequence[Collection[str]]) -> tuple[tuple[str, ...], list[str]]:
+    """The default gates every bay can measure (the instrument roles wired to each), and why each
+    one left out is: a station without a stimulus still A/Bs its token and power gates; a gate
+    named with --metric is required instead (open_bench refuses the bay that lacks it)."""
+    kept, left_out = [], []
+    for metric in DEFAULT_METRICS:
+        missing = sorted({r for r in GATES[metric].needs if any(r not in roles for roles in roles_of_bays)})
+        if missing:
+            left_out.append(f"{metric} left out: a bay has no {', '.join(missing)} (wire it, or name the gate "
+                            "with --metric to require it)")
+        else:
+            kept.append(metric)
+    return tuple(kept), left_out

@@ -14,6 +14,7 @@ from phonebench.core.errors import UsageError
 from phonebench.core.station import EmulatedConfig, StationConfig, load_station
 from ..catalogue.catalogue import Catalogue
 from ..station.backend import emulated_fleet, open_station
+from .gates import defaults_for
 from .install import CatalogueInstaller
 from .measure import StationBench, Workload, open_bench
 
@@ -53,9 +54,22 @@ def station_config(path: str | None, seed: int | None) -> tuple[StationConfig, i
     return config, seed
 
 
+@dataclasses.dataclass(frozen=True)
+class OpenedBench:
+    bench: StationBench
+    metrics: tuple[str, ...]  # the gates asked for, else the defaults every bay can measure
+    left_out: list[str]  # default gates a bay cannot measure, each with why
+
+
 @contextlib.contextmanager
-def ab_bench(config: StationConfig, *, catalogue: Catalogue, duts: Sequence[str] | None, metrics: Sequence[str],
-             results_dir: Path, workload: Workload = Workload()) -> Iterator[StationBench]:
-    with open_station(config) as station, \
-            open_bench(station, duts, metrics, CatalogueInstaller(catalogue, results_dir), workload) as bench:
-        yield bench
+def ab_bench(config: StationConfig, *, catalogue: Catalogue, duts: Sequence[str] | None,
+             metrics: Sequence[str] | None, results_dir: Path,
+             workload: Workload = Workload()) -> Iterator[OpenedBench]:
+    """The station's phones ready for A/Bs; `metrics` None: the default gates its bays can measure."""
+    with open_station(config) as station:
+        left_out: list[str] = []
+        if metrics is None:
+            views = [station.for_bay(b) for b in station.bay_names()] if station.multi_bay else [station]
+            metrics, left_out = defaults_for([set(v.instruments) for v in views])
+        with open_bench(station, duts, metrics, CatalogueInstaller(catalogue, results_dir), workload) as bench:
+            yield OpenedBench(bench, tuple(metrics), left_out)

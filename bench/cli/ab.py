@@ -42,7 +42,8 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--station", help="station file (TOML); default: the embedded emulated fleet")
     p.add_argument("--dut", action="append", default=[], help="only this phone (repeatable; default: every phone)")
     p.add_argument("--metric", action="append", default=[],
-                   help=f"a gate: {', '.join(GATES)} (repeatable; default: {', '.join(DEFAULT_METRICS)})")
+                   help=f"a gate: {', '.join(GATES)} (repeatable; default: those of {', '.join(DEFAULT_METRICS)} "
+                        "every bay has the instruments for)")
     p.add_argument("--model", action="append", default=[], help="only this phone model (repeatable)")
     p.add_argument("--threshold", default="3 %", help="the change that matters, relative (default: %(default)s)")
     p.add_argument("--max-blocks", type=int, default=LAST_LOOK,
@@ -63,13 +64,13 @@ def register(subparsers: Subcommands) -> None:
 def ab(args: argparse.Namespace) -> int:
     catalogue = load_catalogue(args.catalogue)
     builds = (resolve_build(catalogue, args.a), resolve_build(catalogue, args.b))  # unknown: said before any phone
-    metrics = tuple(g.metric for g in gates_named(args.metric or list(DEFAULT_METRICS)))
     config, seed = station_config(args.station, args.seed)
     folder = Path(args.results_dir or config.results_dir) / f"ab-{new_run_id()}"
     try:
-        with ab_bench(config, catalogue=catalogue, duts=args.dut or None, metrics=metrics,
-                      results_dir=folder) as bench:
-            return _ab_on(bench, args, builds, metrics, seed, folder)
+        with ab_bench(config, catalogue=catalogue, duts=args.dut or None, metrics=asked_gates(args.metric),
+                      results_dir=folder) as opened:
+            say_left_out("ab", opened.left_out)
+            return _ab_on(opened.bench, args, builds, opened.metrics, seed, folder)
     except DeviceError as exc:  # opening a phone: each phone's own failures later stop that phone only
         return phone_exit("ab", exc)
 
@@ -105,6 +106,17 @@ def _ab_on(bench: StationBench, args: argparse.Namespace, builds: tuple[str, str
     if any(g.call == "regressed" for g in result.gates):
         return 1
     return 2 if result.stopped else 0  # a phone lost: what it measured is kept, but the A/B is not whole
+
+
+def asked_gates(names: list[str] | None) -> tuple[str, ...] | None:
+    """The gates named with --metric (an unknown one is a usage error, said before any phone), or
+    None: the defaults the station's bays can measure (phonebench.bench.ab.gates.defaults_for)."""
+    return tuple(g.metric for g in gates_named(names)) if names else None
+
+
+def say_left_out(command: str, left_out: list[str]) -> None:
+    for line in left_out:
+        print(f"bench {command}: {line}", file=sys.stderr)
 
 
 def phone_exit(command: str, exc: DeviceError) -> int:

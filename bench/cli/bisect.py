@@ -13,7 +13,6 @@ from pathlib import Path
 
 from phonebench.core.errors import DeviceError
 from ..ab.bisect import BisectResult, Step, bisect
-from ..ab.gates import DEFAULT_METRICS, gates_named
 from ..ab.protocol import BuildUnusable
 from ..ab.records import AbResult
 from ..ab.report import bisect_text, step_lines, write_bisect
@@ -24,7 +23,7 @@ from ..catalogue.catalogue import load_catalogue
 from ..results.compare import parse_threshold
 from ..results.run_record import new_run_id
 from . import Subcommands
-from .ab import add_common, models_of, phone_exit, state_power
+from .ab import add_common, asked_gates, models_of, phone_exit, say_left_out, state_power
 
 
 
@@ -40,14 +39,14 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     catalogue = load_catalogue(args.catalogue)
     good, bad = resolve_build(catalogue, args.good), resolve_build(catalogue, args.bad)
     builds = tuple(b.id for b in catalogue.between(good, bad))
-    metrics = tuple(g.metric for g in gates_named(args.metric or list(DEFAULT_METRICS)))
     config, seed = station_config(args.station, args.seed)
     folder = Path(args.results_dir or config.results_dir) / f"bisect-{new_run_id()}"
-    record = BisectResult(builds[0], builds[-1], builds, metrics)
     try:
-        with ab_bench(config, catalogue=catalogue, duts=args.dut or None, metrics=metrics,
-                      results_dir=folder) as bench:
-            code = _bisect_on(bench, args, record, seed, folder)
+        with ab_bench(config, catalogue=catalogue, duts=args.dut or None, metrics=asked_gates(args.metric),
+                      results_dir=folder) as opened:
+            say_left_out("bisect", opened.left_out)
+            record = BisectResult(builds[0], builds[-1], builds, opened.metrics)
+            code = _bisect_on(opened.bench, args, record, seed, folder)
     except DeviceError as exc:  # opening a phone: each phone's own failures later stop that phone only
         return phone_exit("bisect", exc)
     if code is not None:
