@@ -4,8 +4,8 @@ steps through the instruments and the station clock, as a lab runs it.
 Issue 51's target: with one culprit that slows NPU work 6 % on one model only, `bench bisect`
 names it in at most log2(32) + 2 = 7 A/B steps, with its effect on that model and no culprit on
 the others; a range with no change says so in one step; both within the lab minutes that
-benchmarks/bench_bisect.py states for its simulated fleet (one culprit: 71 lab minutes, 59-82
-over 93 bisections; no change: 12, 10-15).
+benchmarks/bench_bisect.py states for its simulated fleet with the four default gates (one
+culprit: 83 lab minutes, 69-102 over 93 bisections; no change: 14, 14-16; docs/ab-and-bisect.md).
 
     python benchmarks/bench_bisect_fleet.py [--culprit 20] [--model MT6989] [--seed N]
     python benchmarks/bench_bisect_fleet.py --no-culprit
@@ -32,7 +32,7 @@ from phonebench.emulation.catalogue_factory import write_catalogue  # noqa: E402
 BUILDS = 32
 MAX_STEPS = int(math.log2(BUILDS)) + 2
 # bench_bisect.py's simulated ranges (docs/ab-and-bisect.md, "Measured", table 2)
-LAB_MINUTES = {"culprit": (59.0, 82.0), "none": (10.0, 15.0)}
+LAB_MINUTES = {"culprit": (69.0, 102.0), "none": (14.0, 16.0)}
 MODEL_OF_SOC = {"MT6989": "PB-Emu Dimensity 9300", "SM8650": "PB-Emu Snapdragon 8 Gen 3",
                 "MT6991": "PB-Emu Dimensity 9400"}
 
