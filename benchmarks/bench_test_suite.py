@@ -94,11 +94,18 @@ def group_of(test: str, fixtures: list[str], children: list[str]) -> str:
     return next((name for name, pattern in GROUPS if re.search(pattern, text)), OTHER)
 
 
+def without_group(nodeid: str) -> str:
+    """The node id without the `@group` xdist's loadgroup appends; an `@` inside a parameter id
+    (`[change1-@1 to @4]`) is the test's own name."""
+    head, sep, tail = nodeid.rpartition("@")
+    return head if sep and re.fullmatch(r"[\w.-]+", tail) else nodeid
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     children: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         if "test" in row:
-            row["test"] = row["test"].split("@", 1)[0]  # xdist's loadgroup suffixes the node id with its group
+            row["test"] = without_group(row["test"])
     for row in rows:
         if row["kind"] == "child":
             argv = [Path(a).name if i == 0 else a for i, a in enumerate(row["argv"])]
