@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from phonebench.core.killpoints import ENV
+from tests.signal_helpers import sigint_ignored
 from phonebench.core.paths import SOURCE_ROOT
 from phonebench.bench.store import open_store
 
@@ -101,12 +102,6 @@ def test_killed_bench_runs_heal_at_the_next_start(tmp_path: Path) -> None:
     assert f"healed: run {list(killed)[-1]} was killed" in last.stdout
 
 
-def _sigint_ignored() -> None:
-    """The bench as a script's background job starts it (`bench run … &`): SIGINT ignored, which
-    its bay workers inherit. They must still die with it (it stops them by SIGINT)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _ignores_sigint(pid: int) -> bool:
     """Linux: SIGINT in the process's ignored-signals mask (/proc/PID/status, SigIgn)."""
     line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigIgn:"))
@@ -124,7 +119,7 @@ def test_a_bays_run_killed_9_leaves_no_worker_and_is_listed_incomplete_with_what
     proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--bays", "2", "-k", "identity",
                              "--no-preflight", "--run-id", "killed-bays"], cwd=tmp_path, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=_sigint_ignored)
+                            start_new_session=True, preexec_fn=sigint_ignored)
     run_dir = tmp_path / "reports" / "killed-bays"
     deadline = time.monotonic() + WAIT_S
     workers: list[int] = []

@@ -19,6 +19,7 @@ import pytest
 from phonebench.bench.results.progress_view import BarView, BayWatch, LineView, make_view, wants_bars
 from phonebench.bench.results.run_progress import CURRENT_TEST, PhonePlanned, RunProgress, eta_text, run_eta_s
 from tests.adb_helpers import ADB_PATH, free_port, private_server_env
+from tests.signal_helpers import sigint_as_from_a_terminal
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 1800  # a bound on a hung subprocess, never a measured time
@@ -262,20 +263,13 @@ def test_bench_run_piped_prints_progress_lines_with_lab_minutes(tmp_path, bench_
     assert data["status"] == "complete" and len(data["tests"]) == 5  # progress is display only
 
 
-def _as_from_a_terminal() -> None:
-    """A command typed at a terminal has SIGINT at its default, whatever started this suite (a
-    script's background job starts everything below it with SIGINT ignored: Ctrl-C then never
-    reaches the bench, which is right for that job and not what this test is about)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.slow
 @pytest.mark.integration
 def test_ctrl_c_in_the_middle_stores_the_run_incomplete_without_a_traceback(tmp_path, bench_env):
     proc = subprocess.Popen([sys.executable, "-m", "phonebench.bench.cli", "run", "--dut", "EMU0001",
                              "-k", "identity or token_latency_std"], cwd=tmp_path, env=bench_env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            preexec_fn=_as_from_a_terminal)
+                            preexec_fn=sigint_as_from_a_terminal)
     stdout: list[str] = []
     stderr: list[str] = []
     readers = [threading.Thread(target=lambda: stdout.extend(proc.stdout), daemon=True),  # never a full pipe

@@ -19,6 +19,7 @@ import pytest
 
 from phonebench.core.paths import SOURCE_ROOT
 from phonebench.emulation.line import EmulatedLine
+from tests.signal_helpers import sigint_as_from_a_terminal
 
 WAIT_S = 600.0  # an upper bound for a loaded 2-core machine: a hang fails, nothing is timed
 
@@ -96,12 +97,6 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _sigint_as_from_a_terminal() -> None:
-    """SIGINT at its default, as for a station started at a terminal: a suite started as a script's
-    background job passes SIGINT down ignored (docs/testing.md), and this test sends it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_line_serve_stopped_by_a_signal_ends_every_fixture_worker(tmp_path: Path, stop: signal.Signals) -> None:
     from phonebench.bench.operator.accounts import OperatorBook
@@ -113,7 +108,7 @@ def test_line_serve_stopped_by_a_signal_ends_every_fixture_worker(tmp_path: Path
                               "--count", "2", "--faulty", "0", "--results-dir", str(tmp_path / "reports"),
                               "--operators", str(operators.path)],
                              cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_as_from_a_terminal)
+                             stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_from_a_terminal)
     try:
         station = psutil.Process(serve.pid)
         deadline = time.monotonic() + WAIT_S
