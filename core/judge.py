@@ -6,7 +6,10 @@ the measurement's own decision — its statistic against the limit (`decide_stat
 each rule seeing the outcome the rules before it left:
 
 1. guard band — under the guarded decision rule (ILAC-G8) a PASS needs value + U within the limit
-   and a FAIL value - U beyond it; otherwise INCONCLUSIVE, and INCONCLUSIVE without a U.
+   and a FAIL value - U beyond it; otherwise INCONCLUSIVE, and INCONCLUSIVE without a U. At a
+   confidence bound a PASS needs bound + U without the statistic's own sampling error, which the
+   bound's confidence already states (counted twice, honest units 35 ms inside a limit were
+   INCONCLUSIVE); a FAIL, on the bound's far side, still needs bound - all of U beyond the limit.
 2. sequential stop — a sequential test's decided "fail" fails even below the sample count; a run
    stopped undecided never passes (INSUFFICIENT).
 3. invalid — a measurement or condition the bench cannot trust (a clock outside the phone's time
@@ -74,19 +77,28 @@ def guard_band(verdict: Verdict, outcome: Outcome) -> Ruling:
     x = verdict.bound if verdict.bound is not None else verdict.value
     if x is None:
         return Ruling(outcome)
-    u, limit = verdict.uncertainty.expanded, verdict.limit
+    # A confidence bound already states the statistic's sampling error on the side it bounds: a
+    # PASS there adds only the rest of U (the band); a FAIL, on the far side, still needs all of U.
+    whole = verdict.uncertainty.expanded
+    at_confidence_bound = verdict.bound is not None and verdict.confidence is not None
+    band = verdict.uncertainty.beyond_sampling if at_confidence_bound else whole
+    limit = verdict.limit
     test = COMPARATORS[verdict.comparator]
     if verdict.comparator in ("<=", "<"):
-        passes, fails = test(x + u, limit), not test(x - u, limit)
+        passes, fails = test(x + band, limit), not test(x - whole, limit)
     elif verdict.comparator in (">=", ">"):
-        passes, fails = test(x - u, limit), not test(x + u, limit)
+        passes, fails = test(x - band, limit), not test(x + whole, limit)
     else:  # "==": within U of the value on both sides
-        passes, fails = abs(x - limit) <= 0 and u == 0, abs(x - limit) > u
+        passes, fails = abs(x - limit) <= 0 and band == 0, abs(x - limit) > whole
     if passes:
         return Ruling(Outcome.PASS)
     if fails:
         return Ruling(Outcome.FAIL)
-    return Ruling(Outcome.INCONCLUSIVE, f"within its expanded uncertainty ±{u:.4g} {verdict.unit} of the limit "
+    if band != whole:
+        return Ruling(Outcome.INCONCLUSIVE, f"within its expanded uncertainty beyond sampling ±{band:.4g} "
+                                            f"{verdict.unit} of the limit (guarded decision; a FAIL needs "
+                                            f"±{whole:.4g} {verdict.unit})")
+    return Ruling(Outcome.INCONCLUSIVE, f"within its expanded uncertainty ±{whole:.4g} {verdict.unit} of the limit "
                                         "(guarded decision)")
 
 

@@ -148,9 +148,13 @@ class UncertaintyComponent:
     standard: float
     kind: str = "B"  # "A": from the samples' statistics; "B": from specifications, calibration, resolution
     note: str = ""
+    # The standard error of the decided statistic from the verdict's own samples: a confidence
+    # bound on that statistic already carries it (Uncertainty.beyond_sampling).
+    sampling: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "standard": _finite(self.standard), "kind": self.kind, "note": self.note}
+        shown = {"name": self.name, "standard": _finite(self.standard), "kind": self.kind, "note": self.note}
+        return {**shown, "sampling": True} if self.sampling else shown
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,14 @@ class Uncertainty:
     def combined(self) -> float:
         return self.expanded / self.coverage_factor
 
+    @property
+    def beyond_sampling(self) -> float:
+        """The expanded uncertainty without the statistic's own sampling error: what a decision
+        made at a confidence bound adds, since the bound's confidence already states the rest."""
+        if not any(c.sampling for c in self.components):
+            return self.expanded
+        return self.coverage_factor * math.sqrt(sum(c.standard ** 2 for c in self.components if not c.sampling))
+
     def to_dict(self) -> dict[str, Any]:
         return {"expanded": _finite(self.expanded), "coverage_factor": self.coverage_factor,
                 "components": [c.to_dict() for c in self.components]}
@@ -180,7 +192,8 @@ class Uncertainty:
     def from_dict(cls, data: Mapping[str, Any]) -> Uncertainty:
         return cls(expanded=_float(data.get("expanded")), coverage_factor=float(data.get("coverage_factor", 2.0)),
                    components=tuple(UncertaintyComponent(str(c["name"]), _float(c.get("standard")),
-                                                         str(c.get("kind", "B")), str(c.get("note", "")))
+                                                         str(c.get("kind", "B")), str(c.get("note", "")),
+                                                         bool(c.get("sampling", False)))
                                     for c in data.get("components", ())))
 
 

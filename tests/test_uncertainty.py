@@ -10,7 +10,7 @@ import pytest
 from phonebench.bench.stats import uncertainty as unc
 from phonebench.bench.specs.sla import load_profile
 from phonebench.bench.results.summary import verdict_text
-from phonebench.core.verdict import Evidence, Outcome
+from phonebench.core.verdict import Evidence, Outcome, Uncertainty
 
 
 def names(u) -> set[str]:
@@ -59,6 +59,35 @@ def test_power_and_thermal_budgets():
     spread = unc.thermal_budget(np.full(60, 2.0), "max", channels=("T1", "T2"), difference=True)
     assert spread.expanded == pytest.approx(cover.expanded * math.sqrt(2), rel=0.05)
     assert "resolution" in names(cover) and "reference thermometer" not in names(cover)
+
+
+def test_at_a_confidence_bound_the_guard_band_leaves_out_the_sampling_error_the_bound_already_states():
+    """An honest night's voice p99 (2026-12-06, `make run`, EMU0002): 299 trials, the slowest near
+    375 ms against 410 ms. The order-statistic bound already carries the p99's sampling error;
+    adding it again as U made the unit INCONCLUSIVE 35 ms inside the limit."""
+    entry = load_profile("default").get("voice_latency_p99")
+    rng = np.random.default_rng(7)
+    trials = np.concatenate([rng.normal(0.300, 0.012, 294), [0.330, 0.333, 0.336, 0.352, 0.3745]])
+    budget = unc.voice_budget(trials * 1e3, "p99", 1e3, sample_interval_s=1e-4, typical_s=0.3)
+    assert budget.expanded > 410 - 374.5  # counted twice, the band would hold this unit
+    assert budget.beyond_sampling < budget.expanded / 10
+    honest = entry.evaluate(trials * 1e3, evidence=Evidence.MEASURED, uncertainty=budget)
+    assert honest.outcome is Outcome.PASS and honest.bound == pytest.approx(374.5)
+    # Negative control: a unit whose bound sits within the Type B band of the limit stays INCONCLUSIVE.
+    near = np.concatenate([trials[:-1], [0.4095]]) * 1e3
+    held = entry.evaluate(near, evidence=Evidence.MEASURED, uncertainty=budget)
+    assert held.outcome is Outcome.INCONCLUSIVE and "beyond sampling" in held.explanation
+    # On the bound's far side the sampling error still counts: one trial past the limit is no FAIL.
+    past = entry.evaluate(np.concatenate([trials[:-1], [0.415]]) * 1e3, evidence=Evidence.MEASURED,
+                          uncertainty=budget)
+    assert past.basis is Outcome.FAIL and past.outcome is Outcome.INCONCLUSIVE
+    # A bound that is the value itself (a max) keeps the whole U: no confidence carries the sampling.
+    cover = load_profile("default").get("back_cover_temperature_max")
+    readings = np.full(60, 41.0)
+    reading_budget = unc.thermal_budget(readings, "max", channels=("T1", "T2"))
+    assert cover.evaluate(readings, evidence=Evidence.MEASURED, uncertainty=reading_budget,
+                          ambient_c=25.0).outcome is Outcome.INCONCLUSIVE
+    assert Uncertainty.from_dict(budget.to_dict()).beyond_sampling == pytest.approx(budget.beyond_sampling)
 
 
 def test_guarded_entry_is_inconclusive_within_u_and_the_summary_shows_it():

@@ -94,7 +94,7 @@ def voice_budget(samples: ArrayLike, statistic: str, unit_scale: float, *, sampl
     end_spread = ANSWER_END_SPREAD_S if dialog else ANSWER_ONSET_SPREAD_S
     parts: Components = [
         UncertaintyComponent("repeatability", standard_error(samples, statistic), "A",
-                             f"standard error of the {statistic} from the trials"),
+                             f"standard error of the {statistic} from the trials", sampling=True),
         UncertaintyComponent("sample interval", unit_scale * sample_interval_s * math.sqrt(2.0) / SQRT12, "B",
                              f"two onsets each within one {sample_interval_s * 1e6:g} us sample, rectangular"),
         UncertaintyComponent("onset detector residual",
@@ -132,7 +132,7 @@ def power_budget(samples: ArrayLike, statistic: str, *, power_w: float, volts: f
     u_v = (acc.voltage_gain * volts + acc.voltage_offset_v) / SQRT3
     parts: Components = [
         UncertaintyComponent("repeatability", standard_error(samples, statistic), "A",
-                             f"standard error of the {statistic} from the {note} samples"),
+                             f"standard error of the {statistic} from the {note} samples", sampling=True),
         UncertaintyComponent("analyzer current accuracy", scale * volts * u_i, "B",
                              f"+-({acc.current_gain:.2%} of reading + {acc.current_offset_a * 1e6:g} uA), {acc.source}"),
         UncertaintyComponent("analyzer voltage accuracy", scale * amps * u_v, "B",
@@ -158,7 +158,8 @@ def thermal_budget(samples: ArrayLike, statistic: str, *, channels: Sequence[str
     worst = max(offsets, key=lambda c: c.standard)  # the hottest (or either) probe may be any of them
     parts: Components = [
         UncertaintyComponent("repeatability", standard_error(samples, "mean" if statistic == "max" else statistic),
-                             "A", "standard error of the readings over the measurement window"),
+                             "A", "standard error of the readings over the measurement window",
+                             sampling=statistic != "max"),
         UncertaintyComponent("thermocouple offset", worst.standard * math.sqrt(probes), "B",
                              worst.note + (" (both probes)" if difference else "")),
         UncertaintyComponent("resolution", THERMAL_RESOLUTION_C * math.sqrt(probes) / SQRT12, "B",
