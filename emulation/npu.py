@@ -292,10 +292,14 @@ def dot_runs(a: RunVector, b: RunVector, acc: Accumulator | None, tile: int | No
              faults: MacFaults | None = None) -> int:
     """One dot product through the accumulator (optionally tiled by an adapter, optionally with
     ripple-induced MAC errors)."""
-    result = _dot_runs(a, b, acc, tile)
+    return faulted(_dot_runs(a, b, acc, tile), a.length, acc, faults)
+
+
+def faulted(result: int, length: int, acc: Accumulator | None, faults: MacFaults | None) -> int:
+    """A dot product of `length` MACs as the die returns it under `faults` (None: as computed)."""
     if faults is None:
         return result
-    return int(faults.corrupt(np.array([result], dtype=np.int64), a.length, acc)[0])
+    return int(faults.corrupt(np.array([result], dtype=np.int64), length, acc)[0])
 
 
 def _dot_runs(a: RunVector, b: RunVector, acc: Accumulator | None, tile: int | None) -> int:
