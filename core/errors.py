@@ -6,7 +6,7 @@ class BenchError(Exception):
     """Base of every error the bench reports to a user without a traceback."""
 
     def __init__(self, message: str, hint: str | None = None) -> None:
-        self.hint = hint
+        self.message, self.hint = message, hint
         super().__init__(f"{message}\n  hint: {hint}" if hint else message)
 
 

@@ -124,6 +124,17 @@ def test_a_wrong_chamber_option_is_one_error_naming_it(options, message):
     assert "station file" in (caught.value.hint or "")
 
 
+def test_a_wrong_chamber_option_in_a_station_file_names_its_section():
+    from phonebench.bench.station.owner import open_configured
+    from phonebench.core.station import InstrumentConfig
+
+    cfg = InstrumentConfig("chamber", "watlow-f4t", "127.0.0.1:1", options={"door_alarm": 20}, name="f4t")
+    with pytest.raises(ConfigError, match=r"station file \[instruments\.f4t\]: chamber watlow-f4t at 127\.0\.0\.1:1: "
+                                          r"options\.door_alarm = 20") as caught:
+        open_configured(cfg)
+    assert "station file" in (caught.value.hint or "")
+
+
 def test_the_station_file_docs_room_and_chamber_examples_load_as_written(tmp_path):
     """Someone writing a room or a chamber from docs/station-file.md alone gets a valid file: its
     examples, as printed, load (the room's on an emulated station, the chamber's on a bay)."""

@@ -253,7 +253,12 @@ def open_configured(cfg: InstrumentConfig) -> Any:
     from phonebench.drivers.bay_view import BayChannels
     from phonebench.drivers.registry import open_instrument
 
-    driver = open_instrument(cfg.role, cfg.family, cfg.address, **cfg.options)
+    try:
+        driver = open_instrument(cfg.role, cfg.family, cfg.address, **cfg.options)
+    except ConfigError as exc:  # the option is the station file's: name the section it is written in
+        if not cfg.name:
+            raise
+        raise ConfigError(f"station file [instruments.{cfg.name}]: {exc.message}", hint=exc.hint) from None
     if cfg.role == "thermal" and cfg.channel is not None:
         return BayChannels(driver, cfg.channel)
     return driver
