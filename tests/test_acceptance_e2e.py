@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,8 @@ from phonebench.bench.procedures.acceptance.attempts import KILLED_REASON, Attem
 from phonebench.bench.procedures.acceptance.runner import AcceptanceStation
 from phonebench.bench.procedures.calibration.book import CalibrationBook
 from phonebench.core.paths import SOURCE_ROOT as REPO
+from phonebench.core.station import load_station
+from phonebench.core.station_writer import write_station
 from phonebench.bench.store import open_store
 from phonebench.emulation.device import PhoneSpec
 from tests.production_helpers import calibrate, line_station
@@ -83,13 +86,18 @@ def test_an_expired_calibration_blocks_acceptance(fixture):
             CalibrationBook(store).set_due(aged.id, zero.due, by="test", reason="restore the due date")
 
 
-def test_a_phone_removed_mid_test_is_incomplete_and_its_finished_results_are_kept(fixture):
+def test_a_phone_removed_mid_test_is_incomplete_and_its_finished_results_are_kept(fixture, tmp_path):
     line, station_file, results, _ = fixture
     # The phone's adbd dies the first time a check idles it (`sleep`: the fingerprint's pause that
-    # times the station clock against the phone's): pulled off the fixture mid-test.
+    # times the station clock against the phone's): pulled off the fixture mid-test. The fixture's
+    # phone gets the station file's recovery_timeout_s of 5 s: the bench waits that long for it to
+    # come back (180 s by default), then stops the unit the same way.
+    config = load_station(station_file)
+    short_wait = write_station(tmp_path / "station.toml", replace(
+        config, duts=[replace(d, recovery_timeout_s=5.0) for d in config.duts]), "a phone that is not coming back")
     line.load(PhoneSpec(serial="GONE0001", seed=41, faults=["kill-on:sleep"]))
     try:
-        with AcceptanceStation(station_file) as station:
+        with AcceptanceStation(short_wait) as station:
             result = station.accept("GONE0001")
     finally:
         line.load(line.units[0])
