@@ -114,6 +114,23 @@ def test_eta_is_unknown_until_every_running_phone_has_a_pace():
     assert run_eta_s([], clock()) == 0.0
 
 
+def test_a_bays_instrument_tests_make_no_phone_and_leave_the_eta_known():
+    """`make run`, 2026-12-06: each bay's instrument identity tests (no phone) became a phone named
+    after the bay, with no plan, and every line said "run ETA not known yet" to the end."""
+    clock = FakeClock()
+    progress = _progress(clock, EMU0001=600.0)
+    progress.bay_started("bay1")
+    instrument = {"nodeid": "suites/test_instruments.py::test_instrument_identifies_itself[scope]", "dut": None,
+                  "outcome": "passed", "lab_time_s": None, "verdicts": []}
+    assert progress.current("bay1", {"nodeid": instrument["nodeid"], "dut": None, "index": 1, "total": 5}) == []
+    clock.t += 60
+    lines = progress.record("bay1", {"tests": [instrument, _test("t", "EMU0001", 60.0, [1])]})
+    assert list(progress.phones) == ["EMU0001"] and not any(line.startswith("bay1") for line in lines)
+    assert lines[-1].endswith("run ETA 9 min")
+    clock.t += 60
+    assert all("EMU0001" in line for line in progress.heartbeat())
+
+
 def test_without_a_plan_or_a_clock_the_lines_say_so():
     clock = FakeClock()
     progress = RunProgress({}, clock=clock)
@@ -252,15 +269,18 @@ def bench_env(tmp_path):
 @pytest.mark.integration
 def test_bench_run_piped_prints_progress_lines_with_lab_minutes(tmp_path, bench_env):
     proc = subprocess.run([sys.executable, "-m", "phonebench.bench.cli", "run", "--dut", "EMU0001", "--seed", "1",
-                           "-k", "identity or first_token"], cwd=tmp_path, env=bench_env, capture_output=True,
+                           "-k", "identity or identifies or first_token"], cwd=tmp_path, env=bench_env, capture_output=True,
                           text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"^EMU0001 +started: 5 tests, \d+\.\d lab min planned$", proc.stdout, re.M), proc.stdout
     assert LAB_LINE.search(proc.stdout), proc.stdout
     assert re.search(r"^EMU0001 +finished: 5 tests  lab \d+\.\d / ", proc.stdout, re.M), proc.stdout
+    assert not re.search(r"^bay\S* +started", proc.stdout, re.M), proc.stdout  # instrument tests are no phone
     assert "\r" not in proc.stdout and "\x1b[" not in proc.stdout  # a log gets lines, not bars
     data = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
-    assert data["status"] == "complete" and len(data["tests"]) == 5  # progress is display only
+    phone_tests = [t for t in data["tests"] if t["dut"] == "EMU0001"]
+    assert data["status"] == "complete" and len(phone_tests) == 5  # progress is display only
+    assert len(data["tests"]) > 5 and not any(t["dut"] for t in data["tests"] if t not in phone_tests)
 
 
 @pytest.mark.slow

@@ -149,8 +149,12 @@ class RunProgress:
         return f"{phone.dut:8} {text}  {lab_text(phone)}  {eta_text(run_eta_s(self.phones.values(), now))}"
 
     def current(self, source: str, info: Mapping[str, Any]) -> list[str]:
-        """A bay's worker began a test (its current.json: nodeid, dut, index, total)."""
-        dut = str(info.get("dut") or source)
+        """A bay's worker began a test (its current.json: nodeid, dut, index, total). A test of no
+        phone (an instrument's identity) is the bay's own: it makes no phone of its own, which would
+        have no plan and leave the run's ETA unknown to the end."""
+        if not info.get("dut"):
+            return []
+        dut = str(info["dut"])
         self._duts_of.setdefault(source, set()).add(dut)
         phone, now = self.phone(dut), self.clock()
         if info.get("nodeid") == phone.current:
@@ -182,7 +186,9 @@ class RunProgress:
         lines: list[str] = []
         now = self.clock()
         for test in new:
-            dut = str(test.get("dut") or source)
+            if not test.get("dut"):
+                continue  # the bay's own test (an instrument's identity): no phone's progress
+            dut = str(test["dut"])
             self._duts_of[source].add(dut)
             phone = self.phone(dut)
             lines += self._start(source, phone, now)
