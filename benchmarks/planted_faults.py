@@ -58,6 +58,10 @@ FAULTS: tuple[Fault, ...] = (
     Fault("judge: a comparator ('<=' as '<')", "core/verdict.py",
           'COMPARATORS = {"<=": operator.le,', 'COMPARATORS = {"<=": operator.lt,',
           tests=("tests/test_judge.py", "tests/test_stats.py")),
+    Fault("judge: the guard band's FAIL side without the sampling error", "core/judge.py",
+          "passes, fails = test(x + band, limit), not test(x - whole, limit)",
+          "passes, fails = test(x + band, limit), not test(x - band, limit)",
+          tests=("tests/test_uncertainty.py", "tests/test_judge.py")),
     Fault("judge: the evidence rule (a reported PASS stays a PASS)", "core/judge.py",
           "    if outcome is Outcome.PASS and verdict.evidence is Evidence.REPORTED:\n"
           "        return Ruling(Outcome.INFO,",
