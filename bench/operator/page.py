@@ -10,20 +10,34 @@ import hmac
 import logging
 import math
 import secrets
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from flask import Flask, Response, abort, g, jsonify, redirect, render_template, request, session
 from werkzeug.wrappers import Response as BaseResponse
 
 from .accounts import NAME, OperatorBook, OperatorsFileError
 from .exposure import INSECURE_WARNING
+from .shift import Shift
 from .signin import FailureThrottle, Session, Sessions
 
-if TYPE_CHECKING:
-    from .app import OperatorStation
-
 log = logging.getLogger(__name__)
+
+
+class OperatorStation(Protocol):
+    """What the page needs of the station it serves (app.OperatorStation is one; the page does
+    not import it: app imports the page)."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def specs(self) -> Mapping[str, Any]: ...
+
+    @property
+    def shift(self) -> Shift: ...
+
+    def act(self, action: str, fixture: str, serial: str | None = None, *, operator: str) -> tuple[bool, str]: ...
 
 ACTIONS = ("scan", "retest", "repair")
 MAX_BODY = 16 * 1024  # a scan, a sign-in: nothing bigger is ever posted here

@@ -2,12 +2,11 @@
 
 Per-channel commands take the channel as the header's suffix (`SOURce2:`, `OUTPut2`, `TRIGger2`;
 none = 1); another suffix is -114 "Header suffix out of range" (`chan`). The model (levels,
-load, bursts into the world) is awg.AwgServer; the handlers here read arguments and call it.
+load, bursts into the world) is awg_model.AwgModel; the handlers here read arguments and call it.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,8 +26,7 @@ from .scpi import HEADER_SUFFIX, ILLEGAL_VALUE, OUT_OF_RANGE, SETTINGS_CONFLICT,
 from .server import Kind, enumerated, numeric, on_off
 from .table import Command, Row, RowHandler, Setting
 
-if TYPE_CHECKING:
-    from .awg import AwgServer as Server
+from .awg_model import AwgModel as Server
 
 Read = Callable[[Channel], float]
 

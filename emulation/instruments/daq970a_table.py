@@ -1,13 +1,12 @@
 """The emulated DAQ970A's commands as a table (DAQ970A Programming Guide), a small handler each.
 
-Channel lists `(@101:105)` name the DAQM901A's channels (`Daq970aServer._channels` refuses the
+Channel lists `(@101:105)` name the DAQM901A's channels (`Daq970aModel._channels` refuses the
 others); per-channel settings without a list apply to the scan list. The model (scans, readings,
-the world's temperatures) is daq970a.Daq970aServer; the handlers here read arguments and call it.
+the world's temperatures) is daq970a_model.Daq970aModel; the handlers here read arguments and call it.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from .daq970a_channel import DEFAULT_TC, LINE_HZ, MODULES, RTD_ALPHAS, TC_TYPES, THERMISTORS, ChannelSetup
 from .scpi import (
@@ -24,8 +23,7 @@ from .scpi import (
 from .server import numeric, on_off
 from .table import Command, Row, RowHandler, Setting
 
-if TYPE_CHECKING:
-    from .daq970a import Daq970aServer as Server
+from .daq970a_model import Daq970aModel as Server
 
 PROBES = ("TCouple", "RTD", "FRTD", "THERmistor", "FTHermistor")
 FUNCTION_OF = {"TCOUPLE": "TC", "RTD": "RTD", "FRTD": "FRTD", "THERMISTOR": "THER", "FTHERMISTOR": "FTH"}

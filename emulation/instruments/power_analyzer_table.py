@@ -2,11 +2,9 @@
 
 Every command of the N6781A's output takes the channel list `(@1)`; another slot is -241
 "Hardware missing" (`slot`). The model itself (output, arb, digitizer, world link) is
-power_analyzer.PowerAnalyzerServer; the handlers here only read arguments and call it.
+power_analyzer_model.PowerAnalyzerModel; the handlers here only read arguments and call it.
 """
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,8 +21,7 @@ from .scpi import (
 from .server import enumerated, numeric, on_off
 from .table import Command, Row, RowHandler, Setting
 
-if TYPE_CHECKING:
-    from .power_analyzer import PowerAnalyzerServer as Server
+from .power_analyzer_model import PowerAnalyzerModel as Server
 
 MODULE = "N6781A"
 TINT_STEP_S = 5.12e-6  # sample interval resolution; also the minimum for one parameter
