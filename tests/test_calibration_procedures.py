@@ -223,7 +223,7 @@ def test_supply_zero_and_an_out_of_tolerance_meter_stored_as_failed_and_not_appl
     equipment = Equipment.instrument(d["supply"].identity, "supply")
     record = book.save(procedures.supply_zero(d["supply"], ctx()))
     assert record.passed and record.adjustments["current_zero_a"] == pytest.approx(1.8e-3, abs=0.05e-3)
-    import phonebench.emulation.instruments.power_analyzer as pa
+    import phonebench.emulation.instruments.power_analyzer_model as pa
 
     monkeypatch.setattr(pa, "CURRENT_ZERO_OFFSET_A", 12e-3)  # the meter drifted out of tolerance
     bad = book.save(procedures.supply_zero(d["supply"], ctx()))
