@@ -103,6 +103,20 @@ def test_a_bays_second_phone_counts_its_pace_from_its_own_start():
     assert progress.phones["B"].remaining_wall_s(clock()) == pytest.approx(60.0)  # 300 lab s left at 0.2 s each
 
 
+def test_no_eta_from_a_phones_first_seconds_of_lab_time():
+    """`make run`, 2026-12-06: after tests of a few lab seconds the first lines promised "run ETA
+    5 h 36 min" for an eight-minute run; a pace counts once a phone has done a minute of its plan."""
+    clock = FakeClock()
+    progress = _progress(clock, A=104 * 60.0)
+    progress.bay_started("a")
+    clock.t += 30
+    progress.record("a", {"tests": [_test("weights", "A", 5.0, [11])]})
+    assert progress.eta_s() is None
+    clock.t += 30
+    progress.record("a", {"tests": [_test("weights", "A", 5.0, [11]), _test("voice", "A", 120.0, [1])]})
+    assert progress.eta_s() is not None
+
+
 def test_eta_is_unknown_until_every_running_phone_has_a_pace():
     clock = FakeClock()
     progress = _progress(clock, A=600.0)

@@ -20,6 +20,10 @@ from .labtime import test_key
 from ..specs.claims import claim_for, load_claims
 
 HEARTBEAT_S = 60.0  # a phone says where it is at least this often (wall seconds)
+# A phone's pace counts once it has done this much of its plan: the first tests take seconds of
+# lab time after the bay's start-up, and a pace from them promised hours for an eight-minute run.
+PACE_AFTER_LAB_S = 60.0
+PACE_AFTER_PLAN_SHARE = 0.05
 CURRENT_TEST = "current.json"  # a bay worker's test in progress, beside its results.json
 BAD_OUTCOMES = ("failed", "error")
 
@@ -68,7 +72,9 @@ class PhoneState:
         """Wall seconds this phone still needs by its plan at its pace so far; None when unknown."""
         if self.finished:
             return 0.0
-        if self.plan is None or self.started_at is None or self.last_test_at is None or self.done_s <= 0:
+        if self.plan is None or self.started_at is None or self.last_test_at is None \
+                or self.done_s < min(PACE_AFTER_LAB_S, PACE_AFTER_PLAN_SHARE * self.plan.lab_time_s) \
+                or self.done_s <= 0:
             return None
         pace = (self.last_test_at - self.started_at) / self.done_s  # wall s per lab s
         left = max(0.0, self.plan.lab_time_s - self.done_s) * pace
