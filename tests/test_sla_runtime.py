@@ -23,6 +23,7 @@ from phonebench.core.verdict import Evidence, Outcome, Verdict
 from phonebench.bench.phone.device_state import phone_clock
 from device_double import PhoneDevice, WorldClock, emulated_shield_probes, emulated_supplies, make_device
 from phonebench.drivers.runtime import RuntimeClient
+from phonebench.emulation.runtime import RESTART_S
 from phonebench.emulation.weights import WEIGHT_FILE, update_package
 from tests.adb_helpers import adb_key, adb_server, over_adb  # noqa: F401 - fixtures
 from phonebench.core import signing
@@ -173,6 +174,9 @@ def test_thermal_soak_nominal_trips_at_72_migrates_and_survives(sla):
     assert outcomes(result)["npu_trip_process_kills"] is Outcome.PASS
     assert outcomes(result)["npu_trip_long_dialog_success"] is Outcome.PASS
     assert result.verdict("thermal_throttle_events").value > 0
+    gaps = result.raw["soak_events"]["arrival_gaps"]  # every dialog's, kept: how near a break it came
+    assert len(gaps) == len(result.raw["soak_events"]["completed"])
+    assert all(g is not None and g["longest_s"] < thermal_trip.BREAK_MIN_S for g in gaps)
     runtime = RuntimeClient(device)
     assert runtime.config_get("npu.perf_profile") == "balanced"  # restored
     assert runtime.status().temperatures_c["npu"] < 40  # and rested
@@ -193,6 +197,7 @@ def test_thermal_soak_sees_kills_the_phone_patched_over(sla):
     assert kills.outcome is Outcome.FAIL and kills.evidence is Evidence.MEASURED
     assert kills.extra["killed_streams"] == 0 and kills.extra["pid_changes"] == 0  # the phone's story holds
     assert kills.extra["host_observed_breaks"] > 0
+    assert max(g["longest_s"] for g in result.raw["soak_events"]["arrival_gaps"]) >= RESTART_S  # the restart the phone patched over
     assert success.outcome is Outcome.FAIL and success.extra["dialogs_not_the_models_output"] > 0
 
 

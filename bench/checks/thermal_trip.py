@@ -376,6 +376,7 @@ class SoakLog:
     completed: list[bool] = field(default_factory=list)  # the host's judgement of each dialog (module docstring)
     killed: int = 0
     breaks: list[float | None] = field(default_factory=list)  # each dialog's longest break the host saw, s
+    gaps: list[dict[str, float | int] | None] = field(default_factory=list)  # each dialog's arrival_gaps
     events: list[dict[str, Any]] = field(default_factory=list)
     dialogs: TokenRuns = field(default_factory=TokenRuns)
 
@@ -388,6 +389,7 @@ class SoakLog:
         index = len(self.dialogs.generations) - 1
         broken = stream_break(gen)
         self.breaks.append(broken)
+        self.gaps.append(arrival_gaps(gen))
         self.completed.append(gen.completed and len(gen.tokens) == tokens and broken is None
                               and self.dialogs.first_wrong(index) is None)
         self.killed += int(not gen.completed)
@@ -452,13 +454,24 @@ def soak(runtime: RuntimeClient, dialogs: int, *, tokens: int = DIALOG_TOKENS, p
     return log_, bracket
 
 
-def stream_break(gen: Generation) -> float | None:
-    """The longest gap between token arrivals if the host saw the stream break (module docstring)."""
+def arrival_gaps(gen: Generation) -> dict[str, float | int] | None:
+    """A dialog's longest gap between token arrivals (s), the token it came after, and the median
+    gap (None without three stamped arrivals): kept for every dialog in the soak's raw data, so a
+    break, or a stream that came near one, can be read afterwards."""
     if gen.arrivals is None or len(gen.arrivals.token_times) < 3:
         return None
     gaps = np.diff(np.asarray(gen.arrivals.token_times))
-    longest = float(gaps.max())
-    return longest if longest > max(BREAK_FACTOR * float(np.median(gaps)), BREAK_MIN_S) else None
+    k = int(gaps.argmax())
+    return {"longest_s": float(gaps[k]), "after_token": k, "median_s": float(np.median(gaps))}
+
+
+def stream_break(gen: Generation) -> float | None:
+    """The longest gap between token arrivals if the host saw the stream break (module docstring)."""
+    gaps = arrival_gaps(gen)
+    if gaps is None:
+        return None
+    longest = float(gaps["longest_s"])
+    return longest if longest > max(BREAK_FACTOR * float(gaps["median_s"]), BREAK_MIN_S) else None
 
 
 def _cool_down(runtime: RuntimeClient, npu_c: float, skin_c: float) -> None:
@@ -625,6 +638,7 @@ def _soak_raw(log_: SoakLog, bracket: TripBracket | None, tokens: int) -> dict[s
     return {"soak_trace": trace,
             "soak_events": {"events": log_.events, "completed": log_.completed, "pids": log_.pids,
                             "killed_streams": log_.killed, "dialog_tokens": tokens, "breaks_s": log_.breaks,
+                            "arrival_gaps": log_.gaps,
                             "prompts": log_.dialogs.prompts(),
                             "not_the_models_output": [list(w) for w in log_.dialogs.fabricated],
                             "trip_bracket": None if bracket is None else {
