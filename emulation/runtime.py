@@ -140,10 +140,9 @@ def parse_vector(text: str) -> npu.RunVector:
     """`v`, `vxN` (v repeated N times) and `@hex` (one INT4 per nibble, two's complement) segments,
     comma-separated."""
     segments = text.split(",")
-    if "@" not in text and text.count("x") == len(segments) and all(s.count("x") == 1 for s in segments):
-        # Every segment `vxN` (the bench's probes: thousands of runs): one conversion, not a loop.
-        numbers = np.array(list(map(int, text.replace("x", ",").split(","))), dtype=np.int64)
-        return npu.RunVector(numbers[0::2], numbers[1::2])
+    runs = _plain_runs(text, segments)
+    if runs is not None:
+        return runs
     values: list[np.ndarray] = []
     counts: list[np.ndarray] = []
     for segment in segments:
@@ -157,6 +156,18 @@ def parse_vector(text: str) -> npu.RunVector:
         values.append(np.array([int(value)], dtype=np.int64))
         counts.append(np.array([int(count) if count else 1], dtype=np.int64))
     return npu.RunVector(np.concatenate(values).astype(np.int64), np.concatenate(counts))
+
+
+def _plain_runs(text: str, segments: list[str]) -> npu.RunVector | None:
+    """Every segment a plain `vxN` (the bench's probes: thousands of runs) in one conversion, not a
+    loop; None for anything else (`@hex`, `v`, `vx`, junk), which parse_vector's loop decides."""
+    if "@" in text or text.count("x") != len(segments) or any(s.count("x") != 1 for s in segments):
+        return None
+    try:
+        numbers = np.array(list(map(int, text.replace("x", ",").split(","))), dtype=np.int64)
+    except ValueError:
+        return None
+    return npu.RunVector(numbers[0::2], numbers[1::2])
 
 
 @dataclass

@@ -204,3 +204,24 @@ def test_generate_events_with_malformed_fields_are_a_protocol_error():
     client = RuntimeClient(ScriptedDevice({"identity": (json.dumps(identity), 0), "generate": (output, 0)}))
     with pytest.raises(RuntimeProtocolError, match="missing or malformed field"):
         client.generate(1)
+
+
+@pytest.mark.parametrize("text, values, counts", [
+    ("3x4,-2x2", [3, -2], [4, 2]),
+    ("3x, 1x2", [3, 1], [1, 2]),  # `vx` is one v: the loop's reading, kept by the fast path's fallback
+    ("5,1x2", [5, 1], [1, 2]),
+    ("@7f,1x3", [7, -1, 1], [1, 1, 3]),
+])
+def test_a_probe_vector_reads_the_same_through_the_fast_path_and_the_loop(text, values, counts):
+    from phonebench.emulation.runtime import parse_vector
+
+    vector = parse_vector(text)
+    assert vector.values.tolist() == values and vector.counts.tolist() == counts
+
+
+@pytest.mark.parametrize("text", ["1x2x3,4", "x3,1x2", "1xq,2x2", "9x2,1x1"])
+def test_a_malformed_probe_vector_is_refused(text):
+    from phonebench.emulation.runtime import parse_vector
+
+    with pytest.raises(ValueError):
+        parse_vector(text)
