@@ -182,6 +182,20 @@ def test_thermal_soak_nominal_trips_at_72_migrates_and_survives(sla):
     assert runtime.status().temperatures_c["npu"] < 40  # and rested
 
 
+@pytest.mark.parametrize(("stall_s", "broken"), [(0.27, False), (0.9, False), (RESTART_S, True)])
+def test_a_break_is_a_restart_not_a_decode_stall(stall_s, broken):
+    """An honest runtime stalls now and then (0.27 s on top of a 0.045 s step broke EMU0004's soak
+    when the floor was 0.3 s); a restart reloads the model for seconds. Only the restart is a break."""
+    from phonebench.drivers.runtime import Arrivals, Generation
+
+    times = list(np.cumsum(np.full(128, 0.045)))
+    times[80:] = [t + stall_s for t in times[80:]]
+    gen = Generation(tokens=list(range(128)), token_times=times, start_time=0.0, done_time=times[-1],
+                     prompt_tokens=16, arrivals=Arrivals(0.0, 0.0, times, times[-1]))
+    assert (thermal_trip.stream_break(gen) is not None) is broken
+    assert RESTART_S > thermal_trip.BREAK_MIN_S  # the emulated forgers' restarts stay visible
+
+
 def test_thermal_soak_fails_a_runtime_killed_at_the_trip(sla):
     result, _ = _soak(sla, "thermal-kill")
     assert outcomes(result)["npu_trip_process_kills"] is Outcome.FAIL

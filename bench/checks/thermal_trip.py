@@ -100,7 +100,11 @@ REFINE_COOL_STEP_S = 2.0
 REFINE_COOL_MAX_S = 600.0
 REFINE_MAX_CALLS = 3000
 BREAK_FACTOR = 5.0           # a token gap this many times the dialog's median gap ...
-BREAK_MIN_S = 0.3            # ... and at least this long is a break in the stream (a restart takes seconds)
+# ... and at least this long is a break in the stream. A restart reloads the model (seconds; the
+# emulated runtime's 1.5 s); an honest runtime's decode stalls (scheduler, DVFS, memory) are far
+# shorter but many: ~94 in a soak's 47k steps on the emulated nominal runtime, and at 0.3 s one
+# soak in about 110 broke on a stall alone (EMU0004's 0.315 s step on seed 2256554040).
+BREAK_MIN_S = 1.0
 
 SHIELD_SETTLE_S = 5.0        # rest after the trip before the shield comparison: the idle die settles on its shield
 SHIELD_PROBE_ACCURACY_C = 1.1  # type K special limits of error, degC (rectangular): the shield thermocouple
