@@ -279,6 +279,18 @@ def test_probe_fault_makes_the_cover_verdict_invalid_and_a_missing_channel_is_re
 
 
 # --- one sustained-use study: claims 1, 2 and 7 from the same dialogs -------------------------
+def test_the_voice_phase_takes_what_its_pilot_asks_for_once_and_at_most_as_many_again():
+    asked: list[int] = []
+
+    def more(taken) -> int:  # a pilot whose trials are worth far fewer independent ones
+        asked.append(len(taken))
+        return 500
+
+    with rig("nominal") as r:
+        run = sustained_check.run_sustained_use(r.scope, r.stimulus, None, r.device, 6, 0, more_trials=more)
+    assert asked == [6] and len(run.trials) == 12
+
+
 def test_sustained_use_study_decides_voice_and_cover_claims_from_one_loop():
     with rig("nominal") as r:
         power_check.battery_emulation(r.supply)
