@@ -188,7 +188,8 @@ def sustained_use_check(scope: Oscilloscope | None, stimulus: AudioStimulus, the
 
     def more_trials(taken: voice_check.VoiceTrials) -> int:
         """The internal pilot: trials the claims still need at the effective size of those taken."""
-        judged = _voice_trial_verdicts(taken, **{name: _as_block(entry) for name, entry in voice.items()})
+        judged = _voice_trial_verdicts(taken, latency_p99=_as_block(latency_p99), latency_std=_as_block(latency_std),
+                                       dialog_p99=_as_block(dialog_p99))
         return max(((v.n_required or 0) - (v.n or 0) for v in judged if v.outcome is Outcome.INSUFFICIENT),
                    default=0)
 
