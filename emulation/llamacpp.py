@@ -136,6 +136,10 @@ class PhoneWork:
         self.phone.world.work(phase, max(seconds, 1e-6))
         return seconds * 1e9
 
+    def bench_test(self, n_prompt: int, n_gen: int) -> float:
+        """One repetition of a llama-bench test (ppN when `n_prompt`, else tgN): its nanoseconds."""
+        return self.timed("prefill", n_prompt) if n_prompt else self.timed("decode", n_gen)
+
 
 class EmulatedLlamaCpp:
     def __init__(self, phone: "EmulatedPhone") -> None:
@@ -163,8 +167,8 @@ class EmulatedLlamaCpp:
         out = [f"load_backend: loaded CPU backend from {DIRECTORY}/lib/libggml-cpu.so\n"]
         tests = [(args.n_prompt, 0), (0, args.n_gen)]
         for n_prompt, n_gen in (t for t in tests if sum(t)):
-            phase, tokens = ("prefill", n_prompt) if n_prompt else ("decode", n_gen)
-            samples_ns = [self.work.timed(phase, tokens) for _ in range(max(1, args.repetitions))]
+            tokens = n_prompt or n_gen
+            samples_ns = [self.work.bench_test(n_prompt, n_gen) for _ in range(max(1, args.repetitions))]
             samples_ts = [tokens / (ns / 1e9) for ns in samples_ns]
             result = {"build_commit": BUILD_COMMIT, "build_number": BUILD_NUMBER, "cpu_info": "ARMv8 Processor",
                       "backends": "CPU", "model_filename": args.model, "model_type": MODEL_TYPE,
@@ -270,9 +274,8 @@ class HostLlamaCpp:
             except ValueError:
                 continue
             if isinstance(obj, dict) and "samples_ns" in obj:  # each run's tokens, at the phone's rates
-                phase, tokens = ("prefill", obj["n_prompt"]) if obj.get("n_prompt") else ("decode", obj.get("n_gen", 0))
                 for _ in obj["samples_ns"]:
-                    self.work.timed(phase, int(tokens))
+                    self.work.bench_test(int(obj.get("n_prompt") or 0), int(obj.get("n_gen") or 0))
         return result
 
     def completion(self, argv: list[str], ctx: ShellContext) -> CommandResult:
