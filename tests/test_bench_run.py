@@ -126,3 +126,36 @@ def test_each_run_is_its_own_night_and_its_seed_replays_it(tmp_path):
     assert other != fresh  # another night: other noise
     assert again["duts"]["EMU-T1"]["serial"] == night["duts"]["EMU-T1"]["serial"]
     assert f"bench run --seed {seed}" in (tmp_path / "reports" / "replayed" / "report.html").read_text()
+
+
+def test_bench_run_is_pytest_given_the_request_it_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench run` builds the request once and hands it whole to one pytest.main with the bench's
+    run plugin; the plugin claims the run, launches the emulated station and hands the session over
+    to pytest's own, which runs that request: the record names its profile and its one test."""
+    import phonebench.bench.cli.run as cli_run
+    from phonebench.bench.cli import build_parser, main
+    from phonebench.bench.cli.request import from_cli
+
+    calls: list[tuple[list[str], list[object]]] = []
+    real_main = pytest.main
+
+    def one_pytest(args: list[str], plugins: list[object]) -> int | pytest.ExitCode:
+        calls.append((list(args), list(plugins)))
+        return real_main(args, plugins=plugins)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PHONEBENCH_STATION", raising=False)
+    monkeypatch.setattr(cli_run.pytest, "main", one_pytest)
+    argv = [IDENTITY_SUITE, "-k", "identity_is_complete", "--station", one_phone_station(tmp_path),
+            "--run-id", "night-1", "--sla-profile", "nightly"]
+    assert main(["run", "-q", "--no-preflight", *argv]) == 0
+    expected = from_cli(build_parser().parse_args(["run", *argv]))
+    [(args, plugins)] = calls
+    [bench_run] = plugins
+    assert isinstance(bench_run, cli_run.BenchRun) and bench_run.request == expected
+    assert args[:len(expected.pytest_argv())] == expected.pytest_argv()
+    record = json.loads((tmp_path / "reports" / "night-1" / "results.json").read_text())
+    assert record["status"] == "complete" and record["station"]["sla_profile"] == "nightly"
+    assert [t["nodeid"].split("::")[-1] for t in record["tests"]] == ["test_identity_is_complete[EMU-T1]"]
+    assert "next: open the report" in capsys.readouterr().out

@@ -204,7 +204,7 @@ def _counters_run(station_file: Path) -> dict:
 def test_a_profile_that_holds_reported_parts_stops_a_run_whose_tests_all_passed(tmp_path, capsys):
     """`reported_parts = "held"`: exit 12 naming the claim and phone; the shipped profiles qualify
     (pass*, exit 0), so a nightly's counters with reported parts do not fail the night."""
-    from phonebench.bench.cli.run import held_claims
+    from phonebench.bench.cli.run_outcome import held_claims
     from phonebench.bench.specs.sla import load_profile
     from phonebench.bench.station.request import resolve_profile
     from phonebench.core.exits import REPORTED_PARTS_HELD

@@ -168,3 +168,4 @@ def test_plan_without_a_station_plans_the_fleet_as_bench_run_runs_it(lab: Path,
     assert plan["bays_at_once"] == len(bays)
     assert plan["makespan_s"] == max(phone["lab_time_s"] for phone in plan["phones"])
     assert not (lab / "none.sqlite").exists()  # planning never creates a store
+

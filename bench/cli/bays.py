@@ -31,8 +31,7 @@ from phonebench.core.errors import ConfigError
 from phonebench.core.station import StationConfig
 from phonebench.drivers.locks import ENV_WAIT as LOCK_WAIT_ENV
 from phonebench.fixtures.options import REQUEST_FILE, RUN_REQUEST_OPTION
-from .console import Console
-from .request import pytest_argv
+from .console import Console, junit_options
 from ..station.request import RunRequest, Selection
 
 log = logging.getLogger(__name__)
@@ -159,8 +158,8 @@ def _worker_argv(request: RunRequest, station: StationConfig, bay: str, folder: 
     bay_request = request.for_bay(bay, phones, folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomically(folder / REQUEST_FILE, bay_request.to_json())
-    return pytest_argv(bay_request, *Console(quiet=True).pytest_options(folder), RUN_REQUEST_OPTION,
-                       str(folder / REQUEST_FILE), "--bay-worker")
+    return bay_request.pytest_argv(*Console(quiet=True).pytest_options(), *junit_options(folder), RUN_REQUEST_OPTION,
+                                   str(folder / REQUEST_FILE), "--bay-worker")
 
 
 def _say(view: ProgressView | None, line: str, quiet: bool) -> None:

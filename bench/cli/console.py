@@ -15,8 +15,12 @@ class Console:
     pytest_lines: bool = False  # pytest's own per-test lines
     preflight: bool = True  # the station preflight before the tests
 
-    def pytest_options(self, run_dir: Path) -> list[str]:
-        """pytest's junit.xml of the run in `run_dir` and what pytest prints."""
-        options = ["--junitxml", str(run_dir / "junit.xml"), "-o", "junit_family=xunit2",
-                   "-v" if self.pytest_lines else "-qq"]
+    def pytest_options(self) -> list[str]:
+        """What pytest prints (its junit.xml goes in the run's folder: `junit_options`)."""
+        options = ["-o", "junit_family=xunit2", "-v" if self.pytest_lines else "-qq"]
         return options + (["--live"] if not (self.quiet or self.pytest_lines) else [])
+
+
+def junit_options(folder: Path) -> list[str]:
+    """pytest's junit.xml of a session recorded in `folder`."""
+    return ["--junitxml", str(folder / "junit.xml")]

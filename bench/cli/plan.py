@@ -18,7 +18,7 @@ from phonebench.core.dburl import with_password
 from phonebench.core.errors import ConfigError
 from phonebench.core.station import load_station
 from phonebench.fixtures.options import GivenRequest
-from .request import DEFAULT_SUITES, add_request_args, from_cli, pytest_argv
+from .request import DEFAULT_SUITES, add_request_args, from_cli
 from ..results import labtime
 from ..station.backend import phone_bays
 from . import Subcommands
@@ -66,7 +66,7 @@ def collect(request: RunRequest) -> list[tuple[str, str | None]]:
     line checks out: so does its plan)."""
     grab = _Collected()
     with contextlib.redirect_stdout(io.StringIO()):  # pytest's collection listing is not the plan
-        code = pytest.main(pytest_argv(request, "--collect-only", "-qq"), plugins=[GivenRequest(request), grab])
+        code = pytest.main(request.pytest_argv("--collect-only", "-qq"), plugins=[GivenRequest(request), grab])
     if code == pytest.ExitCode.INTERRUPTED:  # Ctrl-C during the collection is the user's, not a plan error
         raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -1,15 +1,12 @@
-"""The run request from the command line: the arguments `bench run` and `bench plan` share, the
-one `RunRequest` they make (phonebench.bench.station.request), and pytest's own argv for it."""
+"""The run request from the command line: the arguments `bench run` and `bench plan` share, and the
+one `RunRequest` they make (phonebench.bench.station.request)."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from phonebench.core.paths import data_dir
 from ..lab.run import add_place_args
-from ..station.request import LabPlaces, RunRequest, Selection, StationRef, build_request
-
-DEFAULT_SUITES = data_dir("suites")
+from ..station.request import DEFAULT_SUITES, LabPlaces, RunRequest, Selection, StationRef, build_request
 
 
 def add_request_args(p: argparse.ArgumentParser) -> None:
@@ -51,16 +48,3 @@ def from_cli(args: argparse.Namespace, store: str | None = None) -> RunRequest:
                           marker=args.marker, keyword=args.keyword)
     return build_request(station, selection, sla_profile=args.sla_profile, results_dir=args.results_dir,
                          run_id=args.run_id, store=store, jobs=args.jobs)
-
-
-def pytest_argv(request: RunRequest, *options: str) -> list[str]:
-    """pytest's own part of a run of `request` (the suites, -m, -k, the bench plugin) and `options`;
-    the bench's part is the request itself, handed to the plugin whole."""
-    selection = request.selection
-    argv = [*(selection.suites or [str(DEFAULT_SUITES)]), "-p", "phonebench", "--rootdir", str(DEFAULT_SUITES.parent),
-            "-p", "no:cacheprovider",
-            "-p", "no:labgrid"]  # labgrid's own pytest plugin (lab extra) is for labgrid targets, not the bench
-    for flag, value in (("-m", selection.marker), ("-k", selection.keyword)):
-        if value:
-            argv += [flag, value]
-    return [*argv, *options]

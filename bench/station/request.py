@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING
 
 from phonebench.core.dburl import resolve_database_url, to_url, without_password
 from phonebench.core.errors import ConfigError
+from phonebench.core.paths import data_dir
 from phonebench.core.station import MAX_EMULATED_BAYS, EmulatedConfig, StationConfig, load_station
 from ..specs.sla import load_profile
 
 if TYPE_CHECKING:  # annotations only
     from ..specs.sla import SlaProfile
+
+DEFAULT_SUITES = data_dir("suites")
 
 
 class Mode(str, enum.Enum):
@@ -143,6 +146,20 @@ class RunRequest:
         wanted = tuple(d for d in self.selection.duts if d in duts)
         return dataclasses.replace(self, selection=dataclasses.replace(self.selection, bays=(bay,), duts=wanted),
                                    results=ResultsPlace(run_dir.parent, run_dir.name), jobs=None)
+
+    def pytest_argv(self, *options: str) -> list[str]:
+        """pytest's own part of this run (the suites, -m, -k, the bench plugin) and `options`; the
+        bench's part is the request itself, handed to the plugin whole (phonebench.fixtures.options)."""
+        selection = self.selection
+        argv = [*(selection.suites or [str(DEFAULT_SUITES)]), "-p", "phonebench", "--rootdir",
+                str(DEFAULT_SUITES.parent), "-p", "no:cacheprovider",
+                "-p", "no:labgrid",  # labgrid's own pytest plugin (lab extra) is for labgrid targets, not the bench
+                # `bench` imported the plugin before pytest could rewrite its asserts: it has none to rewrite
+                "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+        for flag, value in (("-m", selection.marker), ("-k", selection.keyword)):
+            if value:
+                argv += [flag, value]
+        return [*argv, *options]
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), default=str, indent=1)
