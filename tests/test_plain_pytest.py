@@ -62,6 +62,7 @@ def test_a_planted_failure_with_raw_data_is_recorded_as_failed(tmp_path):
     proc = plain_pytest(folder)
     assert "INTERNALERROR" not in proc.stdout + proc.stderr
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "PytestAssertRewriteWarning" not in proc.stdout + proc.stderr  # the plugin's modules load cleanly
     data, runs, tests = stored(folder)
     outcomes = {t["nodeid"]: t["outcome"] for t in data["tests"]}
     assert outcomes == {"test_lab.py::test_planted[EMU0001]": "failed", "test_lab.py::test_fine[EMU0001]": "passed"}
