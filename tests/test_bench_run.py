@@ -159,3 +159,14 @@ def test_bench_run_is_pytest_given_the_request_it_built(tmp_path: Path, monkeypa
     assert record["status"] == "complete" and record["station"]["sla_profile"] == "nightly"
     assert [t["nodeid"].split("::")[-1] for t in record["tests"]] == ["test_identity_is_complete[EMU-T1]"]
     assert "next: open the report" in capsys.readouterr().out
+
+
+def test_tests_of_no_phone_are_said_to_have_run_and_recorded_nothing(tmp_path: Path) -> None:
+    """A lab's own test that uses no phone or instrument is not a bench test: the run says it ran
+    and that nothing was recorded, not that no test ran."""
+    (tmp_path / "test_mine.py").write_text("def test_no_phone():\n    pass\n")
+    proc, data = bench(tmp_path, "run", "-q", "--no-preflight", "--station", one_phone_station(tmp_path),
+                       str(tmp_path / "test_mine.py"))
+    assert proc.returncode == 1 and data is None, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "the selected tests ran, but none used the station's phones or instruments" in proc.stderr
+    assert "no test ran" not in proc.stderr

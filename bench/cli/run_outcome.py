@@ -45,6 +45,9 @@ def session_outcome(config: pytest.Config, request: RunRequest, code: int | pyte
                 return 2
             if code == pytest.ExitCode.NO_TESTS_COLLECTED:
                 print(inventory.nothing_selected(request.selection), file=sys.stderr)
+            elif code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):  # they ran, none opened the station
+                print(f"bench run: the selected tests ran, but none used the station's phones or instruments, "
+                      f"so no run was recorded (pytest exit code {int(code)})", file=sys.stderr)
             elif code != pytest.ExitCode.USAGE_ERROR:  # pytest said why in one line already
                 print(f"bench run: no test ran (pytest exit code {int(code)})", file=sys.stderr)
             return int(code) or 1
