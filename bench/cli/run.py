@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
+from pathlib import Path
 from dataclasses import dataclass
 
 import pytest
@@ -22,7 +23,7 @@ from phonebench.fixtures.collection import roles_needed
 from phonebench.fixtures.options import GIVEN
 from .console import Console
 from .request import add_request_args, from_cli
-from .run_outcome import release_unused, session_outcome
+from .run_outcome import session_outcome
 from ..station.request import RunRequest
 from ..station.selection import Inventory
 from . import Subcommands
@@ -104,7 +105,7 @@ class BenchRun:
         heal_before_run(request.results.folder, with_password(request.store, station.database))
         if station.emulated is None:
             code = self._on_station(config, request, station)
-            release_unused(run_dir)
+            _release_unused(run_dir)
             return code
         from ..station.backend import launch_emulated
         from ..store.db import password_in_environment
@@ -139,3 +140,11 @@ class BenchRun:
         code = session(config=config)
         return session_outcome(config, request, code, self.console, inventory, preflight)
 
+
+def _release_unused(run_dir: Path) -> None:
+    """Remove a claimed run folder that holds nothing but pytest's junit.xml of no test."""
+    junit = run_dir / "junit.xml"
+    with contextlib.suppress(OSError):
+        if {p.name for p in run_dir.iterdir()} <= {"junit.xml"}:
+            junit.unlink(missing_ok=True)
+            run_dir.rmdir()

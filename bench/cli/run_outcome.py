@@ -3,10 +3,8 @@ bench's exit codes beside pytest's (docs/faults.md) — for a run of this sessio
 for the merged run of a station's bays."""
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -39,8 +37,7 @@ def session_outcome(config: pytest.Config, request: RunRequest, code: int | pyte
     recorder = bench.recorder if bench is not None else None
     results = run_dir / "results.json"
     if recorder is None:
-        if not results.exists():
-            release_unused(run_dir)  # nothing ran: the id stays free, no folder holding only junit.xml
+        if not results.exists():  # nothing ran: the caller frees the run's id
             if preflight is not None and preflight.refused:
                 return 2
             if code == pytest.ExitCode.NO_TESTS_COLLECTED:
@@ -117,15 +114,6 @@ def held_claims(profile_ref: ProfileRef, data: dict[str, Any]) -> int:
           f"phone's word ({'; '.join(held[:3])}{more}): exit {REPORTED_PARTS_HELD}; the grid above says "
           f"which verdicts are reported", file=sys.stderr)
     return REPORTED_PARTS_HELD
-
-
-def release_unused(run_dir: Path) -> None:
-    """Remove a claimed run folder that holds nothing but pytest's junit.xml of no test."""
-    junit = run_dir / "junit.xml"
-    with contextlib.suppress(OSError):
-        if {p.name for p in run_dir.iterdir()} <= {"junit.xml"}:
-            junit.unlink(missing_ok=True)
-            run_dir.rmdir()
 
 
 def _results_not_written(recorder: RunRecorder) -> int:
